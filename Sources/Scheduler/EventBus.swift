@@ -1,0 +1,176 @@
+import DequeModule
+import Synchronization
+
+/// Fans events out to any number of subscribers without ever waiting for one.
+///
+/// Publishing numbers the events and appends them to each subscriber's bounded buffer under one
+/// short lock. A subscriber whose buffer is full is marked lagged: its buffer is dropped and it
+/// counts what it missed until it takes a fresh snapshot. Memory stays bounded and the publisher
+/// never blocks.
+final class EventBus: Sendable {
+    fileprivate struct Subscriber {
+        var buffer: [SchedulerEvent] = []
+        let limit: Int
+        let includeOutput: Bool
+        /// Events dropped since the subscriber fell behind; `nil` while it keeps up.
+        var missed: Int?
+        var waiter: CheckedContinuation<Void, Never>?
+    }
+
+    private struct State {
+        var lastSeq: UInt64 = 0
+        var subscribers: [Int: Subscriber] = [:]
+        var nextToken = 0
+        var isFinished = false
+    }
+
+    private let state = Mutex(State())
+
+    /// The number of the last event published.
+    var lastSeq: UInt64 { state.withLock { $0.lastSeq } }
+
+    /// Publishes events in order.
+    func publish(_ kinds: [SchedulerEvent.Kind], time: SchedulerTime) {
+        guard !kinds.isEmpty else { return }
+        var toResume: [CheckedContinuation<Void, Never>] = []
+        state.withLock { state in
+            let first = state.lastSeq + 1
+            state.lastSeq += UInt64(kinds.count)
+            guard !state.subscribers.isEmpty else { return }
+            var events: [SchedulerEvent] = []
+            events.reserveCapacity(kinds.count)
+            for (offset, kind) in kinds.enumerated() {
+                events.append(SchedulerEvent(seq: first + UInt64(offset), time: time, kind: kind))
+            }
+            for token in state.subscribers.keys {
+                state.subscribers[token]!.deliver(events, into: &toResume)
+            }
+        }
+        for waiter in toResume { waiter.resume() }
+    }
+
+    /// Publishes one event.
+    func publish(_ kind: SchedulerEvent.Kind, time: SchedulerTime) {
+        publish(CollectionOfOne(kind).map { $0 }, time: time)
+    }
+
+    /// Adds a subscriber whose first event is the snapshot `makeSnapshot` builds for the current
+    /// sequence number, atomically with respect to publishing.
+    func subscribe(limit: Int, includeOutput: Bool, time: SchedulerTime, makeSnapshot: (UInt64) -> SchedulerSnapshot) -> Int {
+        state.withLock { state in
+            let token = state.nextToken
+            state.nextToken += 1
+            var subscriber = Subscriber(limit: max(16, limit), includeOutput: includeOutput)
+            // Even after a shutdown: a late subscriber still gets the final state, then the end.
+            let seq = state.lastSeq
+            subscriber.buffer.append(SchedulerEvent(seq: seq, time: time, kind: .snapshot(makeSnapshot(seq))))
+            state.subscribers[token] = subscriber
+            return token
+        }
+    }
+
+    /// Replaces a lagged subscriber's buffer with a lag marker and a fresh snapshot.
+    func resync(_ token: Int, time: SchedulerTime, makeSnapshot: (UInt64) -> SchedulerSnapshot) {
+        state.withLock { state in
+            guard var subscriber = state.subscribers[token], let missed = subscriber.missed else { return }
+            let seq = state.lastSeq
+            subscriber.buffer = [
+                SchedulerEvent(seq: seq, time: time, kind: .lagged(missed: missed)),
+                SchedulerEvent(seq: seq, time: time, kind: .snapshot(makeSnapshot(seq))),
+            ]
+            subscriber.missed = nil
+            state.subscribers[token] = subscriber
+        }
+    }
+
+    enum Pull {
+        case events([SchedulerEvent])
+        case lagged
+        case finished
+    }
+
+    /// Takes everything buffered for `token`, waiting while there is nothing.
+    func pull(_ token: Int) async -> Pull {
+        while true {
+            if let ready = tryPull(token) { return ready }
+            if Task.isCancelled { return .finished }
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    let resumeNow = state.withLock { state -> Bool in
+                        guard var subscriber = state.subscribers[token], !state.isFinished else { return true }
+                        if subscriber.missed != nil || !subscriber.buffer.isEmpty { return true }
+                        subscriber.waiter = continuation
+                        state.subscribers[token] = subscriber
+                        return false
+                    }
+                    if resumeNow { continuation.resume() }
+                }
+            } onCancel: {
+                let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                    defer { state.subscribers[token]?.waiter = nil }
+                    return state.subscribers[token]?.waiter
+                }
+                waiter?.resume()
+            }
+        }
+    }
+
+    private func tryPull(_ token: Int) -> Pull? {
+        state.withLock { state in
+            guard var subscriber = state.subscribers[token] else { return .finished }
+            if subscriber.missed != nil { return .lagged }
+            if !subscriber.buffer.isEmpty {
+                let events = subscriber.buffer
+                subscriber.buffer = []
+                state.subscribers[token] = subscriber
+                return .events(events)
+            }
+            return state.isFinished ? .finished : nil
+        }
+    }
+
+    /// Removes a subscriber.
+    func unsubscribe(_ token: Int) {
+        let waiter = state.withLock { $0.subscribers.removeValue(forKey: token)?.waiter }
+        waiter?.resume()
+    }
+
+    /// Ends every subscription once its buffer is drained.
+    func finish() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.isFinished = true
+            var waiters: [CheckedContinuation<Void, Never>] = []
+            for token in state.subscribers.keys {
+                if let waiter = state.subscribers[token]!.waiter { waiters.append(waiter) }
+                state.subscribers[token]!.waiter = nil
+            }
+            return waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+}
+
+extension EventBus.Subscriber {
+    fileprivate mutating func deliver(_ events: [SchedulerEvent], into toResume: inout [CheckedContinuation<Void, Never>]) {
+        if let missed {
+            self.missed = missed + events.count
+            return
+        }
+        if includeOutput {
+            buffer.append(contentsOf: events)
+        } else {
+            for event in events {
+                if case .output = event.kind { continue }
+                buffer.append(event)
+            }
+        }
+        if buffer.count > limit {
+            missed = buffer.count
+            buffer = []
+        }
+        if let waiter {
+            self.waiter = nil
+            toResume.append(waiter)
+        }
+    }
+}

@@ -1,0 +1,61 @@
+/// One subscriber's view of the scheduler's events: a snapshot first, then every event in
+/// order.
+///
+/// Each subscription has its own bounded buffer. If the subscriber falls so far behind that the
+/// buffer fills, the scheduler drops what is buffered rather than wait or grow; the stream then
+/// yields ``SchedulerEvent/Kind/lagged(missed:)`` and a fresh snapshot, and goes on from there.
+/// Iteration ends when the scheduler has shut down or the consuming task is cancelled; the
+/// subscription ends when the stream and its iterators are released.
+public struct EventStream: AsyncSequence, Sendable {
+    public typealias Element = SchedulerEvent
+
+    final class Subscription: Sendable {
+        let bus: EventBus
+        let token: Int
+        let resync: @Sendable (Int) async -> Void
+
+        init(bus: EventBus, token: Int, resync: @escaping @Sendable (Int) async -> Void) {
+            self.bus = bus
+            self.token = token
+            self.resync = resync
+        }
+
+        deinit { bus.unsubscribe(token) }
+    }
+
+    let subscription: Subscription
+
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(subscription: subscription)
+    }
+
+    /// Yields the events of one subscription.
+    public struct Iterator: AsyncIteratorProtocol {
+        let subscription: Subscription
+        private var batch: [SchedulerEvent] = []
+        private var index = 0
+
+        init(subscription: Subscription) {
+            self.subscription = subscription
+        }
+
+        public mutating func next() async -> SchedulerEvent? {
+            while true {
+                if index < batch.count {
+                    defer { index += 1 }
+                    return batch[index]
+                }
+                switch await subscription.bus.pull(subscription.token) {
+                case .events(let events):
+                    batch = events
+                    index = 0
+                case .lagged:
+                    await subscription.resync(subscription.token)
+                case .finished:
+                    return nil
+                }
+            }
+        }
+
+    }
+}

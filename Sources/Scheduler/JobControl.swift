@@ -1,0 +1,50 @@
+import Synchronization
+
+/// How a stop request reaches a running attempt, whichever worker runs it.
+///
+/// The scheduler asks for a stop; the worker running the attempt installs a handler that does
+/// it (signal a process group, cancel a task, tell a remote worker). A request that comes before
+/// the handler is installed is delivered the moment it is.
+public final class JobControl: Sendable {
+    /// A request to stop.
+    public struct StopRequest: Sendable, Equatable {
+        /// Why.
+        public var reason: StopReason
+        /// How long after SIGTERM to send SIGKILL.
+        public var grace: Duration
+    }
+
+    private struct State {
+        var request: StopRequest?
+        var handler: (@Sendable (StopRequest) -> Void)?
+    }
+
+    private let state = Mutex(State())
+
+    /// A control with no stop requested.
+    public init() {}
+
+    /// The stop requested, if any.
+    public var stopRequest: StopRequest? { state.withLock { $0.request } }
+
+    /// Installs the handler that stops the work; runs it at once if a stop was already
+    /// requested. Pass `nil` to remove it when the work has ended.
+    public func onStop(_ handler: (@Sendable (StopRequest) -> Void)?) {
+        let pending = state.withLock { state -> StopRequest? in
+            state.handler = handler
+            return state.request
+        }
+        if let pending, let handler { handler(pending) }
+    }
+
+    /// Asks the work to stop. Later requests only change the recorded reason.
+    public func requestStop(_ reason: StopReason, grace: Duration) {
+        let request = StopRequest(reason: reason, grace: grace)
+        let handler = state.withLock { state -> (@Sendable (StopRequest) -> Void)? in
+            let first = state.request == nil
+            state.request = request
+            return first ? state.handler : nil
+        }
+        handler?(request)
+    }
+}

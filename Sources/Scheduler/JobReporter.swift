@@ -1,0 +1,56 @@
+import Synchronization
+
+/// Where a running attempt reports its output and progress. Safe to call from any thread.
+public final class JobReporter: Sendable {
+    /// The job reporting.
+    public let jobID: JobID
+    /// The attempt reporting.
+    public let attempt: Int
+    private let store: JobOutputStore
+    private let bus: EventBus
+    private let clock: SchedulerClock
+    private let lastProgress = Mutex<Double?>(nil)
+
+    init(jobID: JobID, attempt: Int, store: JobOutputStore, bus: EventBus, clock: SchedulerClock) {
+        self.jobID = jobID
+        self.attempt = attempt
+        self.store = store
+        self.bus = bus
+        self.clock = clock
+    }
+
+    /// Records a line the job printed.
+    public func line(_ text: String, stream: OutputLine.Stream) {
+        let line = OutputLine(stream: stream, text: text)
+        store.append(line, to: jobID)
+        bus.publish(.output(jobID, line), time: clock.now())
+    }
+
+    /// Records progress (0...1). Repeats of the same value (to 0.1%) are not published.
+    public func progress(_ fraction: Double) {
+        guard fraction.isFinite else { return }
+        let value = min(max(fraction, 0), 1)
+        let changed = lastProgress.withLock { last -> Bool in
+            if let last, abs(last - value) < 0.0005 { return false }
+            last = value
+            return true
+        }
+        guard changed else { return }
+        store.setProgress(value, of: jobID)
+        bus.publish(.progress(jobID, value), time: clock.now())
+    }
+}
+
+/// What one attempt needs to run: its identity, its spec, where to report and how it is stopped.
+public struct JobAssignment: Sendable {
+    /// The job.
+    public let jobID: JobID
+    /// The attempt, from 1.
+    public let attempt: Int
+    /// What to run.
+    public let spec: JobSpec
+    /// Where output and progress go.
+    public let reporter: JobReporter
+    /// How a cancel or timeout reaches the running work.
+    public let control: JobControl
+}

@@ -1,0 +1,187 @@
+import Foundation
+
+/// What a job runs and how the scheduler treats it.
+public struct JobSpec: Sendable {
+    /// A display name; `nil` shows the command instead.
+    public var name: String?
+    /// The work itself: a shell command, an argv, or a Swift closure.
+    public var work: JobWork
+    /// Variables added to (or replacing those of) the scheduler's environment.
+    public var environment: [String: String]
+    /// The directory the process starts in; `nil` is the scheduler's current directory.
+    public var workingDirectory: String?
+    /// Higher runs first; equal priorities run in submission order.
+    public var priority: Int
+    /// How often and how soon a failed attempt is tried again.
+    public var retry: RetryPolicy
+    /// The longest one attempt may run before it is stopped and counted as failed.
+    public var timeout: Duration?
+    /// Submitting a spec whose key matches a queued, waiting or running job returns that job.
+    public var coalescingKey: String?
+    /// How progress is read from output lines; `nil` uses the default trailing `NN%`.
+    public var progressPattern: ProgressPattern?
+
+    /// Creates a spec.
+    public init(
+        name: String? = nil,
+        work: JobWork,
+        environment: [String: String] = [:],
+        workingDirectory: String? = nil,
+        priority: Int = 0,
+        retry: RetryPolicy = .none,
+        timeout: Duration? = nil,
+        coalescingKey: String? = nil,
+        progressPattern: ProgressPattern? = nil
+    ) {
+        self.name = name
+        self.work = work
+        self.environment = environment
+        self.workingDirectory = workingDirectory
+        self.priority = priority
+        self.retry = retry
+        self.timeout = timeout
+        self.coalescingKey = coalescingKey
+        self.progressPattern = progressPattern
+    }
+
+    /// A spec that runs `command` with `/bin/sh -c`.
+    public static func shell(_ command: String, name: String? = nil, priority: Int = 0) -> JobSpec {
+        JobSpec(name: name, work: .shell(command), priority: priority)
+    }
+
+    /// The name to show: the given name, else the command.
+    public var displayName: String { name ?? work.description }
+}
+
+/// The body of a job.
+public enum JobWork: Sendable, CustomStringConvertible {
+    /// A command line run by `/bin/sh -c` in a new process group.
+    case shell(String)
+    /// An executable (searched in `PATH` when it has no slash) and its arguments, no shell.
+    case argv([String])
+    /// Swift code, for programs that embed the scheduler. Cancel cancels its task.
+    case closure(@Sendable (JobContext) async throws -> Void)
+
+    public var description: String {
+        switch self {
+        case .shell(let command): command
+        case .argv(let argv): argv.joined(separator: " ")
+        case .closure: "<closure>"
+        }
+    }
+
+    /// Whether the work is a process (and so can be killed as a process group).
+    public var isProcess: Bool {
+        if case .closure = self { return false }
+        return true
+    }
+}
+
+/// Retries with exponential backoff and jitter.
+public struct RetryPolicy: Sendable, Equatable {
+    /// Attempts in all, the first included; 1 means never retried.
+    public var maxAttempts: Int
+    /// The delay before the second attempt.
+    public var initialBackoff: Duration
+    /// Each further delay is the previous one times this.
+    public var multiplier: Double
+    /// No delay is longer than this.
+    public var maxBackoff: Duration
+    /// The fraction of each delay that is random: 0.2 means the delay is between 80% and 100%.
+    public var jitter: Double
+
+    /// Creates a policy.
+    public init(
+        maxAttempts: Int = 1,
+        initialBackoff: Duration = .seconds(1),
+        multiplier: Double = 2,
+        maxBackoff: Duration = .seconds(60),
+        jitter: Double = 0.2
+    ) {
+        self.maxAttempts = max(1, maxAttempts)
+        self.initialBackoff = initialBackoff
+        self.multiplier = multiplier
+        self.maxBackoff = maxBackoff
+        self.jitter = min(max(jitter, 0), 1)
+    }
+
+    /// One attempt, no retry.
+    public static let none = RetryPolicy(maxAttempts: 1)
+
+    /// `retries` further attempts after the first.
+    public static func retries(_ retries: Int, backoff: Duration = .seconds(1)) -> RetryPolicy {
+        RetryPolicy(maxAttempts: retries + 1, initialBackoff: backoff)
+    }
+
+    /// The delay after failed attempt number `attempt` (1-based), given a random `unit` in 0..<1.
+    public func delay(afterAttempt attempt: Int, unit: Double) -> Duration {
+        let exponent = Double(max(0, attempt - 1))
+        let base = initialBackoff.seconds * pow(multiplier, exponent)
+        let capped = min(base, maxBackoff.seconds)
+        let jittered = capped * (1 - jitter * unit)
+        return .nanoseconds(Int64((jittered * 1e9).rounded()))
+    }
+}
+
+extension Duration {
+    /// The duration in seconds as a `Double`.
+    public var seconds: Double {
+        let (s, attoseconds) = components
+        return Double(s) + Double(attoseconds) * 1e-18
+    }
+}
+
+/// How progress is read from a job's output lines.
+public struct ProgressPattern: Sendable, Equatable {
+    /// The regular expression: one capture group is a percentage, two are done and total.
+    public let pattern: String
+    /// The number of capture groups (1 or 2).
+    public let groupCount: Int
+
+    /// Compiles `pattern` to check it.
+    ///
+    /// - Throws: ``ProgressPatternError`` when it does not compile or has neither one nor two groups.
+    public init(_ pattern: String) throws(ProgressPatternError) {
+        let regex: NSRegularExpression
+        do {
+            regex = try NSRegularExpression(pattern: pattern)
+        } catch {
+            throw ProgressPatternError(pattern: pattern, message: "not a valid regular expression")
+        }
+        guard regex.numberOfCaptureGroups == 1 || regex.numberOfCaptureGroups == 2 else {
+            throw ProgressPatternError(
+                pattern: pattern,
+                message: "needs one capture group (percent) or two (done, total); it has \(regex.numberOfCaptureGroups)")
+        }
+        self.pattern = pattern
+        self.groupCount = regex.numberOfCaptureGroups
+    }
+}
+
+/// A progress pattern that cannot be used.
+public struct ProgressPatternError: Error, Sendable, CustomStringConvertible {
+    /// The pattern as given.
+    public let pattern: String
+    /// What is wrong with it.
+    public let message: String
+    public var description: String { "progress pattern '\(pattern)': \(message)" }
+}
+
+/// What a closure job can tell the scheduler while it runs.
+public struct JobContext: Sendable {
+    /// The job being run.
+    public let jobID: JobID
+    /// Its attempt number, from 1.
+    public let attempt: Int
+    let reporter: JobReporter
+
+    /// Reports progress as a fraction from 0 to 1.
+    public func reportProgress(_ fraction: Double) {
+        reporter.progress(fraction)
+    }
+
+    /// Adds a line to the job's output, as if it had printed it.
+    public func log(_ line: String) {
+        reporter.line(line, stream: .stdout)
+    }
+}

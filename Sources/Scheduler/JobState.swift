@@ -1,0 +1,167 @@
+/// A moment on the scheduler's clock: the time since the scheduler started.
+public typealias SchedulerTime = Duration
+
+/// Where a job is in its life. Each case carries exactly what is true in it.
+public enum JobState: Sendable, Equatable {
+    /// Waiting for a free slot.
+    case queued
+    /// Running `attempt` (from 1) on `worker` since `since`.
+    case running(worker: WorkerID, attempt: Int, since: SchedulerTime, stopping: StopReason?)
+    /// Attempt `failedAttempt` failed; the next one becomes due at `until`.
+    case waitingForRetry(until: SchedulerTime, failedAttempt: Int, reason: FailureReason)
+    /// Ended well after `attempts` attempts.
+    case succeeded(attempts: Int)
+    /// Ended badly for good.
+    case failed(reason: FailureReason, attempts: Int)
+    /// Cancelled by a user: never retried, never counted as failed.
+    case cancelled
+
+    /// A short lowercase word for screens and logs.
+    public var name: String {
+        switch self {
+        case .queued: "queued"
+        case .running: "running"
+        case .waitingForRetry: "waiting"
+        case .succeeded: "succeeded"
+        case .failed: "failed"
+        case .cancelled: "cancelled"
+        }
+    }
+
+    /// The kind of state, without its data.
+    public var kind: JobStateKind {
+        switch self {
+        case .queued: .queued
+        case .running: .running
+        case .waitingForRetry: .waiting
+        case .succeeded: .succeeded
+        case .failed: .failed
+        case .cancelled: .cancelled
+        }
+    }
+
+    /// Whether the job has ended (succeeded, failed or cancelled).
+    public var isFinished: Bool { kind.isFinished }
+
+    /// Whether moving from this state to `next` is allowed. The one place that says so.
+    public func canTransition(to next: JobState) -> Bool {
+        switch (kind, next.kind) {
+        case (.queued, .running), (.queued, .cancelled): true
+        case (.running, .succeeded), (.running, .failed), (.running, .waiting),
+             (.running, .cancelled), (.running, .queued): true
+        case (.running, .running):
+            // Only the stop flag may change while running.
+            if case .running(let w1, let a1, _, nil) = self, case .running(let w2, let a2, _, .some) = next {
+                w1 == w2 && a1 == a2
+            } else {
+                false
+            }
+        case (.waiting, .queued), (.waiting, .cancelled): true
+        case (.failed, .queued), (.cancelled, .queued): true
+        default: false
+        }
+    }
+}
+
+/// The kinds of ``JobState``, for counting and filtering.
+public enum JobStateKind: String, Sendable, CaseIterable, Hashable, Codable {
+    case queued, running, waiting, succeeded, failed, cancelled
+
+    /// Whether jobs in this state have ended.
+    public var isFinished: Bool {
+        switch self {
+        case .succeeded, .failed, .cancelled: true
+        default: false
+        }
+    }
+}
+
+/// Why a running job is being stopped.
+public enum StopReason: String, Sendable, Equatable {
+    /// A user cancelled it: it ends `cancelled`.
+    case cancel
+    /// Its attempt ran past its timeout: the attempt failed.
+    case timeout
+}
+
+/// How an attempt ended, as the worker saw it.
+public enum Termination: Sendable, Equatable, CustomStringConvertible {
+    /// The process exited with this status (a closure job that returned is `exit(0)`).
+    case exit(Int32)
+    /// The process was killed by this signal.
+    case signal(Int32)
+    /// The work could not be started or threw: the message says why.
+    case error(String)
+    /// The worker running it went away (a remote worker lost): the attempt did not count.
+    case workerLost(String)
+
+    /// Whether the attempt succeeded.
+    public var isSuccess: Bool { self == .exit(0) }
+
+    public var description: String {
+        switch self {
+        case .exit(let code): "exit \(code)"
+        case .signal(let signal): "signal \(signal) (\(signalName(signal)))"
+        case .error(let message): message
+        case .workerLost(let why): "worker lost: \(why)"
+        }
+    }
+}
+
+/// Why an attempt failed.
+public enum FailureReason: Sendable, Equatable, CustomStringConvertible {
+    /// The process exited with a non-zero status.
+    case exitStatus(Int32)
+    /// The process was killed by a signal it did not get from jobtop.
+    case signal(Int32)
+    /// The attempt ran past its timeout and was stopped.
+    case timeout(Duration)
+    /// The command could not be run or the closure threw.
+    case error(String)
+    /// Its worker was lost too many times.
+    case workerLost(String)
+
+    public var description: String {
+        switch self {
+        case .exitStatus(127): "exit 127 (command not found)"
+        case .exitStatus(126): "exit 126 (command not executable)"
+        case .exitStatus(let code): "exit \(code)"
+        case .signal(let signal): "killed by \(signalName(signal))"
+        case .timeout(let limit): "timed out after \(formatDuration(limit))"
+        case .error(let message): message
+        case .workerLost(let why): "worker lost: \(why)"
+        }
+    }
+}
+
+/// `SIGTERM`-style names for the common signals.
+public func signalName(_ signal: Int32) -> String {
+    switch signal {
+    case 1: "SIGHUP"
+    case 2: "SIGINT"
+    case 3: "SIGQUIT"
+    case 4: "SIGILL"
+    case 6: "SIGABRT"
+    case 8: "SIGFPE"
+    case 9: "SIGKILL"
+    case 11: "SIGSEGV"
+    case 13: "SIGPIPE"
+    case 14: "SIGALRM"
+    case 15: "SIGTERM"
+    default: "signal \(signal)"
+    }
+}
+
+/// Formats a duration the way the command line takes it: `500ms`, `1.5s`, `2m3s`, `1h2m`.
+public func formatDuration(_ duration: Duration) -> String {
+    let total = duration.seconds
+    if total < 1 { return "\(Int((total * 1000).rounded()))ms" }
+    if total < 60 {
+        let rounded = (total * 10).rounded() / 10
+        return rounded == rounded.rounded() ? "\(Int(rounded))s" : "\(rounded)s"
+    }
+    let seconds = Int(total.rounded())
+    if seconds < 3600 { return seconds % 60 == 0 ? "\(seconds / 60)m" : "\(seconds / 60)m\(seconds % 60)s" }
+    let minutes = (seconds % 3600) / 60
+    return minutes == 0 ? "\(seconds / 3600)h" : "\(seconds / 3600)h\(minutes)m"
+}

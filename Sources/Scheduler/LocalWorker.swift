@@ -1,0 +1,61 @@
+import Foundation
+
+/// One local slot: an actor on its own thread that runs shell jobs in their own process groups.
+///
+/// Waiting for a process and reading its pipes block, so they run on this actor's dedicated
+/// thread, never on the cooperative pool. Closure jobs are Swift async code and run on the
+/// caller's task instead.
+public actor LocalWorker: Worker {
+    public nonisolated let descriptor: WorkerDescriptor
+    private nonisolated let executor: ThreadExecutor
+    private let runner: ProcessRunner
+
+    /// Creates a worker and starts its thread.
+    public init(name: String) {
+        descriptor = WorkerDescriptor(id: WorkerID(), name: name, kind: .local, slots: 1)
+        executor = ThreadExecutor(name: "jobtop.\(name)")
+        runner = ProcessRunner()
+    }
+
+    public nonisolated var unownedExecutor: UnownedSerialExecutor {
+        executor.asUnownedSerialExecutor()
+    }
+
+    public nonisolated func execute(_ assignment: JobAssignment) async -> Termination {
+        switch assignment.spec.work {
+        case .closure(let body):
+            return await runClosure(body, assignment)
+        case .shell, .argv:
+            return await runProcess(assignment)
+        }
+    }
+
+    public nonisolated func leave() {
+        executor.stop()
+    }
+
+    private func runProcess(_ assignment: JobAssignment) -> Termination {
+        runner.run(assignment)
+    }
+
+    private nonisolated func runClosure(
+        _ body: @escaping @Sendable (JobContext) async throws -> Void, _ assignment: JobAssignment
+    ) async -> Termination {
+        let context = JobContext(jobID: assignment.jobID, attempt: assignment.attempt, reporter: assignment.reporter)
+        // An unstructured task so that a stop can cancel this job alone; it is awaited right
+        // here, and a cancel of the scheduler's task group reaches it through the handler.
+        let task = Task { try await body(context) }
+        assignment.control.onStop { _ in task.cancel() }
+        defer { assignment.control.onStop(nil) }
+        let result = await withTaskCancellationHandler {
+            await task.result
+        } onCancel: {
+            task.cancel()
+        }
+        switch result {
+        case .success: return .exit(0)
+        case .failure(let error as CancellationError): return .error("cancelled: \(error)")
+        case .failure(let error): return .error(String(describing: error))
+        }
+    }
+}

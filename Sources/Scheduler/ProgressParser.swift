@@ -1,0 +1,70 @@
+import Foundation
+
+/// Reads progress from output lines.
+///
+/// The default takes a trailing percentage (`... 42%`, `12.5 %`); a ``ProgressPattern``
+/// replaces it with a regular expression whose one group is a percentage or whose two groups are
+/// done and total.
+struct ProgressParser {
+    private let regex: NSRegularExpression?
+
+    init(pattern: ProgressPattern?) {
+        regex = pattern.flatMap { try? NSRegularExpression(pattern: $0.pattern) }
+    }
+
+    /// The fraction (0...1) a line reports, if any.
+    func fraction(in line: String) -> Double? {
+        if let regex { return Self.fraction(in: line, regex: regex) }
+        return Self.trailingPercent(in: line)
+    }
+
+    /// A trailing `NN%` or `NN.N%` (spaces allowed before the sign and at the end).
+    static func trailingPercent(in line: String) -> Double? {
+        var bytes = line.utf8[...]
+        while let last = bytes.last, last == 0x20 || last == 0x09 || last == 0x0D { bytes = bytes.dropLast() }
+        guard bytes.last == UInt8(ascii: "%") else { return nil }
+        bytes = bytes.dropLast()
+        while let last = bytes.last, last == 0x20 { bytes = bytes.dropLast() }
+        var end = bytes.endIndex
+        var start = end
+        var sawDot = false
+        var digits = 0
+        while start > bytes.startIndex {
+            let previous = bytes.index(before: start)
+            let byte = bytes[previous]
+            if byte >= 0x30 && byte <= 0x39 {
+                digits += 1
+            } else if byte == UInt8(ascii: ".") && !sawDot && digits > 0 {
+                sawDot = true
+            } else {
+                break
+            }
+            start = previous
+        }
+        // "…v1.5%" would read as 1.5; a number glued to a letter is not a percentage.
+        if start > bytes.startIndex {
+            let before = bytes[bytes.index(before: start)]
+            if (before >= 0x41 && before <= 0x5A) || (before >= 0x61 && before <= 0x7A) { return nil }
+        }
+        if start < end, bytes[start] == UInt8(ascii: ".") { start = bytes.index(after: start) }
+        guard digits > 0, start < end else { return nil }
+        if bytes[bytes.index(before: end)] == UInt8(ascii: ".") { end = bytes.index(before: end) }
+        guard let text = String(bytes[start..<end]), let value = Double(text), value <= 100 else { return nil }
+        return value / 100
+    }
+
+    static func fraction(in line: String, regex: NSRegularExpression) -> Double? {
+        let range = NSRange(line.startIndex..<line.endIndex, in: line)
+        guard let match = regex.matches(in: line, range: range).last else { return nil }
+        func number(_ group: Int) -> Double? {
+            guard let r = Range(match.range(at: group), in: line) else { return nil }
+            return Double(line[r].trimmingCharacters(in: .whitespaces))
+        }
+        if match.numberOfRanges >= 3 {
+            guard let done = number(1), let total = number(2), total > 0 else { return nil }
+            return min(max(done / total, 0), 1)
+        }
+        guard let percent = number(1) else { return nil }
+        return min(max(percent / 100, 0), 1)
+    }
+}

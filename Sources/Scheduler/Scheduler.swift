@@ -1,0 +1,434 @@
+import Foundation
+
+/// Runs jobs on a pool of workers: the actor that performs what ``SchedulerCore`` decides.
+///
+/// Commands (submit, cancel, reprioritize, retry, pause, resume, slots, shutdown) go in as
+/// method calls; what happens comes out as numbered events on any number of ``EventStream``s.
+/// Jobs only start while ``run()`` is running: it owns the one task group in which every
+/// running attempt lives. ``withScheduler(configuration:clock:_:)`` does both for you:
+///
+/// ```swift
+/// try await Scheduler.withScheduler { scheduler in
+///     let id = try await scheduler.submit(.shell("make -j2", name: "build"))
+///     for await event in await scheduler.events() {
+///         if case .succeeded(id, _) = event.kind { break }
+///     }
+/// }
+/// ```
+public actor Scheduler {
+    /// How a scheduler is set up.
+    public struct Configuration: Sendable {
+        /// Local slots: jobs that run at once on this machine.
+        public var localSlots: Int
+        /// Between SIGTERM and SIGKILL when a job is cancelled or times out.
+        public var gracePeriod: Duration
+        /// Events a subscriber may have unread before it is marked lagged.
+        public var subscriberBufferLimit: Int
+        /// Finished jobs kept in snapshots (counts keep them all).
+        public var finishedRetention: Int
+        /// Times a job goes back to the queue when its worker is lost before that counts as a failure.
+        public var maxWorkerLossRequeues: Int
+        /// Output lines kept per job.
+        public var tailLines: Int
+        /// Output bytes kept per job.
+        public var tailBytes: Int
+        /// Finished jobs whose output tail is kept.
+        public var finishedTails: Int
+        /// Seeds retry jitter and job ids (tests); `nil` seeds from the system.
+        public var seed: UInt64?
+
+        /// Creates a configuration; local slots default to the number of cores.
+        public init(
+            localSlots: Int = ProcessInfo.processInfo.activeProcessorCount,
+            gracePeriod: Duration = .seconds(5),
+            subscriberBufferLimit: Int = 65_536,
+            finishedRetention: Int = 10_000,
+            maxWorkerLossRequeues: Int = 3,
+            tailLines: Int = 1_000,
+            tailBytes: Int = 1 << 20,
+            finishedTails: Int = 1_000,
+            seed: UInt64? = nil
+        ) {
+            self.localSlots = max(0, localSlots)
+            self.gracePeriod = gracePeriod
+            self.subscriberBufferLimit = subscriberBufferLimit
+            self.finishedRetention = finishedRetention
+            self.maxWorkerLossRequeues = maxWorkerLossRequeues
+            self.tailLines = max(1, tailLines)
+            self.tailBytes = max(1, tailBytes)
+            self.finishedTails = max(0, finishedTails)
+            self.seed = seed
+        }
+    }
+
+    /// The configuration it was made with.
+    public nonisolated let configuration: Configuration
+    private nonisolated let clock: SchedulerClock
+    private let bus = EventBus()
+    private let store: JobOutputStore
+    private let launcher = Launcher()
+    private var core: SchedulerCore
+    private var ids: IdentifierGenerator
+    private var workers: [WorkerID: any Worker] = [:]
+    private var controls: [JobID: JobControl] = [:]
+    private var localWorkersMade = 0
+
+    private var timerSleeper: Task<Void, Never>?
+    private var sleepingUntil: SchedulerTime?
+    private var timerIdle: CheckedContinuation<Void, Never>?
+    private var isRunning = false
+    private var hasStopped = false
+    private var hasRunEnded = false
+    private var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
+
+    /// Creates a scheduler with its local workers. Nothing runs until ``run()``.
+    public init(configuration: Configuration = .init(), clock: some Clock<Duration> = ContinuousClock()) {
+        self.configuration = configuration
+        self.clock = SchedulerClock(clock)
+        store = JobOutputStore(limits: .init(
+            lines: configuration.tailLines, bytes: configuration.tailBytes, finishedTails: configuration.finishedTails))
+        var core = SchedulerCore(configuration: .init(
+            finishedRetention: configuration.finishedRetention,
+            maxWorkerLossRequeues: configuration.maxWorkerLossRequeues,
+            seed: configuration.seed))
+        ids = configuration.seed.map { IdentifierGenerator(seed: $0 &+ 1) } ?? IdentifierGenerator()
+        var events: [SchedulerEvent.Kind] = []
+        for number in 1...max(1, configuration.localSlots) where configuration.localSlots > 0 {
+            let worker = LocalWorker(name: "local-\(number)")
+            workers[worker.descriptor.id] = worker
+            for case .emit(let kind) in core.workerJoined(worker.descriptor, now: .zero) { events.append(kind) }
+        }
+        localWorkersMade = configuration.localSlots
+        self.core = core
+        bus.publish(events, time: .zero)
+    }
+
+    /// Runs a scheduler for the duration of `body`, then shuts it down: gracefully when `body`
+    /// returns, cancelling running jobs when it throws.
+    ///
+    /// - Parameters:
+    ///   - configuration: How to set it up.
+    ///   - clock: The clock for timeouts and retry delays.
+    ///   - body: What to do with it.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws.
+    public static func withScheduler<R: Sendable>(
+        configuration: Configuration = .init(),
+        clock: some Clock<Duration> = ContinuousClock(),
+        _ body: (Scheduler) async throws -> R
+    ) async throws -> R {
+        let scheduler = Scheduler(configuration: configuration, clock: clock)
+        async let running: Void = scheduler.run()
+        do {
+            let result = try await body(scheduler)
+            await scheduler.shutdown(.graceful)
+            await running
+            return result
+        } catch {
+            await scheduler.shutdown(.cancelRunning)
+            await running
+            throw error
+        }
+    }
+
+    // MARK: - Running
+
+    /// Starts jobs until a shutdown completes. Every running attempt is a child of the task
+    /// group this method owns; cancelling the task that runs it cancels every job.
+    public nonisolated func run() async {
+        guard await beginRun() else { return }
+        await withTaskCancellationHandler {
+            await withDiscardingTaskGroup { group in
+                group.addTask { await self.timerLoop() }
+                while let batch = await launcher.next() {
+                    for handle in batch {
+                        group.addTask { await self.drive(handle) }
+                    }
+                }
+            }
+        } onCancel: {
+            Task { await self.shutdown(.cancelRunning) }
+        }
+        await endRun()
+    }
+
+    /// Begins a shutdown and waits until ``run()`` has ended (at once if it is not running).
+    public func shutdown(_ mode: ShutdownMode) async {
+        let now = clock.now()
+        perform(core.shutdown(mode, now: now), now: now)
+        guard isRunning, !hasRunEnded else {
+            if core.isShutdownComplete || !isRunning { bus.finish() }
+            return
+        }
+        await withCheckedContinuation { shutdownWaiters.append($0) }
+    }
+
+    // MARK: - Commands
+
+    /// Submits a job and returns its id, or the id of the active job with the same coalescing key.
+    ///
+    /// - Throws: ``SchedulerError`` `.shuttingDown` once a shutdown other than a drain began.
+    @discardableResult
+    public func submit(_ spec: JobSpec) throws(SchedulerError) -> JobID {
+        try submit(contentsOf: [spec])[0]
+    }
+
+    /// Submits jobs in one step (one round of events and dispatch for all of them).
+    ///
+    /// - Throws: ``SchedulerError`` `.shuttingDown` once a shutdown other than a drain began.
+    @discardableResult
+    public func submit(contentsOf specs: [JobSpec]) throws(SchedulerError) -> [JobID] {
+        if let mode = core.shutdownMode, mode != .drain {
+            throw SchedulerError(.shuttingDown, "the scheduler is shutting down; no new jobs")
+        }
+        let now = clock.now()
+        var result: [JobID] = []
+        result.reserveCapacity(specs.count)
+        var actions: [SchedulerCore.Action] = []
+        for spec in specs {
+            let (id, produced) = core.submit(spec, id: ids.nextJobID(), now: now)
+            result.append(id)
+            actions.append(contentsOf: produced)
+        }
+        perform(actions, now: now)
+        return result
+    }
+
+    /// Cancels a job. A queued or waiting job ends at once; a running one has its process group
+    /// sent SIGTERM, then SIGKILL after the grace period, and ends `cancelled`.
+    ///
+    /// - Throws: ``SchedulerError`` when the job is unknown or has ended.
+    public func cancel(_ id: JobID) throws(SchedulerError) {
+        let now = clock.now()
+        perform(try core.cancel(id, now: now), now: now)
+    }
+
+    /// Changes a job's priority; a queued job moves at once.
+    ///
+    /// - Throws: ``SchedulerError`` when the job is unknown or has ended.
+    public func reprioritize(_ id: JobID, to priority: Int) throws(SchedulerError) {
+        let now = clock.now()
+        perform(try core.reprioritize(id, to: priority, now: now), now: now)
+    }
+
+    /// Queues a failed or cancelled job again with a fresh retry budget.
+    ///
+    /// - Throws: ``SchedulerError`` when the job is unknown or not failed/cancelled.
+    public func retry(_ id: JobID) throws(SchedulerError) {
+        let now = clock.now()
+        perform(try core.retry(id, now: now), now: now)
+    }
+
+    /// Stops starting jobs; running ones go on.
+    public func pause() {
+        let now = clock.now()
+        perform(core.pause(now: now), now: now)
+    }
+
+    /// Starts jobs again after ``pause()``.
+    public func resume() {
+        let now = clock.now()
+        perform(core.resume(now: now), now: now)
+    }
+
+    /// Sets the number of local slots. New slots take work at once; removed ones leave when idle,
+    /// busy ones when their job ends.
+    ///
+    /// - Throws: ``SchedulerError`` `.invalidArgument` for fewer than 1 slot.
+    public func setLocalSlots(_ slots: Int) throws(SchedulerError) {
+        guard slots >= 1 else { throw SchedulerError(.invalidArgument, "local slots must be at least 1, not \(slots)") }
+        let now = clock.now()
+        let current = core.localCapacity
+        if slots > current {
+            var actions: [SchedulerCore.Action] = []
+            for _ in current..<slots {
+                localWorkersMade += 1
+                let worker = LocalWorker(name: "local-\(localWorkersMade)")
+                workers[worker.descriptor.id] = worker
+                actions.append(contentsOf: core.workerJoined(worker.descriptor, now: now))
+            }
+            perform(actions, now: now)
+        } else if slots < current {
+            perform(core.reduceLocalSlots(to: slots, now: now), now: now)
+        }
+    }
+
+    /// Adds a worker (a remote one, say) to the pool.
+    public func addWorker(_ worker: any Worker) {
+        let now = clock.now()
+        workers[worker.descriptor.id] = worker
+        perform(core.workerJoined(worker.descriptor, now: now), now: now)
+    }
+
+    /// A worker is gone: its running jobs go back to the queue.
+    public func removeWorker(_ id: WorkerID, reason: String) {
+        let now = clock.now()
+        let actions = core.workerLost(id, reason: reason, now: now)
+        if let worker = workers.removeValue(forKey: id) { worker.leave() }
+        perform(actions, now: now)
+    }
+
+    // MARK: - Queries
+
+    /// Subscribes to events: the stream starts with a snapshot of the present.
+    ///
+    /// - Parameters:
+    ///   - bufferLimit: Unread events allowed before the subscriber is marked lagged.
+    ///   - includeOutput: Whether job output lines are delivered (they still take sequence numbers).
+    public func events(bufferLimit: Int? = nil, includeOutput: Bool = true) -> EventStream {
+        let now = clock.now()
+        let token = bus.subscribe(
+            limit: bufferLimit ?? configuration.subscriberBufferLimit, includeOutput: includeOutput, time: now
+        ) { seq in
+            core.snapshot(seq: seq, now: now, progress: store.progress(of:))
+        }
+        return EventStream(subscription: .init(bus: bus, token: token) { [weak self] token in
+            await self?.resync(token)
+        })
+    }
+
+    /// The present state.
+    public func snapshot() -> SchedulerSnapshot {
+        core.snapshot(seq: bus.lastSeq, now: clock.now(), progress: store.progress(of:))
+    }
+
+    /// The last lines a job printed (bounded), and how many earlier lines were dropped.
+    public func output(of id: JobID) -> (lines: [OutputLine], dropped: Int) {
+        store.tail(of: id)
+    }
+
+    /// A job as a screen shows it.
+    public func info(of id: JobID) -> JobInfo? {
+        guard var info = core.info(of: id) else { return nil }
+        if case .running = info.state { info.progress = store.progress(of: id) }
+        return info
+    }
+
+    // MARK: - Internals
+
+    private func beginRun() -> Bool {
+        guard !isRunning else { return false }
+        isRunning = true
+        return true
+    }
+
+    private func endRun() {
+        hasRunEnded = true
+        bus.finish()
+        for waiter in shutdownWaiters { waiter.resume() }
+        shutdownWaiters = []
+    }
+
+    private func resync(_ token: Int) {
+        let now = clock.now()
+        bus.resync(token, time: now) { seq in
+            core.snapshot(seq: seq, now: now, progress: store.progress(of:))
+        }
+    }
+
+    /// Runs an attempt, then the next one the scheduler gives this worker, and so on: a slot
+    /// that frees up goes straight to the first waiting job without another task.
+    private nonisolated func drive(_ first: JobAssignmentHandle) async {
+        var next: JobAssignmentHandle? = first
+        while let handle = next {
+            let termination = await handle.worker.execute(handle.assignment)
+            next = await finished(handle, termination)
+        }
+    }
+
+    private func finished(_ handle: JobAssignmentHandle, _ termination: Termination) -> JobAssignmentHandle? {
+        let assignment = handle.assignment
+        if controls[assignment.jobID] === assignment.control { controls[assignment.jobID] = nil }
+        let now = clock.now()
+        let worker = handle.worker.descriptor.id
+        let actions = core.jobFinished(
+            assignment.jobID, attempt: assignment.attempt, worker: worker, termination: termination, now: now)
+        return perform(actions, now: now, continuing: worker)
+    }
+
+    private func timerLoop() async {
+        while !hasStopped {
+            guard let deadline = core.nextDeadline else {
+                await withCheckedContinuation { timerIdle = $0 }
+                continue
+            }
+            let clock = self.clock
+            let sleeper = Task { _ = try? await clock.sleep(deadline) }
+            timerSleeper = sleeper
+            sleepingUntil = deadline
+            await sleeper.value
+            timerSleeper = nil
+            sleepingUntil = nil
+            guard !hasStopped else { return }
+            let now = clock.now()
+            perform(core.timersDue(now: now), now: now)
+        }
+    }
+
+    private func rearmTimer() {
+        guard let next = core.nextDeadline else { return }
+        if let idle = timerIdle {
+            timerIdle = nil
+            idle.resume()
+        } else if let until = sleepingUntil, next < until {
+            timerSleeper?.cancel()
+        }
+    }
+
+    /// Performs the core's actions. Events are published before any start is handed out, so a
+    /// job's `started` always precedes its output. A start on `preferred` is returned instead of
+    /// launched, for the caller to run in the task it already has.
+    @discardableResult
+    private func perform(
+        _ actions: [SchedulerCore.Action], now: SchedulerTime, continuing preferred: WorkerID? = nil
+    ) -> JobAssignmentHandle? {
+        guard !actions.isEmpty else { return nil }
+        var events: [SchedulerEvent.Kind] = []
+        events.reserveCapacity(actions.count)
+        var ended: [JobID] = []
+        var launches: [JobAssignmentHandle] = []
+        var inline: JobAssignmentHandle?
+        var stops: [(JobControl, StopReason)] = []
+        for action in actions {
+            switch action {
+            case .emit(let kind):
+                events.append(kind)
+                if kind.isFinal, let id = kind.jobID { ended.append(id) }
+            case .start(let id, let attempt, let workerID):
+                guard let worker = workers[workerID], let spec = core.spec(of: id) else { continue }
+                let control = JobControl()
+                controls[id] = control
+                store.attemptStarted(id)
+                let reporter = JobReporter(jobID: id, attempt: attempt, store: store, bus: bus, clock: clock)
+                let handle = JobAssignmentHandle(
+                    assignment: JobAssignment(jobID: id, attempt: attempt, spec: spec, reporter: reporter, control: control),
+                    worker: worker)
+                if inline == nil && workerID == preferred {
+                    inline = handle
+                } else {
+                    launches.append(handle)
+                }
+            case .stop(let id, _, let reason):
+                if let control = controls[id] { stops.append((control, reason)) }
+            case .removeWorker(let id):
+                workers.removeValue(forKey: id)?.leave()
+            }
+        }
+        bus.publish(events, time: now)
+        for id in ended {
+            store.jobEnded(id)
+            controls[id] = nil
+        }
+        launcher.submit(launches)
+        for (control, reason) in stops { control.requestStop(reason, grace: configuration.gracePeriod) }
+        rearmTimer()
+        if core.isShutdownComplete && !hasStopped {
+            hasStopped = true
+            launcher.finish()
+            timerSleeper?.cancel()
+            timerIdle?.resume()
+            timerIdle = nil
+        }
+        return inline
+    }
+}

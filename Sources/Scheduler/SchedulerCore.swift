@@ -1,0 +1,506 @@
+import DequeModule
+import HeapModule
+
+/// Everything the scheduler decides, as a pure value: commands and results in, actions out.
+///
+/// It never awaits, reads a clock or does I/O: the time comes with each call and randomness
+/// from a seeded generator, so the same calls always give the same actions. The ``Scheduler``
+/// actor performs what it returns and feeds the results back.
+public struct SchedulerCore: Sendable {
+    /// What the scheduler must do after a call.
+    public enum Action: Sendable {
+        /// Run `attempt` of job `id` on `worker`.
+        case start(JobID, attempt: Int, worker: WorkerID)
+        /// Stop job `id` on `worker`: SIGTERM its process group, SIGKILL after the grace period.
+        case stop(JobID, worker: WorkerID, reason: StopReason)
+        /// The worker has left the pool: release it.
+        case removeWorker(WorkerID)
+        /// Publish this event.
+        case emit(SchedulerEvent.Kind)
+    }
+
+    /// Limits of the core.
+    public struct Configuration: Sendable {
+        /// How many finished jobs stay listed (their counts are always kept).
+        public var finishedRetention: Int
+        /// How many times a job goes back to the queue because its worker was lost before that
+        /// counts as a failed attempt.
+        public var maxWorkerLossRequeues: Int
+        /// Seeds the jitter of retry delays.
+        public var seed: UInt64?
+
+        /// Creates a configuration.
+        public init(finishedRetention: Int = 10_000, maxWorkerLossRequeues: Int = 3, seed: UInt64? = nil) {
+            self.finishedRetention = max(0, finishedRetention)
+            self.maxWorkerLossRequeues = max(0, maxWorkerLossRequeues)
+            self.seed = seed
+        }
+    }
+
+    struct Job: Sendable {
+        var spec: JobSpec
+        var info: JobInfo
+        var workerLosses = 0
+    }
+
+    struct Timer: Comparable, Sendable {
+        enum Purpose: Sendable { case retry, timeout }
+        var time: SchedulerTime
+        var job: JobID
+        var attempt: Int
+        var purpose: Purpose
+
+        static func < (a: Timer, b: Timer) -> Bool { a.time < b.time }
+        static func == (a: Timer, b: Timer) -> Bool { a.time == b.time && a.job == b.job && a.attempt == b.attempt }
+    }
+
+    let configuration: Configuration
+    private(set) var jobs: [JobID: Job] = [:]
+    private(set) var queue = JobQueue()
+    private(set) var pool = WorkerPool()
+    private var timers = Heap<Timer>()
+    private var keys: [String: JobID] = [:]
+    private var finishedOrder: Deque<JobID> = []
+    private var finishTimes: Deque<(second: Int64, count: Int)> = []
+    private var random: IdentifierGenerator
+    private var actions: [Action] = []
+
+    /// Jobs per state, including finished jobs no longer kept.
+    public private(set) var counts: [JobStateKind: Int] = [:]
+    /// Whether dispatch is paused.
+    public private(set) var isPaused = false
+    /// The shutdown under way.
+    public private(set) var shutdownMode: ShutdownMode?
+
+    /// Creates an empty core.
+    public init(configuration: Configuration = .init()) {
+        self.configuration = configuration
+        random = configuration.seed.map { IdentifierGenerator(seed: $0) } ?? IdentifierGenerator()
+    }
+
+    // MARK: - Queries
+
+    /// The job's state, if it is known.
+    public func state(of id: JobID) -> JobState? { jobs[id]?.info.state }
+
+    /// The job as a screen shows it (without progress).
+    public func info(of id: JobID) -> JobInfo? { jobs[id]?.info }
+
+    /// The spec a job was submitted with.
+    public func spec(of id: JobID) -> JobSpec? { jobs[id]?.spec }
+
+    /// The earliest pending timer (a retry becoming due or a timeout), if any.
+    public var nextDeadline: SchedulerTime? { timers.min?.time }
+
+    /// The number of jobs running now.
+    public var runningCount: Int { counts[.running, default: 0] }
+
+    /// The queued jobs in run order.
+    public var queuedInOrder: [JobID] { queue.orderedIDs() }
+
+    /// All slots that take jobs.
+    public var capacity: Int { pool.capacity }
+
+    /// Slots of local workers that take jobs.
+    public var localCapacity: Int {
+        pool.orderedMembers.reduce(0) { $0 + ($1.descriptor.kind == .local && !$1.isRetiring ? $1.descriptor.slots : 0) }
+    }
+
+    /// Local workers, in join order, retiring ones included.
+    public var localWorkers: [WorkerID] {
+        pool.orderedMembers.filter { $0.descriptor.kind == .local }.map(\.descriptor.id)
+    }
+
+    /// Whether a shutdown is under way and nothing more will run: no job is running and, for a
+    /// drain, none is queued or waiting either.
+    public var isShutdownComplete: Bool {
+        guard let mode = shutdownMode else { return false }
+        if runningCount > 0 { return false }
+        if mode == .drain { return counts[.queued, default: 0] + counts[.waiting, default: 0] == 0 }
+        return true
+    }
+
+    // MARK: - Commands
+
+    /// Submits a job under `id`, or returns the active job with the same coalescing key.
+    public mutating func submit(_ spec: JobSpec, id: JobID, now: SchedulerTime) -> (id: JobID, actions: [Action]) {
+        if let key = spec.coalescingKey, let existing = keys[key] {
+            actions.append(.emit(.coalesced(existing: existing, key: key)))
+            return (existing, takeActions())
+        }
+        let info = JobInfo(
+            id: id, name: spec.name, command: spec.work.description, priority: spec.priority,
+            state: .queued, attempts: 0, maxAttempts: spec.retry.maxAttempts, progress: nil,
+            submittedAt: now, startedAt: nil, finishedAt: nil, lastFailure: nil, key: spec.coalescingKey)
+        jobs[id] = Job(spec: spec, info: info)
+        counts[.queued, default: 0] += 1
+        if let key = spec.coalescingKey { keys[key] = id }
+        queue.insert(id, priority: spec.priority)
+        actions.append(.emit(.submitted(info)))
+        dispatch(now: now)
+        return (id, takeActions())
+    }
+
+    /// Cancels a job: a queued or waiting job ends at once, a running one is stopped and ends
+    /// `cancelled` when its process group is gone.
+    public mutating func cancel(_ id: JobID, now: SchedulerTime) throws(SchedulerError) -> [Action] {
+        guard var job = jobs[id] else { throw unknown(id) }
+        switch job.info.state {
+        case .queued:
+            queue.remove(id)
+            finish(&job, as: .cancelled, now: now)
+            actions.append(.emit(.cancelled(id)))
+            dispatch(now: now)
+        case .waitingForRetry:
+            finish(&job, as: .cancelled, now: now)
+            actions.append(.emit(.cancelled(id)))
+        case .running(let worker, let attempt, let since, let stopping):
+            guard stopping != .cancel else { return takeActions() }
+            transition(&job, to: .running(worker: worker, attempt: attempt, since: since, stopping: .cancel))
+            jobs[id] = job
+            actions.append(.emit(.stopping(id, .cancel)))
+            actions.append(.stop(id, worker: worker, reason: .cancel))
+        case .succeeded, .failed, .cancelled:
+            throw SchedulerError(.notAllowed, "job \(id.short) has already ended (\(job.info.state.name))")
+        }
+        return takeActions()
+    }
+
+    /// Changes a job's priority. A queued job moves in the queue at once; a waiting or running
+    /// job keeps the new priority for its next attempt.
+    public mutating func reprioritize(_ id: JobID, to priority: Int, now: SchedulerTime) throws(SchedulerError) -> [Action] {
+        guard var job = jobs[id] else { throw unknown(id) }
+        guard !job.info.state.isFinished else {
+            throw SchedulerError(.notAllowed, "job \(id.short) has already ended (\(job.info.state.name))")
+        }
+        let old = job.info.priority
+        guard old != priority else { return [] }
+        job.info.priority = priority
+        job.spec.priority = priority
+        jobs[id] = job
+        queue.updatePriority(id, to: priority)
+        actions.append(.emit(.reprioritized(id, from: old, to: priority)))
+        return takeActions()
+    }
+
+    /// Puts a failed or cancelled job back in the queue with a fresh retry budget.
+    public mutating func retry(_ id: JobID, now: SchedulerTime) throws(SchedulerError) -> [Action] {
+        guard var job = jobs[id] else { throw unknown(id) }
+        switch job.info.state {
+        case .failed, .cancelled: break
+        default:
+            throw SchedulerError(.notAllowed, "only a failed or cancelled job can be retried; job \(id.short) is \(job.info.state.name)")
+        }
+        if shutdownMode != nil && shutdownMode != .drain {
+            throw SchedulerError(.shuttingDown, "the scheduler is shutting down")
+        }
+        if let key = job.spec.coalescingKey {
+            if let other = keys[key], other != id {
+                throw SchedulerError(.notAllowed, "job \(other.short) with the same key '\(key)' is still active")
+            }
+            keys[key] = id
+        }
+        finishedOrder.removeAll { $0 == id }
+        transition(&job, to: .queued)
+        job.info.attempts = 0
+        job.info.progress = nil
+        job.info.finishedAt = nil
+        job.workerLosses = 0
+        jobs[id] = job
+        queue.insert(id, priority: job.info.priority)
+        actions.append(.emit(.requeued(id, reason: "retried by user")))
+        dispatch(now: now)
+        return takeActions()
+    }
+
+    /// Stops starting jobs; running ones go on.
+    public mutating func pause(now: SchedulerTime) -> [Action] {
+        guard !isPaused else { return [] }
+        isPaused = true
+        actions.append(.emit(.paused))
+        return takeActions()
+    }
+
+    /// Starts jobs again.
+    public mutating func resume(now: SchedulerTime) -> [Action] {
+        guard isPaused else { return [] }
+        isPaused = false
+        actions.append(.emit(.resumed))
+        dispatch(now: now)
+        return takeActions()
+    }
+
+    /// Adds a worker's slots to the pool.
+    public mutating func workerJoined(_ descriptor: WorkerDescriptor, now: SchedulerTime) -> [Action] {
+        pool.join(descriptor)
+        actions.append(.emit(.workerJoined(descriptor)))
+        actions.append(.emit(.slotsChanged(local: localCapacity, total: capacity)))
+        dispatch(now: now)
+        return takeActions()
+    }
+
+    /// A worker is gone: its running jobs go back to the queue (a bounded number of times per
+    /// job, then the attempt counts as failed); cancelled ones end `cancelled`.
+    public mutating func workerLost(_ worker: WorkerID, reason: String, now: SchedulerTime) -> [Action] {
+        let running = pool.remove(worker)
+        for id in running.sorted() {
+            guard var job = jobs[id], case .running(_, let attempt, _, let stopping) = job.info.state else { continue }
+            settle(&job, attempt: attempt, stopping: stopping, termination: .workerLost(reason), now: now)
+        }
+        actions.append(.emit(.workerLeft(worker, reason: reason)))
+        actions.append(.emit(.slotsChanged(local: localCapacity, total: capacity)))
+        dispatch(now: now)
+        return takeActions()
+    }
+
+    /// Retires local workers until `slots` remain: idle ones leave at once, busy ones when their
+    /// job ends. Adding slots is done with ``workerJoined(_:now:)``.
+    public mutating func reduceLocalSlots(to slots: Int, now: SchedulerTime) -> [Action] {
+        var excess = localCapacity - max(0, slots)
+        guard excess > 0 else { return [] }
+        let local = pool.orderedMembers.filter { $0.descriptor.kind == .local && !$0.isRetiring }
+        // Idle workers first (newest first), then busy ones.
+        let candidates = local.filter { $0.running.isEmpty }.reversed() + local.filter { !$0.running.isEmpty }.reversed()
+        for member in candidates where excess > 0 {
+            excess -= member.descriptor.slots
+            if pool.retire(member.descriptor.id) {
+                actions.append(.removeWorker(member.descriptor.id))
+                actions.append(.emit(.workerLeft(member.descriptor.id, reason: "slots reduced")))
+            }
+        }
+        actions.append(.emit(.slotsChanged(local: localCapacity, total: capacity)))
+        return takeActions()
+    }
+
+    /// Begins a shutdown.
+    public mutating func shutdown(_ mode: ShutdownMode, now: SchedulerTime) -> [Action] {
+        if shutdownMode == .cancelRunning { return [] }
+        if shutdownMode == .graceful && mode == .drain { return [] }
+        shutdownMode = mode
+        actions.append(.emit(.shuttingDown(mode)))
+        if mode == .cancelRunning {
+            for id in queue.orderedIDs() {
+                guard var job = jobs[id] else { continue }
+                queue.remove(id)
+                finish(&job, as: .cancelled, now: now)
+                actions.append(.emit(.cancelled(id)))
+            }
+            let active = jobs.values.filter { !$0.info.state.isFinished && $0.info.state.kind != .queued }
+            for job in active.sorted(by: { $0.info.submittedAt < $1.info.submittedAt }) {
+                _ = try? cancelInPlace(job.info.id, now: now)
+            }
+        } else {
+            dispatch(now: now)
+        }
+        return takeActions()
+    }
+
+    // MARK: - Results
+
+    /// An attempt ended. Results for an attempt that is no longer running are ignored.
+    public mutating func jobFinished(
+        _ id: JobID, attempt: Int, worker: WorkerID, termination: Termination, now: SchedulerTime
+    ) -> [Action] {
+        guard var job = jobs[id],
+            case .running(let runningWorker, let runningAttempt, _, let stopping) = job.info.state,
+            runningWorker == worker, runningAttempt == attempt
+        else { return takeActions() }
+        if pool.checkIn(id, from: worker) {
+            actions.append(.removeWorker(worker))
+            actions.append(.emit(.workerLeft(worker, reason: "slots reduced")))
+        }
+        settle(&job, attempt: attempt, stopping: stopping, termination: termination, now: now)
+        dispatch(now: now)
+        return takeActions()
+    }
+
+    /// Fires every timer due at `now`: retries become queued, timeouts stop their attempt.
+    public mutating func timersDue(now: SchedulerTime) -> [Action] {
+        while let timer = timers.min, timer.time <= now {
+            _ = timers.popMin()
+            guard var job = jobs[timer.job] else { continue }
+            switch (timer.purpose, job.info.state) {
+            case (.retry, .waitingForRetry(_, let failedAttempt, _)) where failedAttempt == timer.attempt:
+                transition(&job, to: .queued)
+                jobs[timer.job] = job
+                queue.insert(timer.job, priority: job.info.priority)
+                actions.append(.emit(.requeued(timer.job, reason: "retry due")))
+            case (.timeout, .running(let worker, let attempt, let since, nil)) where attempt == timer.attempt:
+                transition(&job, to: .running(worker: worker, attempt: attempt, since: since, stopping: .timeout))
+                jobs[timer.job] = job
+                actions.append(.emit(.stopping(timer.job, .timeout)))
+                actions.append(.stop(timer.job, worker: worker, reason: .timeout))
+            default:
+                continue  // stale: the job moved on
+            }
+        }
+        dispatch(now: now)
+        return takeActions()
+    }
+
+    // MARK: - Snapshot
+
+    /// The present state. `progress` supplies the latest progress of running jobs.
+    public func snapshot(seq: UInt64, now: SchedulerTime, progress: (JobID) -> Double?) -> SchedulerSnapshot {
+        var running: [JobInfo] = []
+        var waiting: [JobInfo] = []
+        for job in jobs.values {
+            switch job.info.state {
+            case .running:
+                var info = job.info
+                info.progress = progress(info.id) ?? info.progress
+                running.append(info)
+            case .waitingForRetry: waiting.append(job.info)
+            default: break
+            }
+        }
+        running.sort { ($0.startedAt ?? .zero, $0.id) < ($1.startedAt ?? .zero, $1.id) }
+        waiting.sort {
+            guard case .waitingForRetry(let a, _, _) = $0.state, case .waitingForRetry(let b, _, _) = $1.state else { return false }
+            return a < b
+        }
+        var list = running
+        list.reserveCapacity(jobs.count)
+        list.append(contentsOf: queue.orderedIDs().compactMap { jobs[$0]?.info })
+        list.append(contentsOf: waiting)
+        list.append(contentsOf: finishedOrder.reversed().compactMap { jobs[$0]?.info })
+        let workers = pool.orderedMembers.map {
+            WorkerStatus(descriptor: $0.descriptor, running: $0.running.sorted(), isRetiring: $0.isRetiring)
+        }
+        return SchedulerSnapshot(
+            seq: seq, time: now, isPaused: isPaused, shutdown: shutdownMode, counts: counts,
+            localSlots: localCapacity, totalSlots: capacity, finishedPerSecond: finishRate(now: now),
+            workers: workers, jobs: list)
+    }
+
+    /// Jobs finished per second over the last five seconds.
+    public func finishRate(now: SchedulerTime) -> Double {
+        let nowSecond = now.components.seconds
+        let total = finishTimes.reduce(0) { $0 + ($1.second > nowSecond - 5 ? $1.count : 0) }
+        let window = min(5.0, max(now.seconds, 1e-3))
+        return Double(total) / window
+    }
+
+    // MARK: - Internals
+
+    private mutating func takeActions() -> [Action] {
+        defer { actions.removeAll(keepingCapacity: true) }
+        return actions
+    }
+
+    private func unknown(_ id: JobID) -> SchedulerError {
+        SchedulerError(.unknownJob, "no job \(id.short)")
+    }
+
+    /// The one place a job changes state.
+    private mutating func transition(_ job: inout Job, to next: JobState) {
+        let current = job.info.state
+        precondition(current.canTransition(to: next), "illegal transition \(current.name) → \(next.name) for job \(job.info.id)")
+        if current.kind != next.kind {
+            counts[current.kind, default: 0] -= 1
+            counts[next.kind, default: 0] += 1
+        }
+        job.info.state = next
+    }
+
+    private mutating func cancelInPlace(_ id: JobID, now: SchedulerTime) throws(SchedulerError) {
+        let produced = try cancel(id, now: now)
+        actions.append(contentsOf: produced)
+    }
+
+    private mutating func dispatch(now: SchedulerTime) {
+        guard !isPaused, shutdownMode == nil || shutdownMode == .drain else { return }
+        while let head = queue.first, let worker = pool.checkOut(for: head) {
+            _ = queue.popFirst()
+            guard var job = jobs[head] else { continue }
+            let attempt = job.info.attempts + 1
+            job.info.attempts = attempt
+            job.info.startedAt = now
+            job.info.progress = nil
+            transition(&job, to: .running(worker: worker, attempt: attempt, since: now, stopping: nil))
+            if let timeout = job.spec.timeout {
+                timers.insert(Timer(time: now + timeout, job: head, attempt: attempt, purpose: .timeout))
+            }
+            actions.append(.emit(.started(head, attempt: attempt, maxAttempts: job.info.maxAttempts, worker: worker)))
+            actions.append(.start(head, attempt: attempt, worker: worker))
+            jobs[head] = job
+        }
+    }
+
+    /// Decides what an ended attempt means for its job.
+    private mutating func settle(
+        _ job: inout Job, attempt: Int, stopping: StopReason?, termination: Termination, now: SchedulerTime
+    ) {
+        let id = job.info.id
+        if stopping == .cancel {
+            finish(&job, as: .cancelled, now: now)
+            actions.append(.emit(.cancelled(id)))
+            return
+        }
+        let reason: FailureReason
+        switch (stopping, termination) {
+        case (.timeout, _):
+            reason = .timeout(job.spec.timeout ?? .zero)
+        case (_, .workerLost(let why)):
+            job.workerLosses += 1
+            if job.workerLosses <= configuration.maxWorkerLossRequeues {
+                // The attempt did not really happen: give it back.
+                job.info.attempts = attempt - 1
+                transition(&job, to: .queued)
+                jobs[id] = job
+                if shutdownMode == .cancelRunning {
+                    finish(&job, as: .cancelled, now: now)
+                    actions.append(.emit(.cancelled(id)))
+                } else {
+                    queue.insert(id, priority: job.info.priority)
+                    actions.append(.emit(.requeued(id, reason: "worker lost: \(why)")))
+                }
+                return
+            }
+            reason = .workerLost(why)
+        case (_, .exit(0)):
+            job.info.lastFailure = nil
+            finish(&job, as: .succeeded(attempts: attempt), now: now)
+            actions.append(.emit(.succeeded(id, attempts: attempt)))
+            return
+        case (_, .exit(let code)):
+            reason = .exitStatus(code)
+        case (_, .signal(let signal)):
+            reason = .signal(signal)
+        case (_, .error(let message)):
+            reason = .error(message)
+        }
+        job.info.lastFailure = reason
+        let mayRetry = attempt < job.spec.retry.maxAttempts && (shutdownMode == nil || shutdownMode == .drain)
+        if mayRetry {
+            let delay = job.spec.retry.delay(afterAttempt: attempt, unit: random.nextUnit())
+            let due = now + delay
+            transition(&job, to: .waitingForRetry(until: due, failedAttempt: attempt, reason: reason))
+            jobs[id] = job
+            timers.insert(Timer(time: due, job: id, attempt: attempt, purpose: .retry))
+            actions.append(.emit(.retryScheduled(id, failedAttempt: attempt, reason: reason, nextAttempt: attempt + 1, at: due)))
+        } else {
+            finish(&job, as: .failed(reason: reason, attempts: attempt), now: now)
+            actions.append(.emit(.failed(id, reason: reason, attempts: attempt)))
+        }
+    }
+
+    private mutating func finish(_ job: inout Job, as state: JobState, now: SchedulerTime) {
+        transition(&job, to: state)
+        job.info.finishedAt = now
+        let id = job.info.id
+        jobs[id] = job
+        if let key = job.spec.coalescingKey, keys[key] == id { keys[key] = nil }
+        let second = now.components.seconds
+        if let last = finishTimes.last, last.second == second {
+            finishTimes[finishTimes.count - 1].count += 1
+        } else {
+            finishTimes.append((second, 1))
+            while let first = finishTimes.first, first.second <= second - 6 { finishTimes.removeFirst() }
+        }
+        finishedOrder.append(id)
+        while finishedOrder.count > configuration.finishedRetention, let oldest = finishedOrder.popFirst() {
+            jobs[oldest] = nil
+        }
+    }
+}

@@ -1,0 +1,137 @@
+/// One thing that happened, numbered.
+///
+/// Every subscriber sees the same numbers: they start at 1 and grow by one per event, so a
+/// subscriber can tell that it missed nothing. The only gap is after a ``Kind/lagged(missed:)``
+/// marker, which is followed by a fresh ``Kind/snapshot(_:)``.
+public struct SchedulerEvent: Sendable {
+    /// The event's number.
+    public let seq: UInt64
+    /// When it happened, on the scheduler's clock.
+    public let time: SchedulerTime
+    /// What happened.
+    public let kind: Kind
+
+    /// Creates an event.
+    public init(seq: UInt64, time: SchedulerTime, kind: Kind) {
+        self.seq = seq
+        self.time = time
+        self.kind = kind
+    }
+
+    /// What happened.
+    public enum Kind: Sendable {
+        /// The present: sent first on every subscription and after a lag. Its `seq` is that of
+        /// the last event it includes.
+        case snapshot(SchedulerSnapshot)
+        /// This subscriber fell behind and `missed` events were dropped; a snapshot follows.
+        case lagged(missed: Int)
+        /// A job was submitted.
+        case submitted(JobInfo)
+        /// A submission matched the key of job `existing`, which was returned instead.
+        case coalesced(existing: JobID, key: String)
+        /// An attempt started.
+        case started(JobID, attempt: Int, maxAttempts: Int, worker: WorkerID)
+        /// A running job reported progress (0...1).
+        case progress(JobID, Double)
+        /// A running job printed a line.
+        case output(JobID, OutputLine)
+        /// A running job is being stopped (SIGTERM sent; SIGKILL after the grace period).
+        case stopping(JobID, StopReason)
+        /// An attempt failed and another is due at `at`.
+        case retryScheduled(JobID, failedAttempt: Int, reason: FailureReason, nextAttempt: Int, at: SchedulerTime)
+        /// A job went back to the queue (its worker was lost, or a user retried it).
+        case requeued(JobID, reason: String)
+        /// A job succeeded.
+        case succeeded(JobID, attempts: Int)
+        /// A job failed for good.
+        case failed(JobID, reason: FailureReason, attempts: Int)
+        /// A job was cancelled.
+        case cancelled(JobID)
+        /// A queued job's priority changed.
+        case reprioritized(JobID, from: Int, to: Int)
+        /// Dispatch was paused: running jobs go on, no new ones start.
+        case paused
+        /// Dispatch was resumed.
+        case resumed
+        /// The number of slots changed.
+        case slotsChanged(local: Int, total: Int)
+        /// A worker joined the pool.
+        case workerJoined(WorkerDescriptor)
+        /// A worker left the pool.
+        case workerLeft(WorkerID, reason: String)
+        /// The scheduler began to shut down.
+        case shuttingDown(ShutdownMode)
+
+        /// The event's name in logs: `submitted`, `retry`, `worker-joined`, ...
+        public var name: String {
+            switch self {
+            case .snapshot: "snapshot"
+            case .lagged: "lagged"
+            case .submitted: "submitted"
+            case .coalesced: "coalesced"
+            case .started: "started"
+            case .progress: "progress"
+            case .output: "output"
+            case .stopping: "stopping"
+            case .retryScheduled: "retry"
+            case .requeued: "requeued"
+            case .succeeded: "succeeded"
+            case .failed: "failed"
+            case .cancelled: "cancelled"
+            case .reprioritized: "reprioritized"
+            case .paused: "paused"
+            case .resumed: "resumed"
+            case .slotsChanged: "slots"
+            case .workerJoined: "worker-joined"
+            case .workerLeft: "worker-left"
+            case .shuttingDown: "shutdown"
+            }
+        }
+
+        /// The job the event is about, if any.
+        public var jobID: JobID? {
+            switch self {
+            case .submitted(let info): info.id
+            case .coalesced(let id, _), .started(let id, _, _, _), .progress(let id, _), .output(let id, _),
+                 .stopping(let id, _), .retryScheduled(let id, _, _, _, _), .requeued(let id, _),
+                 .succeeded(let id, _), .failed(let id, _, _), .cancelled(let id), .reprioritized(let id, _, _):
+                id
+            default: nil
+            }
+        }
+
+        /// Whether this event ends its job for good.
+        public var isFinal: Bool {
+            switch self {
+            case .succeeded, .failed, .cancelled: true
+            default: false
+            }
+        }
+    }
+}
+
+/// One line a job printed.
+public struct OutputLine: Sendable, Equatable {
+    /// Which stream it came from.
+    public enum Stream: String, Sendable, Codable { case stdout, stderr }
+    /// The stream.
+    public var stream: Stream
+    /// The text, without its newline.
+    public var text: String
+
+    /// Creates a line.
+    public init(stream: Stream, text: String) {
+        self.stream = stream
+        self.text = text
+    }
+}
+
+/// How ``Scheduler/shutdown(_:)`` ends things.
+public enum ShutdownMode: String, Sendable, Codable {
+    /// Run everything queued (retries included), then stop.
+    case drain
+    /// Start nothing new; let running jobs finish; queued jobs stay queued.
+    case graceful
+    /// Cancel every running, queued and waiting job (process groups killed), then stop.
+    case cancelRunning
+}

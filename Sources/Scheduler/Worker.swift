@@ -1,0 +1,16 @@
+/// Something that runs attempts: a local slot or a remote `jobtop worker`.
+///
+/// The scheduler treats every worker alike: it hands over an assignment and awaits how it
+/// ended. A stop (cancel, timeout) reaches the running work through the assignment's
+/// ``JobControl``.
+public protocol Worker: AnyObject, Sendable {
+    /// Who the worker is and how many jobs it runs at once.
+    var descriptor: WorkerDescriptor { get }
+
+    /// Runs one attempt to its end and says how it ended. Never throws: failures are
+    /// terminations.
+    func execute(_ assignment: JobAssignment) async -> Termination
+
+    /// The worker has left the pool and will get no more work: release what it holds.
+    func leave()
+}

@@ -1,0 +1,117 @@
+import DequeModule
+
+/// What kind of worker a slot belongs to.
+public enum WorkerKind: String, Sendable, Codable {
+    /// A thread of this process running jobs on this machine.
+    case local
+    /// A `jobtop worker` process, reached over the network.
+    case remote
+}
+
+/// How a worker presents itself.
+public struct WorkerDescriptor: Sendable, Equatable {
+    /// Its identity.
+    public var id: WorkerID
+    /// A human name (`local-1`, a host name).
+    public var name: String
+    /// Local or remote.
+    public var kind: WorkerKind
+    /// How many jobs it runs at once.
+    public var slots: Int
+
+    /// Creates a descriptor.
+    public init(id: WorkerID, name: String, kind: WorkerKind, slots: Int) {
+        self.id = id
+        self.name = name
+        self.kind = kind
+        self.slots = max(1, slots)
+    }
+}
+
+/// The free slots of every worker: a pure value the ``SchedulerCore`` owns.
+///
+/// A free slot is handed out at once; when none is free, jobs wait in the core's queue, and a
+/// slot that is returned goes straight to the first of them (the core asks for a slot in the
+/// same transition that returns one, so nothing can overtake the waiting job). Free slots are
+/// handed out first in, first out, so work spreads over the workers.
+public struct WorkerPool: Sendable {
+    struct Member: Sendable {
+        var descriptor: WorkerDescriptor
+        var running: Set<JobID> = []
+        /// Leaves as soon as its last job ends; gets no new jobs.
+        var isRetiring = false
+    }
+
+    private(set) var members: [WorkerID: Member] = [:]
+    private var freeSlots: Deque<WorkerID> = []
+    /// Join order, for stable display.
+    private(set) var order: [WorkerID] = []
+
+    /// An empty pool.
+    public init() {}
+
+    /// The number of slots that can run jobs (retiring workers excluded).
+    public var capacity: Int {
+        members.values.reduce(0) { $0 + ($1.isRetiring ? 0 : $1.descriptor.slots) }
+    }
+
+    /// The number of free slots.
+    public var freeCount: Int { freeSlots.count }
+
+    /// Adds a worker with all its slots free.
+    mutating func join(_ descriptor: WorkerDescriptor) {
+        guard members[descriptor.id] == nil else { return }
+        members[descriptor.id] = Member(descriptor: descriptor)
+        order.append(descriptor.id)
+        for _ in 0..<descriptor.slots { freeSlots.append(descriptor.id) }
+    }
+
+    /// Takes a free slot, or `nil` when none is free.
+    mutating func checkOut(for job: JobID) -> WorkerID? {
+        guard let worker = freeSlots.popFirst() else { return nil }
+        members[worker]?.running.insert(job)
+        return worker
+    }
+
+    /// Gives back the slot `job` held. Returns true when the worker retired and has now left.
+    mutating func checkIn(_ job: JobID, from worker: WorkerID) -> Bool {
+        guard var member = members[worker], member.running.remove(job) != nil else { return false }
+        if member.isRetiring {
+            if member.running.isEmpty {
+                remove(worker)
+                return true
+            }
+            members[worker] = member
+            return false
+        }
+        members[worker] = member
+        freeSlots.append(worker)
+        return false
+    }
+
+    /// Removes a worker at once; returns the jobs it was running.
+    @discardableResult
+    mutating func remove(_ worker: WorkerID) -> Set<JobID> {
+        guard let member = members.removeValue(forKey: worker) else { return [] }
+        freeSlots.removeAll { $0 == worker }
+        order.removeAll { $0 == worker }
+        return member.running
+    }
+
+    /// Marks a worker to leave when its jobs end; it gets no new ones. Returns true when it was
+    /// idle and has left already.
+    mutating func retire(_ worker: WorkerID) -> Bool {
+        guard var member = members[worker] else { return false }
+        if member.running.isEmpty {
+            remove(worker)
+            return true
+        }
+        member.isRetiring = true
+        members[worker] = member
+        freeSlots.removeAll { $0 == worker }
+        return false
+    }
+
+    /// The workers in join order.
+    var orderedMembers: [Member] { order.compactMap { members[$0] } }
+}

@@ -1,0 +1,1 @@
+// The dashboard is built by issue 4.
