@@ -1,1 +1,0 @@
-// The dashboard is built by issue 4.
