@@ -1,0 +1,46 @@
+/// Reads durations as the command line and job files write them: `500ms`, `10s`, `1.5s`, `5m`,
+/// `1h`, and sums of them such as `1m30s`.
+enum DurationParser {
+    /// A duration that cannot be read, with the reason.
+    struct Failure: Error, Sendable, Equatable, CustomStringConvertible {
+        /// The text as given.
+        let text: String
+        /// What is wrong with it.
+        let reason: String
+
+        var description: String { "'\(text)' is not a duration (\(reason); write e.g. 500ms, 10s, 1.5s, 5m, 1h)" }
+    }
+
+    private static let units: [(suffix: String, seconds: Double)] = [
+        ("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600),
+    ]
+
+    /// Parses `text`.
+    ///
+    /// - Throws: ``Failure`` when it is empty, negative, has no unit or an unknown unit.
+    static func parse(_ text: String) throws(Failure) -> Duration {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        guard !trimmed.isEmpty else { throw Failure(text: text, reason: "it is empty") }
+        if trimmed.hasPrefix("-") { throw Failure(text: text, reason: "it is negative") }
+        var rest = Substring(trimmed)
+        var total = 0.0
+        while !rest.isEmpty {
+            let number = rest.prefix { $0.isASCII && ($0.isNumber || $0 == ".") }
+            guard !number.isEmpty, let value = Double(number) else {
+                throw Failure(text: text, reason: "expected a number at '\(rest)'")
+            }
+            rest = rest.dropFirst(number.count)
+            let unitText = rest.prefix { $0.isLetter }
+            guard !unitText.isEmpty else {
+                throw Failure(text: text, reason: "'\(number)' needs a unit: ms, s, m or h")
+            }
+            guard let unit = units.first(where: { $0.suffix == unitText }) else {
+                throw Failure(text: text, reason: "unknown unit '\(unitText)'; use ms, s, m or h")
+            }
+            rest = rest.dropFirst(unitText.count)
+            total += value * unit.seconds
+        }
+        guard total.isFinite, total < 1e9 else { throw Failure(text: text, reason: "it is too long") }
+        return .nanoseconds(Int64((total * 1e9).rounded()))
+    }
+}

@@ -1,0 +1,314 @@
+import Foundation
+import Scheduler
+
+/// Turns scheduler events into headless log lines, text or JSON, one line per event.
+///
+/// It remembers what later lines need (job names, worker names, attempt starts) and limits
+/// progress lines to ``progressInterval`` per job (100% is always logged). The JSON fields are a
+/// documented, stable schema (README, "Headless log schema").
+struct EventLogFormatter {
+    /// The format.
+    let format: LogFormat
+    /// Whether output lines are logged.
+    let logsOutput: Bool
+    /// The shortest time between two progress lines of one job.
+    var progressInterval: Duration = .milliseconds(250)
+
+    /// Wall-clock time of scheduler time zero, in seconds since 1970.
+    private let epoch: Double
+    private var jobs: [JobID: JobMemo] = [:]
+    private var workers: [WorkerID: String] = [:]
+
+    private struct JobMemo {
+        var name: String
+        var maxAttempts: Int
+        var attemptStartedAt: SchedulerTime?
+        var lastProgressAt: SchedulerTime?
+    }
+
+    /// Creates a formatter.
+    ///
+    /// - Parameters:
+    ///   - epoch: The wall-clock time (seconds since 1970) at which the scheduler's clock read zero.
+    init(format: LogFormat, logsOutput: Bool, epoch: Double) {
+        self.format = format
+        self.logsOutput = logsOutput
+        self.epoch = epoch
+    }
+
+    /// The job's display name, if the formatter has seen it.
+    func name(of id: JobID) -> String? { jobs[id]?.name }
+
+    /// The log line for `event`, or `nil` when it is not logged (a snapshot, a rate-limited
+    /// progress tick, an output line without `--log-output`).
+    mutating func line(for event: SchedulerEvent) -> String? {
+        var line = Line(format: format, ts: timestamp(event.time), seq: event.seq, event: event.kind.name)
+        switch event.kind {
+        case .snapshot(let snapshot):
+            for worker in snapshot.workers { workers[worker.descriptor.id] = worker.descriptor.name }
+            for info in snapshot.jobs where jobs[info.id] == nil {
+                jobs[info.id] = JobMemo(name: info.displayName, maxAttempts: info.maxAttempts)
+            }
+            return nil
+        case .lagged(let missed):
+            line.int("missed", missed)
+        case .submitted(let info):
+            jobs[info.id] = JobMemo(name: info.displayName, maxAttempts: info.maxAttempts)
+            job(info.id, &line)
+            if info.name != nil { line.string("command", info.command) }
+            line.int("priority", info.priority)
+            line.int("max_attempts", info.maxAttempts)
+            if let key = info.key { line.string("key", key) }
+        case .coalesced(let existing, let key):
+            job(existing, &line)
+            line.string("key", key)
+        case .started(let id, let attempt, let maxAttempts, let worker):
+            jobs[id]?.attemptStartedAt = event.time
+            jobs[id]?.maxAttempts = maxAttempts
+            job(id, &line)
+            line.attempt(attempt, of: maxAttempts)
+            line.string("worker", workers[worker] ?? worker.short)
+        case .progress(let id, let fraction):
+            if fraction < 1, let last = jobs[id]?.lastProgressAt, event.time - last < progressInterval { return nil }
+            jobs[id]?.lastProgressAt = event.time
+            job(id, &line)
+            line.progress(fraction)
+        case .output(let id, let output):
+            guard logsOutput else { return nil }
+            job(id, &line)
+            line.string("stream", output.stream.rawValue)
+            line.string("text", output.text)
+        case .stopping(let id, let reason):
+            job(id, &line)
+            line.string("reason", reason.rawValue)
+        case .retryScheduled(let id, let failedAttempt, let reason, let nextAttempt, let at):
+            job(id, &line)
+            line.attempt(failedAttempt, of: jobs[id]?.maxAttempts ?? nextAttempt)
+            failure(reason, &line)
+            line.int("next_attempt", nextAttempt)
+            line.seconds("retry_in", at - event.time)
+            line.string("retry_at", timestamp(at))
+            jobs[id]?.lastProgressAt = nil
+        case .requeued(let id, let reason):
+            job(id, &line)
+            line.string("reason", reason)
+        case .succeeded(let id, let attempts):
+            job(id, &line)
+            line.int("attempts", attempts)
+            if let started = jobs[id]?.attemptStartedAt { line.seconds("duration", event.time - started) }
+            jobs[id] = nil
+        case .failed(let id, let reason, let attempts):
+            job(id, &line)
+            line.int("attempts", attempts)
+            failure(reason, &line)
+            jobs[id] = nil
+        case .cancelled(let id):
+            job(id, &line)
+            jobs[id] = nil
+        case .reprioritized(let id, let from, let to):
+            job(id, &line)
+            line.int("from", from)
+            line.int("to", to)
+        case .paused, .resumed:
+            break
+        case .slotsChanged(let local, let total):
+            line.int("local", local)
+            line.int("total", total)
+        case .workerJoined(let descriptor):
+            workers[descriptor.id] = descriptor.name
+            line.string("worker", descriptor.name)
+            line.string("worker_id", descriptor.id.description)
+            line.string("kind", descriptor.kind.rawValue)
+            line.int("slots", descriptor.slots)
+        case .workerLeft(let id, let reason):
+            line.string("worker", workers[id] ?? id.short)
+            line.string("worker_id", id.description)
+            line.string("reason", reason)
+        case .shuttingDown(let mode):
+            line.string("mode", mode.rawValue)
+        }
+        return line.text
+    }
+
+    /// The closing summary line.
+    func summaryLine(_ summary: RunSummary, at wallTime: Double) -> String {
+        var line = Line(format: format, ts: Self.iso8601(wallTime), seq: nil, event: "summary")
+        line.int("total", summary.total)
+        line.int("succeeded", summary.succeeded)
+        line.int("failed", summary.failed)
+        line.int("cancelled", summary.cancelled)
+        if summary.unfinished > 0 { line.int("unfinished", summary.unfinished) }
+        line.seconds("wall", summary.wall)
+        line.rate("jobs_per_s", summary.jobsPerSecond)
+        line.int("exit_status", Int(summary.exitStatus))
+        if let signal = summary.signal { line.string("signal", signalName(signal)) }
+        return line.text
+    }
+
+    private func job(_ id: JobID, _ line: inout Line) {
+        line.job(id, name: jobs[id]?.name)
+    }
+
+    private func failure(_ reason: FailureReason, _ line: inout Line) {
+        line.string("reason", reason.description)
+        switch reason {
+        case .exitStatus(let code): line.int("exit_status", Int(code))
+        case .signal(let signal): line.string("signal", signalName(signal))
+        case .timeout(let limit): line.seconds("timeout", limit)
+        case .error, .workerLost: break
+        }
+    }
+
+    private func timestamp(_ time: SchedulerTime) -> String {
+        Self.iso8601(epoch + time.seconds)
+    }
+
+    /// `2026-11-22T21:30:01.123Z`, without Foundation's slow formatters.
+    static func iso8601(_ seconds: Double) -> String {
+        var whole = time_t(seconds.rounded(.down))
+        var millis = Int(((seconds - Double(whole)) * 1000).rounded())
+        if millis >= 1000 {
+            whole += 1
+            millis -= 1000
+        }
+        var parts = tm()
+        gmtime_r(&whole, &parts)
+        return "\(parts.tm_year + 1900)-\(pad(parts.tm_mon + 1))-\(pad(parts.tm_mday))T"
+            + "\(pad(parts.tm_hour)):\(pad(parts.tm_min)):\(pad(parts.tm_sec)).\(pad(millis, 3))Z"
+    }
+
+    private static func pad(_ value: some BinaryInteger, _ width: Int = 2) -> String {
+        let text = String(value)
+        return text.count >= width ? text : String(repeating: "0", count: width - text.count) + text
+    }
+
+    /// One line being built, in either format.
+    private struct Line {
+        let format: LogFormat
+        var text: String
+
+        init(format: LogFormat, ts: String, seq: UInt64?, event: String) {
+            self.format = format
+            switch format {
+            case .json:
+                text = "{\"ts\":\"\(ts)\""
+                if let seq { text += ",\"seq\":\(seq)" }
+                text += ",\"event\":\"\(event)\"}"
+            case .text:
+                text = ts + " " + event
+                if event.count < 9 { text += String(repeating: " ", count: 9 - event.count) }
+            }
+        }
+
+        mutating func job(_ id: JobID, name: String?) {
+            switch format {
+            case .json:
+                raw("job", "\"\(id)\"")
+                raw("name", name.map(Line.jsonString) ?? "null")
+            case .text:
+                text += " " + id.short
+                if let name { text += " " + Line.textValue(name) }
+            }
+        }
+
+        mutating func string(_ key: String, _ value: String) {
+            switch format {
+            case .json: raw(key, Line.jsonString(value))
+            case .text: text += " \(key)=\(Line.textValue(value))"
+            }
+        }
+
+        mutating func int(_ key: String, _ value: Int) {
+            switch format {
+            case .json: raw(key, String(value))
+            case .text: text += " \(key)=\(value)"
+            }
+        }
+
+        mutating func attempt(_ attempt: Int, of maxAttempts: Int) {
+            switch format {
+            case .json:
+                raw("attempt", String(attempt))
+                raw("max_attempts", String(maxAttempts))
+            case .text: text += " attempt=\(attempt)/\(maxAttempts)"
+            }
+        }
+
+        mutating func progress(_ fraction: Double) {
+            switch format {
+            case .json: raw("progress", Line.decimal(fraction, places: 3))
+            case .text: text += " progress=\(Line.decimal(fraction * 100, places: 1))%"
+            }
+        }
+
+        mutating func seconds(_ key: String, _ duration: Duration) {
+            switch format {
+            case .json: raw(key, Line.decimal(max(0, duration.seconds), places: 3))
+            case .text: text += " \(key)=\(Line.decimal(max(0, duration.seconds), places: 3))s"
+            }
+        }
+
+        mutating func rate(_ key: String, _ value: Double) {
+            switch format {
+            case .json: raw(key, Line.decimal(value, places: 1))
+            case .text: text += " \(key)=\(Line.decimal(value, places: 1))"
+            }
+        }
+
+        private mutating func raw(_ key: String, _ json: String) {
+            text.removeLast()  // the closing brace
+            text += ",\"\(key)\":\(json)}"
+        }
+
+        /// A number with at most `places` decimals, no exponent, no trailing zeros.
+        static func decimal(_ value: Double, places: Int) -> String {
+            guard value.isFinite else { return "0" }
+            var scale = 1.0
+            for _ in 0..<places { scale *= 10 }
+            let scaled = (value * scale).rounded()
+            let whole = Int64(scaled) / Int64(scale)
+            var fraction = abs(Int64(scaled) % Int64(scale))
+            var text = (scaled < 0 && whole == 0 ? "-" : "") + String(whole)
+            guard fraction != 0 else { return text }
+            var digits = places
+            while fraction % 10 == 0 {
+                fraction /= 10
+                digits -= 1
+            }
+            let fractionText = String(fraction)
+            text += "." + String(repeating: "0", count: digits - fractionText.count) + fractionText
+            return text
+        }
+
+        /// A value as text: bare when it is a plain word, else quoted with JSON escapes.
+        static func textValue(_ value: String) -> String {
+            let plain = !value.isEmpty && value.unicodeScalars.allSatisfy { scalar in
+                scalar.value > 0x20 && scalar.value != 0x7F && scalar != "\"" && scalar != "=" && scalar != "\\"
+            }
+            return plain ? value : jsonString(value)
+        }
+
+        /// `value` as a JSON string literal.
+        static func jsonString(_ value: String) -> String {
+            var result = "\""
+            result.reserveCapacity(value.utf8.count + 2)
+            for scalar in value.unicodeScalars {
+                switch scalar {
+                case "\"": result += "\\\""
+                case "\\": result += "\\\\"
+                case "\n": result += "\\n"
+                case "\r": result += "\\r"
+                case "\t": result += "\\t"
+                default:
+                    if scalar.value < 0x20 || scalar.value == 0x7F || scalar.value == 0x2028 || scalar.value == 0x2029 {
+                        let hex = String(scalar.value, radix: 16)
+                        result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                    } else {
+                        result.unicodeScalars.append(scalar)
+                    }
+                }
+            }
+            return result + "\""
+        }
+    }
+}

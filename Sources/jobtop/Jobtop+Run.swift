@@ -1,0 +1,129 @@
+import ArgumentParser
+import Foundation
+import Scheduler
+import TUI
+
+extension Jobtop {
+    /// `jobtop run`: loads jobs, then runs them under the dashboard or headless.
+    struct Run: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Run jobs from a job file, a list or -c, with the dashboard or headless.",
+            discussion: """
+                FILE is a job file (.toml: [defaults] and [[job]] tables) or a plain list (one shell
+                command per line; blank lines and # comments are skipped). "-" reads the list from
+                stdin; with no FILE and no -c, a piped stdin is read.
+                Without --headless and with stdout on a terminal, the dashboard opens; otherwise each
+                event is logged as one line on stdout and human messages go to stderr.
+                Durations: 500ms, 10s, 1.5s, 5m, 1h, 1m30s.
+                Exit status: 0 every job succeeded; 1 some job failed or was cancelled; 2 bad usage
+                or bad input (nothing was started); 130 interrupted by SIGINT; 143 by SIGTERM.
+                """
+        )
+
+        @Argument(help: ArgumentHelp("A job file (.toml) or a plain list of commands; '-' reads the list from stdin.", valueName: "file"))
+        var file: String?
+
+        @Option(name: [.customShort("c"), .long], help: ArgumentHelp("Add one job (repeatable; mixes with FILE).", valueName: "cmd"))
+        var command: [String] = []
+
+        @Option(name: [.customShort("j"), .long], help: ArgumentHelp("Local worker slots (default: number of cores).", valueName: "n"))
+        var jobs: Int?
+
+        @Option(help: ArgumentHelp("Default max retries per job (default 0).", valueName: "n"))
+        var retries: Int?
+
+        @Option(
+            help: ArgumentHelp("First retry delay (default 1s; doubles, with jitter, capped at 60s).", valueName: "duration"),
+            transform: Run.duration)
+        var backoff: Duration?
+
+        @Option(help: ArgumentHelp("Default per-attempt timeout (default: none).", valueName: "duration"), transform: Run.duration)
+        var timeout: Duration?
+
+        @Option(help: ArgumentHelp("SIGTERM to SIGKILL grace on cancel or timeout (default 5s).", valueName: "duration"), transform: Run.duration)
+        var grace: Duration?
+
+        @Flag(help: "No screen: log events (automatic when stdout is not a terminal).")
+        var headless = false
+
+        @Option(help: "Headless log format: text or json (default text).")
+        var logFormat: LogFormat = .text
+
+        @Flag(help: "Headless: also log every output line of every job.")
+        var logOutput = false
+
+        @Option(help: ArgumentHelp("Also write each job's stdout and stderr to DIR/<name-or-id>.log.", valueName: "dir"))
+        var outputDir: String?
+
+        @Flag(help: "Stop dispatching after the first job that fails for good; cancel the rest.")
+        var haltOnFailure = false
+
+        private static func duration(_ text: String) throws -> Duration {
+            do {
+                return try DurationParser.parse(text)
+            } catch {
+                throw ValidationError(error.description)
+            }
+        }
+
+        func validate() throws {
+            if let jobs, jobs < 1 { throw ValidationError("-j/--jobs must be at least 1, not \(jobs)") }
+            if let retries, retries < 0 { throw ValidationError("--retries must be 0 or more, not \(retries)") }
+            if let retries, retries > 1_000 { throw ValidationError("--retries must be at most 1000, not \(retries)") }
+            if let timeout, timeout <= .zero { throw ValidationError("--timeout must be longer than 0") }
+            if command.contains(where: { $0.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty }) {
+                throw ValidationError("-c/--command must not be empty")
+            }
+        }
+
+        /// The fields the command line sets for every job that does not set them itself.
+        var jobOverrides: JobFields {
+            JobFields(retries: retries, backoff: backoff, timeout: timeout)
+        }
+
+        /// The scheduler set up as the options say.
+        var schedulerConfiguration: Scheduler.Configuration {
+            var configuration = Scheduler.Configuration()
+            if let jobs { configuration.localSlots = jobs }
+            if let grace { configuration.gracePeriod = grace }
+            return configuration
+        }
+
+        /// Whether to run without the dashboard.
+        var isHeadless: Bool { headless || isatty(STDOUT_FILENO) == 0 }
+
+        mutating func run() async throws {
+            let specs = try JobSources.load(
+                file: file, commands: command, overrides: jobOverrides, readsPipedStandardInput: command.isEmpty)
+            let headless = isHeadless
+            if headless && specs.isEmpty {
+                throw JobInputError(.noJobs, "no jobs: give a job file, a list on stdin or -c COMMAND (see 'jobtop --help')")
+            }
+            if let outputDir { try OutputDirectory.prepare(outputDir) }
+            let epoch = Date().timeIntervalSince1970
+            let scheduler = Scheduler(configuration: schedulerConfiguration)
+
+            let status: Int32
+            if headless {
+                let session = HeadlessSession(
+                    scheduler: scheduler, epoch: epoch, format: logFormat, logsOutput: logOutput,
+                    outputDirectory: outputDir, haltsOnFailure: haltOnFailure)
+                status = await session.run(specs)
+            } else {
+                let session = DashboardSession(
+                    scheduler: scheduler, outputDirectory: outputDir, haltsOnFailure: haltOnFailure,
+                    title: file.map { "jobtop: \($0)" } ?? "jobtop")
+                status = await session.run(specs)
+            }
+            if status != ExitStatus.success { throw ExitCode(status) }
+        }
+    }
+}
+
+/// The headless log formats.
+enum LogFormat: String, ExpressibleByArgument, CaseIterable, Sendable {
+    /// One human-readable line per event: timestamp, event, job, then key=value fields.
+    case text
+    /// One JSON object per line.
+    case json
+}

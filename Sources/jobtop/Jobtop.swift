@@ -1,0 +1,99 @@
+import ArgumentParser
+import Foundation
+
+/// The `jobtop` command: configuration only; the work is in its subcommands (`run` by default).
+@main
+struct Jobtop: AsyncParsableCommand {
+    /// The version `--version` prints.
+    static let version = "0.1.0"
+
+    static let configuration = CommandConfiguration(
+        commandName: "jobtop",
+        abstract: "htop for jobs: run shell commands on a pool of workers, watch and steer them live.",
+        discussion: """
+            jobtop [run] [FILE | -] [options]        (run is the default subcommand)
+
+              FILE                 a job file (.toml) or a plain list: one shell command per line,
+                                   blank lines and lines starting with # ignored. "-" reads the list
+                                   from stdin; with no FILE and no -c, a piped stdin is read.
+              -c, --command CMD    add one job (repeatable; mixes with FILE)
+              -j, --jobs N         local worker slots (default: number of cores)
+              --retries N          default max retries per job (default 0)
+              --backoff DURATION   first retry delay (default 1s; doubles, with jitter, capped at 60s)
+              --timeout DURATION   default per-attempt timeout (default: none)
+              --grace DURATION     SIGTERM->SIGKILL grace on cancel/timeout (default 5s)
+              --headless           no screen: log events (automatic when stdout is not a terminal)
+              --log-format text|json   headless log format (default text)
+              --log-output         also log every output line of every job
+              --output-dir DIR     also write each job's stdout+stderr to DIR/<name-or-id>.log
+              --halt-on-failure    after the first job that fails for good, cancel the rest
+
+            Durations: 500ms, 10s, 1.5s, 5m, 1h, 1m30s.
+            Exit status: 0 every job succeeded; 1 some job failed or was cancelled; 2 bad usage or
+            bad input (nothing was started); 130 interrupted by SIGINT; 143 by SIGTERM.
+            See 'jobtop run --help' for details.
+            """,
+        version: "jobtop \(version)",
+        subcommands: [Run.self],
+        defaultSubcommand: Run.self
+    )
+
+    /// Parses the arguments, runs the command and exits.
+    ///
+    /// Unlike ArgumentParser's own `main`, bad usage exits with status 2 (not 64), like bad
+    /// input, so scripts see one status for "nothing was started".
+    static func main() async {
+        await main(Array(CommandLine.arguments.dropFirst()))
+    }
+
+    /// Runs `jobtop` with `arguments` (without the program name) and exits.
+    static func main(_ arguments: [String]) async -> Never {
+        do {
+            var command = try parseAsRoot(arguments)
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+            exit(withError: nil)
+        } catch let error as JobInputError {
+            StandardError.write("jobtop: \(error.message)\n")
+            Foundation.exit(ExitStatus.usage)
+        } catch {
+            if exitCode(for: error) == .validationFailure {
+                StandardError.write(fullMessage(for: error) + "\n")
+                Foundation.exit(ExitStatus.usage)
+            }
+            exit(withError: error)
+        }
+    }
+}
+
+/// The exit statuses jobtop documents.
+enum ExitStatus {
+    /// Every job succeeded.
+    static let success: Int32 = 0
+    /// Some job failed or was cancelled.
+    static let someFailed: Int32 = 1
+    /// Bad usage or bad input: nothing was started.
+    static let usage: Int32 = 2
+
+    /// The status for being ended by `signal`: 128 + its number (130 for SIGINT, 143 for SIGTERM).
+    static func interrupted(by signal: Int32) -> Int32 { 128 + signal }
+}
+
+/// Human messages: standard error, unbuffered.
+enum StandardError {
+    static func write(_ text: String) {
+        var bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeMutableBytes { Glibc.write(2, $0.baseAddress! + offset, $0.count - offset) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            offset += written
+        }
+    }
+}

@@ -1,0 +1,113 @@
+import Foundation
+import Synchronization
+
+/// Writes log lines and job output files on a thread of its own, so a slow stdout (a pager, a
+/// full pipe) or disk never blocks Swift's cooperative pool, and the scheduler never waits.
+///
+/// Each write is handed over at once and written as soon as the thread wakes; whatever piles up
+/// while it writes goes out in one `write(2)` per file the next time round.
+final class LogWriter: Sendable {
+    private enum Chunk {
+        case write(Int32, [UInt8])
+        case close(Int32)
+    }
+
+    private struct State {
+        var chunks: [Chunk] = []
+        var isFinished = false
+        var hasStopped = false
+    }
+
+    private let state = Mutex(State())
+    private let wakeup = DispatchSemaphore(value: 0)
+    private let stopped = DispatchSemaphore(value: 0)
+
+    /// Starts the thread.
+    init() {
+        let thread = Thread { [self] in self.loop() }
+        thread.name = "jobtop-log"
+        thread.start()
+    }
+
+    /// Queues `bytes` for `fd`.
+    func write(_ bytes: [UInt8], to fd: Int32) {
+        state.withLock { $0.chunks.append(.write(fd, bytes)) }
+        wakeup.signal()
+    }
+
+    /// Queues a line (a newline is added) for stdout.
+    func line(_ text: String) {
+        var bytes = Array(text.utf8)
+        bytes.append(0x0A)
+        write(bytes, to: STDOUT_FILENO)
+    }
+
+    /// Queues closing `fd` after what was queued for it.
+    func close(_ fd: Int32) {
+        state.withLock { $0.chunks.append(.close(fd)) }
+        wakeup.signal()
+    }
+
+    /// Writes everything queued, then ends the thread; returns when it is all written.
+    func finish() {
+        let already = state.withLock { state -> Bool in
+            defer { state.isFinished = true }
+            return state.isFinished
+        }
+        guard !already else { return }
+        wakeup.signal()
+        stopped.wait()
+    }
+
+    private func loop() {
+        while true {
+            wakeup.wait()
+            let (chunks, isFinished) = state.withLock { state -> ([Chunk], Bool) in
+                defer { state.chunks = [] }
+                return (state.chunks, state.isFinished)
+            }
+            perform(chunks)
+            if isFinished && state.withLock({ $0.chunks.isEmpty }) {
+                stopped.signal()
+                return
+            }
+        }
+    }
+
+    /// Writes runs of chunks for the same fd together: one system call for many lines.
+    private func perform(_ chunks: [Chunk]) {
+        var pendingFD: Int32 = -1
+        var pending: [UInt8] = []
+        func flush() {
+            if pendingFD >= 0 && !pending.isEmpty { Self.writeAll(pendingFD, pending) }
+            pending.removeAll(keepingCapacity: true)
+        }
+        for chunk in chunks {
+            switch chunk {
+            case .write(let fd, let bytes):
+                if fd != pendingFD {
+                    flush()
+                    pendingFD = fd
+                }
+                pending.append(contentsOf: bytes)
+            case .close(let fd):
+                if fd == pendingFD { flush() }
+                Glibc.close(fd)
+                if fd == pendingFD { pendingFD = -1 }
+            }
+        }
+        flush()
+    }
+
+    private static func writeAll(_ fd: Int32, _ bytes: [UInt8]) {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if written < 0 {
+                if errno == EINTR || errno == EAGAIN { continue }
+                return  // stdout closed (EPIPE) or a full disk: nothing sensible left to do with the bytes
+            }
+            offset += written
+        }
+    }
+}

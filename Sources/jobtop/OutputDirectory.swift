@@ -1,0 +1,99 @@
+import Foundation
+import Scheduler
+
+/// `--output-dir`: one file per job that ran, `DIR/<name-or-id>.log`, with everything it printed
+/// on stdout and stderr, every attempt, in order.
+final class OutputDirectory {
+    /// The directory.
+    let path: String
+    private var fileNames: [JobID: String] = [:]
+    private var usedNames: Set<String> = []
+    private var open: [JobID: Int32] = [:]
+
+    /// Writes into `path`, which ``prepare(_:)`` has made.
+    init(path: String) {
+        self.path = path
+    }
+
+    /// Makes the directory if it is missing and checks that it can be written.
+    ///
+    /// - Throws: ``JobInputError`` `.outputDirectory` when it cannot be made or is not a directory.
+    static func prepare(_ path: String) throws(JobInputError) {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
+            guard isDirectory.boolValue else {
+                throw JobInputError(.outputDirectory, "--output-dir '\(path)' is not a directory")
+            }
+        } else {
+            do {
+                try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+            } catch {
+                throw JobInputError(.outputDirectory, "--output-dir '\(path)' cannot be made: \(error.localizedDescription)")
+            }
+        }
+        guard access(path, W_OK) == 0 else {
+            throw JobInputError(.outputDirectory, "--output-dir '\(path)' is not writable")
+        }
+    }
+
+    /// Learns a job's file name: its name made safe for a file name, or its id.
+    func jobSubmitted(_ info: JobInfo) {
+        guard fileNames[info.id] == nil else { return }
+        var name = info.name.map(Self.safeFileName) ?? info.id.description
+        if name.isEmpty || usedNames.contains(name) { name += "-\(info.id.short)" }
+        usedNames.insert(name)
+        fileNames[info.id] = name
+    }
+
+    /// Opens (or reopens, for a retry) the job's file; a retry gets a marker line.
+    func attemptStarted(_ id: JobID, attempt: Int, writer: LogWriter) {
+        if open[id] == nil {
+            let name = fileNames[id] ?? id.description
+            let file = URL(fileURLWithPath: path).appendingPathComponent("\(name).log").path
+            let fd = Glibc.open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            guard fd >= 0 else {
+                StandardError.write("jobtop: cannot write \(file): \(String(cString: strerror(errno)))\n")
+                return
+            }
+            open[id] = fd
+        }
+        if attempt > 1, let fd = open[id] {
+            writer.write(Array("--- jobtop: attempt \(attempt) ---\n".utf8), to: fd)
+        }
+    }
+
+    /// Appends a line the job printed.
+    func output(_ id: JobID, _ line: OutputLine, writer: LogWriter) {
+        guard let fd = open[id] else { return }
+        var bytes = Array(line.text.utf8)
+        bytes.append(0x0A)
+        writer.write(bytes, to: fd)
+    }
+
+    /// Closes the job's file once it has ended for good.
+    func jobEnded(_ id: JobID, writer: LogWriter) {
+        if let fd = open.removeValue(forKey: id) { writer.close(fd) }
+    }
+
+    /// A note in every open file (after a lag lost output lines).
+    func noteInOpenFiles(_ note: String, writer: LogWriter) {
+        for fd in open.values { writer.write(Array("--- jobtop: \(note) ---\n".utf8), to: fd) }
+    }
+
+    /// Closes every file still open.
+    func closeAll(writer: LogWriter) {
+        for fd in open.values { writer.close(fd) }
+        open = [:]
+    }
+
+    /// `name` with `/`, NUL and control characters replaced, and no leading dot, at most 100 bytes.
+    static func safeFileName(_ name: String) -> String {
+        var result = String(name.unicodeScalars.map { scalar -> Character in
+            if scalar == "/" || scalar == "\\" || scalar.value < 0x20 || scalar.value == 0x7F { return "_" }
+            return Character(scalar)
+        })
+        while result.hasPrefix(".") { result.removeFirst() }
+        while result.utf8.count > 100 { result.removeLast() }
+        return result
+    }
+}

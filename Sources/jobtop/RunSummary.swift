@@ -1,0 +1,47 @@
+import Foundation
+import Scheduler
+
+/// How a run ended: counts by final state, time, and the exit status they mean.
+struct RunSummary: Sendable, Equatable {
+    var total: Int
+    var succeeded: Int
+    var failed: Int
+    var cancelled: Int
+    /// Jobs still queued, waiting or running (none unless the run was cut short oddly).
+    var unfinished: Int
+    /// Seconds from the start of the run to its end.
+    var wall: Duration
+    /// The signal that interrupted the run, if one did.
+    var signal: Int32?
+
+    /// Reads the counts from the final snapshot.
+    init(snapshot: SchedulerSnapshot, wall: Duration, signal: Int32?) {
+        total = snapshot.total
+        succeeded = snapshot.count(.succeeded)
+        failed = snapshot.count(.failed)
+        cancelled = snapshot.count(.cancelled)
+        unfinished = snapshot.count(.queued) + snapshot.count(.waiting) + snapshot.count(.running)
+        self.wall = wall
+        self.signal = signal
+    }
+
+    /// Finished jobs per second of wall time.
+    var jobsPerSecond: Double {
+        let seconds = wall.seconds
+        return seconds > 0 ? Double(succeeded + failed + cancelled) / seconds : 0
+    }
+
+    /// 128 + the signal when interrupted; else 0 when every job succeeded, 1 when not.
+    var exitStatus: Int32 {
+        if let signal { return ExitStatus.interrupted(by: signal) }
+        return failed + cancelled + unfinished == 0 ? ExitStatus.success : ExitStatus.someFailed
+    }
+
+    /// One sentence for stderr.
+    var sentence: String {
+        var parts = ["\(succeeded) succeeded", "\(failed) failed", "\(cancelled) cancelled"]
+        if unfinished > 0 { parts.append("\(unfinished) unfinished") }
+        let rate = (jobsPerSecond * 10).rounded() / 10
+        return "\(total) job\(total == 1 ? "" : "s"): \(parts.joined(separator: ", ")) in \(formatDuration(wall)) (\(rate) jobs/s)"
+    }
+}

@@ -1,0 +1,104 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// Headless mode's SIGINT, SIGTERM and SIGHUP handling.
+///
+/// The first signal calls `onFirst` (the caller cancels the run: process groups get SIGTERM,
+/// then SIGKILL after the grace period). A second one kills every job's process group at once.
+/// Under the dashboard these are not installed: the dashboard owns the signals.
+final class SignalWatcher {
+    /// What the handlers share: which signal came first and how many came.
+    private final class Received: Sendable {
+        private struct State {
+            var first: Int32?
+            var count = 0
+        }
+
+        private let state = Mutex(State())
+
+        var first: Int32? { state.withLock { $0.first } }
+
+        /// Records `number`; returns how many signals have come, this one included.
+        func record(_ number: Int32) -> Int {
+            state.withLock { state in
+                if state.first == nil { state.first = number }
+                state.count += 1
+                return state.count
+            }
+        }
+    }
+
+    private let received = Received()
+    private let sources: [any DispatchSourceSignal]
+
+    /// The first signal received, if any.
+    var firstSignal: Int32? { received.first }
+
+    /// Starts watching; the default actions of the signals stay off from now on.
+    init(signals: [Int32] = [SIGINT, SIGTERM, SIGHUP], onFirst: @escaping @Sendable (Int32) -> Void) {
+        let queue = DispatchQueue(label: "jobtop.signals")
+        let received = received
+        sources = signals.map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+            source.setEventHandler { SignalWatcher.handle(number, received: received, onFirst: onFirst) }
+            source.resume()
+            return source
+        }
+    }
+
+    /// Stops watching (the signals stay ignored: jobtop is about to exit).
+    func stop() {
+        for source in sources { source.cancel() }
+    }
+
+    private static func handle(_ number: Int32, received: Received, onFirst: @Sendable (Int32) -> Void) {
+        if received.record(number) == 1 {
+            StandardError.write(
+                "jobtop: \(name(number)): cancelling running jobs (\(name(number)) again to kill them at once)\n")
+            onFirst(number)
+        } else {
+            StandardError.write("jobtop: \(name(number)) again: killing every running job now\n")
+            ChildProcesses.killGroups()
+        }
+    }
+
+    private static func name(_ number: Int32) -> String {
+        switch number {
+        case SIGINT: "interrupted"
+        case SIGTERM: "terminated"
+        case SIGHUP: "hung up"
+        default: "signal \(number)"
+        }
+    }
+}
+
+/// This process's children, found in /proc. Each job's shell is a child that leads its own
+/// process group (the engine spawns it in a new session), so killing the group kills the job.
+enum ChildProcesses {
+    /// The pids whose parent is this process.
+    static func pids() -> [pid_t] {
+        let me = getpid()
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }
+        var children: [pid_t] = []
+        for entry in entries {
+            guard let pid = pid_t(entry), pid != me,
+                let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { continue }
+            // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split after the last ')'.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            if fields.count > 1, pid_t(fields[1]) == me { children.append(pid) }
+        }
+        return children
+    }
+
+    /// Sends SIGKILL to the process group of every child (and to the child itself).
+    static func killGroups() {
+        for pid in pids() {
+            kill(-pid, SIGKILL)
+            kill(pid, SIGKILL)
+        }
+    }
+}
