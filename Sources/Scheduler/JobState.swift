@@ -50,9 +50,11 @@ public enum JobState: Sendable, Equatable {
         case (.running, .succeeded), (.running, .failed), (.running, .waiting),
              (.running, .cancelled), (.running, .queued): true
         case (.running, .running):
-            // Only the stop flag may change while running.
-            if case .running(let w1, let a1, _, nil) = self, case .running(let w2, let a2, _, .some) = next {
-                w1 == w2 && a1 == a2
+            // Only the stop flag may change while running: a stop begins, or a cancel overrides
+            // a timeout stop (the job then ends cancelled, not failed).
+            if case .running(let w1, let a1, _, let s1) = self, case .running(let w2, let a2, _, let s2?) = next,
+               w1 == w2, a1 == a2 {
+                s1 == nil || (s1 == .timeout && s2 == .cancel)
             } else {
                 false
             }

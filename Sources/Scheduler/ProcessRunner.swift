@@ -165,8 +165,10 @@ final class ProcessRunner {
         assignment.control.onStop(nil)
         if assignment.control.stopRequest != nil {
             // The leader is a zombie until reaped, so its pid (= the group id) cannot be reused
-            // yet: killing the group now reaches only what is left of this job.
+            // yet: killing the group now reaches only what is left of this job. Then wait until
+            // nothing of it runs, so that "cancelled" is only reported once the job has ended.
             kill(-pid, SIGKILL)
+            Self.waitUntilGroupIsGone(pid, leader: pid, limit: .seconds(5))
         }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
@@ -203,6 +205,35 @@ final class ProcessRunner {
         info._sifields._sigchld.si_pid = 0
         let rc = waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT)
         return rc == 0 && info._sifields._sigchld.si_pid == pid
+    }
+
+    /// Waits (bounded) until no process of group `group` other than the unreaped `leader` is
+    /// alive. Killed orphans are reaped by init, so this watches /proc rather than waiting.
+    static func waitUntilGroupIsGone(_ group: pid_t, leader: pid_t, limit: Duration) {
+        let deadline = ContinuousClock.now.advanced(by: limit)
+        while ContinuousClock.now < deadline {
+            let members = liveMembers(ofGroup: group).filter { $0 != leader }
+            if members.isEmpty { return }
+            for member in members { kill(member, SIGKILL) }  // a member that left the group by setpgid
+            usleep(2_000)
+        }
+    }
+
+    /// The pids of group `group` that are not zombies, read from /proc.
+    static func liveMembers(ofGroup group: pid_t) -> [pid_t] {
+        guard let directory = opendir("/proc") else { return [] }
+        defer { closedir(directory) }
+        var result: [pid_t] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard let pid = pid_t(name), let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")") else { continue }
+            // After "(comm)": state ppid pgrp ...
+            let fields = stat[stat.index(after: close)...].split(separator: " ", maxSplits: 4)
+            guard fields.count >= 3, fields[0] != "Z", pid_t(fields[2]) == group else { continue }
+            result.append(pid)
+        }
+        return result
     }
 
     /// Finds `command` in `PATH` as `execvp` would.

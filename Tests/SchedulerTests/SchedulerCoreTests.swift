@@ -1,0 +1,327 @@
+import Testing
+@testable import Scheduler
+
+/// Table tests of the pure decision maker: every (state, event) pair that matters, races included.
+@Suite struct SchedulerCoreTests {
+    static let w1 = WorkerDescriptor(id: WorkerID(), name: "w1", kind: .local, slots: 1)
+    static let w2 = WorkerDescriptor(id: WorkerID(), name: "w2", kind: .local, slots: 1)
+
+    var core = SchedulerCore(configuration: .init(seed: 7))
+    var ids = IdentifierGenerator(seed: 1)
+
+    mutating func submit(_ command: String = "true", priority: Int = 0, retries: Int = 0, timeout: Duration? = nil,
+                         key: String? = nil, at now: Duration = .zero) -> (JobID, [SchedulerCore.Action]) {
+        var spec = JobSpec.shell(command, priority: priority)
+        spec.retry = .retries(retries, backoff: .seconds(1))
+        spec.timeout = timeout
+        spec.coalescingKey = key
+        let result = core.submit(spec, id: ids.nextJobID(), now: now)
+        return (result.id, result.actions)
+    }
+
+    static func starts(_ actions: [SchedulerCore.Action]) -> [(JobID, Int, WorkerID)] {
+        actions.compactMap { if case .start(let id, let attempt, let worker) = $0 { (id, attempt, worker) } else { nil } }
+    }
+
+    static func stops(_ actions: [SchedulerCore.Action]) -> [(JobID, StopReason)] {
+        actions.compactMap { if case .stop(let id, _, let reason) = $0 { (id, reason) } else { nil } }
+    }
+
+    static func events(_ actions: [SchedulerCore.Action]) -> [String] {
+        actions.compactMap { if case .emit(let kind) = $0 { kind.name } else { nil } }
+    }
+
+    // MARK: submit and dispatch
+
+    @Test mutating func aSubmittedJobWaitsQueuedUntilAWorkerJoinsThenStarts() {
+        let (id, actions) = submit()
+        #expect(core.state(of: id) == .queued)
+        #expect(Self.starts(actions).isEmpty)
+        let joined = core.workerJoined(Self.w1, now: .zero)
+        #expect(Self.starts(joined).map(\.0) == [id])
+        #expect(core.state(of: id)?.kind == .running)
+        #expect(Self.events(joined) == ["worker-joined", "slots", "started"])
+    }
+
+    @Test mutating func higherPriorityRunsFirstAndEqualPrioritiesRunInSubmissionOrder() {
+        let (low1, _) = submit(priority: 0)
+        let (high, _) = submit(priority: 5)
+        let (low2, _) = submit(priority: 0)
+        let (mid, _) = submit(priority: 3)
+        #expect(core.queuedInOrder == [high, mid, low1, low2])
+    }
+
+    // MARK: cancel in every state
+
+    @Test mutating func cancellingAQueuedJobEndsItAtOnce() throws {
+        let (id, _) = submit()
+        let actions = try core.cancel(id, now: .seconds(1))
+        #expect(core.state(of: id) == .cancelled)
+        #expect(Self.events(actions) == ["cancelled"])
+        #expect(core.queuedInOrder.isEmpty)
+        #expect(core.counts[.cancelled] == 1 && core.counts[.queued] == 0)
+    }
+
+    @Test mutating func cancellingARunningJobStopsItAndItEndsCancelledWhateverItsExit() throws {
+        _ = core.workerJoined(Self.w1, now: .zero)
+        let (id, _) = submit(retries: 3)
+        let actions = try core.cancel(id, now: .seconds(1))
+        #expect(Self.stops(actions).map(\.1) == [.cancel])
+        #expect(core.state(of: id)?.kind == .running)
+        // A second cancel while stopping asks for nothing more.
+        #expect(try core.cancel(id, now: .seconds(1)).isEmpty)
+        let finished = core.jobFinished(id, attempt: 1, worker: Self.w1.id, termination: .signal(15), now: .seconds(2))
+        #expect(core.state(of: id) == .cancelled)
+        #expect(Self.events(finished) == ["cancelled"])
+        #expect(core.counts[.failed, default: 0] == 0)
+    }
+
+    @Test mutating func cancellingAJobWaitingForRetryEndsItAndItsRetryTimerDoesNothing() throws {
+        _ = core.workerJoined(Self.w1, now: .zero)
+        let (id, _) = submit(retries: 2)
+        _ = core.jobFinished(id, attempt: 1, worker: Self.w1.id, termination: .exit(1), now: .seconds(1))
+        guard case .waitingForRetry(let due, 1, .exitStatus(1)) = core.state(of: id) else {
+            Issue.record("expected waiting, got \(String(describing: core.state(of: id)))")
+            return
+        }
+        _ = try core.cancel(id, now: .seconds(1))
+        #expect(core.state(of: id) == .cancelled)
+        let fired = core.timersDue(now: due)
+        #expect(Self.starts(fired).isEmpty)
+        #expect(core.state(of: id) == .cancelled)
+    }
+
+    @Test mutating func cancellingAFinishedJobIsRefused() {
+        _ = core.workerJoined(Self.w1, now: .zero)
+        let (id, _) = submit()
+        _ = core.jobFinished(id, attempt: 1, worker: Self.w1.id, termination: .exit(0), now: .seconds(1))
+        #expect(throws: SchedulerError.self) { try core.cancel(id, now: .seconds(2)) }
+    }
+
+    @Test mutating func cancelAfterATimeoutStopWinsAndTheJobIsCancelledNotFailed() throws {
+        _ = core.workerJoined(Self.w1, now: .zero)
+        let (id, _) = submit(retries: 3, timeout: .seconds(10))
+        let timedOut = core.timersDue(now: .seconds(10))
+        #expect(Self.stops(timedOut).map(\.1) == [.timeout])
+        let cancel = try core.cancel(id, now: .seconds(11))
+        #expect(Self.stops(cancel).map(\.1) == [.cancel])
+        _ = core.jobFinished(id, attempt: 1, worker: Self.w1.id, termination: .signal(15), now: .seconds(12))
+        #expect(core.state(of: id) == .cancelled)
+    }
+
+    // MARK: results
+
+    @Test mutating func aTimeoutIsARetryableFailure() {
+        _ = core.workerJoined(Self.w1, now: .zero)
+        let (id, _) = submit(retries: 1, timeout: .seconds(5))
+        #expect(core.nextDeadline == .seconds(5))
+        _ = core.timersDue(now: .seconds(5))
+        let finished = core.jobFinished(id, attempt: 1, worker: Self.w1.id, termination: .signal(15), now: .seconds(6))
+        #expect(Self.events(finished) == ["retry"])
+        guard case .waitingForRetry(_, 1, .timeout(.seconds(5))) = core.state(of: id) else {
+            Issue.record("expected a timeout retry, got \(String(describing: core.state(of: id)))")
+            return
+        }
+    }
+
+    @Test mutating func aTimeoutTimerOfAnEarlierAttemptIsIgnored() {
+        _ = core.workerJoined(Self.w1, now: .zero)
+        let (id, _) = submit(retries: 1, timeout: .seconds(5))
+        _ = core.jobFinished(id, attempt: 1, worker: Self.w1.id, termination: .exit(0), now: .seconds(1))
+        #expect(Self.stops(core.timersDue(now: .seconds(5))).isEmpty)
+        #expect(core.state(of: id) == .succeeded(attempts: 1))
+    }
+
+    @Test mutating func failuresRetryWithBackoffUntilTheBudgetIsSpentThenFail() {
+        _ = core.workerJoined(Self.w1, now: .zero)
+        let (id, _) = submit(retries: 2)
+        var now = Duration.zero
+        for attempt in 1...2 {
+            now += .seconds(1)
+            _ = core.jobFinished(id, attempt: attempt, worker: Self.w1.id, termination: .exit(3), now: now)
+            guard case .waitingForRetry(let due, attempt, .exitStatus(3)) = core.state(of: id) else {
+                Issue.record("attempt \(attempt): expected waiting, got \(String(describing: core.state(of: id)))")
+                return
+            }
+            // Backoff 1s then 2s, with at most 20% jitter taken off.
+            let base = Duration.seconds(1 << (attempt - 1))
+            #expect(due - now <= base && due - now >= base * 0.8)
+            let fired = core.timersDue(now: due)
+            #expect(Self.starts(fired).map(\.1) == [attempt + 1])
+            now = due
+        }
+        let last = core.jobFinished(id, attempt: 3, worker: Self.w1.id, termination: .exit(3), now: now + .seconds(1))
+        #expect(Self.events(last) == ["failed"])
+        #expect(core.state(of: id) == .failed(reason: .exitStatus(3), attempts: 3))
+    }
+
+    @Test mutating func aResultForAnAttemptThatIsNoLongerRunningIsIgnored() {
+        _ = core.workerJoined(Self.w1, now: .zero)
+        let (id, _) = submit(retries: 1)
+        _ = core.jobFinished(id, attempt: 1, worker: Self.w1.id, termination: .exit(1), now: .seconds(1))
+        let stale = core.jobFinished(id, attempt: 1, worker: Self.w1.id, termination: .exit(0), now: .seconds(1))
+        #expect(stale.isEmpty)
+        #expect(core.state(of: id)?.kind == .waiting)
+    }
+
+    @Test mutating func aFreedSlotGoesStraightToTheFirstQueuedJob() {
+        _ = core.workerJoined(Self.w1, now: .zero)
+        let (first, _) = submit()
+        let (second, _) = submit(priority: 1)
+        let (third, _) = submit(priority: 2)
+        let actions = core.jobFinished(first, attempt: 1, worker: Self.w1.id, termination: .exit(0), now: .seconds(1))
+        #expect(Self.starts(actions).map(\.0) == [third])
+        #expect(core.queuedInOrder == [second])
+    }
+
+    // MARK: workers
+
+    @Test mutating func aLostWorkersJobsGoBackToTheQueueABoundedNumberOfTimes() {
+        var core = SchedulerCore(configuration: .init(maxWorkerLossRequeues: 1, seed: 1))
+        var ids = IdentifierGenerator(seed: 3)
+        let id = ids.nextJobID()
+        _ = core.submit(.shell("true"), id: id, now: .zero)
+        _ = core.workerJoined(Self.w1, now: .zero)
+        let lost = core.workerLost(Self.w1.id, reason: "connection dropped", now: .seconds(1))
+        #expect(Self.events(lost).contains("requeued"))
+        #expect(core.state(of: id) == .queued)
+        #expect(core.info(of: id)?.attempts == 0)
+        _ = core.workerJoined(Self.w2, now: .seconds(2))
+        _ = core.workerLost(Self.w2.id, reason: "heartbeat missed", now: .seconds(3))
+        #expect(core.state(of: id) == .failed(reason: .workerLost("heartbeat missed"), attempts: 1))
+    }
+
+    @Test mutating func aCancelledJobOnALostWorkerEndsCancelled() throws {
+        _ = core.workerJoined(Self.w1, now: .zero)
+        let (id, _) = submit()
+        _ = try core.cancel(id, now: .seconds(1))
+        _ = core.workerLost(Self.w1.id, reason: "gone", now: .seconds(2))
+        #expect(core.state(of: id) == .cancelled)
+    }
+
+    @Test mutating func reducingSlotsRetiresIdleWorkersAtOnceAndBusyOnesWhenTheirJobEnds() {
+        _ = core.workerJoined(Self.w1, now: .zero)
+        _ = core.workerJoined(Self.w2, now: .zero)
+        let (busy, _) = submit()
+        #expect(core.capacity == 2)
+        let reduced = core.reduceLocalSlots(to: 0, now: .seconds(1))
+        #expect(core.capacity == 0)
+        let removed = reduced.compactMap { if case .removeWorker(let w) = $0 { w } else { nil } }
+        #expect(removed == [Self.w2.id])
+        let (queued, _) = submit()
+        let finished = core.jobFinished(busy, attempt: 1, worker: Self.w1.id, termination: .exit(0), now: .seconds(2))
+        #expect(finished.contains { if case .removeWorker(Self.w1.id) = $0 { true } else { false } })
+        #expect(Self.starts(finished).isEmpty)
+        #expect(core.state(of: queued) == .queued)
+    }
+
+    // MARK: pause, reprioritize, coalesce, retry, shutdown
+
+    @Test mutating func pausedDispatchStartsNothingUntilResumed() {
+        _ = core.pause(now: .zero)
+        _ = core.workerJoined(Self.w1, now: .zero)
+        let (id, actions) = submit()
+        #expect(Self.starts(actions).isEmpty)
+        let resumed = core.resume(now: .seconds(1))
+        #expect(Self.starts(resumed).map(\.0) == [id])
+        #expect(Self.events(resumed).first == "resumed")
+    }
+
+    @Test mutating func reprioritizingAQueuedJobMovesItAtOnce() throws {
+        let (a, _) = submit()
+        let (b, _) = submit()
+        let (c, _) = submit()
+        let actions = try core.reprioritize(c, to: 9, now: .zero)
+        #expect(Self.events(actions) == ["reprioritized"])
+        #expect(core.queuedInOrder == [c, a, b])
+        _ = try core.reprioritize(c, to: -1, now: .zero)
+        #expect(core.queuedInOrder == [a, b, c])
+    }
+
+    @Test mutating func aRetriedJobReturnsToTheQueueAtItsPriority() {
+        _ = core.workerJoined(Self.w1, now: .zero)
+        let (running, _) = submit()
+        let (failing, _) = submit(priority: 1, retries: 1)
+        let (other, _) = submit(priority: 0)
+        _ = core.jobFinished(running, attempt: 1, worker: Self.w1.id, termination: .exit(0), now: .seconds(1))
+        // `failing` (priority 1) started; it fails and is retried while `other` waits.
+        _ = core.jobFinished(failing, attempt: 1, worker: Self.w1.id, termination: .exit(1), now: .seconds(2))
+        #expect(core.state(of: other)?.kind == .running)
+        let (extra, _) = submit(priority: 0)
+        _ = core.timersDue(now: .seconds(10))
+        #expect(core.queuedInOrder == [failing, extra])
+    }
+
+    @Test mutating func aSubmissionWithTheKeyOfAnActiveJobReturnsThatJob() {
+        let (first, _) = submit(key: "build")
+        let (second, actions) = submit(key: "build")
+        #expect(second == first)
+        #expect(Self.events(actions) == ["coalesced"])
+        #expect(core.queuedInOrder == [first])
+        _ = try? core.cancel(first, now: .zero)
+        let (third, _) = submit(key: "build")
+        #expect(third != first)
+    }
+
+    @Test mutating func aUserRetryRequeuesAFailedJobWithAFreshBudget() throws {
+        _ = core.workerJoined(Self.w1, now: .zero)
+        let (id, _) = submit()
+        _ = core.jobFinished(id, attempt: 1, worker: Self.w1.id, termination: .exit(1), now: .seconds(1))
+        let actions = try core.retry(id, now: .seconds(2))
+        #expect(Self.starts(actions).map { $0.1 } == [1])
+        #expect(throws: SchedulerError.self) { try core.retry(id, now: .seconds(3)) }
+    }
+
+    @Test mutating func shutdownCancelRunningEndsQueuedJobsAndStopsRunningOnes() {
+        _ = core.workerJoined(Self.w1, now: .zero)
+        let (running, _) = submit()
+        let (queued, _) = submit()
+        let actions = core.shutdown(.cancelRunning, now: .seconds(1))
+        #expect(core.state(of: queued) == .cancelled)
+        #expect(Self.stops(actions).map(\.0) == [running])
+        #expect(!core.isShutdownComplete)
+        _ = core.jobFinished(running, attempt: 1, worker: Self.w1.id, termination: .signal(15), now: .seconds(2))
+        #expect(core.isShutdownComplete)
+    }
+
+    @Test mutating func gracefulShutdownLetsRunningJobsFinishAndStartsNothingNew() {
+        _ = core.workerJoined(Self.w1, now: .zero)
+        let (running, _) = submit()
+        let (queued, _) = submit()
+        _ = core.shutdown(.graceful, now: .seconds(1))
+        let finished = core.jobFinished(running, attempt: 1, worker: Self.w1.id, termination: .exit(0), now: .seconds(2))
+        #expect(Self.starts(finished).isEmpty)
+        #expect(core.state(of: queued) == .queued)
+        #expect(core.isShutdownComplete)
+    }
+
+    @Test mutating func drainRunsEverythingQueuedBeforeItCompletes() {
+        _ = core.workerJoined(Self.w1, now: .zero)
+        let (first, _) = submit()
+        let (second, _) = submit()
+        _ = core.shutdown(.drain, now: .zero)
+        let next = core.jobFinished(first, attempt: 1, worker: Self.w1.id, termination: .exit(0), now: .seconds(1))
+        #expect(Self.starts(next).map(\.0) == [second])
+        #expect(!core.isShutdownComplete)
+        _ = core.jobFinished(second, attempt: 1, worker: Self.w1.id, termination: .exit(0), now: .seconds(2))
+        #expect(core.isShutdownComplete)
+    }
+
+    // MARK: the state type itself
+
+    @Test func illegalTransitionsAreRejectedInOnePlace() {
+        let w = WorkerID()
+        let running = JobState.running(worker: w, attempt: 1, since: .zero, stopping: nil)
+        #expect(JobState.queued.canTransition(to: running))
+        #expect(!JobState.queued.canTransition(to: .succeeded(attempts: 1)))
+        #expect(!JobState.cancelled.canTransition(to: running))
+        #expect(!JobState.succeeded(attempts: 1).canTransition(to: .queued))
+        #expect(!running.canTransition(to: .running(worker: WorkerID(), attempt: 1, since: .zero, stopping: .cancel)))
+        #expect(running.canTransition(to: .running(worker: w, attempt: 1, since: .zero, stopping: .cancel)))
+        let timingOut = JobState.running(worker: w, attempt: 1, since: .zero, stopping: .timeout)
+        #expect(timingOut.canTransition(to: .running(worker: w, attempt: 1, since: .zero, stopping: .cancel)))
+        let cancelling = JobState.running(worker: w, attempt: 1, since: .zero, stopping: .cancel)
+        #expect(!cancelling.canTransition(to: timingOut))
+        #expect(!JobState.waitingForRetry(until: .zero, failedAttempt: 1, reason: .exitStatus(1)).canTransition(to: running))
+    }
+}

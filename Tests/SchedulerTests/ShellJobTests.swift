@@ -1,0 +1,200 @@
+import Foundation
+import Testing
+@testable import Scheduler
+
+/// Real shell jobs in real process groups: exit codes, signals, progress, bounded output, and
+/// cancel/timeout that take the grandchildren with them.
+@Suite(.timeLimit(.minutes(2)))
+struct ShellJobTests {
+    /// Runs `body` with a real scheduler and a subscriber that sees every event.
+    static func withScheduler(
+        slots: Int = 2, grace: Duration = .seconds(5),
+        _ body: (Scheduler, inout EventReader) async throws -> Void
+    ) async throws {
+        let scheduler = Scheduler(configuration: .init(localSlots: slots, gracePeriod: grace, seed: 11))
+        async let running: Void = scheduler.run()
+        var reader = EventReader(await scheduler.events())
+        do {
+            try await body(scheduler, &reader)
+        } catch {
+            await scheduler.shutdown(.cancelRunning)
+            await running
+            throw error
+        }
+        await scheduler.shutdown(.cancelRunning)
+        await running
+    }
+
+    static func temporaryFile(_ name: String) -> String {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("jobtop-tests-\(UUID().uuidString.prefix(8))")
+        try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return directory.appendingPathComponent(name).path
+    }
+
+    /// Whether a process with this pid runs (a zombie has ended: it only waits to be reaped).
+    static func isAlive(_ pid: pid_t) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return false }
+        return !stat[stat.index(after: close)...].hasPrefix(" Z")
+    }
+
+    /// Reads pids a job wrote, one per line, once the file holds `count` of them.
+    static func pids(in path: String, count: Int, reader: inout EventReader, job: JobID) async -> [pid_t] {
+        // The job prints "ready" after writing its pids; the event is the gate.
+        await reader.next { if case .output(job, let line) = $0 { line.text == "ready" } else { false } }
+        let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        let pids = text.split(separator: "\n").compactMap { pid_t($0) }
+        #expect(pids.count == count)
+        return pids
+    }
+
+    @Test func exitCodesSignalsAndMissingCommandsEndAsTheyShould() async throws {
+        try await Self.withScheduler { scheduler, reader in
+            let ok = try await scheduler.submit(.shell("exit 0"))
+            let three = try await scheduler.submit(.shell("exit 3"))
+            let killed = try await scheduler.submit(.shell("kill -9 $$"))
+            let missing = try await scheduler.submit(.shell("no-such-command-jobtop"))
+            let argvMissing = try await scheduler.submit(JobSpec(work: .argv(["no-such-binary-jobtop", "x"])))
+            #expect(await reader.final(of: ok)?.name == "succeeded")
+            guard case .failed(_, .exitStatus(3), 1)? = await reader.final(of: three) else { Issue.record("exit 3"); return }
+            guard case .failed(_, .signal(9), 1)? = await reader.final(of: killed) else { Issue.record("SIGKILL"); return }
+            guard case .failed(_, let reason, 1)? = await reader.final(of: missing), reason == .exitStatus(127) else {
+                Issue.record("command not found")
+                return
+            }
+            #expect(reason.description == "exit 127 (command not found)")
+            let stderr = await scheduler.output(of: missing).lines.filter { $0.stream == .stderr }.map(\.text)
+            #expect(stderr.contains { $0.contains("not found") })
+            guard case .failed(_, .exitStatus(127), 1)? = await reader.final(of: argvMissing) else { Issue.record("argv 127"); return }
+        }
+    }
+
+    @Test func environmentAndWorkingDirectoryReachTheJob() async throws {
+        try await Self.withScheduler { scheduler, reader in
+            let directory = FileManager.default.temporaryDirectory.path
+            let id = try await scheduler.submit(JobSpec(
+                work: .shell("echo \"$JOBTOP_TEST_VAR $(pwd)\""), environment: ["JOBTOP_TEST_VAR": "hello"],
+                workingDirectory: directory))
+            #expect(await reader.final(of: id)?.name == "succeeded")
+            let real = URL(fileURLWithPath: directory).resolvingSymlinksInPath().path
+            #expect(await scheduler.output(of: id).lines.map(\.text) == ["hello \(real)"])
+        }
+    }
+
+    @Test func outputIsStreamedLineByLineFromBothStreams() async throws {
+        try await Self.withScheduler { scheduler, reader in
+            let id = try await scheduler.submit(.shell("echo one; echo two >&2; printf 'three'"))
+            #expect(await reader.final(of: id)?.name == "succeeded")
+            let lines = reader.seen.compactMap { if case .output(id, let line) = $0.kind { line } else { nil } }
+            #expect(lines.contains(OutputLine(stream: .stdout, text: "one")))
+            #expect(lines.contains(OutputLine(stream: .stderr, text: "two")))
+            #expect(lines.contains(OutputLine(stream: .stdout, text: "three")))
+            // Started comes before the first line.
+            let startIndex = reader.seen.firstIndex { $0.kind.isStarted(id) }!
+            let firstLine = reader.seen.firstIndex { if case .output(id, _) = $0.kind { true } else { false } }!
+            #expect(startIndex < firstLine)
+        }
+    }
+
+    @Test func progressIsParsedFromTrailingPercentagesAndFromACustomPattern() async throws {
+        try await Self.withScheduler { scheduler, reader in
+            let byPercent = try await scheduler.submit(.shell("echo 'step 12%'; echo 'step 37.5 %'; echo done"))
+            #expect(await reader.final(of: byPercent)?.name == "succeeded")
+            var spec = JobSpec.shell("echo 'file 3/4'")
+            spec.progressPattern = try ProgressPattern(#"(\d+)/(\d+)"#)
+            let byPattern = try await scheduler.submit(spec)
+            #expect(await reader.final(of: byPattern)?.name == "succeeded")
+            let progress = reader.seen.compactMap { if case .progress(let id, let p) = $0.kind { (id, p) } else { nil } }
+            #expect(progress.filter { $0.0 == byPercent }.map(\.1) == [0.12, 0.375])
+            #expect(progress.filter { $0.0 == byPattern }.map(\.1) == [0.75])
+        }
+    }
+
+    @Test func progressParserTable() throws {
+        #expect(ProgressParser.trailingPercent(in: "45%") == 0.45)
+        #expect(ProgressParser.trailingPercent(in: "copying… 99.5%  ") == 0.995)
+        #expect(ProgressParser.trailingPercent(in: "100 %") == 1)
+        #expect(ProgressParser.trailingPercent(in: "v1.5%") == nil)
+        #expect(ProgressParser.trailingPercent(in: "150%") == nil)
+        #expect(ProgressParser.trailingPercent(in: "50% done") == nil)
+        #expect(ProgressParser.trailingPercent(in: "%") == nil)
+        #expect(throws: ProgressPatternError.self) { try ProgressPattern("(") }
+        #expect(throws: ProgressPatternError.self) { try ProgressPattern("no groups") }
+        let pattern = try ProgressPattern(#"(\d+) of (\d+)"#)
+        #expect(ProgressParser(pattern: pattern).fraction(in: "7 of 28") == 0.25)
+    }
+
+    @Test func aJobPrinting200MegabytesKeepsOnlyABoundedTail() async throws {
+        let scheduler = Scheduler(configuration: .init(localSlots: 1, tailLines: 1_000, tailBytes: 1 << 20, seed: 2))
+        async let running: Void = scheduler.run()
+        var reader = EventReader(await scheduler.events(includeOutput: false))
+        // 200 MB: 2 million lines of 99 characters and a newline.
+        let id = try await scheduler.submit(.shell("yes 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' | head -n 2000000"))
+        #expect(await reader.final(of: id)?.name == "succeeded")
+        let tail = await scheduler.output(of: id)
+        #expect(tail.lines.count == 1_000)
+        #expect(tail.dropped == 2_000_000 - 1_000)
+        #expect(tail.lines.reduce(0) { $0 + $1.text.utf8.count + 1 } <= 1 << 20)
+        // Memory stayed bounded: resident size well below what 200 MB of lines would need.
+        #expect(Self.residentMegabytes() < 150)
+        await scheduler.shutdown(.graceful)
+        await running
+    }
+
+    static func residentMegabytes() -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+              let kb = Int(line.split(separator: " ").dropFirst().first ?? "") else { return 0 }
+        return kb / 1024
+    }
+
+    @Test func cancelKillsTheWholeProcessGroupGrandchildrenIncluded() async throws {
+        let pidFile = Self.temporaryFile("pids")
+        try await Self.withScheduler { scheduler, reader in
+            let id = try await scheduler.submit(.shell("sleep 1000 & echo $! > \(pidFile); echo $$ >> \(pidFile); echo ready; wait"))
+            let pids = await Self.pids(in: pidFile, count: 2, reader: &reader, job: id)
+            #expect(pids.allSatisfy(Self.isAlive))
+            try await scheduler.cancel(id)
+            #expect(await reader.final(of: id)?.name == "cancelled")
+            for pid in pids { #expect(!Self.isAlive(pid), "pid \(pid) survived the cancel") }
+            #expect(await scheduler.snapshot().count(.failed) == 0)
+        }
+    }
+
+    @Test func aTimeoutKillsTheGroupAndAGrandchildThatIgnoresSIGTERMGetsSIGKILL() async throws {
+        let pidFile = Self.temporaryFile("pids")
+        try await Self.withScheduler(grace: .milliseconds(300)) { scheduler, reader in
+            var spec = JobSpec.shell("sh -c 'trap \"\" TERM; echo $$ > \(pidFile); while :; do sleep 1; done' & sleep 0.1; echo ready; wait")
+            spec.timeout = .seconds(1)
+            let id = try await scheduler.submit(spec)
+            let pids = await Self.pids(in: pidFile, count: 1, reader: &reader, job: id)
+            guard case .failed(_, .timeout(.seconds(1)), 1)? = await reader.final(of: id) else {
+                Issue.record("expected a timeout failure")
+                return
+            }
+            for pid in pids { #expect(!Self.isAlive(pid), "the TERM-ignoring grandchild \(pid) survived") }
+        }
+    }
+
+    @Test func finishedJobsLeaveNoZombies() async throws {
+        try await Self.withScheduler(slots: 4) { scheduler, reader in
+            let ids = try await scheduler.submit(contentsOf: (0..<50).map { _ in .shell("true") })
+            await reader.finals(of: ids)
+            let zombies = Self.childZombies()
+            #expect(zombies.isEmpty, "zombie children: \(zombies)")
+        }
+    }
+
+    /// Children of this process in state Z.
+    static func childZombies() -> [Int] {
+        let me = getpid()
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap { entry -> Int? in
+            guard let pid = Int(entry), let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")") else { return nil }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            guard fields.count > 1, fields[0] == "Z", Int32(fields[1]) == me else { return nil }
+            return pid
+        }
+    }
+}
