@@ -73,4 +73,36 @@ public struct JobInfo: Sendable, Equatable {
 
     /// The name to show: the given name, else the command.
     public var displayName: String { name ?? command }
+
+    /// Creates a job description, for screens and tests that build their own (a dashboard's
+    /// view tests, a remote peer's mirror).
+    public init(
+        id: JobID,
+        name: String? = nil,
+        command: String,
+        priority: Int = 0,
+        state: JobState = .queued,
+        attempts: Int = 0,
+        maxAttempts: Int = 1,
+        progress: Double? = nil,
+        submittedAt: SchedulerTime = .zero,
+        startedAt: SchedulerTime? = nil,
+        finishedAt: SchedulerTime? = nil,
+        lastFailure: FailureReason? = nil,
+        key: String? = nil
+    ) {
+        self.id = id
+        self.name = name
+        self.command = command
+        self.priority = priority
+        self.state = state
+        self.attempts = attempts
+        self.maxAttempts = maxAttempts
+        self.progress = progress
+        self.submittedAt = submittedAt
+        self.startedAt = startedAt
+        self.finishedAt = finishedAt
+        self.lastFailure = lastFailure
+        self.key = key
+    }
 }
