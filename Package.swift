@@ -15,6 +15,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         // Job files are TOML; TOMLKit wraps toml++ and reports line:column for syntax errors.
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
+        // Remote workers: gRPC over HTTP/2 (NIO Posix transport) with protobuf messages. The
+        // generated code is committed (Scripts/generate-protos.sh), so no build plugin is used.
+        .package(url: "https://github.com/grpc/grpc-swift-2", from: "2.4.3"),
+        .package(url: "https://github.com/grpc/grpc-swift-nio-transport", from: "2.9.2"),
+        .package(url: "https://github.com/grpc/grpc-swift-protobuf", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
     ],
     targets: [
         // posix_spawn with a new session, pidfd_open and environ: the few C calls Swift cannot make directly.
@@ -46,6 +52,19 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
             ]
+        ),
+        // Remote workers: wire protocol, coordinator listener, RemoteWorker stub, worker client.
+        // Depends on Scheduler only (never TUI); keeps networking out of the engine.
+        .target(
+            name: "SchedulerRemote",
+            dependencies: [
+                "Scheduler",
+                .product(name: "GRPCCore", package: "grpc-swift-2"),
+                .product(name: "GRPCNIOTransportHTTP2Posix", package: "grpc-swift-nio-transport"),
+                .product(name: "GRPCProtobuf", package: "grpc-swift-protobuf"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ],
+            exclude: ["Generated/README.md"]
         ),
         .executableTarget(
             name: "jobtop-bench",

@@ -1,0 +1,60 @@
+import Foundation
+
+/// The shared secret a worker shows the coordinator.
+public enum RemoteToken {
+    /// The environment variable that may carry the token.
+    public static let environmentVariable = "JOBTOP_TOKEN"
+
+    /// The token from `file` if given, else from `JOBTOP_TOKEN`, else `nil`. Surrounding
+    /// whitespace (a trailing newline) is dropped.
+    ///
+    /// - Throws: ``RemoteError`` (`.badToken`) when the file cannot be read or holds no token.
+    public static func load(
+        file: String?, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(RemoteError) -> String? {
+        if let file {
+            let data: Data
+            do {
+                data = try Data(contentsOf: URL(fileURLWithPath: file))
+            } catch {
+                throw RemoteError(.badToken, "--token-file \(file): cannot read it (\(reason(error)))")
+            }
+            guard let text = String(data: data, encoding: .utf8) else {
+                throw RemoteError(.badToken, "--token-file \(file): not UTF-8 text")
+            }
+            let token = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !token.isEmpty else { throw RemoteError(.badToken, "--token-file \(file): the file is empty") }
+            return token
+        }
+        if let value = environment[environmentVariable] {
+            let token = value.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !token.isEmpty else { throw RemoteError(.badToken, "\(environmentVariable) is set but empty") }
+            return token
+        }
+        return nil
+    }
+
+    /// Compares in time that depends only on the lengths, so the comparison leaks nothing
+    /// about how much of a guess was right.
+    static func matches(_ given: String, _ expected: String) -> Bool {
+        let a = Array(given.utf8)
+        let b = Array(expected.utf8)
+        var difference = UInt8(a.count == b.count ? 0 : 1)
+        for index in 0..<max(a.count, b.count) {
+            let x = index < a.count ? a[index] : 0
+            let y = index < b.count ? b[index] : 0
+            difference |= x ^ y
+        }
+        return difference == 0
+    }
+
+    private static func reason(_ error: any Error) -> String {
+        let nsError = error as NSError
+        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
+            return String(cString: strerror(Int32(underlying.code)))
+        }
+        if nsError.code == NSFileReadNoSuchFileError { return "no such file" }
+        if nsError.code == NSFileReadNoPermissionError { return "permission denied" }
+        return nsError.localizedDescription
+    }
+}

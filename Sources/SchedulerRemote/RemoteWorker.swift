@@ -1,0 +1,230 @@
+import Scheduler
+import Synchronization
+
+/// A `jobtop worker` process as the coordinator's pool sees it: the engine awaits `execute`
+/// exactly as for a local slot, and the transport stays behind this type.
+///
+/// Each `execute` queues an `Assign` on the worker's stream and suspends until the worker
+/// sends `Finished` for that attempt, or until the worker is lost. Output and progress the
+/// worker streams back go to the assignment's reporter, so they look like a local job's. A
+/// stop (cancel, timeout) becomes a `Cancel` message.
+///
+/// Losing the worker is ordered: the listener first removes the worker from the scheduler
+/// (which requeues its running jobs), and only then are the pending `execute` calls resumed
+/// with ``Termination/workerLost(_:)``, so the engine never sees a lost attempt while the
+/// worker still holds free slots.
+public final class RemoteWorker: Worker {
+    public let descriptor: WorkerDescriptor
+
+    /// One attempt sent (or held back) and not yet finished.
+    private struct Pending {
+        var assignment: JobAssignment
+        var continuation: CheckedContinuation<Termination, Never>
+        /// Held back because the worker is draining: never sent, so never running there.
+        var isParked: Bool
+        var sentAt: ContinuousClock.Instant?
+    }
+
+    private enum Phase {
+        /// Takes jobs.
+        case active
+        /// Finishes what it has; new jobs are parked until it is released.
+        case draining
+        /// Gone: pending calls end once the scheduler has removed it (`isRemoved`).
+        case lost(String)
+    }
+
+    private struct State {
+        var phase = Phase.active
+        var pending: [AttemptKey: Pending] = [:]
+        var isRemoved = false
+        var isReleased = false
+        /// `execute` calls that came after the loss but before the removal completed.
+        var lateCalls: [CheckedContinuation<Termination, Never>] = []
+    }
+
+    private let state = Mutex(State())
+    private let outbox: Outbox<WireCoordinatorMessage>
+    private let gracePeriod: Duration
+    private let roundTrips: RoundTripRecorder?
+    private let clock = ContinuousClock()
+
+    init(descriptor: WorkerDescriptor, outbox: Outbox<WireCoordinatorMessage>, gracePeriod: Duration, roundTrips: RoundTripRecorder?) {
+        self.descriptor = descriptor
+        self.outbox = outbox
+        self.gracePeriod = gracePeriod
+        self.roundTrips = roundTrips
+    }
+
+    // MARK: - Worker
+
+    public func execute(_ assignment: JobAssignment) async -> Termination {
+        guard let spec = Jobtop_Remote_V1_JobSpec(assignment.spec) else {
+            return .error("a Swift closure job cannot run on remote worker '\(descriptor.name)'")
+        }
+        let key = AttemptKey(assignment)
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                enum Next { case send, park, resume(Termination), wait }
+                let now = clock.now
+                let next = state.withLock { state -> Next in
+                    switch state.phase {
+                    case .active:
+                        state.pending[key] = Pending(assignment: assignment, continuation: continuation, isParked: false, sentAt: now)
+                        return .send
+                    case .draining:
+                        state.pending[key] = Pending(assignment: assignment, continuation: continuation, isParked: true)
+                        return .park
+                    case .lost(let why):
+                        if state.isRemoved { return .resume(.workerLost(why)) }
+                        state.lateCalls.append(continuation)
+                        return .wait
+                    }
+                }
+                switch next {
+                case .send:
+                    outbox.send(.with {
+                        $0.assign = .with {
+                            $0.jobID = key.jobID
+                            $0.attempt = key.attempt
+                            $0.spec = spec
+                        }
+                    })
+                    // After the Assign is queued, so a stop already requested follows it.
+                    assignment.control.onStop { [weak self] request in
+                        self?.stop(key, reason: request.reason, grace: request.grace)
+                    }
+                case .park:
+                    assignment.control.onStop { [weak self] request in
+                        self?.stop(key, reason: request.reason, grace: request.grace)
+                    }
+                case .resume(let termination):
+                    continuation.resume(returning: termination)
+                case .wait:
+                    break
+                }
+            }
+        } onCancel: {
+            stop(key, reason: .cancel, grace: gracePeriod)
+        }
+    }
+
+    public func leave() {
+        // The stream's lifetime belongs to the listener's connection handler, which ends it;
+        // nothing is held here once every pending call has ended.
+    }
+
+    // MARK: - From the connection
+
+    /// Handles a message the worker sent (anything but the hello).
+    /// - Returns: `true` when the worker is draining and has nothing left running: it may be released.
+    func handle(_ message: WireWorkerMessage) -> Bool {
+        switch message.kind {
+        case .ack(let ack):
+            let key = AttemptKey(jobID: ack.jobID, attempt: ack.attempt)
+            let sentAt = state.withLock { $0.pending[key]?.sentAt }
+            if let sentAt, let roundTrips { roundTrips.record(clock.now - sentAt) }
+        case .output(let output):
+            let key = AttemptKey(jobID: output.jobID, attempt: output.attempt)
+            guard let reporter = state.withLock({ $0.pending[key]?.assignment.reporter }) else { break }
+            for line in output.lines {
+                reporter.line(line.text, stream: line.stderr ? .stderr : .stdout)
+            }
+        case .progress(let progress):
+            let key = AttemptKey(jobID: progress.jobID, attempt: progress.attempt)
+            state.withLock { $0.pending[key]?.assignment.reporter }?.progress(progress.fraction)
+        case .finished(let finished):
+            let key = AttemptKey(jobID: finished.jobID, attempt: finished.attempt)
+            let (ended, idle) = state.withLock { state -> (Pending?, Bool) in
+                let ended = state.pending.removeValue(forKey: key)
+                return (ended, Self.isIdleWhileDraining(state))
+            }
+            if let ended {
+                ended.assignment.control.onStop(nil)
+                ended.continuation.resume(returning: finished.engineTermination)
+            }
+            return idle
+        case .draining:
+            return state.withLock { state -> Bool in
+                if case .active = state.phase { state.phase = .draining }
+                return Self.isIdleWhileDraining(state)
+            }
+        case .heartbeat, .hello, nil:
+            break
+        }
+        return false
+    }
+
+    /// Marks the worker lost; the caller then removes it from the scheduler and calls
+    /// ``removed()``.
+    func markLost(_ reason: String) {
+        state.withLock { state in
+            if case .lost = state.phase { return }
+            state.phase = .lost(reason)
+        }
+    }
+
+    /// Whether the worker was released after draining (and did not just vanish).
+    func markReleased() -> Bool {
+        state.withLock { state in
+            guard case .draining = state.phase, !state.isReleased else { return false }
+            state.isReleased = true
+            state.phase = .lost("drained")
+            return true
+        }
+    }
+
+    /// The scheduler has removed the worker: every pending call ends as `workerLost` (the
+    /// engine has already requeued those attempts, so these results are ignored there).
+    func removed() {
+        let (waiting, why) = state.withLock { state -> ([CheckedContinuation<Termination, Never>], String) in
+            state.isRemoved = true
+            let why: String
+            if case .lost(let reason) = state.phase { why = reason } else { why = "removed" }
+            var waiting = state.pending.values.map(\.continuation) + state.lateCalls
+            for pending in state.pending.values { pending.assignment.control.onStop(nil) }
+            state.pending = [:]
+            state.lateCalls = []
+            if waiting.isEmpty { waiting = [] }
+            return (waiting, why)
+        }
+        for continuation in waiting { continuation.resume(returning: .workerLost(why)) }
+    }
+
+    /// Attempts sent to the worker and not yet finished.
+    var runningCount: Int { state.withLock { $0.pending.values.count { !$0.isParked } } }
+
+    // MARK: - Internals
+
+    private static func isIdleWhileDraining(_ state: State) -> Bool {
+        guard case .draining = state.phase, !state.isReleased else { return false }
+        return !state.pending.values.contains { !$0.isParked }
+    }
+
+    private func stop(_ key: AttemptKey, reason: StopReason, grace: Duration) {
+        enum Next { case send, resume(Pending), none }
+        let next = state.withLock { state -> Next in
+            guard let pending = state.pending[key] else { return .none }
+            guard pending.isParked else { return .send }
+            state.pending[key] = nil
+            return .resume(pending)
+        }
+        switch next {
+        case .send:
+            outbox.send(.with {
+                $0.cancel = .with {
+                    $0.jobID = key.jobID
+                    $0.attempt = key.attempt
+                    $0.reason = reason == .timeout ? .timeout : .cancel
+                    $0.gracePeriodMs = grace.wireMilliseconds
+                }
+            })
+        case .resume(let pending):
+            // Never sent: nothing runs anywhere; the engine settles it by the stop's reason.
+            pending.assignment.control.onStop(nil)
+            pending.continuation.resume(returning: .signal(15))
+        case .none:
+            break
+        }
+    }
+}

@@ -1,0 +1,419 @@
+import Foundation
+import GRPCCore
+import GRPCNIOTransportHTTP2Posix
+import Scheduler
+import Synchronization
+
+/// The worker process's side: joins a coordinator's pool and runs what it is assigned.
+///
+/// One gRPC stream per connection. Each assigned attempt is acknowledged at once, then run by
+/// a local ``Scheduler`` inside this process (with as many local slots as the worker offers),
+/// so a remote job runs exactly like a local one: its own process group, the same output and
+/// progress parsing, the same SIGTERM → grace → SIGKILL stop. Its events go back on the
+/// stream. When the connection is lost, every running job is killed (the coordinator has
+/// requeued them) and the agent reconnects with backoff, saying so in its log.
+///
+/// ``drain()`` (SIGTERM) tells the coordinator to send nothing new, finishes the running jobs
+/// and returns from ``run()`` once the coordinator has released the worker.
+public final class WorkerAgent: Sendable {
+    /// How a worker is set up.
+    public struct Configuration: Sendable {
+        /// The coordinator.
+        public var coordinator: RemoteAddress
+        /// The name the coordinator shows.
+        public var name: String
+        /// Jobs run at once.
+        public var slots: Int
+        /// The token to show; `nil` for none.
+        public var token: String?
+        /// The first delay before reconnecting; it doubles up to `maxBackoff`.
+        public var initialBackoff: Duration
+        /// The longest delay between attempts to reconnect.
+        public var maxBackoff: Duration
+        /// Where the agent says what happens (joined, lost, retrying): one line each.
+        public var log: @Sendable (String) -> Void
+
+        /// Creates a configuration.
+        public init(
+            coordinator: RemoteAddress,
+            name: String = ProcessInfo.processInfo.hostName,
+            slots: Int = ProcessInfo.processInfo.activeProcessorCount,
+            token: String? = nil,
+            initialBackoff: Duration = .milliseconds(100),
+            maxBackoff: Duration = .seconds(5),
+            log: @escaping @Sendable (String) -> Void = { WorkerListener.writeToStandardError($0) }
+        ) {
+            self.coordinator = coordinator
+            self.name = name
+            self.slots = max(1, slots)
+            self.token = token
+            self.initialBackoff = initialBackoff
+            self.maxBackoff = maxBackoff
+            self.log = log
+        }
+    }
+
+    /// The configuration it was made with.
+    public let configuration: Configuration
+
+    private enum Input: Sendable {
+        case message(WireCoordinatorMessage)
+        case event(SchedulerEvent)
+        case drain
+        case ended(SessionEnd)
+    }
+
+    private enum SessionEnd: Sendable {
+        /// Released after draining.
+        case drained
+        /// Never got in: why.
+        case unreachable(String)
+        /// Refused: the coordinator's reason.
+        case refused(String)
+        /// Was in, then the connection broke or went silent.
+        case lost(String)
+        /// The coordinator said goodbye.
+        case goodbye(String)
+        /// Stopped at once (``stop()``).
+        case stopped
+    }
+
+    private struct State {
+        var isDraining = false
+        var isStopped = false
+        var session: AsyncStream<Input>.Continuation?
+    }
+
+    private let state = Mutex(State())
+    /// Ends a pause between reconnects early (drain, stop).
+    private let wakeups: AsyncStream<Void>
+    private let wakeup: AsyncStream<Void>.Continuation
+
+    /// Creates an agent; nothing happens until ``run()``.
+    public init(configuration: Configuration) {
+        self.configuration = configuration
+        (wakeups, wakeup) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// Connects, serves, and reconnects until drained or stopped.
+    ///
+    /// - Throws: ``RemoteError`` (`.refused`) when the coordinator refuses the worker (wrong or
+    ///   missing token, other protocol version): retrying would not help.
+    public func run() async throws(RemoteError) {
+        var backoff = configuration.initialBackoff
+        let coordinator = configuration.coordinator
+        while !isFinished {
+            let end = await session()
+            switch end {
+            case .drained:
+                configuration.log("jobtop worker: drained; leaving the pool")
+                return
+            case .stopped:
+                return
+            case .refused(let reason):
+                throw RemoteError(.refused, "the coordinator at \(coordinator) refused this worker: \(reason)")
+            case .unreachable(let why):
+                if isFinished { return }
+                configuration.log("jobtop worker: cannot reach the coordinator at \(coordinator) (\(why)); retrying in \(formatDuration(backoff))")
+            case .lost(let why):
+                backoff = configuration.initialBackoff
+                if isFinished { return }
+                configuration.log("jobtop worker: lost the coordinator at \(coordinator) (\(why)); running jobs were stopped; reconnecting in \(formatDuration(backoff))")
+            case .goodbye(let why):
+                backoff = configuration.initialBackoff
+                if isFinished { return }
+                configuration.log("jobtop worker: the coordinator at \(coordinator) closed the connection (\(why)); reconnecting in \(formatDuration(backoff))")
+            }
+            await pause(backoff)
+            backoff = min(backoff * 2, configuration.maxBackoff)
+        }
+    }
+
+    /// Finishes the running jobs, accepts no new ones, then leaves: ``run()`` returns. Safe to
+    /// call from a signal handler's queue. When not connected, ``run()`` returns at once.
+    public func drain() {
+        let session = state.withLock { state in
+            state.isDraining = true
+            return state.session
+        }
+        session?.yield(.drain)
+        wakeup.yield()
+    }
+
+    /// Stops at once: running jobs are killed (process groups, with grace) and ``run()`` returns.
+    public func stop() {
+        let session = state.withLock { state in
+            state.isStopped = true
+            return state.session
+        }
+        session?.yield(.ended(.stopped))
+        wakeup.yield()
+    }
+
+    // MARK: - One connection
+
+    private var isFinished: Bool { state.withLock { $0.isDraining || $0.isStopped } }
+
+    private func session() async -> SessionEnd {
+        let welcomed = Flag()
+        let outbox = Outbox<WireWorkerMessage>()
+        let hello = WireWorkerMessage.with {
+            $0.hello = .with {
+                $0.name = configuration.name
+                $0.slots = UInt32(clamping: configuration.slots)
+                $0.protocolVersion = RemoteProtocol.version
+                $0.token = configuration.token ?? ""
+                $0.softwareVersion = RemoteProtocol.softwareVersion
+            }
+        }
+        do {
+            let transport = try HTTP2ClientTransport.Posix(
+                target: Self.target(configuration.coordinator), transportSecurity: .plaintext)
+            return try await withGRPCClient(transport: transport) { client in
+                var options = CallOptions.defaults
+                // Fail fast when the coordinator is down: the agent's own loop retries and says so.
+                options.waitForReady = false
+                return try await WirePool.Client(wrapping: client).connect(options: options, requestProducer: { writer in
+                    try await writer.write(hello)
+                    for await message in outbox.messages { try await writer.write(message) }
+                }, onResponse: { response in
+                    defer { outbox.finish() }
+                    return await self.serve(response.messages, outbox: outbox, welcomed: welcomed)
+                })
+            }
+        } catch {
+            let why = Self.describe(error)
+            return welcomed.isSet ? .lost(why) : .unreachable(why)
+        }
+    }
+
+    private func serve(
+        _ messages: RPCAsyncSequence<WireCoordinatorMessage, any Error>,
+        outbox: Outbox<WireWorkerMessage>,
+        welcomed: Flag
+    ) async -> SessionEnd {
+        let (inputs, input) = AsyncStream.makeStream(of: Input.self)
+        let liveness = Liveness()
+        return await withTaskGroup(of: Void.self) { group -> SessionEnd in
+            group.addTask {
+                do {
+                    for try await message in messages {
+                        liveness.touch()
+                        input.yield(.message(message))
+                    }
+                    input.yield(.ended(welcomed.isSet ? .lost("the coordinator closed the stream") : .unreachable("the coordinator closed the stream")))
+                } catch {
+                    let why = Self.describe(error)
+                    input.yield(.ended(welcomed.isSet ? .lost(why) : .unreachable(why)))
+                }
+            }
+            var pending = inputs.makeAsyncIterator()
+            let welcome: Jobtop_Remote_V1_Welcome
+            switch await pending.next() {
+            case .message(let message)?:
+                switch message.kind {
+                case .welcome(let value):
+                    welcome = value
+                case .refusal(let refusal):
+                    group.cancelAll()
+                    return .refused(refusal.message)
+                default:
+                    group.cancelAll()
+                    return .unreachable("the coordinator did not answer the hello")
+                }
+            case .ended(let end)?:
+                group.cancelAll()
+                return end
+            default:
+                group.cancelAll()
+                return .unreachable("the coordinator did not answer the hello")
+            }
+            welcomed.set()
+
+            let interval = Duration.milliseconds(max(10, Int(welcome.heartbeatIntervalMs)))
+            let inner = Scheduler(configuration: .init(
+                localSlots: configuration.slots, gracePeriod: .milliseconds(Int(welcome.gracePeriodMs))))
+            let events = await inner.events()
+            group.addTask { await inner.run() }
+            group.addTask {
+                for await event in events { input.yield(.event(event)) }
+            }
+            group.addTask {
+                let limit = interval * 3
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: interval)
+                    if Task.isCancelled { return }
+                    if liveness.silence > limit {
+                        input.yield(.ended(.lost("no heartbeat from the coordinator for \(formatDuration(limit))")))
+                        return
+                    }
+                    outbox.send(.with { $0.heartbeat = .init() })
+                }
+            }
+            let isDraining = state.withLock { state in
+                state.session = input
+                return state.isDraining
+            }
+            if isDraining { input.yield(.drain) }
+            if state.withLock({ $0.isStopped }) { input.yield(.ended(.stopped)) }
+            configuration.log("jobtop worker: joined the coordinator at \(configuration.coordinator) as '\(configuration.name)' with \(configuration.slots) slot\(configuration.slots == 1 ? "" : "s")")
+
+            let end = await dispatch(&pending, inner: inner, outbox: outbox)
+            state.withLock { $0.session = nil }
+            input.finish()
+            // Whatever still runs belongs to attempts the coordinator has given up on.
+            await inner.shutdown(.cancelRunning)
+            group.cancelAll()
+            return end
+        }
+    }
+
+    /// The one loop that handles the coordinator's messages and the local scheduler's events,
+    /// in order: an attempt's id mapping exists before any of its events is handled.
+    private func dispatch(
+        _ inputs: inout AsyncStream<Input>.Iterator, inner: Scheduler, outbox: Outbox<WireWorkerMessage>
+    ) async -> SessionEnd {
+        var byAttempt: [AttemptKey: JobID] = [:]
+        var byJob: [JobID: AttemptKey] = [:]
+        var isDraining = false
+
+        func finish(_ id: JobID, _ termination: Termination) {
+            guard let key = byJob.removeValue(forKey: id) else { return }
+            byAttempt[key] = nil
+            outbox.send(.with { $0.finished = .init(key, termination) })
+        }
+
+        while let input = await inputs.next() {
+            switch input {
+            case .message(let message):
+                switch message.kind {
+                case .assign(let assign):
+                    let key = AttemptKey(jobID: assign.jobID, attempt: assign.attempt)
+                    outbox.send(.with {
+                        $0.ack = .with {
+                            $0.jobID = key.jobID
+                            $0.attempt = key.attempt
+                        }
+                    })
+                    do {
+                        let spec = try assign.spec.jobSpec()
+                        let id = try await inner.submit(spec)
+                        byAttempt[key] = id
+                        byJob[id] = key
+                    } catch {
+                        outbox.send(.with { $0.finished = .init(key, .error("the worker cannot run it: \(error)")) })
+                    }
+                case .cancel(let cancel):
+                    let key = AttemptKey(jobID: cancel.jobID, attempt: cancel.attempt)
+                    if let id = byAttempt[key] { try? await inner.cancel(id) }
+                case .released:
+                    return .drained
+                case .goodbye(let goodbye):
+                    return .goodbye(goodbye.reason)
+                case .heartbeat, .welcome, .refusal, nil:
+                    break
+                }
+            case .event(let event):
+                switch event.kind {
+                case .output(let id, let line):
+                    guard let key = byJob[id] else { break }
+                    outbox.send(.with {
+                        $0.output = .with {
+                            $0.jobID = key.jobID
+                            $0.attempt = key.attempt
+                            $0.lines = [.with {
+                                $0.stderr = line.stream == .stderr
+                                $0.text = line.text
+                            }]
+                        }
+                    })
+                case .progress(let id, let fraction):
+                    guard let key = byJob[id] else { break }
+                    outbox.send(.with {
+                        $0.progress = .with {
+                            $0.jobID = key.jobID
+                            $0.attempt = key.attempt
+                            $0.fraction = fraction
+                        }
+                    })
+                case .succeeded(let id, _):
+                    finish(id, .exit(0))
+                case .failed(let id, let reason, _):
+                    finish(id, Self.termination(reason))
+                case .cancelled(let id):
+                    finish(id, .signal(SIGTERM))
+                case .lagged:
+                    // Events were dropped: ask for the end of every attempt still open.
+                    for id in Array(byJob.keys) {
+                        guard let info = await inner.info(of: id) else { continue }
+                        switch info.state {
+                        case .succeeded: finish(id, .exit(0))
+                        case .failed(let reason, _): finish(id, Self.termination(reason))
+                        case .cancelled: finish(id, .signal(SIGTERM))
+                        default: break
+                        }
+                    }
+                default:
+                    break
+                }
+            case .drain:
+                if !isDraining {
+                    isDraining = true
+                    configuration.log("jobtop worker: draining: finishing \(byJob.count) running job\(byJob.count == 1 ? "" : "s"), accepting no new ones")
+                    outbox.send(.with { $0.draining = .init() })
+                }
+            case .ended(let end):
+                return end
+            }
+        }
+        return .stopped
+    }
+
+    // MARK: - Helpers
+
+    private func pause(_ delay: Duration) async {
+        guard !isFinished else { return }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { try? await Task.sleep(for: delay) }
+            group.addTask { [wakeups] in
+                for await _ in wakeups { return }
+            }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    private static func termination(_ reason: FailureReason) -> Termination {
+        switch reason {
+        case .exitStatus(let status): .exit(status)
+        case .signal(let signal): .signal(signal)
+        case .timeout: .signal(SIGKILL)
+        case .error(let message): .error(message)
+        case .workerLost(let why): .error("worker lost: \(why)")
+        }
+    }
+
+    private static func target(_ address: RemoteAddress) -> any ResolvableTarget {
+        if address.isIPv6 { return .ipv6(address: address.host, port: address.port) }
+        if address.host.split(separator: ".").count == 4, address.host.allSatisfy({ $0.isNumber || $0 == "." }) {
+            return .ipv4(address: address.host, port: address.port)
+        }
+        return .dns(host: address.host, port: address.port)
+    }
+
+    static func describe(_ error: any Error) -> String {
+        if let rpc = error as? RPCError {
+            var text = rpc.message.isEmpty ? "\(rpc.code)" : rpc.message
+            if let cause = rpc.cause { text += ": \(cause)" }
+            return text
+        }
+        return String(describing: error)
+    }
+}
+
+/// A flag any thread may set once and read.
+final class Flag: Sendable {
+    private let value = Mutex(false)
+    func set() { value.withLock { $0 = true } }
+    var isSet: Bool { value.withLock { $0 } }
+}

@@ -1,0 +1,386 @@
+import Foundation
+import GRPCCore
+import GRPCNIOTransportHTTP2Posix
+import Scheduler
+import Synchronization
+
+/// The coordinator's side of remote workers: a gRPC server that admits `jobtop worker`
+/// processes into a scheduler's pool.
+///
+/// A worker that says hello with the right protocol version and token becomes a
+/// ``RemoteWorker`` added with ``Scheduler/addWorker(_:)``. When its stream breaks, or it is
+/// silent for `missedHeartbeats` intervals, it is removed with
+/// ``Scheduler/removeWorker(_:reason:)`` and its running jobs go back to the queue. A worker
+/// that drains (SIGTERM) finishes its jobs, gets no new ones, and is then released.
+///
+/// ```swift
+/// let listener = try WorkerListener(scheduler: scheduler, configuration: .init(address: address, token: token))
+/// let bound = try await listener.start()   // the real port when asked for port 0
+/// ...
+/// await listener.stop()
+/// ```
+public final class WorkerListener: Sendable {
+    /// How a listener is set up.
+    public struct Configuration: Sendable {
+        /// Where to listen; port 0 picks a free port.
+        public var address: RemoteAddress
+        /// The token workers must show; `nil` admits any worker (loopback only).
+        public var token: String?
+        /// How often each side sends a heartbeat.
+        public var heartbeatInterval: Duration
+        /// Silent intervals after which a worker counts as lost.
+        public var missedHeartbeats: Int
+        /// Records assign → ack round trips (the benchmark reads them).
+        public var roundTrips: RoundTripRecorder?
+        /// Where the listener says what happened (joins, refusals, losses): one line each.
+        public var log: @Sendable (String) -> Void
+
+        /// Creates a configuration.
+        public init(
+            address: RemoteAddress,
+            token: String? = nil,
+            heartbeatInterval: Duration = .seconds(1),
+            missedHeartbeats: Int = 3,
+            roundTrips: RoundTripRecorder? = nil,
+            log: @escaping @Sendable (String) -> Void = { WorkerListener.writeToStandardError($0) }
+        ) {
+            self.address = address
+            self.token = token
+            self.heartbeatInterval = heartbeatInterval
+            self.missedHeartbeats = max(1, missedHeartbeats)
+            self.roundTrips = roundTrips
+            self.log = log
+        }
+    }
+
+    /// What the listener saw, for programs and tests that want more than log lines.
+    public enum Event: Sendable, Equatable {
+        /// A worker joined the pool.
+        case joined(WorkerDescriptor)
+        /// A worker was refused: why.
+        case refused(name: String, reason: String)
+        /// A worker left the pool: why (`drained`, `connection lost: ...`, `no heartbeat ...`).
+        case left(WorkerID, reason: String)
+    }
+
+    /// The configuration it was made with.
+    public let configuration: Configuration
+    private let scheduler: Scheduler
+    private let service: PoolService
+    private let server: Mutex<(GRPCServer<HTTP2ServerTransport.Posix>, Task<Void, Never>)?> = Mutex(nil)
+
+    /// Creates a listener; nothing listens until ``start()``.
+    ///
+    /// - Throws: ``RemoteError`` (`.tokenRequired`) for a non-loopback address without a token.
+    public init(scheduler: Scheduler, configuration: Configuration) throws(RemoteError) {
+        if !configuration.address.isLoopback && configuration.token == nil {
+            throw RemoteError(
+                .tokenRequired,
+                "refusing to listen on \(configuration.address) without a token: anyone who can reach it could run commands here; pass --token-file PATH or set JOBTOP_TOKEN (or listen on 127.0.0.1)")
+        }
+        self.configuration = configuration
+        self.scheduler = scheduler
+        service = PoolService(scheduler: scheduler, configuration: configuration)
+    }
+
+    /// What the listener sees, from now on.
+    public var events: AsyncStream<Event> { service.subscribe() }
+
+    /// Starts listening.
+    ///
+    /// - Returns: The address bound (with the real port when port 0 was asked for).
+    /// - Throws: ``RemoteError`` (`.cannotListen`) when the address cannot be bound.
+    @discardableResult
+    public func start() async throws(RemoteError) -> RemoteAddress {
+        let address = configuration.address
+        let host = address.host == "localhost" ? "127.0.0.1" : address.host
+        let socket: GRPCNIOTransportCore.SocketAddress =
+            address.isIPv6 ? .ipv6(host: host, port: address.port) : .ipv4(host: host, port: address.port)
+        let server = GRPCServer(
+            transport: .http2NIOPosix(address: socket, transportSecurity: .plaintext), services: [service])
+        let failure = Mutex<String?>(nil)
+        let task = Task {
+            do {
+                try await server.serve()
+            } catch {
+                failure.withLock { $0 = String(describing: error) }
+            }
+        }
+        do {
+            let bound = try await server.listeningAddress
+            self.server.withLock { $0 = (server, task) }
+            if let ipv4 = bound?.ipv4 { return RemoteAddress(host: ipv4.host, port: ipv4.port) }
+            if let ipv6 = bound?.ipv6 { return RemoteAddress(host: ipv6.host, port: ipv6.port) }
+            return address
+        } catch {
+            server.beginGracefulShutdown()
+            await task.value
+            let why = failure.withLock { $0 } ?? String(describing: error)
+            throw RemoteError(.cannotListen, "cannot listen on \(address): \(Self.shortReason(why))")
+        }
+    }
+
+    /// Says goodbye to every worker, removes them from the pool and stops listening.
+    public func stop() async {
+        guard let (server, task) = self.server.withLock({ value in defer { value = nil }; return value }) else { return }
+        await service.closeAll(reason: "the coordinator is shutting down")
+        server.beginGracefulShutdown()
+        await task.value
+    }
+
+    /// Writes one line to standard error.
+    public static func writeToStandardError(_ line: String) {
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+
+    static func shortReason(_ text: String) -> String {
+        if text.contains("Address already in use") || text.contains("EADDRINUSE") { return "address already in use" }
+        if text.contains("Cannot assign requested address") { return "that address is not on this machine" }
+        if text.contains("Permission denied") { return "permission denied" }
+        return text
+    }
+}
+
+/// The `WorkerPool` service: one `Connect` stream per worker.
+private final class PoolService: WirePool.SimpleServiceProtocol {
+    private let scheduler: Scheduler
+    private let configuration: WorkerListener.Configuration
+    private struct State {
+        var connections: [WorkerID: Connection] = [:]
+        var subscribers: [Int: AsyncStream<WorkerListener.Event>.Continuation] = [:]
+        var nextSubscriber = 0
+        var isClosed = false
+    }
+    private let state = Mutex(State())
+
+    /// A joined worker's stream.
+    struct Connection: Sendable {
+        let worker: RemoteWorker
+        let outbox: Outbox<WireCoordinatorMessage>
+    }
+
+    init(scheduler: Scheduler, configuration: WorkerListener.Configuration) {
+        self.scheduler = scheduler
+        self.configuration = configuration
+    }
+
+    func subscribe() -> AsyncStream<WorkerListener.Event> {
+        let (stream, continuation) = AsyncStream.makeStream(of: WorkerListener.Event.self)
+        let id = state.withLock { state in
+            defer { state.nextSubscriber += 1 }
+            state.subscribers[state.nextSubscriber] = continuation
+            return state.nextSubscriber
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    private func publish(_ event: WorkerListener.Event) {
+        for subscriber in state.withLock({ Array($0.subscribers.values) }) { subscriber.yield(event) }
+    }
+
+    func closeAll(reason: String) async {
+        let connections = state.withLock { state in
+            state.isClosed = true
+            return Array(state.connections.values)
+        }
+        for connection in connections {
+            connection.outbox.send(.with { $0.goodbye = .with { $0.reason = reason } })
+            connection.outbox.finish()
+        }
+    }
+
+    func connect(
+        request: RPCAsyncSequence<WireWorkerMessage, any Error>,
+        response: RPCWriter<WireCoordinatorMessage>,
+        context: ServerContext
+    ) async throws {
+        let peer = context.remotePeer
+        let outbox = Outbox<WireCoordinatorMessage>()
+        let admission = Admission()
+        let liveness = Liveness()
+        let interval = configuration.heartbeatInterval
+        let limit = interval * configuration.missedHeartbeats
+        let end = await withTaskGroup(of: StreamEnd.self) { group -> StreamEnd in
+            group.addTask {
+                // Reads the hello (answering it directly: nothing is in the outbox before the
+                // welcome), then every message of the joined worker.
+                do {
+                    var messages = request.makeAsyncIterator()
+                    guard let first = try await messages.next() else { return .closed }
+                    guard let worker = try await self.admit(first, peer: peer, response: response, outbox: outbox) else {
+                        return .refused
+                    }
+                    admission.set(worker)
+                    liveness.touch()
+                    while let message = try await messages.next() {
+                        liveness.touch()
+                        if worker.handle(message) { return .drained }
+                    }
+                    return .lost("the worker closed its stream")
+                } catch {
+                    return .lost("connection lost: \(Self.describe(error))")
+                }
+            }
+            group.addTask {
+                // The only writer of this stream once the worker is in.
+                do {
+                    for await message in outbox.messages { try await response.write(message) }
+                    return .closed  // finished by closeAll: the goodbye went out
+                } catch {
+                    return .lost("connection lost: \(Self.describe(error))")
+                }
+            }
+            group.addTask {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: interval)
+                    if Task.isCancelled { break }
+                    if liveness.silence > limit {
+                        return admission.worker == nil ? .refused : .lost("no heartbeat for \(formatDuration(limit))")
+                    }
+                    if admission.worker != nil { outbox.send(.with { $0.heartbeat = .init() }) }
+                }
+                return .closed
+            }
+            let first = await group.next() ?? .closed
+            group.cancelAll()
+            return first
+        }
+        outbox.finish()
+        guard let worker = admission.worker else { return }
+        let descriptor = worker.descriptor
+        let name = descriptor.name
+        state.withLock { _ = $0.connections.removeValue(forKey: descriptor.id) }
+        let reason: String
+        switch end {
+        case .drained where worker.markReleased():
+            // Nothing of it runs: remove it (jobs parked meanwhile go back to the queue), then
+            // tell it to go.
+            reason = "drained"
+            await scheduler.removeWorker(descriptor.id, reason: reason)
+            worker.removed()
+            try? await response.write(.with { $0.released = .init() })
+            configuration.log("jobtop: worker '\(name)' drained and left")
+        case .drained, .closed, .refused:
+            reason = "the coordinator is shutting down"
+            worker.markLost(reason)
+            await scheduler.removeWorker(descriptor.id, reason: reason)
+            worker.removed()
+        case .lost(let why):
+            reason = why
+            worker.markLost(reason)
+            await scheduler.removeWorker(descriptor.id, reason: reason)
+            worker.removed()
+            configuration.log("jobtop: worker '\(name)' lost: \(reason)")
+        }
+        publish(.left(descriptor.id, reason: reason))
+    }
+
+    /// Checks a hello; writes the welcome and adds the worker to the pool, or writes a refusal.
+    /// - Returns: The worker, or `nil` when refused.
+    private func admit(
+        _ first: WireWorkerMessage, peer: String, response: RPCWriter<WireCoordinatorMessage>,
+        outbox: Outbox<WireCoordinatorMessage>
+    ) async throws -> RemoteWorker? {
+        guard case .hello(let hello) = first.kind else {
+            try await refuse(response, .badHello, name: "?", peer: peer, "the first message must be a hello")
+            return nil
+        }
+        let name = hello.name.isEmpty ? peer : hello.name
+        if hello.protocolVersion != RemoteProtocol.version {
+            try await refuse(
+                response, .versionMismatch, name: name, peer: peer,
+                "protocol version mismatch: the coordinator speaks jobtop remote protocol \(RemoteProtocol.version) (jobtop \(RemoteProtocol.softwareVersion)), the worker speaks \(hello.protocolVersion) (jobtop \(hello.softwareVersion.isEmpty ? "?" : hello.softwareVersion)); run the same jobtop version on both")
+            return nil
+        }
+        if let expected = configuration.token {
+            if hello.token.isEmpty {
+                try await refuse(
+                    response, .badToken, name: name, peer: peer,
+                    "the coordinator requires a token and the worker sent none (use --token-file PATH or JOBTOP_TOKEN)")
+                return nil
+            }
+            if !RemoteToken.matches(hello.token, expected) {
+                try await refuse(response, .badToken, name: name, peer: peer, "wrong token")
+                return nil
+            }
+        }
+        guard hello.slots >= 1, hello.slots <= 4096 else {
+            try await refuse(response, .badHello, name: name, peer: peer, "slots must be from 1 to 4096, not \(hello.slots)")
+            return nil
+        }
+        if state.withLock({ $0.isClosed }) {
+            try await refuse(response, .shuttingDown, name: name, peer: peer, "the coordinator is shutting down")
+            return nil
+        }
+        let descriptor = WorkerDescriptor(id: WorkerID(), name: name, kind: .remote, slots: Int(hello.slots))
+        let worker = RemoteWorker(
+            descriptor: descriptor, outbox: outbox, gracePeriod: scheduler.configuration.gracePeriod,
+            roundTrips: configuration.roundTrips)
+        try await response.write(.with {
+            $0.welcome = .with {
+                $0.workerID = descriptor.id.description
+                $0.heartbeatIntervalMs = configuration.heartbeatInterval.wireMilliseconds
+                $0.gracePeriodMs = scheduler.configuration.gracePeriod.wireMilliseconds
+                $0.protocolVersion = RemoteProtocol.version
+            }
+        })
+        state.withLock { $0.connections[descriptor.id] = Connection(worker: worker, outbox: outbox) }
+        await scheduler.addWorker(worker)
+        configuration.log("jobtop: worker '\(name)' joined from \(peer) with \(hello.slots) slot\(hello.slots == 1 ? "" : "s") (id \(descriptor.id.short))")
+        publish(.joined(descriptor))
+        return worker
+    }
+
+    /// How a worker's stream ended.
+    private enum StreamEnd: Sendable {
+        /// Never admitted (refused, or silent before its hello).
+        case refused
+        /// The worker drained and has nothing running.
+        case drained
+        /// The coordinator closed it.
+        case closed
+        /// Broken or silent.
+        case lost(String)
+    }
+
+    private func refuse(
+        _ response: RPCWriter<WireCoordinatorMessage>, _ code: Jobtop_Remote_V1_Refusal.Code,
+        name: String, peer: String, _ message: String
+    ) async throws {
+        configuration.log("jobtop: refused worker '\(name)' from \(peer): \(message)")
+        publish(.refused(name: name, reason: message))
+        try await response.write(.with {
+            $0.refusal = .with {
+                $0.code = code
+                $0.message = message
+            }
+        })
+    }
+
+    static func describe(_ error: any Error) -> String {
+        if let rpc = error as? RPCError { return rpc.message.isEmpty ? "\(rpc.code)" : rpc.message }
+        return String(describing: error)
+    }
+}
+
+/// The worker a stream admitted, once it is admitted.
+private final class Admission: Sendable {
+    private let value = Mutex<RemoteWorker?>(nil)
+    func set(_ worker: RemoteWorker) { value.withLock { $0 = worker } }
+    var worker: RemoteWorker? { value.withLock { $0 } }
+}
+
+/// When the peer was last heard from.
+final class Liveness: Sendable {
+    private let clock = ContinuousClock()
+    private let last: Mutex<ContinuousClock.Instant>
+
+    init() { last = Mutex(ContinuousClock().now) }
+
+    func touch() { last.withLock { $0 = clock.now } }
+
+    var silence: Duration { clock.now - last.withLock { $0 } }
+}
