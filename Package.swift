@@ -66,6 +66,11 @@ let package = Package(
             ],
             exclude: ["Generated/README.md"]
         ),
+        // Remote worker benchmark (release): local slots vs `jobtop worker` processes on loopback.
+        .executableTarget(
+            name: "jobtop-remote-bench",
+            dependencies: ["Scheduler", "SchedulerRemote", "CProcess"]
+        ),
         .executableTarget(
             name: "jobtop-bench",
             dependencies: ["Scheduler"]
@@ -77,6 +82,11 @@ let package = Package(
         .testTarget(
             name: "TUITests",
             dependencies: ["TUI"]
+        ),
+        // Remote workers end to end: real worker processes on loopback.
+        .testTarget(
+            name: "RemoteTests",
+            dependencies: ["Scheduler", "SchedulerRemote", "CProcess", "jobtop-remote-bench"]
         ),
         // End-to-end tests of the built binary (jobtop is a dependency so `swift test` builds it).
         .testTarget(

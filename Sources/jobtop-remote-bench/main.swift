@@ -1,0 +1,177 @@
+// Benchmark of remote workers. Release build only:
+//
+//     swift build -c release --product jobtop
+//     swift build -c release --product jobtop-remote-bench
+//     .build/release/jobtop-remote-bench [--jobs 2000] [--runs 3]
+//
+// Runs N `true` jobs on 4 local slots, then on 2 `jobtop worker` processes with 2 slots each
+// (loopback gRPC), and prints the throughput ratio and the assign → ack round trip (the time
+// from queueing an Assign on the coordinator to reading the worker's Ack, sent before the
+// spawn). The workers are the `jobtop` binary next to this one (`jobtop worker`); without it,
+// this binary's own `worker` mode, which runs the same WorkerAgent. Nothing here asserts a timing.
+import CProcess
+import Foundation
+import Scheduler
+import SchedulerRemote
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+func format(_ value: Double, _ digits: Int = 2) -> String { String(format: "%.\(digits)f", value) }
+
+func option(_ name: String, default value: Int) -> Int {
+    let arguments = CommandLine.arguments
+    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count, let parsed = Int(arguments[index + 1]) else {
+        return value
+    }
+    return parsed
+}
+
+func stringOption(_ name: String) -> String? {
+    let arguments = CommandLine.arguments
+    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
+    return arguments[index + 1]
+}
+
+/// A child process started with posix_spawn in its own session.
+struct Child {
+    let pid: pid_t
+
+    static func spawn(_ arguments: [String]) -> Child {
+        var pid: pid_t = 0
+        let argv = arguments.map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        let status = jt_spawn(arguments[0], argv, nil, nil, 1, 2, &pid)
+        precondition(status == 0, "cannot start \(arguments[0]): \(String(cString: strerror(status)))")
+        return Child(pid: pid)
+    }
+
+    func signal(_ number: Int32) { kill(pid, number) }
+
+    func wait() -> Int32 {
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        return status
+    }
+}
+
+/// Runs `count` `true` jobs and returns the seconds until the last one ended.
+func runJobs(_ scheduler: Scheduler, count: Int) async throws -> Double {
+    let events = await scheduler.events(includeOutput: false)
+    let start = ContinuousClock.now
+    let specs = [JobSpec](repeating: .shell("true"), count: count)
+    async let finished: (Int, Int) = {
+        var done = 0
+        var failed = 0
+        for await event in events where event.kind.isFinal {
+            done += 1
+            if case .succeeded = event.kind {} else { failed += 1 }
+            if done == count { break }
+        }
+        return (done, failed)
+    }()
+    _ = try await scheduler.submit(contentsOf: specs)
+    let (done, failed) = await finished
+    precondition(done == count && failed == 0, "\(failed) of \(count) jobs failed")
+    return (ContinuousClock.now - start).seconds
+}
+
+func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+
+func percentile(_ sorted: [Duration], _ p: Double) -> Duration {
+    sorted[min(sorted.count - 1, Int((Double(sorted.count - 1) * p).rounded()))]
+}
+
+func microseconds(_ duration: Duration) -> String { format(duration.seconds * 1e6, 0) + " µs" }
+
+func benchmark() async throws {
+    let jobs = option("--jobs", default: 2_000)
+    let runs = option("--runs", default: 3)
+    let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    let jobtop = here.appendingPathComponent("jobtop").path
+    let workerCommand: [String] =
+        FileManager.default.isExecutableFile(atPath: jobtop) && stringOption("--self-workers") == nil
+        ? [jobtop, "worker"] : [CommandLine.arguments[0], "worker"]
+    print("jobtop remote benchmark: \(jobs) `true` jobs, \(runs) runs each (median), \(ProcessInfo.processInfo.activeProcessorCount) cores")
+    print("workers: \(workerCommand.joined(separator: " "))")
+
+    // Local: 4 slots.
+    var local: [Double] = []
+    for _ in 0..<runs {
+        let scheduler = Scheduler(configuration: .init(localSlots: 4, finishedRetention: 1_000, finishedTails: 0))
+        async let running: Void = scheduler.run()
+        local.append(try await runJobs(scheduler, count: jobs))
+        await scheduler.shutdown(.graceful)
+        await running
+    }
+
+    // Remote: 2 workers × 2 slots on loopback.
+    var remote: [Double] = []
+    let recorder = RoundTripRecorder()
+    for _ in 0..<runs {
+        let scheduler = Scheduler(configuration: .init(localSlots: 0, finishedRetention: 1_000, finishedTails: 0))
+        async let running: Void = scheduler.run()
+        let listener = try WorkerListener(
+            scheduler: scheduler,
+            configuration: .init(address: RemoteAddress(host: "127.0.0.1", port: 0), roundTrips: recorder, log: { _ in }))
+        let listenerEvents = listener.events
+        let bound = try await listener.start()
+        let workers = (1...2).map { number in
+            Child.spawn(workerCommand + ["--connect", "127.0.0.1:\(bound.port)", "--slots", "2", "--name", "bench-\(number)"])
+        }
+        var joined = 0
+        for await event in listenerEvents {
+            if case .joined = event { joined += 1 }
+            if joined == 2 { break }
+        }
+        remote.append(try await runJobs(scheduler, count: jobs))
+        for worker in workers { worker.signal(SIGTERM) }
+        for worker in workers { _ = worker.wait() }
+        await listener.stop()
+        await scheduler.shutdown(.graceful)
+        await running
+    }
+
+    let localTime = median(local)
+    let remoteTime = median(remote)
+    let trips = recorder.all.sorted()
+    print("local  4 slots:            \(format(localTime, 3)) s  (\(format(Double(jobs) / localTime, 0)) jobs/s)")
+    print("remote 2 workers × 2 slots: \(format(remoteTime, 3)) s  (\(format(Double(jobs) / remoteTime, 0)) jobs/s)")
+    print("throughput ratio remote/local: \(format(localTime / remoteTime))×  (goal ≥ 0.80×)")
+    if !trips.isEmpty {
+        print("assign → ack round trip over \(trips.count) assignments: p50 \(microseconds(percentile(trips, 0.5))), p99 \(microseconds(percentile(trips, 0.99))), max \(microseconds(trips.last!))  (goal p50 < 200 µs)")
+    }
+}
+
+func workerMode() async {
+    guard let connect = stringOption("--connect") else {
+        FileHandle.standardError.write(Data("usage: jobtop-remote-bench worker --connect HOST:PORT [--slots N] [--name NAME]\n".utf8))
+        exit(2)
+    }
+    do {
+        let agent = WorkerAgent(configuration: .init(
+            coordinator: try RemoteAddress(parsing: connect), name: stringOption("--name") ?? "bench",
+            slots: option("--slots", default: 2), token: try RemoteToken.load(file: stringOption("--token-file"))))
+        signal(SIGTERM, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: SIGTERM, queue: .global())
+        source.setEventHandler { agent.drain() }
+        source.resume()
+        try await agent.run()
+        source.cancel()
+    } catch {
+        FileHandle.standardError.write(Data("jobtop-remote-bench worker: \(error)\n".utf8))
+        exit(1)
+    }
+}
+
+if CommandLine.arguments.dropFirst().first == "worker" {
+    await workerMode()
+} else {
+    do {
+        try await benchmark()
+    } catch {
+        FileHandle.standardError.write(Data("jobtop-remote-bench: \(error)\n".utf8))
+        exit(1)
+    }
+}

@@ -1,0 +1,296 @@
+import Foundation
+import Scheduler
+import Testing
+
+@testable import SchedulerRemote
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Real `jobtop worker` processes against an in-process coordinator on 127.0.0.1.
+@Suite("Remote workers", .serialized, .timeLimit(.minutes(2)))
+struct RemoteWorkerTests {
+    @Test("Two workers run 200 jobs: all succeed, both do work, both drain on SIGTERM")
+    func twoWorkersRunTwoHundredJobs() async throws {
+        // Given a coordinator with no local slots and two workers.
+        let coordinator = try await Coordinator.start()
+        let a = try WorkerProcess(connect: coordinator.address, slots: 2, name: "a")
+        let b = try WorkerProcess(connect: coordinator.address, slots: 2, name: "b")
+        let workers = await coordinator.joined(2)
+        let events = await coordinator.scheduler.events(includeOutput: false)
+
+        // When 200 jobs are submitted.
+        let ids = try await coordinator.scheduler.submit(contentsOf: [JobSpec](repeating: .shell("true"), count: 200))
+
+        // Then each ends once, succeeded, and both workers started some.
+        var startedOn: [WorkerID: Int] = [:]
+        var finals: [JobID: Int] = [:]
+        var succeeded = 0
+        for await event in events {
+            if case .started(_, _, _, let worker) = event.kind { startedOn[worker, default: 0] += 1 }
+            if event.kind.isFinal, let id = event.kind.jobID {
+                finals[id, default: 0] += 1
+                if case .succeeded = event.kind { succeeded += 1 }
+                if finals.count == ids.count { break }
+            }
+        }
+        #expect(succeeded == 200)
+        #expect(finals.values.allSatisfy { $0 == 1 })
+        #expect(Set(startedOn.keys) == Set(workers.map(\.id)))
+        #expect(startedOn.values.allSatisfy { $0 > 0 })
+
+        // And SIGTERM drains each worker: it leaves cleanly and exits 0.
+        a.signal(SIGTERM)
+        b.signal(SIGTERM)
+        #expect(await a.wait() == 0)
+        #expect(await b.wait() == 0)
+        var left: [String] = []
+        for await event in coordinator.listenerEvents {
+            if case .left(_, let reason) = event { left.append(reason) }
+            if left.count == 2 { break }
+        }
+        #expect(left == ["drained", "drained"])
+        await coordinator.stop()
+    }
+
+    @Test("kill -9 of a worker running jobs: every job still ends exactly once, succeeded")
+    func killedWorkerJobsAreRequeued() async throws {
+        let coordinator = try await Coordinator.start()
+        let a = try WorkerProcess(connect: coordinator.address, slots: 2, name: "doomed")
+        let b = try WorkerProcess(connect: coordinator.address, slots: 2, name: "survivor")
+        let workers = await coordinator.joined(2)
+        let doomed = try #require(workers.first { $0.name == "doomed" })
+        let events = await coordinator.scheduler.events(includeOutput: false)
+        let ids = try await coordinator.scheduler.submit(contentsOf: [JobSpec](repeating: .shell("sleep 0.2"), count: 24))
+
+        var killed = false
+        var finals: [JobID: Int] = [:]
+        var succeeded = 0
+        var requeuedForLoss = 0
+        var leftReason: String?
+        for await event in events {
+            switch event.kind {
+            case .started(_, _, _, let worker) where worker == doomed.id && !killed:
+                // When the worker dies while it runs jobs.
+                a.signal(SIGKILL)
+                killed = true
+            case .requeued(_, let reason) where reason.hasPrefix("worker lost"):
+                requeuedForLoss += 1
+            case .workerLeft(let worker, let reason) where worker == doomed.id:
+                leftReason = reason
+            default:
+                break
+            }
+            if event.kind.isFinal, let id = event.kind.jobID {
+                finals[id, default: 0] += 1
+                if case .succeeded = event.kind { succeeded += 1 }
+                if finals.count == ids.count { break }
+            }
+        }
+        // Then its jobs went back to the queue and ran on the survivor.
+        #expect(killed)
+        #expect(await a.wait() == 128 + SIGKILL)
+        #expect(requeuedForLoss >= 1)
+        #expect(leftReason?.contains("connection") == true || leftReason?.contains("closed") == true)
+        #expect(succeeded == 24)
+
+        // And no job ends twice, even after everything settles.
+        b.signal(SIGTERM)
+        #expect(await b.wait() == 0)
+        await coordinator.scheduler.shutdown(.graceful)
+        for await event in events where event.kind.isFinal {
+            if let id = event.kind.jobID { finals[id, default: 0] += 1 }
+        }
+        #expect(finals.count == 24)
+        #expect(finals.values.allSatisfy { $0 == 1 })
+        await coordinator.stop()
+    }
+
+    @Test("Cancelling a remote `sleep 1000 & wait` cancels the job and kills the sleep")
+    func cancelKillsTheRemoteProcessGroup() async throws {
+        let coordinator = try await Coordinator.start()
+        let worker = try WorkerProcess(connect: coordinator.address, slots: 1, name: "w")
+        _ = await coordinator.joined(1)
+        let pidFile = try temporaryDirectory().appendingPathComponent("pids").path
+        let events = await coordinator.scheduler.events()
+        let id = try await coordinator.scheduler.submit(
+            .shell("echo $$ > \(pidFile); sleep 1000 & echo $! >> \(pidFile); echo ready; wait"))
+
+        var cancelled = false
+        for await event in events {
+            switch event.kind {
+            case .output(id, let line) where line.text == "ready":
+                try await coordinator.scheduler.cancel(id)
+            case .cancelled(id):
+                cancelled = true
+            case .succeeded(id, _), .failed(id, _, _):
+                Issue.record("the job ended \(event.kind.name), not cancelled")
+            default:
+                break
+            }
+            if event.kind.isFinal && event.kind.jobID == id { break }
+        }
+        #expect(cancelled)
+        let pids = try String(contentsOfFile: pidFile, encoding: .utf8).split(separator: "\n").compactMap { pid_t($0) }
+        #expect(pids.count == 2)
+        for pid in pids {
+            #expect(await eventually { isGone(pid) }, "pid \(pid) survived the cancel")
+        }
+        worker.signal(SIGTERM)
+        #expect(await worker.wait() == 0)
+        await coordinator.stop()
+    }
+
+    @Test("A wrong token is refused on both sides and nothing runs")
+    func wrongTokenIsRefused() async throws {
+        let coordinator = try await Coordinator.start(token: "the-right-token")
+        let id = try await coordinator.scheduler.submit(.shell("true"))
+        let worker = try WorkerProcess(
+            connect: coordinator.address, name: "intruder", environment: ["JOBTOP_TOKEN": "a-wrong-token"])
+
+        // The worker gives up with status 1 and says why.
+        #expect(await worker.wait() == 1)
+        #expect(worker.log.contains("refused this worker: wrong token"))
+        // The coordinator logged it, and the job never started.
+        let refusal = await coordinator.next { if case .refused = $0 { true } else { false } }
+        #expect(refusal == .refused(name: "intruder", reason: "wrong token"))
+        #expect(await coordinator.scheduler.info(of: id)?.state == .queued)
+        await coordinator.stop()
+    }
+
+    @Test("A worker started before its coordinator joins when the coordinator comes up")
+    func workerWaitsForTheCoordinator() async throws {
+        // A port that was free a moment ago.
+        let probe = try await Coordinator.start()
+        let port = probe.address.port
+        await probe.stop()
+
+        let worker = try WorkerProcess(connect: RemoteAddress(host: "127.0.0.1", port: port), slots: 1, name: "early")
+        #expect(await eventually { worker.log.contains("cannot reach the coordinator") })
+
+        let coordinator = try await Coordinator.start(port: port)
+        _ = await coordinator.joined(1)
+        let events = await coordinator.scheduler.events(includeOutput: false)
+        let id = try await coordinator.scheduler.submit(.shell("true"))
+        var ended: SchedulerEvent.Kind?
+        for await event in events where event.kind.isFinal && event.kind.jobID == id {
+            ended = event.kind
+            break
+        }
+        if case .succeeded? = ended {} else { Issue.record("the job ended \(String(describing: ended))") }
+        worker.signal(SIGTERM)
+        #expect(await worker.wait() == 0)
+        await coordinator.stop()
+    }
+
+    @Test("Progress and output of a remote job reach the coordinator's event stream")
+    func progressReachesTheCoordinator() async throws {
+        let coordinator = try await Coordinator.start()
+        let worker = try WorkerProcess(connect: coordinator.address, slots: 1, name: "w")
+        _ = await coordinator.joined(1)
+        let events = await coordinator.scheduler.events()
+        let id = try await coordinator.scheduler.submit(.shell("echo 'step 25%'; echo 'step 50%'; echo done >&2"))
+        var progress: [Double] = []
+        var lines: [OutputLine] = []
+        for await event in events {
+            switch event.kind {
+            case .progress(id, let value): progress.append(value)
+            case .output(id, let line): lines.append(line)
+            default: break
+            }
+            if event.kind.isFinal && event.kind.jobID == id { break }
+        }
+        #expect(progress == [0.25, 0.5])
+        #expect(lines == [
+            OutputLine(stream: .stdout, text: "step 25%"), OutputLine(stream: .stdout, text: "step 50%"),
+            OutputLine(stream: .stderr, text: "done"),
+        ])
+        worker.signal(SIGTERM)
+        #expect(await worker.wait() == 0)
+        await coordinator.stop()
+    }
+
+    @Test("A worker that stops answering is lost after three heartbeat intervals")
+    func silentWorkerIsLost() async throws {
+        let coordinator = try await Coordinator.start(heartbeat: .milliseconds(200))
+        let worker = try WorkerProcess(connect: coordinator.address, slots: 1, name: "frozen")
+        let joined = await coordinator.joined(1)
+        worker.signal(SIGSTOP)
+        let left = await coordinator.next { if case .left = $0 { true } else { false } }
+        #expect(left == .left(joined[0].id, reason: "no heartbeat for 600ms"))
+        worker.signal(SIGKILL)
+        _ = await worker.wait()
+        await coordinator.stop()
+    }
+
+    @Test("SIGTERM drains: the running job finishes, a job handed over meanwhile never runs there and goes back to the queue")
+    func drainFinishesRunningJobs() async throws {
+        let coordinator = try await Coordinator.start()
+        let worker = try WorkerProcess(connect: coordinator.address, slots: 1, name: "drainer")
+        _ = await coordinator.joined(1)
+        let events = await coordinator.scheduler.events()
+        let first = try await coordinator.scheduler.submit(.shell("echo running; sleep 0.5"))
+        let second = try await coordinator.scheduler.submit(.shell("true"))
+        var firstEnded: SchedulerEvent.Kind?
+        var secondRequeue: String?
+        for await event in events {
+            switch event.kind {
+            case .output(first, let line) where line.text == "running":
+                worker.signal(SIGTERM)
+            case .succeeded(first, _), .failed(first, _, _), .cancelled(first):
+                firstEnded = event.kind
+            case .requeued(second, let reason):
+                // The engine hands a freed slot straight to the next job; the draining worker's
+                // stub holds it back and gives it back when the worker is released.
+                secondRequeue = reason
+            case .output(second, _), .succeeded(second, _):
+                Issue.record("the second job ran on a draining worker")
+            default:
+                break
+            }
+            if case .workerLeft = event.kind { break }
+        }
+        if case .succeeded? = firstEnded {} else { Issue.record("the running job ended \(String(describing: firstEnded))") }
+        #expect(await worker.wait() == 0)
+        #expect(worker.log.contains("drained; leaving the pool"))
+        // The second job never ran anywhere: it waits for another worker.
+        #expect(secondRequeue == nil || secondRequeue == "worker lost: drained")
+        #expect(await coordinator.scheduler.info(of: second)?.state == .queued)
+        await coordinator.stop()
+    }
+
+    @Test("A hello with another protocol version is refused naming both versions")
+    func versionMismatchIsRefused() async throws {
+        let coordinator = try await Coordinator.start()
+        let refusal = try await RawClient.hello(port: coordinator.address.port, version: 99)
+        #expect(refusal?.code == .versionMismatch)
+        #expect(refusal?.message.contains("coordinator speaks jobtop remote protocol 1") == true)
+        #expect(refusal?.message.contains("worker speaks 99") == true)
+        await coordinator.stop()
+    }
+
+    @Test("A non-loopback address without a token is refused before listening")
+    func nonLoopbackNeedsAToken() async throws {
+        let scheduler = Scheduler(configuration: .init(localSlots: 0))
+        #expect(throws: RemoteError.self) {
+            _ = try WorkerListener(scheduler: scheduler, configuration: .init(address: RemoteAddress(host: "0.0.0.0", port: 0)))
+        }
+        #expect(throws: Never.self) {
+            _ = try WorkerListener(
+                scheduler: scheduler, configuration: .init(address: RemoteAddress(host: "0.0.0.0", port: 0), token: "t"))
+        }
+    }
+
+    @Test("HOST:PORT parsing names what is wrong")
+    func addressParsing() throws {
+        #expect(try RemoteAddress(parsing: "127.0.0.1:7070") == RemoteAddress(host: "127.0.0.1", port: 7070))
+        #expect(try RemoteAddress(parsing: "[::1]:80") == RemoteAddress(host: "::1", port: 80))
+        #expect(try RemoteAddress(parsing: ":9") == RemoteAddress(host: "0.0.0.0", port: 9))
+        #expect(throws: RemoteError.self) { try RemoteAddress(parsing: "localhost") }
+        #expect(throws: RemoteError.self) { try RemoteAddress(parsing: "host:99999") }
+        #expect(RemoteToken.matches("abc", "abc"))
+        #expect(!RemoteToken.matches("abd", "abc"))
+        #expect(!RemoteToken.matches("ab", "abc"))
+    }
+}
