@@ -42,7 +42,11 @@ let package = Package(
         ),
         .target(
             name: "TUI",
-            dependencies: ["Scheduler", "CNcurses"]
+            dependencies: [
+                "Scheduler",
+                "CNcurses",
+                .product(name: "DequeModule", package: "swift-collections"),
+            ]
         ),
         .executableTarget(
             name: "jobtop",

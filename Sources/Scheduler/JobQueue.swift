@@ -1,17 +1,24 @@
 /// The queue of jobs waiting for a slot: highest priority first, first in first out within a
 /// priority.
 ///
-/// An indexed binary heap: besides the heap array it keeps each job's position, so changing a
-/// queued job's priority or removing it is O(log n) rather than a scan.
+/// An indexed binary heap. Each queued job gets a dense slot number; the heap holds slots and a
+/// plain array maps each slot to its heap position, so sifting moves integers and never hashes.
+/// One dictionary lookup per operation finds a job's slot, which makes changing a queued job's
+/// priority or removing it O(log n) rather than a scan.
 public struct JobQueue: Sendable {
     struct Entry: Sendable {
-        var id: JobID
+        var slot: Int32
         var priority: Int
         var order: UInt64
     }
 
     private var heap: [Entry] = []
-    private var positions: [JobID: Int] = [:]
+    /// Heap index of each slot (meaningless for free slots).
+    private var positions: [Int32] = []
+    /// The job in each slot.
+    private var jobs: [JobID?] = []
+    private var freeSlots: [Int32] = []
+    private var slots: [JobID: Int32] = [:]
     private var nextOrder: UInt64 = 0
 
     /// An empty queue.
@@ -24,36 +31,48 @@ public struct JobQueue: Sendable {
     public var isEmpty: Bool { heap.isEmpty }
 
     /// Whether `id` is queued.
-    public func contains(_ id: JobID) -> Bool { positions[id] != nil }
+    public func contains(_ id: JobID) -> Bool { slots[id] != nil }
 
     /// The priority `id` is queued at.
-    public func priority(of id: JobID) -> Int? { positions[id].map { heap[$0].priority } }
+    public func priority(of id: JobID) -> Int? {
+        slots[id].map { heap[Int(positions[Int($0)])].priority }
+    }
 
     /// The job that runs next.
-    public var first: JobID? { heap.first?.id }
+    public var first: JobID? { heap.first.flatMap { jobs[Int($0.slot)] } }
 
     /// Adds `id` behind every queued job of the same priority.
     public mutating func insert(_ id: JobID, priority: Int) {
-        precondition(positions[id] == nil, "job \(id) is already queued")
-        heap.append(Entry(id: id, priority: priority, order: nextOrder))
+        let slot: Int32
+        if let free = freeSlots.popLast() {
+            slot = free
+            jobs[Int(slot)] = id
+        } else {
+            slot = Int32(jobs.count)
+            jobs.append(id)
+            positions.append(0)
+        }
+        let previous = slots.updateValue(slot, forKey: id)
+        precondition(previous == nil, "job \(id) is already queued")
+        heap.append(Entry(slot: slot, priority: priority, order: nextOrder))
         nextOrder &+= 1
-        positions[id] = heap.count - 1
+        positions[Int(slot)] = Int32(heap.count - 1)
         siftUp(heap.count - 1)
     }
 
     /// Removes and returns the job that runs next.
     public mutating func popFirst() -> JobID? {
-        guard !heap.isEmpty else { return nil }
-        let id = heap[0].id
+        guard let top = heap.first, let id = jobs[Int(top.slot)] else { return nil }
         remove(at: 0)
+        slots[id] = nil
         return id
     }
 
     /// Removes `id`; returns whether it was queued.
     @discardableResult
     public mutating func remove(_ id: JobID) -> Bool {
-        guard let index = positions[id] else { return false }
-        remove(at: index)
+        guard let slot = slots.removeValue(forKey: id) else { return false }
+        remove(at: Int(positions[Int(slot)]))
         return true
     }
 
@@ -61,7 +80,8 @@ public struct JobQueue: Sendable {
     /// Returns whether it was queued.
     @discardableResult
     public mutating func updatePriority(_ id: JobID, to priority: Int) -> Bool {
-        guard let index = positions[id] else { return false }
+        guard let slot = slots[id] else { return false }
+        let index = Int(positions[Int(slot)])
         let old = heap[index].priority
         heap[index].priority = priority
         if priority > old { siftUp(index) } else if priority < old { siftDown(index) }
@@ -70,22 +90,24 @@ public struct JobQueue: Sendable {
 
     /// The queued jobs in the order they would run. O(n log n).
     public func orderedIDs() -> [JobID] {
-        heap.sorted(by: Self.runsBefore).map(\.id)
+        heap.sorted(by: Self.runsBefore).compactMap { jobs[Int($0.slot)] }
     }
 
     private static func runsBefore(_ a: Entry, _ b: Entry) -> Bool {
         a.priority != b.priority ? a.priority > b.priority : a.order < b.order
     }
 
+    /// Removes the entry at heap `index` and frees its slot.
     private mutating func remove(at index: Int) {
-        let removed = heap[index].id
+        let slot = heap[index].slot
         let last = heap.count - 1
         if index != last {
             heap.swapAt(index, last)
-            positions[heap[index].id] = index
+            positions[Int(heap[index].slot)] = Int32(index)
         }
         heap.removeLast()
-        positions[removed] = nil
+        jobs[Int(slot)] = nil
+        freeSlots.append(slot)
         if index < heap.count {
             siftDown(index)
             siftUp(index)
@@ -99,11 +121,11 @@ public struct JobQueue: Sendable {
             let parent = (child - 1) / 2
             guard Self.runsBefore(entry, heap[parent]) else { break }
             heap[child] = heap[parent]
-            positions[heap[child].id] = child
+            positions[Int(heap[child].slot)] = Int32(child)
             child = parent
         }
         heap[child] = entry
-        positions[entry.id] = child
+        positions[Int(entry.slot)] = Int32(child)
     }
 
     private mutating func siftDown(_ start: Int) {
@@ -118,10 +140,10 @@ public struct JobQueue: Sendable {
             if right < count && Self.runsBefore(heap[right], heap[left]) { best = right }
             guard Self.runsBefore(heap[best], entry) else { break }
             heap[parent] = heap[best]
-            positions[heap[parent].id] = parent
+            positions[Int(heap[parent].slot)] = Int32(parent)
             parent = best
         }
         heap[parent] = entry
-        positions[entry.id] = parent
+        positions[Int(entry.slot)] = Int32(parent)
     }
 }

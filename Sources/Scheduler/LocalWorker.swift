@@ -6,14 +6,25 @@ import Foundation
 /// thread, never on the cooperative pool. Closure jobs are Swift async code and run on the
 /// caller's task instead.
 public actor LocalWorker: Worker {
+    /// Where a worker's blocking process work runs.
+    public enum ProcessExecution: Sendable {
+        /// On the worker's own thread (the default): the cooperative pool is never blocked.
+        case dedicatedThread
+        /// On Swift's cooperative pool, blocking one of its few threads per running job. It
+        /// exists only so that benchmarks can measure what the dedicated thread costs or saves.
+        case cooperativePool
+    }
+
     public nonisolated let descriptor: WorkerDescriptor
     private nonisolated let executor: ThreadExecutor
+    private nonisolated let execution: ProcessExecution
     private let runner: ProcessRunner
 
     /// Creates a worker and starts its thread.
-    public init(name: String) {
+    public init(name: String, execution: ProcessExecution = .dedicatedThread) {
         descriptor = WorkerDescriptor(id: WorkerID(), name: name, kind: .local, slots: 1)
         executor = ThreadExecutor(name: "jobtop.\(name)")
+        self.execution = execution
         runner = ProcessRunner()
     }
 
@@ -26,6 +37,7 @@ public actor LocalWorker: Worker {
         case .closure(let body):
             return await runClosure(body, assignment)
         case .shell, .argv:
+            if execution == .cooperativePool { return Self.runOnPool(assignment) }
             return await runProcess(assignment)
         }
     }
@@ -36,6 +48,10 @@ public actor LocalWorker: Worker {
 
     private func runProcess(_ assignment: JobAssignment) -> Termination {
         runner.run(assignment)
+    }
+
+    private nonisolated static func runOnPool(_ assignment: JobAssignment) -> Termination {
+        ProcessRunner().run(assignment)
     }
 
     private nonisolated func runClosure(

@@ -177,18 +177,21 @@ public final class RemoteWorker: Worker {
     /// The scheduler has removed the worker: every pending call ends as `workerLost` (the
     /// engine has already requeued those attempts, so these results are ignored there).
     func removed() {
-        let (waiting, why) = state.withLock { state -> ([CheckedContinuation<Termination, Never>], String) in
+        let (ended, late, why) = state.withLock { state -> ([Pending], [CheckedContinuation<Termination, Never>], String) in
             state.isRemoved = true
             let why: String
             if case .lost(let reason) = state.phase { why = reason } else { why = "removed" }
-            var waiting = state.pending.values.map(\.continuation) + state.lateCalls
-            for pending in state.pending.values { pending.assignment.control.onStop(nil) }
-            state.pending = [:]
-            state.lateCalls = []
-            if waiting.isEmpty { waiting = [] }
-            return (waiting, why)
+            defer {
+                state.pending = [:]
+                state.lateCalls = []
+            }
+            return (Array(state.pending.values), state.lateCalls, why)
         }
-        for continuation in waiting { continuation.resume(returning: .workerLost(why)) }
+        for pending in ended {
+            pending.assignment.control.onStop(nil)
+            pending.continuation.resume(returning: .workerLost(why))
+        }
+        for continuation in late { continuation.resume(returning: .workerLost(why)) }
     }
 
     /// Attempts sent to the worker and not yet finished.

@@ -1,1 +1,221 @@
-print("bench")
+// Benchmarks of the Scheduler engine. Release build only:
+//
+//     swift run -c release jobtop-bench [closures|queue|shell|executor|all]
+//
+// Every figure is a ratio against a baseline measured in the same run, so machines and loads
+// compare. Benchmarks are not tests: nothing here asserts a timing.
+import Foundation
+import Scheduler
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Seconds `body` takes.
+func measure(_ body: () async throws -> Void) async rethrows -> Double {
+    let start = ContinuousClock.now
+    try await body()
+    return (ContinuousClock.now - start).seconds
+}
+
+func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+
+func format(_ value: Double, _ digits: Int = 2) -> String { String(format: "%.\(digits)f", value) }
+
+/// Runs `count` jobs that do nothing, at most `width` at a time, in a bare task group.
+func rawTaskGroup(count: Int, width: Int) async {
+    await withTaskGroup(of: Void.self) { group in
+        var inFlight = 0
+        for _ in 0..<count {
+            if inFlight == width {
+                await group.next()
+                inFlight -= 1
+            }
+            group.addTask {}
+            inFlight += 1
+        }
+    }
+}
+
+/// Runs `count` no-op closure jobs through a scheduler with `width` slots and one subscriber
+/// that reads every event.
+func schedulerClosures(count: Int, width: Int) async throws {
+    let scheduler = Scheduler(configuration: .init(localSlots: width, subscriberBufferLimit: 1 << 20, finishedRetention: 1_000, finishedTails: 0))
+    async let running: Void = scheduler.run()
+    let events = await scheduler.events(includeOutput: false)
+    async let consumed: Int = {
+        var finished = 0
+        for await event in events where event.kind.isFinal {
+            finished += 1
+            if finished == count { break }
+        }
+        return finished
+    }()
+    let spec = JobSpec(work: .closure { _ in })
+    let batch = [JobSpec](repeating: spec, count: 10_000)
+    var submitted = 0
+    while submitted < count {
+        try await scheduler.submit(contentsOf: Array(batch.prefix(count - submitted)))
+        submitted += min(batch.count, count - submitted)
+    }
+    let finished = await consumed
+    precondition(finished == count, "only \(finished) of \(count) jobs finished")
+    await scheduler.shutdown(.graceful)
+    await running
+}
+
+func benchClosures() async throws {
+    let count = 1_000_000
+    let width = ProcessInfo.processInfo.activeProcessorCount
+    print("## 1,000,000 no-op closure jobs, \(width) slots, one subscriber")
+    var raw: [Double] = []
+    var jobs: [Double] = []
+    for _ in 0..<3 {
+        raw.append(await measure { await rawTaskGroup(count: count, width: width) })
+        jobs.append(try await measure { try await schedulerClosures(count: count, width: width) })
+    }
+    let r = median(raw), s = median(jobs)
+    print("raw TaskGroup (width \(width)): \(format(r)) s  = \(Int(Double(count) / r)) tasks/s")
+    print("scheduler:                 \(format(s)) s  = \(Int(Double(count) / s)) jobs/s")
+    print("ratio scheduler/raw: \(format(s / r))x   (target <= 3x, >= 300k jobs/s)")
+    print()
+}
+
+func benchQueue() async throws {
+    let count = 100_000
+    print("## \(count) queued jobs: reprioritize and cancel")
+    // Nothing runs: no slots, so every job stays queued.
+    let scheduler = Scheduler(configuration: .init(localSlots: 0))
+    var ids: [JobID] = []
+    for start in stride(from: 0, to: count, by: 10_000) {
+        ids += try await scheduler.submit(contentsOf: (start..<start + 10_000).map { JobSpec.shell("true #\($0)") })
+    }
+    var random = SystemRandomNumberGenerator()
+    let shuffled = ids.shuffled(using: &random)
+    let operations = 20_000
+    // Baseline in the same run: the cost of an actor call that does nothing but look the job up.
+    let lookup = await measure {
+        for index in 0..<operations { _ = await scheduler.info(of: shuffled[index]) }
+    } / Double(operations)
+    let reprioritize = try await measure {
+        for index in 0..<operations { try await scheduler.reprioritize(shuffled[index], to: Int.random(in: -50...50)) }
+    } / Double(operations)
+    let cancel = try await measure {
+        for index in 0..<operations { try await scheduler.cancel(shuffled[index]) }
+    } / Double(operations)
+    var core = SchedulerCore(configuration: .init(seed: 1))
+    var coreIDs: [JobID] = []
+    for _ in 0..<count {
+        let id = JobID(uuid: UUID())
+        coreIDs.append(id)
+        _ = core.submit(.shell("true"), id: id, now: .zero)
+    }
+    coreIDs.shuffle()
+    let coreReprioritize = await measure {
+        for index in 0..<operations { _ = try? core.reprioritize(coreIDs[index], to: index % 101 - 50, now: .zero) }
+    } / Double(operations)
+    let coreCancel = await measure {
+        for index in 0..<operations { _ = try? core.cancel(coreIDs[index], now: .zero) }
+    } / Double(operations)
+    print("through the Scheduler actor (a call + the event published):")
+    print("  reprioritize: \(format(reprioritize * 1e6)) µs   cancel: \(format(cancel * 1e6)) µs   (baseline: a lookup call \(format(lookup * 1e6)) µs)")
+    print("inside SchedulerCore alone:")
+    print("  reprioritize: \(format(coreReprioritize * 1e6)) µs   cancel: \(format(coreCancel * 1e6)) µs   (target < 5 µs)")
+    print()
+}
+
+/// Runs `command` with /bin/sh and waits; returns its exit status.
+@discardableResult
+func shell(_ command: String) -> Int32 {
+    var pid: pid_t = 0
+    let argv: [UnsafeMutablePointer<CChar>?] = [strdup("sh"), strdup("-c"), strdup(command), nil]
+    defer { for pointer in argv { free(pointer) } }
+    guard posix_spawn(&pid, "/bin/sh", nil, nil, argv, environ) == 0 else { return -1 }
+    var status: Int32 = 0
+    waitpid(pid, &status, 0)
+    return status
+}
+
+func schedulerShell(count: Int, slots: Int, execution: LocalWorker.ProcessExecution = .dedicatedThread) async throws {
+    var configuration = Scheduler.Configuration(localSlots: slots)
+    configuration.processExecution = execution
+    let scheduler = Scheduler(configuration: configuration)
+    async let running: Void = scheduler.run()
+    let events = await scheduler.events(includeOutput: false)
+    async let consumed: Int = {
+        var finished = 0
+        for await event in events where event.kind.isFinal {
+            finished += 1
+            if finished == count { break }
+        }
+        return finished
+    }()
+    try await scheduler.submit(contentsOf: (0..<count).map { _ in .shell("true") })
+    _ = await consumed
+    let snapshot = await scheduler.snapshot()
+    precondition(snapshot.count(.succeeded) == count, "not every job succeeded")
+    await scheduler.shutdown(.graceful)
+    await running
+}
+
+func benchShell() async throws {
+    let count = 2_000
+    print("## \(count) `true` shell jobs, 2 slots")
+    let file = FileManager.default.temporaryDirectory.appendingPathComponent("jobtop-bench-true.txt").path
+    try String(repeating: "true\n", count: count).write(toFile: file, atomically: true, encoding: .utf8)
+    var xargs: [Double] = []
+    var jobs: [Double] = []
+    for _ in 0..<3 {
+        xargs.append(await measure { shell("xargs -P2 -I{} sh -c '{}' < \(file)") })
+        jobs.append(try await measure { try await schedulerShell(count: count, slots: 2) })
+    }
+    let x = median(xargs), s = median(jobs)
+    print("xargs -P2 -I{} sh -c '{}': \(format(x)) s  (\(format(x / Double(count) * 1e3, 3)) ms/job)")
+    print("scheduler (sh -c each):    \(format(s)) s  (\(format(s / Double(count) * 1e3, 3)) ms/job)")
+    print("ratio scheduler/xargs: \(format(s / x))x   (target <= 1.2x)")
+    print()
+}
+
+func benchExecutor() async throws {
+    let count = 2_000
+    print("## LocalWorker executor: \(count) `true` shell jobs, 2 slots")
+    var dedicated: [Double] = []
+    var pool: [Double] = []
+    for _ in 0..<3 {
+        dedicated.append(try await measure { try await schedulerShell(count: count, slots: 2, execution: .dedicatedThread) })
+        pool.append(try await measure { try await schedulerShell(count: count, slots: 2, execution: .cooperativePool) })
+    }
+    let d = median(dedicated), p = median(pool)
+    print("dedicated thread per worker (default): \(format(d)) s")
+    print("blocking on the cooperative pool:      \(format(p)) s")
+    print("ratio dedicated/pool: \(format(d / p))x")
+    // What blocking the pool costs everyone else: 2 slots on a 2-core machine block every pool
+    // thread, so other async work waits. Measure how long 1,000 trivial tasks take meanwhile.
+    for execution in [LocalWorker.ProcessExecution.dedicatedThread, .cooperativePool] {
+        async let jobs: Void = schedulerShell(count: 400, slots: 2, execution: execution)
+        var latencies: [Double] = []
+        for _ in 0..<200 {
+            latencies.append(await measure { await Task.detached { }.value })
+        }
+        try await jobs
+        latencies.sort()
+        print("  while jobs run on \(execution == .dedicatedThread ? "dedicated threads" : "the cooperative pool"): an empty task takes p50 \(format(latencies[100] * 1e6, 0)) µs, p99 \(format(latencies[198] * 1e6, 0)) µs")
+    }
+    print()
+}
+
+let which = CommandLine.arguments.dropFirst().first ?? "all"
+switch which {
+case "closures": try await benchClosures()
+case "queue": try await benchQueue()
+case "shell": try await benchShell()
+case "executor": try await benchExecutor()
+case "all":
+    try await benchClosures()
+    try await benchQueue()
+    try await benchShell()
+    try await benchExecutor()
+default:
+    FileHandle.standardError.write(Data("usage: jobtop-bench [closures|queue|shell|executor|all]\n".utf8))
+    exit(2)
+}

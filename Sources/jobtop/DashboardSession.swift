@@ -22,10 +22,11 @@ struct DashboardSession {
         let observing = Task {
             var observer = RunObserver(
                 scheduler: scheduler, writer: writer, formatter: nil,
-                outputDirectory: outputDirectory.map(OutputDirectory.init(path:)), haltsOnFailure: haltsOnFailure)
+                outputDirectory: outputDirectory.map(OutputDirectory.init(path:)), haltsOnFailure: haltsOnFailure,
+                endsAfter: nil)
             return await observer.follow(events)
         }
-        _ = try? await scheduler.submit(contentsOf: specs)
+        _ = try? await scheduler.submit(contentsOf: RunOrder.submissionOrder(specs))
 
         let exit = await Dashboard.run(scheduler: scheduler, options: DashboardOptions(title: title))
 

@@ -27,14 +27,14 @@ struct HeadlessSession {
         }
 
         // A signal may already have begun a shutdown: then nothing is submitted.
-        _ = try? await scheduler.submit(contentsOf: specs)
-        Task { await scheduler.shutdown(.drain) }
+        let ids = (try? await scheduler.submit(contentsOf: RunOrder.submissionOrder(specs))) ?? []
 
         var observer = RunObserver(
             scheduler: scheduler, writer: writer,
             formatter: EventLogFormatter(format: format, logsOutput: logsOutput, epoch: epoch),
             outputDirectory: outputDirectory.map(OutputDirectory.init(path:)),
-            haltsOnFailure: haltsOnFailure)
+            haltsOnFailure: haltsOnFailure,
+            endsAfter: Set(ids))
         let observed = await observer.follow(events)
         await running.value
 

@@ -22,11 +22,16 @@ struct RunObserver {
     var formatter: EventLogFormatter?
     let outputDirectory: OutputDirectory?
     let haltsOnFailure: Bool
+    /// The jobs whose end ends the run (a graceful shutdown once all have ended); `nil` runs
+    /// until someone else shuts the scheduler down.
+    var endsAfter: Set<JobID>?
 
     /// Consumes `events` until the scheduler has shut down.
     mutating func follow(_ events: EventStream) async -> Result {
         var result = Result()
         var names: [JobID: String] = [:]
+        var remaining = endsAfter
+        if remaining?.isEmpty == true { shutDownGracefully() }
         for await event in events {
             if var formatter {
                 if let line = formatter.line(for: event) { writer.line(line) }
@@ -63,8 +68,16 @@ struct RunObserver {
             default:
                 break
             }
+            if event.kind.isFinal, let id = event.kind.jobID, remaining?.remove(id) != nil, remaining?.isEmpty == true {
+                shutDownGracefully()
+            }
         }
         outputDirectory?.closeAll(writer: writer)
         return result
+    }
+
+    private func shutDownGracefully() {
+        let scheduler = scheduler
+        Task { await scheduler.shutdown(.graceful) }
     }
 }

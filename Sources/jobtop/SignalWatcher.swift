@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Scheduler
 import Synchronization
 
 /// Headless mode's SIGINT, SIGTERM and SIGHUP handling.
@@ -56,20 +57,11 @@ final class SignalWatcher {
     private static func handle(_ number: Int32, received: Received, onFirst: @Sendable (Int32) -> Void) {
         if received.record(number) == 1 {
             StandardError.write(
-                "jobtop: \(name(number)): cancelling running jobs (\(name(number)) again to kill them at once)\n")
+                "jobtop: \(signalName(number)): cancelling running jobs (\(signalName(number)) again kills them at once)\n")
             onFirst(number)
         } else {
-            StandardError.write("jobtop: \(name(number)) again: killing every running job now\n")
+            StandardError.write("jobtop: \(signalName(number)) again: killing every running job now\n")
             ChildProcesses.killGroups()
-        }
-    }
-
-    private static func name(_ number: Int32) -> String {
-        switch number {
-        case SIGINT: "interrupted"
-        case SIGTERM: "terminated"
-        case SIGHUP: "hung up"
-        default: "signal \(number)"
         }
     }
 }

@@ -142,6 +142,33 @@ struct RemoteWorkerTests {
         await coordinator.stop()
     }
 
+    @Test("A timeout reaches the remote worker: the job fails as timed out and its process is gone")
+    func timeoutStopsTheRemoteJob() async throws {
+        let coordinator = try await Coordinator.start()
+        let worker = try WorkerProcess(connect: coordinator.address, slots: 1, name: "w")
+        _ = await coordinator.joined(1)
+        let pidFile = try temporaryDirectory().appendingPathComponent("pid").path
+        let events = await coordinator.scheduler.events(includeOutput: false)
+        var spec = JobSpec.shell("echo $$ > \(pidFile); exec sleep 1000")
+        spec.timeout = .milliseconds(300)
+        let id = try await coordinator.scheduler.submit(spec)
+        var ended: SchedulerEvent.Kind?
+        for await event in events where event.kind.isFinal && event.kind.jobID == id {
+            ended = event.kind
+            break
+        }
+        guard case .failed(_, .timeout, let attempts)? = ended else {
+            Issue.record("the job ended \(String(describing: ended)), not timed out")
+            return
+        }
+        #expect(attempts == 1)
+        let pid = try #require(pid_t(String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        #expect(await eventually { isGone(pid) }, "pid \(pid) survived the timeout")
+        worker.signal(SIGTERM)
+        #expect(await worker.wait() == 0)
+        await coordinator.stop()
+    }
+
     @Test("A wrong token is refused on both sides and nothing runs")
     func wrongTokenIsRefused() async throws {
         let coordinator = try await Coordinator.start(token: "the-right-token")
