@@ -14,6 +14,20 @@ public struct JobID: Hashable, Sendable, Comparable, CustomStringConvertible {
     public var description: String { uuid.uuidString.lowercased() }
 
     public static func < (lhs: JobID, rhs: JobID) -> Bool { lhs.uuid.uuidString < rhs.uuid.uuidString }
+
+    public static func == (lhs: JobID, rhs: JobID) -> Bool { lhs.words == rhs.words }
+
+    // Hashing the UUID byte by byte is a measurable share of every scheduling decision; the
+    // same 128 bits as two words hash several times faster.
+    public func hash(into hasher: inout Hasher) {
+        let (high, low) = words
+        hasher.combine(high)
+        hasher.combine(low)
+    }
+
+    private var words: (UInt64, UInt64) {
+        withUnsafeBytes(of: uuid.uuid) { ($0.loadUnaligned(as: UInt64.self), $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self)) }
+    }
 }
 
 /// A worker's identity: a random version-4 UUID.

@@ -55,7 +55,7 @@ public struct SchedulerCore: Sendable {
     }
 
     let configuration: Configuration
-    private(set) var jobs: [JobID: Job] = [:]
+    private(set) var jobs = JobTable<Job>()
     private(set) var queue = JobQueue()
     private(set) var pool = WorkerPool()
     private var timers = Heap<Timer>()

@@ -1,6 +1,6 @@
 // Benchmarks of the Scheduler engine. Release build only:
 //
-//     swift run -c release jobtop-bench [closures|queue|shell|executor|all]
+//     swift run -c release jobtop-bench [closures|core|queue|shell|executor|all]
 //
 // Every figure is a ratio against a baseline measured in the same run, so machines and loads
 // compare. Benchmarks are not tests: nothing here asserts a timing.
@@ -64,8 +64,11 @@ func schedulerClosures(count: Int, width: Int) async throws {
     await running
 }
 
+/// `JOBTOP_BENCH_COUNT` scales the job-count benchmarks down for quick runs.
+let countOverride = ProcessInfo.processInfo.environment["JOBTOP_BENCH_COUNT"].flatMap { Int($0) }
+
 func benchClosures() async throws {
-    let count = 1_000_000
+    let count = countOverride ?? 1_000_000
     let width = ProcessInfo.processInfo.activeProcessorCount
     print("## 1,000,000 no-op closure jobs, \(width) slots, one subscriber")
     var raw: [Double] = []
@@ -204,18 +207,47 @@ func benchExecutor() async throws {
     print()
 }
 
+/// The pure core alone: submit, start and finish, no actor, no tasks, no events delivered.
+func benchCore() async {
+    let count = countOverride ?? 1_000_000
+    print("## SchedulerCore alone: \(count) jobs submitted, started and finished on 2 slots")
+    var core = SchedulerCore(configuration: .init(finishedRetention: 1_000, seed: 1))
+    let first = WorkerDescriptor(id: WorkerID(), name: "a", kind: .local, slots: 1)
+    let second = WorkerDescriptor(id: WorkerID(), name: "b", kind: .local, slots: 1)
+    let ids = (0..<count).map { _ in JobID(uuid: UUID()) }
+    let spec = JobSpec(work: .closure { _ in })
+    var running: [(JobID, WorkerID)] = []
+    func collect(_ actions: [SchedulerCore.Action]) {
+        for action in actions { if case .start(let id, _, let worker) = action { running.append((id, worker)) } }
+    }
+    let seconds = await measure {
+        collect(core.workerJoined(first, now: .zero) + core.workerJoined(second, now: .zero))
+        for id in ids { collect(core.submit(spec, id: id, now: .zero).actions) }
+        var done = 0
+        while let (id, worker) = running.popLast() {
+            done += 1
+            collect(core.jobFinished(id, attempt: 1, worker: worker, termination: .exit(0), now: .zero))
+        }
+        precondition(done == count)
+    }
+    print("core alone: \(format(seconds / Double(count) * 1e6, 3)) µs per job")
+    print()
+}
+
 let which = CommandLine.arguments.dropFirst().first ?? "all"
 switch which {
 case "closures": try await benchClosures()
+case "core": await benchCore()
 case "queue": try await benchQueue()
 case "shell": try await benchShell()
 case "executor": try await benchExecutor()
 case "all":
     try await benchClosures()
+    await benchCore()
     try await benchQueue()
     try await benchShell()
     try await benchExecutor()
 default:
-    FileHandle.standardError.write(Data("usage: jobtop-bench [closures|queue|shell|executor|all]\n".utf8))
+    FileHandle.standardError.write(Data("usage: jobtop-bench [closures|core|queue|shell|executor|all]\n".utf8))
     exit(2)
 }
