@@ -53,6 +53,7 @@ let package = Package(
             dependencies: [
                 "Scheduler",
                 "TUI",
+                "SchedulerRemote",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
             ]
@@ -90,7 +91,7 @@ let package = Package(
         // Remote workers end to end: real worker processes on loopback.
         .testTarget(
             name: "RemoteTests",
-            dependencies: ["Scheduler", "SchedulerRemote", "CProcess", "jobtop-remote-bench"]
+            dependencies: ["Scheduler", "SchedulerRemote", "CProcess", "jobtop"]
         ),
         // End-to-end tests of the built binary (jobtop is a dependency so `swift test` builds it).
         .testTarget(

@@ -64,6 +64,8 @@ public final class WorkerAgent: Sendable {
     }
 
     private enum SessionEnd: Sendable {
+        var isDrained: Bool { if case .drained = self { true } else { false } }
+
         /// Released after draining.
         case drained
         /// Never got in: why.
@@ -104,6 +106,7 @@ public final class WorkerAgent: Sendable {
         let coordinator = configuration.coordinator
         while !isFinished {
             let end = await session()
+            defer { if isFinished && !end.isDrained { configuration.log("jobtop worker: leaving") } }
             switch end {
             case .drained:
                 configuration.log("jobtop worker: drained; leaving the pool")
@@ -402,12 +405,19 @@ public final class WorkerAgent: Sendable {
     }
 
     static func describe(_ error: any Error) -> String {
+        var text = String(describing: error)
         if let rpc = error as? RPCError {
-            var text = rpc.message.isEmpty ? "\(rpc.code)" : rpc.message
+            text = rpc.message.isEmpty ? "\(rpc.code)" : rpc.message
             if let cause = rpc.cause { text += ": \(cause)" }
-            return text
         }
-        return String(describing: error)
+        // NIO's connection errors are long; the system's reason is what a person needs.
+        for reason in [
+            "Connection refused", "Connection reset by peer", "Connection timed out", "No route to host",
+            "Network is unreachable", "Name or service not known", "Temporary failure in name resolution",
+        ] where text.contains(reason) {
+            return reason.lowercased()
+        }
+        return text
     }
 }
 

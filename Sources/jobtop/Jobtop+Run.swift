@@ -58,6 +58,9 @@ extension Jobtop {
         @Flag(help: "Stop dispatching after the first job that fails for good; cancel the rest.")
         var haltOnFailure = false
 
+        @OptionGroup(title: "Remote workers")
+        var remote: RemoteOptions
+
         private static func duration(_ text: String) throws -> Duration {
             do {
                 return try DurationParser.parse(text)
@@ -102,6 +105,7 @@ extension Jobtop {
             if let outputDir { try OutputDirectory.prepare(outputDir) }
             let epoch = Date().timeIntervalSince1970
             let scheduler = Scheduler(configuration: schedulerConfiguration)
+            let listener = try await remote.startListener(scheduler: scheduler, logs: headless)
 
             let status: Int32
             if headless {
@@ -115,6 +119,7 @@ extension Jobtop {
                     title: file.map { "jobtop: \($0)" } ?? "jobtop")
                 status = await session.run(specs)
             }
+            await listener?.stop()
             if status != ExitStatus.success { throw ExitCode(status) }
         }
     }

@@ -34,7 +34,7 @@ struct Jobtop: AsyncParsableCommand {
             See 'jobtop run --help' for details.
             """,
         version: "jobtop \(version)",
-        subcommands: [Run.self],
+        subcommands: [Run.self, Worker.self],
         defaultSubcommand: Run.self
     )
 

@@ -12,7 +12,7 @@ import Glibc
 func productsDirectory() -> URL {
     let bundle = Bundle.main.bundleURL
     for candidate in [bundle, bundle.deletingLastPathComponent()] {
-        if FileManager.default.isExecutableFile(atPath: candidate.appendingPathComponent("jobtop-remote-bench").path) { return candidate }
+        if FileManager.default.isExecutableFile(atPath: candidate.appendingPathComponent("jobtop").path) { return candidate }
     }
     return bundle.deletingLastPathComponent()
 }
@@ -21,9 +21,7 @@ func productsDirectory() -> URL {
 func jobtopBinary() -> String { productsDirectory().appendingPathComponent("jobtop").path }
 
 /// The command that starts a worker process.
-func workerCommand() -> [String] {
-    [productsDirectory().appendingPathComponent("jobtop-remote-bench").path, "worker"]
-}
+func workerCommand() -> [String] { [jobtopBinary(), "worker"] }
 
 /// A fresh temporary directory.
 func temporaryDirectory() throws -> URL {

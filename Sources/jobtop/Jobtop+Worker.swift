@@ -1,0 +1,131 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import SchedulerRemote
+import Synchronization
+
+extension Jobtop {
+    /// `jobtop worker`: joins a coordinator's pool and runs the jobs it assigns.
+    struct Worker: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "worker",
+            abstract: "Join a coordinator's worker pool ('jobtop run --listen') and run the jobs it assigns.",
+            discussion: """
+                Each job runs here in its own process group, exactly like a local job; its output, \
+                progress and exit status go back to the coordinator. A worker started before its \
+                coordinator, or cut off from it, reconnects with backoff and says so on stderr (jobs \
+                running when the connection is lost are stopped: the coordinator requeues them).
+
+                SIGTERM or SIGINT drains: running jobs finish, no new ones are accepted, then the \
+                worker leaves and exits 0. A second signal stops the running jobs at once.
+
+                Exit status: 0 left cleanly (drained, or told to stop while not connected); 1 refused \
+                by the coordinator (wrong or missing token, other protocol version); 2 bad usage; \
+                130/143 stopped by a second SIGINT/SIGTERM.
+                """)
+
+        @Option(name: .customLong("connect"), help: ArgumentHelp("The coordinator's --listen address.", valueName: "host:port"))
+        var connect: String
+
+        @Option(help: "Jobs run at once (default: the number of cores).")
+        var slots: Int?
+
+        @Option(help: "The name the coordinator shows (default: the host name).")
+        var name: String?
+
+        @Option(name: .customLong("token-file"), help: ArgumentHelp("The coordinator's token (default: $JOBTOP_TOKEN).", valueName: "path"))
+        var tokenFile: String?
+
+        func validate() throws {
+            do {
+                _ = try RemoteAddress(parsing: connect)
+                _ = try RemoteToken.load(file: tokenFile)
+            } catch {
+                throw ValidationError("--connect/--token-file: \(error.message)")
+            }
+            if let slots, !(1...4096).contains(slots) {
+                throw ValidationError("--slots must be from 1 to 4096, not \(slots)")
+            }
+            if let name, name.isEmpty { throw ValidationError("--name must not be empty") }
+        }
+
+        func run() async throws {
+            let agent: WorkerAgent
+            do {
+                agent = WorkerAgent(configuration: .init(
+                    coordinator: try RemoteAddress(parsing: connect),
+                    name: name ?? ProcessInfo.processInfo.hostName,
+                    slots: slots ?? ProcessInfo.processInfo.activeProcessorCount,
+                    token: try RemoteToken.load(file: tokenFile),
+                    log: { StandardError.write($0 + "\n") }))
+            } catch {
+                StandardError.write("jobtop worker: \(error)\n")
+                Foundation.exit(ExitStatus.usage)
+            }
+            let signals = WorkerSignals(agent: agent)
+            defer { signals.stop() }
+            do {
+                try await agent.run()
+            } catch {
+                StandardError.write("jobtop worker: \(error.message)\n")
+                Foundation.exit(ExitStatus.someFailed)
+            }
+            if let stoppedBy = signals.stoppedBy { Foundation.exit(ExitStatus.interrupted(by: stoppedBy)) }
+        }
+    }
+}
+
+/// The worker's SIGTERM/SIGINT: the first drains, a second stops the running jobs at once.
+private final class WorkerSignals {
+    /// What the handlers share: how many signals came, and the one that forced a stop.
+    private final class Received: Sendable {
+        private let state = Mutex<(count: Int, stoppedBy: Int32?)>((0, nil))
+
+        var stoppedBy: Int32? { state.withLock { $0.stoppedBy } }
+
+        /// Records `number`; returns how many signals have come, this one included.
+        func record(_ number: Int32) -> Int {
+            state.withLock { state in
+                state.count += 1
+                if state.count == 2 { state.stoppedBy = number }
+                return state.count
+            }
+        }
+    }
+
+    private let received = Received()
+    private let sources: [any DispatchSourceSignal]
+
+    /// The signal that forced a stop, if one did.
+    var stoppedBy: Int32? { received.stoppedBy }
+
+    init(agent: WorkerAgent) {
+        let queue = DispatchQueue(label: "jobtop.worker.signals")
+        let received = received
+        sources = [SIGTERM, SIGINT].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+            source.setEventHandler { WorkerSignals.handle(number, received: received, agent: agent) }
+            source.resume()
+            return source
+        }
+    }
+
+    func stop() {
+        for source in sources { source.cancel() }
+    }
+
+    private static func handle(_ number: Int32, received: Received, agent: WorkerAgent) {
+        let name = number == SIGTERM ? "SIGTERM" : "SIGINT"
+        switch received.record(number) {
+        case 1:
+            StandardError.write("jobtop worker: \(name): draining (\(name) again to stop running jobs now)\n")
+            agent.drain()
+        case 2:
+            StandardError.write("jobtop worker: \(name) again: stopping running jobs now\n")
+            agent.stop()
+        default:
+            break
+        }
+    }
+}

@@ -1,0 +1,66 @@
+import ArgumentParser
+import Foundation
+import Scheduler
+import SchedulerRemote
+
+/// `jobtop run`'s remote worker flags: where to accept workers and the token they must show.
+struct RemoteOptions: ParsableArguments {
+    @Option(
+        name: .customLong("listen"),
+        help: ArgumentHelp(
+            "Accept remote workers ('jobtop worker --connect HOST:PORT') on this address; a non-loopback one (like 0.0.0.0:7070) needs a token.",
+            valueName: "host:port"))
+    var listen: String?
+
+    @Option(
+        name: .customLong("token-file"),
+        help: ArgumentHelp("The token remote workers must show (default: $JOBTOP_TOKEN).", valueName: "path"))
+    var tokenFile: String?
+
+    func validate() throws {
+        guard let listen else {
+            if tokenFile != nil { throw ValidationError("--token-file needs --listen HOST:PORT") }
+            return
+        }
+        do {
+            let address = try RemoteAddress(parsing: listen)
+            let token = try RemoteToken.load(file: tokenFile)
+            if !address.isLoopback && token == nil {
+                throw RemoteError(
+                    .tokenRequired,
+                    "--listen \(listen): a non-loopback address needs a token (--token-file PATH or JOBTOP_TOKEN), or anyone who can reach it could run commands here")
+            }
+        } catch {
+            throw ValidationError("\(error)")
+        }
+    }
+
+    /// Starts accepting workers into `scheduler`, or does nothing without `--listen`.
+    ///
+    /// - Parameters:
+    ///   - scheduler: The pool workers join.
+    ///   - logs: Whether joins, refusals and losses are written to stderr (not under the
+    ///     dashboard, which shows workers itself and owns the terminal).
+    /// - Returns: The listener, to ``WorkerListener/stop()`` when the run ends.
+    /// - Throws: ``JobInputError`` when the address cannot be bound: nothing has started.
+    func startListener(scheduler: Scheduler, logs: Bool) async throws -> WorkerListener? {
+        guard let listen else { return nil }
+        do {
+            let address = try RemoteAddress(parsing: listen)
+            let log: @Sendable (String) -> Void
+            if logs {
+                log = { StandardError.write($0 + "\n") }
+            } else {
+                log = { _ in }
+            }
+            let listener = try WorkerListener(
+                scheduler: scheduler,
+                configuration: .init(address: address, token: try RemoteToken.load(file: tokenFile), log: log))
+            let bound = try await listener.start()
+            log("jobtop: accepting workers on \(bound) ('jobtop worker --connect \(bound)')")
+            return listener
+        } catch {
+            throw JobInputError(.invalidValue, "--listen \(listen): \(error.message)")
+        }
+    }
+}
