@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# CLI benchmark: N `true` jobs, 2 at a time, three ways, in the same run:
+#   jobtop (release build, headless, text log to a file)  vs  xargs -P2 -I{} sh -c '{}'  vs  GNU parallel -j2
+# Every tool runs each job through `sh -c`. Prints the best of R rounds for each and the ratios.
+#
+#   Scripts/bench-cli.sh            # N=2000 R=3
+#   N=500 R=5 Scripts/bench-cli.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+N=${N:-2000}
+R=${R:-3}
+SCRATCH=${SCRATCH:-.build-bench-cli}
+
+if ! command -v parallel > /dev/null; then
+    echo "GNU parallel is missing: installing the Debian package 'parallel'" >&2
+    apt-get install -y parallel > /dev/null 2>&1 || { apt-get update > /dev/null && apt-get install -y parallel > /dev/null; }
+fi
+
+swift build -c release --product jobtop --scratch-path "$SCRATCH" > /dev/null
+JOBTOP="$SCRATCH/release/jobtop"
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+yes true | head -n "$N" > "$work/jobs.txt"
+
+now() { date +%s.%N; }
+best() { sort -g | head -n 1; }
+
+run_jobtop()   { "$JOBTOP" -j 2 --headless "$work/jobs.txt" > "$work/jobtop.log"; }
+run_xargs()    { xargs -P2 -I{} sh -c '{}' < "$work/jobs.txt"; }
+run_parallel() { parallel --will-cite -j2 < "$work/jobs.txt"; }
+
+declare -A times
+for tool in jobtop xargs parallel; do
+    : > "$work/$tool.times"
+done
+for round in $(seq 1 "$R"); do
+    for tool in jobtop xargs parallel; do
+        start=$(now)
+        "run_$tool"
+        end=$(now)
+        awk -v a="$start" -v b="$end" 'BEGIN { printf "%.4f\n", b - a }' >> "$work/$tool.times"
+    done
+done
+for tool in jobtop xargs parallel; do
+    times[$tool]=$(best < "$work/$tool.times")
+done
+
+lines=$(wc -l < "$work/jobtop.log")
+summary=$(tail -n 1 "$work/jobtop.log")
+awk -v n="$N" -v r="$R" -v cores="$(nproc)" -v j="${times[jobtop]}" -v x="${times[xargs]}" -v p="${times[parallel]}" 'BEGIN {
+    printf "%d jobs of `true`, 2 at a time, best of %d rounds (%d cores)\n", n, r, cores
+    printf "  %-9s %8.3f s  %7.0f jobs/s  %5.2f ms/job\n", "jobtop", j, n / j, 1000 * j / n
+    printf "  %-9s %8.3f s  %7.0f jobs/s  %5.2f ms/job\n", "xargs", x, n / x, 1000 * x / n
+    printf "  %-9s %8.3f s  %7.0f jobs/s  %5.2f ms/job\n", "parallel", p, n / p, 1000 * p / n
+    printf "  jobtop / xargs    = %.2fx   (goal <= 1.2x)\n", j / x
+    printf "  parallel / jobtop = %.2fx   (goal >= 4x)\n", p / j
+}'
+printf '  jobtop log: %s lines; last: %s\n' "$lines" "$summary"

@@ -1,0 +1,91 @@
+import Foundation
+import Scheduler
+import Testing
+@testable import jobtop
+
+@Suite("Headless log lines")
+struct EventLogFormatterTests {
+    let job = JobID(uuid: UUID(uuidString: "3F2A1B4C-0000-4000-8000-000000000001")!)
+    let worker = WorkerDescriptor(id: WorkerID(), name: "local-1", kind: .local, slots: 1)
+
+    private func event(_ seq: UInt64, at milliseconds: Int, _ kind: SchedulerEvent.Kind) -> SchedulerEvent {
+        SchedulerEvent(seq: seq, time: .milliseconds(milliseconds), kind: kind)
+    }
+
+    @Test("A text line has the timestamp, event, short id, name and key=value fields")
+    func textLine() throws {
+        var formatter = EventLogFormatter(format: .text, logsOutput: false, epoch: 1_795_000_000)
+        _ = formatter.line(for: event(1, at: 0, .workerJoined(worker)))
+        _ = formatter.line(for: event(2, at: 0, .submitted(JobInfo(id: job, name: "build all", command: "make", maxAttempts: 3))))
+        let startedLine = formatter.line(for: event(3, at: 1_500, .started(job, attempt: 1, maxAttempts: 3, worker: worker.id)))
+        let started = try #require(startedLine)
+        #expect(started == "2026-11-18T11:06:41.500Z started   3f2a1b4c \"build all\" attempt=1/3 worker=local-1")
+        let retryLine = formatter.line(for: event(
+            4, at: 2_000, .retryScheduled(job, failedAttempt: 1, reason: .exitStatus(2), nextAttempt: 2, at: .milliseconds(3_250))))
+        let retry = try #require(retryLine)
+        #expect(retry.hasSuffix(
+            "retry     3f2a1b4c \"build all\" attempt=1/3 reason=\"exit 2\" exit_status=2 next_attempt=2 retry_in=1.25s retry_at=2026-11-18T11:06:43.250Z"))
+    }
+
+    @Test("Every JSON line parses, with ts, seq, event, job and name, and escapes what it must")
+    func jsonLines() throws {
+        var formatter = EventLogFormatter(format: .json, logsOutput: true, epoch: 0)
+        let odd = "quote \" backslash \\ newline \n tab \t bell \u{7} unicode é ✓"
+        let kinds: [SchedulerEvent.Kind] = [
+            .workerJoined(worker),
+            .submitted(JobInfo(id: job, name: odd, command: "echo", priority: 3, maxAttempts: 2, key: "k")),
+            .started(job, attempt: 1, maxAttempts: 2, worker: worker.id),
+            .output(job, OutputLine(stream: .stderr, text: odd)),
+            .progress(job, 0.5),
+            .stopping(job, .timeout),
+            .retryScheduled(job, failedAttempt: 1, reason: .timeout(.seconds(2)), nextAttempt: 2, at: .seconds(7)),
+            .requeued(job, reason: "retry due"),
+            .failed(job, reason: .signal(9), attempts: 2),
+            .cancelled(job), .paused, .resumed, .slotsChanged(local: 2, total: 2), .shuttingDown(.cancelRunning),
+            .workerLeft(worker.id, reason: "gone"), .lagged(missed: 7), .reprioritized(job, from: 1, to: 2),
+            .coalesced(existing: job, key: "k"), .succeeded(job, attempts: 1),
+        ]
+        var lines: [String] = []
+        for (offset, kind) in kinds.enumerated() {
+            let line = formatter.line(for: event(UInt64(offset + 1), at: offset * 1000, kind))
+            lines.append(try #require(line))
+        }
+        let objects = try Log.json(lines)
+        #expect(objects.map { $0["event"] as? String } == kinds.map(\.name))
+        #expect(objects.map { $0["seq"] as? Int } == Array(1...kinds.count))
+        #expect(objects.allSatisfy { ($0["ts"] as? String)?.hasSuffix("Z") == true })
+        #expect(objects[1]["name"] as? String == odd)
+        #expect(objects[1]["job"] as? String == job.description)
+        #expect(objects[3]["text"] as? String == odd)
+        #expect(objects[3]["stream"] as? String == "stderr")
+        #expect(objects[4]["progress"] as? Double == 0.5)
+        #expect(objects[6]["timeout"] as? Double == 2)
+        #expect(objects[6]["retry_in"] as? Double == 1)
+        #expect(objects[8]["signal"] as? String == "SIGKILL")
+    }
+
+    @Test("Progress is logged at most every 250ms per job, and 100% always")
+    func progressIsRateLimited() {
+        var formatter = EventLogFormatter(format: .text, logsOutput: false, epoch: 0)
+        _ = formatter.line(for: event(1, at: 0, .submitted(JobInfo(id: job, command: "x"))))
+        let ticks: [(Int, Double)] = [(0, 0.1), (100, 0.2), (200, 0.3), (260, 0.4), (300, 0.5), (320, 1.0)]
+        let logged = ticks.enumerated().compactMap { offset, tick in
+            formatter.line(for: event(UInt64(offset + 2), at: tick.0, .progress(job, tick.1)))
+        }
+        #expect(logged.count == 3)
+        #expect(logged.map { $0.split(separator: " ").last! } == ["progress=10%", "progress=40%", "progress=100%"])
+    }
+
+    @Test("Output lines are not logged unless asked")
+    func quietByDefault() {
+        var formatter = EventLogFormatter(format: .text, logsOutput: false, epoch: 0)
+        #expect(formatter.line(for: event(1, at: 0, .output(job, OutputLine(stream: .stdout, text: "hi")))) == nil)
+    }
+
+    @Test("Timestamps are ISO 8601 UTC with milliseconds")
+    func timestamps() {
+        #expect(EventLogFormatter.iso8601(0) == "1970-01-01T00:00:00.000Z")
+        #expect(EventLogFormatter.iso8601(1_795_000_000.9996) == "2026-11-18T11:06:41.000Z")
+        #expect(EventLogFormatter.iso8601(86_399.25) == "1970-01-01T23:59:59.250Z")
+    }
+}

@@ -1,0 +1,69 @@
+import ArgumentParser
+import Testing
+@testable import jobtop
+
+@Suite("Parsing the command line")
+struct OptionParsingTests {
+    @Test("Every run option is read into the command")
+    func everyOption() throws {
+        let run = try Jobtop.Run.parse([
+            "jobs.toml", "-c", "echo a", "--command", "echo b", "-j", "3", "--retries", "2", "--backoff", "500ms",
+            "--timeout", "1.5s", "--grace", "2s", "--headless", "--log-format", "json", "--log-output",
+            "--output-dir", "out", "--halt-on-failure",
+        ])
+        #expect(run.file == "jobs.toml")
+        #expect(run.command == ["echo a", "echo b"])
+        #expect(run.jobs == 3)
+        #expect(run.retries == 2)
+        #expect(run.backoff == .milliseconds(500))
+        #expect(run.timeout == .milliseconds(1500))
+        #expect(run.grace == .seconds(2))
+        #expect(run.headless)
+        #expect(run.logFormat == .json)
+        #expect(run.logOutput)
+        #expect(run.outputDir == "out")
+        #expect(run.haltOnFailure)
+        #expect(run.schedulerConfiguration.localSlots == 3)
+        #expect(run.schedulerConfiguration.gracePeriod == .seconds(2))
+    }
+
+    @Test("Defaults: no file, text log, cores as slots, 5s grace")
+    func defaults() throws {
+        let run = try Jobtop.Run.parse([])
+        #expect(run.file == nil)
+        #expect(run.command.isEmpty)
+        #expect(run.logFormat == .text)
+        #expect(!run.headless && !run.haltOnFailure && !run.logOutput)
+        #expect(run.schedulerConfiguration.gracePeriod == .seconds(5))
+        #expect(run.jobOverrides == JobFields())
+    }
+
+    @Test("run is the default subcommand")
+    func runIsTheDefault() throws {
+        let command = try Jobtop.parseAsRoot(["jobs.toml", "-j", "1"])
+        let run = try #require(command as? Jobtop.Run)
+        #expect(run.file == "jobs.toml")
+        #expect(run.jobs == 1)
+        #expect(try Jobtop.parseAsRoot(["run", "-"]) is Jobtop.Run)
+    }
+
+    @Test(
+        "Bad values are usage errors",
+        arguments: [
+            ["-j", "0"], ["--jobs=-2"], ["--retries=-1"], ["--backoff", "soon"], ["--timeout", "0s"],
+            ["--timeout", "10"], ["--grace", "1x"], ["--log-format", "xml"], ["-c", " "], ["--bogus"],
+        ])
+    func badValues(arguments: [String]) {
+        #expect {
+            _ = try Jobtop.parseAsRoot(arguments)
+        } throws: { error in
+            Jobtop.exitCode(for: error) == .validationFailure
+        }
+    }
+
+    @Test("The command line's retries, backoff and timeout fill in the jobs")
+    func overridesReachTheJobs() throws {
+        let run = try Jobtop.Run.parse(["--retries", "2", "--backoff", "3s", "--timeout", "1m"])
+        #expect(run.jobOverrides == JobFields(retries: 2, backoff: .seconds(3), timeout: .seconds(60)))
+    }
+}
