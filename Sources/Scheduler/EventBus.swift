@@ -1,5 +1,4 @@
 import DequeModule
-import Synchronization
 
 /// Fans events out to any number of subscribers without ever waiting for one.
 ///
@@ -24,7 +23,7 @@ final class EventBus: Sendable {
         var isFinished = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// The number of the last event published.
     var lastSeq: UInt64 { state.withLock { $0.lastSeq } }

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// How a stop request reaches a running attempt, whichever worker runs it.
 ///
@@ -19,7 +18,7 @@ public final class JobControl: Sendable {
         var handler: (@Sendable (StopRequest) -> Void)?
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// A control with no stop requested.
     public init() {}

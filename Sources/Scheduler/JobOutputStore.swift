@@ -1,5 +1,4 @@
 import DequeModule
-import Synchronization
 
 /// The last lines each job printed and its latest progress, bounded in lines and bytes.
 ///
@@ -25,7 +24,7 @@ final class JobOutputStore: Sendable {
     }
 
     let limits: Limits
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(limits: Limits) {
         self.limits = limits

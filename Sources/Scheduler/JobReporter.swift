@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Where a running attempt reports its output and progress. Safe to call from any thread.
 public final class JobReporter: Sendable {
@@ -9,7 +8,7 @@ public final class JobReporter: Sendable {
     private let store: JobOutputStore
     private let bus: EventBus
     private let clock: SchedulerClock
-    private let lastProgress = Mutex<Double?>(nil)
+    private let lastProgress = Locked<Double?>(nil)
 
     init(jobID: JobID, attempt: Int, store: JobOutputStore, bus: EventBus, clock: SchedulerClock) {
         self.jobID = jobID

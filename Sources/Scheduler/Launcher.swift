@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Hands attempts the scheduler decided to start to its run loop, which owns the task group.
 ///
@@ -11,7 +10,7 @@ final class Launcher: Sendable {
         var isFinished = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     func submit(_ assignments: [JobAssignmentHandle]) {
         guard !assignments.isEmpty else { return }

@@ -1,14 +1,13 @@
 import DequeModule
 import Dispatch
 import Foundation
-import Synchronization
 
 /// A serial executor backed by one dedicated thread.
 ///
 /// An actor that uses it can block (wait for a child process, poll its pipes) without taking a
 /// thread from Swift's cooperative pool, which has only as many threads as cores.
 final class ThreadExecutor: SerialExecutor {
-    private let queue = Mutex<(jobs: Deque<UnownedJob>, isStopped: Bool)>(([], false))
+    private let queue = Locked<(jobs: Deque<UnownedJob>, isStopped: Bool)>(([], false))
     private let wakeup = DispatchSemaphore(value: 0)
 
     init(name: String) {

@@ -1,4 +1,3 @@
-import Synchronization
 @testable import Scheduler
 
 /// A worker that holds each attempt until the test releases it, and tells the test which
@@ -14,7 +13,7 @@ final class GatedWorker: Worker {
         var early: [JobID: Termination] = [:]
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(name: String = "gated", slots: Int = 1) {
         descriptor = WorkerDescriptor(id: WorkerID(), name: name, kind: .local, slots: slots)

@@ -1,4 +1,4 @@
-import Synchronization
+@testable import Scheduler
 
 /// A clock that moves only when a test advances it, so backoff and timeouts are tested without
 /// sleeping. Sleepers whose deadline is reached are resumed by ``advance(by:)``.
@@ -22,7 +22,7 @@ final class ManualClock: Clock, Sendable {
         var waitersForSleepers: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     var now: Instant { state.withLock { $0.now } }
     var minimumResolution: Duration { .zero }
