@@ -1,0 +1,379 @@
+import Dispatch
+import Foundation
+import Scheduler
+
+/// The dashboard's loop on the main actor: input → action → state change → mark dirty → one
+/// coalesced redraw.
+///
+/// Nothing here polls. Keys wake it through a read source on stdin, signals through a read
+/// source on a self-pipe, scheduler events through their stream. A change marks the screen
+/// dirty; a frame is drawn at most every ``frameInterval`` and only when something changed.
+/// While jobs run (or wait to retry), a 1 Hz tick keeps elapsed times moving; idle, it stops.
+@MainActor
+final class DashboardController {
+    /// The shortest time between two frames (~30 per second).
+    static let frameInterval: Duration = .milliseconds(33)
+    /// The signals the dashboard owns while it runs.
+    static let ownedSignals: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGWINCH]
+
+    private let scheduler: Scheduler
+    private let terminal: NcursesTerminal
+    private let options: DashboardOptions
+    private var model: DashboardModel
+    private let clock = ContinuousClock()
+
+    private var exitContinuation: CheckedContinuation<DashboardExit, Never>?
+    private var result: DashboardExit?
+
+    private var inputSource: (any DispatchSourceRead)?
+    private var signalSource: (any DispatchSourceRead)?
+    private var signalPipe: Int32 = -1
+    private var consumer: Task<Void, Never>?
+    private var commandRunner: Task<Void, Never>?
+    private var commands: AsyncStream<DashboardCommand>.Continuation?
+    private var ticker: Task<Void, Never>?
+    private var outputFollower: Task<Void, Never>?
+    private var isOutputStale = false
+    private var isFetchingOutput = false
+    private var isFetchingSnapshot = false
+
+    private var isDirty = false
+    private var isFrameScheduled = false
+    private var lastFrame: ContinuousClock.Instant
+    /// The scheduler's clock at a moment on ours, to tell its `now` between events.
+    private var anchor: (time: SchedulerTime, at: ContinuousClock.Instant)
+    private var frames = 0
+    private var framesThisSecond = 0
+    private var secondStart: ContinuousClock.Instant
+    private var maxFramesPerSecond = 0
+    private let started: ContinuousClock.Instant
+
+    init(scheduler: Scheduler, terminal: NcursesTerminal, options: DashboardOptions) {
+        self.scheduler = scheduler
+        self.terminal = terminal
+        self.options = options
+        model = DashboardModel(title: options.title)
+        let now = clock.now
+        lastFrame = now - .seconds(1)
+        anchor = (.zero, now)
+        secondStart = now
+        started = now
+    }
+
+    /// Runs until the user quits or a signal ends it; the terminal is restored before it returns.
+    func run() async -> DashboardExit {
+        let exit = await withCheckedContinuation { continuation in
+            exitContinuation = continuation
+            start()
+        }
+        stop()
+        return exit
+    }
+
+    // MARK: - Setup and teardown
+
+    private func start() {
+        installSignals()
+        let input = DispatchSource.makeReadSource(fileDescriptor: STDIN_FILENO, queue: .main)
+        input.setEventHandler { [weak self] in
+            MainActor.assumeIsolated { self?.drainKeys() }
+        }
+        input.resume()
+        inputSource = input
+
+        let (stream, continuation) = AsyncStream<DashboardCommand>.makeStream()
+        commands = continuation
+        commandRunner = Task { await self.runCommands(stream) }
+        let scheduler = scheduler
+        consumer = Task {
+            let events = await scheduler.events(includeOutput: false)
+            await self.consume(events)
+        }
+        markDirty()
+    }
+
+    private func stop() {
+        inputSource?.cancel()
+        inputSource = nil
+        signalSource?.cancel()
+        signalSource = nil
+        terminal.restoreSignals(Self.ownedSignals)
+        if signalPipe >= 0 {
+            close(signalPipe)
+            signalPipe = -1
+        }
+        consumer?.cancel()
+        ticker?.cancel()
+        outputFollower?.cancel()
+        commands?.finish()
+        commandRunner?.cancel()
+        terminal.close()
+        writeFrameStats()
+    }
+
+    private func finish(_ exit: DashboardExit) {
+        guard result == nil else { return }
+        result = exit
+        exitContinuation?.resume(returning: exit)
+        exitContinuation = nil
+    }
+
+    /// Signals reach the main actor through a pipe: the C handler writes the signal number,
+    /// a read source here acts on it.
+    private func installSignals() {
+        guard let readEnd = terminal.installSignalPipe(for: Self.ownedSignals) else { return }
+        signalPipe = readEnd
+        let source = DispatchSource.makeReadSource(fileDescriptor: readEnd, queue: .main)
+        source.setEventHandler { [weak self] in
+            MainActor.assumeIsolated { self?.drainSignals() }
+        }
+        source.resume()
+        signalSource = source
+    }
+
+    // MARK: - Input
+
+    private func drainKeys() {
+        while result == nil, let key = terminal.readKey() {
+            handle(key)
+        }
+        // Standard input closed (the terminal went away): nothing more can be typed.
+        if result == nil, isStdinGone() { finish(.signal(SIGHUP)) }
+    }
+
+    private func isStdinGone() -> Bool {
+        var descriptor = pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0)
+        guard poll(&descriptor, 1, 0) == 1 else { return false }
+        return descriptor.revents & Int16(POLLHUP | POLLNVAL) != 0
+    }
+
+    private func handle(_ key: Key) {
+        if key == .resize {
+            terminal.updateSize()
+            markDirty()
+            return
+        }
+        let commands = model.handle(key)
+        markDirty()
+        for command in commands { perform(command) }
+    }
+
+    private func drainSignals() {
+        var buffer = [UInt8](repeating: 0, count: 64)
+        while result == nil {
+            let count = read(signalPipe, &buffer, buffer.count)
+            guard count > 0 else { return }
+            for byte in buffer.prefix(count) {
+                let number = Int32(byte)
+                switch number {
+                case SIGWINCH:
+                    terminal.updateSize()
+                    markDirty()
+                case SIGINT:
+                    // Like Ctrl-C typed: quit, asking first while jobs are active; twice forces.
+                    handle(.control("c"))
+                default:
+                    finish(.signal(number))
+                }
+            }
+        }
+    }
+
+    // MARK: - Commands
+
+    private func perform(_ command: DashboardCommand) {
+        switch command {
+        case .quit: finish(.quit)
+        case .forceQuit: finish(.signal(SIGINT))
+        case .showOutput(let id): showOutput(of: id)
+        default: commands?.yield(command)
+        }
+    }
+
+    /// Sends commands to the scheduler one at a time, in the order they were given.
+    private func runCommands(_ stream: AsyncStream<DashboardCommand>) async {
+        for await command in stream {
+            let note = await execute(command)
+            if let note {
+                model.message = note
+                markDirty()
+            }
+        }
+    }
+
+    private func execute(_ command: DashboardCommand) async -> Segment? {
+        let scheduler = scheduler
+        do {
+            switch command {
+            case .submit(let text, let priority):
+                let id = try await scheduler.submit(.shell(text, priority: priority))
+                return Segment("submitted \(id.short): \(text)", .message)
+            case .cancel(let id):
+                try await scheduler.cancel(id)
+            case .reprioritize(let id, let priority):
+                try await scheduler.reprioritize(id, to: priority)
+            case .retry(let id):
+                try await scheduler.retry(id)
+                return Segment("\(id.short) queued again", .message)
+            case .pause:
+                await scheduler.pause()
+            case .resume:
+                await scheduler.resume()
+            case .setLocalSlots(let slots):
+                try await scheduler.setLocalSlots(slots)
+            case .showOutput, .quit, .forceQuit:
+                break
+            }
+        } catch {
+            return Segment(error.description, .error)
+        }
+        return nil
+    }
+
+    // MARK: - Scheduler events
+
+    private func consume(_ events: EventStream) async {
+        for await event in events {
+            apply(event)
+        }
+    }
+
+    private func apply(_ event: SchedulerEvent) {
+        if case .snapshot(let snapshot) = event.kind {
+            anchor = (snapshot.time, clock.now)
+        }
+        model.apply(event)
+        if let id = event.kind.jobID, id == model.outputJob { isOutputStale = true }
+        if model.needsSnapshot { fetchSnapshot() }
+        updateTicker()
+        markDirty()
+    }
+
+    private func fetchSnapshot() {
+        guard !isFetchingSnapshot else { return }
+        isFetchingSnapshot = true
+        let scheduler = scheduler
+        Task {
+            let snapshot = await scheduler.snapshot()
+            self.isFetchingSnapshot = false
+            self.anchor = (snapshot.time, self.clock.now)
+            self.model.apply(snapshot: snapshot, seq: snapshot.seq)
+            self.markDirty()
+        }
+    }
+
+    /// The scheduler's present time, from the last snapshot plus the time passed since.
+    private var schedulerNow: SchedulerTime {
+        max(model.board.lastTime, anchor.time + (clock.now - anchor.at))
+    }
+
+    /// Ticks once a second while something on screen moves with time.
+    private func updateTicker() {
+        guard ticker == nil, needsTicks else { return }
+        ticker = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(1))
+                self.markDirty()
+                if !self.needsTicks { break }
+            }
+            self.ticker = nil
+        }
+    }
+
+    private var needsTicks: Bool {
+        let board = model.board
+        return board.count(.running) + board.count(.waiting) > 0 || board.jobsPerSecond(now: schedulerNow) > 0
+    }
+
+    // MARK: - Output view
+
+    private func showOutput(of id: JobID) {
+        outputFollower?.cancel()
+        isOutputStale = true
+        let scheduler = scheduler
+        // Output lines are not in the main stream; a second subscription, only while the view
+        // is open, says when this job printed something.
+        outputFollower = Task {
+            let events = await scheduler.events(bufferLimit: 4_096, includeOutput: true)
+            await self.follow(events, id: id)
+        }
+        markDirty()
+    }
+
+    private func follow(_ events: EventStream, id: JobID) async {
+        for await event in events {
+            guard model.outputJob == id else { return }
+            if case .output(id, _) = event.kind {
+                isOutputStale = true
+                markDirty()
+            }
+        }
+    }
+
+    private func refreshOutputIfNeeded() {
+        guard isOutputStale, !isFetchingOutput, let id = model.outputJob else { return }
+        isOutputStale = false
+        isFetchingOutput = true
+        let scheduler = scheduler
+        Task {
+            let tail = await scheduler.output(of: id)
+            self.isFetchingOutput = false
+            self.model.setOutput(of: id, lines: tail.lines, dropped: tail.dropped)
+            self.markDirty()
+        }
+    }
+
+    // MARK: - Frames
+
+    /// Notes that the screen must change; the frame follows, at most ~30 a second.
+    private func markDirty() {
+        isDirty = true
+        guard !isFrameScheduled, result == nil else { return }
+        isFrameScheduled = true
+        let wait = (lastFrame + Self.frameInterval) - clock.now
+        if wait <= .zero {
+            DispatchQueue.main.async { [weak self] in MainActor.assumeIsolated { self?.drawFrame() } }
+        } else {
+            let nanoseconds = Int(wait.seconds * 1e9)
+            DispatchQueue.main.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in
+                MainActor.assumeIsolated { self?.drawFrame() }
+            }
+        }
+    }
+
+    private func drawFrame() {
+        isFrameScheduled = false
+        guard isDirty, result == nil else { return }
+        isDirty = false
+        if model.outputJob == nil, outputFollower != nil {
+            outputFollower?.cancel()
+            outputFollower = nil
+        }
+        refreshOutputIfNeeded()
+        let now = clock.now
+        lastFrame = now
+        let size = terminal.size
+        model.prepare(tableRows: DashboardView.Layout(size: size).tableRows)
+        model.outputRows = max(1, size.rows - 2)
+        terminal.draw(DashboardView.render(model, size: size, now: schedulerNow))
+        countFrame(at: now)
+    }
+
+    private func countFrame(at now: ContinuousClock.Instant) {
+        frames += 1
+        if now - secondStart >= .seconds(1) {
+            secondStart = now
+            framesThisSecond = 0
+        }
+        framesThisSecond += 1
+        maxFramesPerSecond = max(maxFramesPerSecond, framesThisSecond)
+    }
+
+    private func writeFrameStats() {
+        let environment = ProcessInfo.processInfo.environment["JOBTOP_FRAME_STATS"]
+        guard let path = options.frameStatsPath ?? environment, !path.isEmpty else { return }
+        let seconds = (clock.now - started).seconds
+        let text = "frames=\(frames) seconds=\(Formatting.rate(seconds)) max_per_second=\(maxFramesPerSecond)\n"
+        _ = FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
+    }
+}

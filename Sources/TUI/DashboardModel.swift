@@ -1,0 +1,456 @@
+import Foundation
+import Scheduler
+
+/// How the job table is ordered.
+enum SortKey: String, CaseIterable, Sendable {
+    /// Running, then queued in run order, then waiting to retry, then finished newest first.
+    case state
+    /// Highest priority first.
+    case priority
+    /// By name or command, A to Z.
+    case name
+    /// Newest submission first.
+    case newest
+}
+
+/// Something the dashboard asks the scheduler (or the screen's owner) to do.
+enum DashboardCommand: Equatable, Sendable {
+    case submit(command: String, priority: Int)
+    case cancel(JobID)
+    case reprioritize(JobID, to: Int)
+    case retry(JobID)
+    case pause
+    case resume
+    case setLocalSlots(Int)
+    /// Fetch the job's output for the output view.
+    case showOutput(JobID)
+    /// Quit; active jobs are cancelled by the caller.
+    case quit
+    /// Quit at once (a second Ctrl-C).
+    case forceQuit
+}
+
+/// The dashboard's state: what the scheduler reported plus what the user is doing. Pure: keys
+/// and events go in, commands come out; drawing reads it.
+struct DashboardModel: Sendable {
+    /// A question waiting for y/n.
+    enum Confirmation: Equatable, Sendable {
+        case cancel(JobID, name: String)
+        case quit(active: Int)
+    }
+
+    /// A text prompt on the status line.
+    struct Prompt: Equatable, Sendable {
+        enum Kind: Equatable, Sendable { case newJob, filter }
+        enum Field: Equatable, Sendable { case command, priority }
+        var kind: Kind
+        var command: LineEditor
+        var priority: LineEditor
+        var field: Field = .command
+    }
+
+    /// The output view of one job.
+    struct OutputView: Equatable, Sendable {
+        var id: JobID
+        var lines: [OutputLine] = []
+        var dropped = 0
+        var isLoaded = false
+        /// The first line shown, or `nil` to follow the end.
+        var top: Int?
+    }
+
+    /// What the screen shows.
+    enum Mode: Equatable, Sendable {
+        case table
+        case help
+        case prompt(Prompt)
+        case confirm(Confirmation)
+        case output(OutputView)
+    }
+
+    var title: String
+    private(set) var board = JobBoard()
+    var mode: Mode = .table
+    private(set) var sort: SortKey = .state
+    private(set) var filter = ""
+    /// A one-off note on the status line, cleared by the next key.
+    var message: Segment?
+
+    private(set) var selectedID: JobID?
+    private(set) var selectedIndex = 0
+    /// The first table row shown.
+    private(set) var top = 0
+    /// Rows the table shows; set by ``prepare(tableRows:)``.
+    private(set) var pageSize = 10
+
+    private var order: [JobID] = []
+    private var orderStamp: (version: Int, sort: SortKey, filter: String)?
+    /// Submission order, for stable ties.
+    private var ordinals: [JobID: Int] = [:]
+    private var nextOrdinal = 0
+
+    init(title: String = "jobtop") {
+        self.title = title
+    }
+
+    // MARK: - Events
+
+    /// Applies a scheduler event.
+    mutating func apply(_ event: SchedulerEvent) {
+        switch event.kind {
+        case .snapshot(let snapshot):
+            for job in snapshot.jobs where ordinals[job.id] == nil {
+                ordinals[job.id] = nextOrdinal
+                nextOrdinal += 1
+            }
+        case .submitted(let info):
+            if ordinals[info.id] == nil {
+                ordinals[info.id] = nextOrdinal
+                nextOrdinal += 1
+            }
+        default:
+            break
+        }
+        board.apply(event)
+        if ordinals.count > board.jobs.count + 1_000 {
+            ordinals = ordinals.filter { board.jobs[$0.key] != nil }
+        }
+    }
+
+    /// Replaces the board with a fresh snapshot (after an event named an unknown job).
+    mutating func apply(snapshot: SchedulerSnapshot, seq: UInt64) {
+        apply(SchedulerEvent(seq: seq, time: snapshot.time, kind: .snapshot(snapshot)))
+    }
+
+    /// Whether the board asks for a fresh snapshot.
+    var needsSnapshot: Bool { board.needsSnapshot }
+
+    /// Shows a job's output once fetched.
+    mutating func setOutput(of id: JobID, lines: [OutputLine], dropped: Int) {
+        guard case .output(var view) = mode, view.id == id else { return }
+        view.lines = lines
+        view.dropped = dropped
+        view.isLoaded = true
+        if let top = view.top { view.top = min(top, max(0, lines.count - 1)) }
+        mode = .output(view)
+    }
+
+    /// The job the output view shows, if it is open.
+    var outputJob: JobID? {
+        if case .output(let view) = mode { return view.id }
+        return nil
+    }
+
+    // MARK: - The table
+
+    /// The table's jobs in display order (filtered and sorted).
+    var orderedIDs: [JobID] {
+        if let stamp = orderStamp, stamp.version == board.orderVersion, stamp.sort == sort, stamp.filter == filter {
+            return order
+        }
+        return Self.ordered(board.jobs.values, sort: sort, filter: filter, ordinals: ordinals).map(\.id)
+    }
+
+    /// The selected job, if any.
+    var selectedJob: JobInfo? { selectedID.flatMap { board.jobs[$0] } }
+
+    /// Refreshes the order and keeps the selection on the same job and in view.
+    mutating func prepare(tableRows: Int) {
+        pageSize = max(1, tableRows)
+        refreshOrder()
+        clampSelection()
+    }
+
+    private mutating func refreshOrder() {
+        if let stamp = orderStamp, stamp.version == board.orderVersion, stamp.sort == sort, stamp.filter == filter {
+            return
+        }
+        order = Self.ordered(board.jobs.values, sort: sort, filter: filter, ordinals: ordinals).map(\.id)
+        orderStamp = (board.orderVersion, sort, filter)
+    }
+
+    private mutating func clampSelection() {
+        if let id = selectedID, selectedIndex < order.count, order[selectedIndex] == id {
+            // Unchanged.
+        } else if let id = selectedID, let index = order.firstIndex(of: id) {
+            selectedIndex = index
+        } else {
+            selectedIndex = min(selectedIndex, max(0, order.count - 1))
+        }
+        selectedID = order.isEmpty ? nil : order[selectedIndex]
+        if selectedIndex < top { top = selectedIndex }
+        if selectedIndex >= top + pageSize { top = selectedIndex - pageSize + 1 }
+        top = max(0, min(top, max(0, order.count - pageSize)))
+    }
+
+    private mutating func select(index: Int) {
+        guard !order.isEmpty else { return }
+        selectedIndex = max(0, min(index, order.count - 1))
+        selectedID = order[selectedIndex]
+        clampSelection()
+    }
+
+    /// Sorts and filters jobs for the table.
+    static func ordered(
+        _ jobs: some Collection<JobInfo>, sort: SortKey, filter: String, ordinals: [JobID: Int] = [:]
+    ) -> [JobInfo] {
+        let needle = filter.lowercased()
+        let shown = needle.isEmpty ? Array(jobs) : jobs.filter { job in
+            job.displayName.lowercased().contains(needle) || job.command.lowercased().contains(needle)
+                || job.id.short.hasPrefix(needle) || job.state.name.hasPrefix(needle)
+        }
+        func rank(_ job: JobInfo) -> Int {
+            switch job.state.kind {
+            case .running: 0
+            case .queued: 1
+            case .waiting: 2
+            case .succeeded, .failed, .cancelled: 3
+            }
+        }
+        // The order within a state: running oldest start first, queued in run order (priority,
+        // then submission), waiting soonest first, finished newest first.
+        func stateOrder(_ a: JobInfo, _ b: JobInfo) -> Bool {
+            let ra = rank(a), rb = rank(b)
+            if ra != rb { return ra < rb }
+            switch ra {
+            case 0:
+                let sa = a.startedAt ?? .zero, sb = b.startedAt ?? .zero
+                if sa != sb { return sa < sb }
+            case 1:
+                if a.priority != b.priority { return a.priority > b.priority }
+            case 2:
+                if case .waitingForRetry(let ua, _, _) = a.state, case .waitingForRetry(let ub, _, _) = b.state, ua != ub {
+                    return ua < ub
+                }
+            default:
+                let fa = a.finishedAt ?? .zero, fb = b.finishedAt ?? .zero
+                if fa != fb { return fa > fb }
+                let oa = ordinals[a.id] ?? 0, ob = ordinals[b.id] ?? 0
+                if oa != ob { return oa > ob }
+                return a.id < b.id
+            }
+            return submissionOrder(a, b)
+        }
+        func submissionOrder(_ a: JobInfo, _ b: JobInfo) -> Bool {
+            if a.submittedAt != b.submittedAt { return a.submittedAt < b.submittedAt }
+            let oa = ordinals[a.id] ?? 0, ob = ordinals[b.id] ?? 0
+            if oa != ob { return oa < ob }
+            return a.id < b.id
+        }
+        switch sort {
+        case .state:
+            return shown.sorted(by: stateOrder)
+        case .priority:
+            return shown.sorted { a, b in a.priority != b.priority ? a.priority > b.priority : stateOrder(a, b) }
+        case .name:
+            let keyed = shown.map { ($0.displayName.lowercased(), $0) }
+            return keyed.sorted { a, b in a.0 != b.0 ? a.0 < b.0 : stateOrder(a.1, b.1) }.map(\.1)
+        case .newest:
+            return shown.sorted { a, b in submissionOrder(b, a) }
+        }
+    }
+
+    // MARK: - Keys
+
+    /// Handles a key and returns what should be done.
+    mutating func handle(_ key: Key) -> [DashboardCommand] {
+        refreshOrder()
+        clampSelection()
+        if key != .control("c") { message = nil }
+        switch mode {
+        case .table: return handleTable(key)
+        case .help:
+            if key == .control("c") { return interrupt() }
+            mode = .table
+            return []
+        case .prompt(let prompt): return handlePrompt(key, prompt)
+        case .confirm(let confirmation): return handleConfirm(key, confirmation)
+        case .output(let view): return handleOutput(key, view)
+        }
+    }
+
+    private mutating func handleTable(_ key: Key) -> [DashboardCommand] {
+        guard let action = KeyBindings.action(for: key) else { return [] }
+        switch action {
+        case .moveUp: select(index: selectedIndex - 1)
+        case .moveDown: select(index: selectedIndex + 1)
+        case .pageUp: select(index: selectedIndex - pageSize)
+        case .pageDown: select(index: selectedIndex + pageSize)
+        case .moveToTop: select(index: 0)
+        case .moveToBottom: select(index: order.count - 1)
+        case .showOutput:
+            guard let job = selectedJob else { return [] }
+            mode = .output(OutputView(id: job.id))
+            return [.showOutput(job.id)]
+        case .enqueue:
+            mode = .prompt(Prompt(kind: .newJob, command: LineEditor(), priority: LineEditor("0")))
+        case .cancel:
+            guard let job = selectedJob else { return noSelection() }
+            guard !job.state.isFinished else {
+                message = Segment("\(job.id.short) has already ended (\(job.state.name))", .error)
+                return []
+            }
+            mode = .confirm(.cancel(job.id, name: job.displayName))
+        case .raisePriority, .lowerPriority:
+            guard let job = selectedJob else { return noSelection() }
+            guard !job.state.isFinished else {
+                message = Segment("\(job.id.short) has ended; only active jobs have a priority to change", .error)
+                return []
+            }
+            return [.reprioritize(job.id, to: job.priority + (action == .raisePriority ? 1 : -1))]
+        case .retry:
+            guard let job = selectedJob else { return noSelection() }
+            switch job.state.kind {
+            case .failed, .cancelled: return [.retry(job.id)]
+            default:
+                message = Segment("only failed or cancelled jobs can be retried; \(job.id.short) is \(job.state.name)", .error)
+            }
+        case .togglePause:
+            return [board.isPaused ? .resume : .pause]
+        case .fewerSlots:
+            guard board.localSlots > 1 else {
+                message = Segment("at least one local slot is needed", .error)
+                return []
+            }
+            return [.setLocalSlots(board.localSlots - 1)]
+        case .moreSlots:
+            return [.setLocalSlots(board.localSlots + 1)]
+        case .filter:
+            mode = .prompt(Prompt(kind: .filter, command: LineEditor(filter), priority: LineEditor()))
+        case .cycleSort:
+            let all = SortKey.allCases
+            sort = all[(all.firstIndex(of: sort)! + 1) % all.count]
+            message = Segment("sorted by \(sort.rawValue)", .message)
+        case .help:
+            mode = .help
+        case .quit:
+            return quit()
+        case .interrupt:
+            return interrupt()
+        }
+        return []
+    }
+
+    private mutating func noSelection() -> [DashboardCommand] {
+        message = Segment("no job selected", .error)
+        return []
+    }
+
+    private mutating func quit() -> [DashboardCommand] {
+        let active = board.activeCount
+        guard active > 0 else { return [.quit] }
+        mode = .confirm(.quit(active: active))
+        return []
+    }
+
+    private mutating func interrupt() -> [DashboardCommand] {
+        if case .confirm(.quit) = mode { return [.forceQuit] }
+        return quit()
+    }
+
+    private mutating func handlePrompt(_ key: Key, _ prompt: Prompt) -> [DashboardCommand] {
+        var prompt = prompt
+        switch key {
+        case .control("c"):
+            mode = .table
+            return interrupt()
+        case .escape:
+            if prompt.kind == .filter { setFilter("") }
+            mode = .table
+            return []
+        case .enter:
+            mode = .table
+            switch prompt.kind {
+            case .filter:
+                setFilter(prompt.command.text)
+                return []
+            case .newJob:
+                let command = prompt.command.text.trimmingCharacters(in: .whitespaces)
+                guard !command.isEmpty else {
+                    message = Segment("nothing submitted: the command was empty", .error)
+                    return []
+                }
+                let priorityText = prompt.priority.text.trimmingCharacters(in: .whitespaces)
+                guard let priority = priorityText.isEmpty ? 0 : Int(priorityText) else {
+                    mode = .prompt(prompt)
+                    prompt.field = .priority
+                    mode = .prompt(prompt)
+                    message = Segment("priority must be a whole number, not '\(priorityText)'", .error)
+                    return []
+                }
+                return [.submit(command: command, priority: priority)]
+            }
+        case .tab, .up, .down:
+            if prompt.kind == .newJob { prompt.field = prompt.field == .command ? .priority : .command }
+        default:
+            if prompt.field == .command || prompt.kind == .filter {
+                prompt.command.handle(key)
+            } else if case .char(let c) = key, !(c.isNumber || c == "-") {
+                message = Segment("priority is a whole number", .error)
+            } else {
+                prompt.priority.handle(key)
+            }
+        }
+        mode = .prompt(prompt)
+        if prompt.kind == .filter { setFilter(prompt.command.text) }
+        return []
+    }
+
+    private mutating func setFilter(_ text: String) {
+        guard text != filter else { return }
+        filter = text
+        refreshOrder()
+        selectedIndex = 0
+        if let id = selectedID, let index = order.firstIndex(of: id) { selectedIndex = index }
+        selectedID = order.isEmpty ? nil : order[min(selectedIndex, order.count - 1)]
+        clampSelection()
+    }
+
+    private mutating func handleConfirm(_ key: Key, _ confirmation: Confirmation) -> [DashboardCommand] {
+        switch key {
+        case .char("y"), .char("Y"):
+            mode = .table
+            switch confirmation {
+            case .cancel(let id, _):
+                message = Segment("cancelling \(id.short)…", .message)
+                return [.cancel(id)]
+            case .quit:
+                return [.quit]
+            }
+        case .char("n"), .char("N"), .escape, .char("q"):
+            mode = .table
+        case .control("c"):
+            return interrupt()
+        default:
+            break
+        }
+        return []
+    }
+
+    private mutating func handleOutput(_ key: Key, _ view: OutputView) -> [DashboardCommand] {
+        var view = view
+        let last = max(0, view.lines.count - outputRows)
+        let current = view.top ?? last
+        switch key {
+        case .escape, .char("q"), .enter, .function(10):
+            mode = .table
+            return []
+        case .control("c"):
+            mode = .table
+            return interrupt()
+        case .up, .char("k"): view.top = max(0, current - 1)
+        case .down, .char("j"): view.top = current + 1
+        case .pageUp: view.top = max(0, current - outputRows)
+        case .pageDown: view.top = current + outputRows
+        case .home, .char("g"): view.top = 0
+        case .end, .char("G"), .char("f"): view.top = nil
+        default: return []
+        }
+        if let top = view.top, top >= last { view.top = nil }
+        mode = .output(view)
+        return []
+    }
+
+    /// Rows of output the output view shows (the screen minus its header and footer).
+    var outputRows: Int = 20
+}

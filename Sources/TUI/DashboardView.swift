@@ -1,0 +1,455 @@
+import Scheduler
+
+/// Turns the model into a frame of text: pure, so tests read the screen as strings.
+enum DashboardView {
+    /// The smallest terminal the dashboard draws in; below it a message says so.
+    static let minimumSize = TerminalSize(rows: 12, columns: 50)
+
+    /// Where things go on a screen of a given size.
+    struct Layout: Equatable {
+        var size: TerminalSize
+        /// The first row of jobs.
+        var tableTop: Int { 3 }
+        /// Rows of jobs.
+        var tableRows: Int
+        /// Lines of the worker and event panels (their title row not counted); 0 hides them.
+        var panelRows: Int
+        var statusRow: Int { size.rows - 2 }
+        var footerRow: Int { size.rows - 1 }
+
+        init(size: TerminalSize) {
+            self.size = size
+            let free = size.rows - 5
+            panelRows = size.rows >= 20 ? min(10, max(3, free / 4)) : 0
+            tableRows = max(1, free - (panelRows > 0 ? panelRows + 1 : 0))
+        }
+    }
+
+    /// One column of the job table.
+    private struct Column {
+        enum Field { case id, name, state, priority, progress, attempts, worker, time }
+        var field: Field
+        var title: String
+        var width: Int
+        var alignRight = false
+    }
+
+    /// The frame for `model` on a screen of `size` at scheduler time `now`.
+    static func render(_ model: DashboardModel, size: TerminalSize, now: SchedulerTime) -> Frame {
+        guard size.rows >= minimumSize.rows, size.columns >= minimumSize.columns else {
+            return tooSmall(size)
+        }
+        switch model.mode {
+        case .help: return help(size: size)
+        case .output(let view): return output(view, model: model, size: size, now: now)
+        default: return main(model, size: size, now: now)
+        }
+    }
+
+    // MARK: - Main screen
+
+    private static func main(_ model: DashboardModel, size: TerminalSize, now: SchedulerTime) -> Frame {
+        let layout = Layout(size: size)
+        let width = size.columns
+        var lines: [ScreenLine] = []
+        lines.reserveCapacity(size.rows)
+        lines.append(fitted(headerCounts(model), width: width))
+        lines.append(fitted(headerStatus(model, now: now, width: width), width: width))
+        let columns = tableColumns(width: width)
+        lines.append(tableHeader(columns, width: width))
+        let ids = model.orderedIDs
+        for row in 0..<layout.tableRows {
+            let index = model.top + row
+            if index < ids.count, let job = model.board.jobs[ids[index]] {
+                lines.append(jobRow(job, columns: columns, model: model, selected: index == model.selectedIndex, now: now, width: width))
+            } else if index == 0 && ids.isEmpty && row == 0 {
+                let text = model.filter.isEmpty
+                    ? "  No jobs yet. Press n to enqueue a shell command."
+                    : "  No job matches the filter '\(model.filter)'. Press / then Esc to clear it."
+                lines.append(fitted([Segment(text, .dim)], width: width))
+            } else {
+                lines.append(fitted([], width: width))
+            }
+        }
+        if layout.panelRows > 0 {
+            lines.append(contentsOf: panels(model, rows: layout.panelRows, width: width, now: now))
+        }
+        var cursor: ScreenPosition?
+        let status = statusLine(model, width: width, cursor: &cursor)
+        if cursor != nil { cursor!.row = layout.statusRow }
+        lines.append(status)
+        lines.append(footer(width: width))
+        return Frame(lines: lines, cursor: cursor)
+    }
+
+    static func stateRole(_ state: JobState) -> Role {
+        switch state.kind {
+        case .running: .running
+        case .queued: .queued
+        case .waiting: .waiting
+        case .succeeded: .succeeded
+        case .failed: .failed
+        case .cancelled: .cancelled
+        }
+    }
+
+    private static func headerCounts(_ model: DashboardModel) -> [Segment] {
+        let board = model.board
+        var segments = [Segment(" \(model.title) ", .title), Segment(" ")]
+        let parts: [(JobStateKind, String, Role)] = [
+            (.running, "running", .running), (.queued, "queued", .queued), (.waiting, "waiting", .waiting),
+            (.succeeded, "done", .succeeded), (.failed, "failed", .failed), (.cancelled, "cancelled", .cancelled),
+        ]
+        for (offset, part) in parts.enumerated() {
+            if offset > 0 { segments.append(Segment(" · ", .dim)) }
+            let count = board.count(part.0)
+            segments.append(Segment("\(count) \(part.1)", count == 0 ? .dim : part.2))
+        }
+        return segments
+    }
+
+    private static func headerStatus(_ model: DashboardModel, now: SchedulerTime, width: Int) -> [Segment] {
+        let board = model.board
+        let remote = board.workers.filter { $0.kind == .remote }
+        let busy = board.count(.running)
+        var left = [
+            Segment(" slots \(busy)/\(board.totalSlots)"),
+            Segment(" · ", .dim), Segment("\(Formatting.rate(board.jobsPerSecond(now: now))) jobs/s"),
+            Segment(" · ", .dim), Segment("up \(Formatting.compact(now))"),
+            Segment(" · ", .dim), Segment("workers \(board.localSlots) local, \(remote.count) remote"),
+        ]
+        if board.shutdown != nil { left.append(Segment(" · shutting down", .waiting)) }
+        var right: [Segment] = []
+        if !model.filter.isEmpty { right.append(Segment("filter: \(TextWidth.sanitize(model.filter)) ", .message)) }
+        if model.sort != .state { right.append(Segment("sort: \(model.sort.rawValue) ", .message)) }
+        if board.isPaused { right.append(Segment(" PAUSED ", .paused)) }
+        let rightWidth = right.reduce(0) { $0 + TextWidth.width($1.text) }
+        let leftLine = fitted(left, width: max(0, width - rightWidth - 1))
+        return leftLine.segments + [Segment(" ")] + right
+    }
+
+    private static func tableColumns(width: Int) -> [Column] {
+        let wide = width >= 100
+        let barWidth = wide ? 10 : 6
+        var columns = [
+            Column(field: .id, title: "ID", width: 8),
+            Column(field: .name, title: "NAME / COMMAND", width: 0),
+            Column(field: .state, title: "STATE", width: 9),
+            Column(field: .priority, title: "PRI", width: 4, alignRight: true),
+            Column(field: .progress, title: "PROGRESS", width: barWidth + 5),
+            Column(field: .attempts, title: "TRY", width: 5),
+            Column(field: .worker, title: "WORKER", width: wide ? 12 : 8),
+            Column(field: .time, title: "TIME", width: wide ? 13 : 11),
+        ]
+        func nameWidth() -> Int {
+            width - columns.filter { $0.field != .name }.reduce(0) { $0 + $1.width + 1 } - 1
+        }
+        // Narrow screens give up the least useful columns before the name gets too short.
+        for dropped in [Column.Field.worker, .attempts, .priority] where nameWidth() < 16 {
+            columns.removeAll { $0.field == dropped }
+        }
+        if let index = columns.firstIndex(where: { $0.field == .name }) { columns[index].width = max(4, nameWidth()) }
+        return columns
+    }
+
+    private static func tableHeader(_ columns: [Column], width: Int) -> ScreenLine {
+        var text = ""
+        for column in columns {
+            text += " " + TextWidth.fit(column.title, to: column.width, alignRight: column.alignRight)
+        }
+        return fitted([Segment(text, .tableHeader)], width: width, padRole: .tableHeader)
+    }
+
+    private static func jobRow(
+        _ job: JobInfo, columns: [Column], model: DashboardModel, selected: Bool, now: SchedulerTime, width: Int
+    ) -> ScreenLine {
+        var segments: [Segment] = []
+        for column in columns {
+            segments.append(Segment(" "))
+            let w = column.width
+            switch column.field {
+            case .id:
+                segments.append(Segment(TextWidth.fit(job.id.short, to: w), .dim))
+            case .name:
+                segments.append(Segment(TextWidth.fit(TextWidth.sanitize(job.displayName), to: w)))
+            case .state:
+                var name = job.state.name
+                if case .running(_, _, _, .some) = job.state { name = "stopping" }
+                segments.append(Segment(TextWidth.fit(name, to: w), stateRole(job.state)))
+            case .priority:
+                segments.append(Segment(TextWidth.fit("\(job.priority)", to: w, alignRight: true)))
+            case .progress:
+                segments.append(contentsOf: progressCell(job, width: w))
+            case .attempts:
+                let text = job.attempts == 0 ? "-/\(job.maxAttempts)" : "\(job.attempts)/\(job.maxAttempts)"
+                segments.append(Segment(TextWidth.fit(text, to: w), job.attempts > 1 ? .waiting : .normal))
+            case .worker:
+                var name = ""
+                if case .running(let worker, _, _, _) = job.state {
+                    name = model.board.workers.first { $0.id == worker }?.name ?? worker.short
+                }
+                segments.append(Segment(TextWidth.fit(TextWidth.sanitize(name), to: w), .dim))
+            case .time:
+                segments.append(Segment(TextWidth.fit(timeCell(job, now: now), to: w)))
+            }
+        }
+        var line = fitted(segments, width: width)
+        if selected {
+            line = ScreenLine([Segment(line.text, .selected)])
+        }
+        return line
+    }
+
+    /// `████░░ 66%` for a running job whose progress is known; blank otherwise.
+    static func progressCell(_ job: JobInfo, width: Int) -> [Segment] {
+        let barWidth = width - 5
+        switch job.state {
+        case .running:
+            guard let progress = job.progress else { return [Segment(String(repeating: " ", count: width))] }
+            let bar = Formatting.bar(progress, width: barWidth)
+            return [
+                Segment(bar.filled, .progressFill), Segment(bar.empty, .progressEmpty),
+                Segment(TextWidth.fit(Formatting.percent(progress), to: 5, alignRight: true)),
+            ]
+        case .succeeded:
+            let bar = Formatting.bar(1, width: barWidth)
+            return [Segment(bar.filled, .progressFill), Segment(" 100%", .dim)]
+        default:
+            return [Segment(String(repeating: " ", count: width))]
+        }
+    }
+
+    /// Elapsed time (with `~ETA` when progress is known), time to the next retry, or the
+    /// run time of a finished job.
+    static func timeCell(_ job: JobInfo, now: SchedulerTime) -> String {
+        switch job.state {
+        case .running(_, _, let since, _):
+            let elapsed = max(.zero, now - since)
+            if let progress = job.progress, progress > 0.001, progress < 1 {
+                let remaining = elapsed.seconds * (1 - progress) / progress
+                return "\(Formatting.compact(elapsed)) ~\(Formatting.compact(.seconds(remaining)))"
+            }
+            return Formatting.compact(elapsed)
+        case .waitingForRetry(let until, _, _):
+            return "in \(Formatting.compact(max(.zero, until - now)))"
+        case .queued:
+            return ""
+        case .succeeded, .failed, .cancelled:
+            guard let started = job.startedAt, let finished = job.finishedAt, finished >= started else { return "" }
+            return Formatting.compact(finished - started)
+        }
+    }
+
+    private static func panels(_ model: DashboardModel, rows: Int, width: Int, now: SchedulerTime) -> [ScreenLine] {
+        let board = model.board
+        let workerWidth = min(44, max(24, width * 2 / 5))
+        let eventWidth = width - workerWidth - 1
+        var lines: [ScreenLine] = []
+        let localCount = board.workers.filter { $0.kind == .local }.count
+        let remoteCount = board.workers.count - localCount
+        let workerTitle = " Workers (\(localCount) local, \(remoteCount) remote)"
+        lines.append(ScreenLine(
+            fitted([Segment(workerTitle, .panelTitle)], width: workerWidth, padRole: .panelTitle).segments
+                + [Segment("│", .dim)]
+                + fitted([Segment(" Events", .panelTitle)], width: eventWidth, padRole: .panelTitle).segments))
+        // Workers: one line each, busy ones with their job.
+        var workerLines: [[Segment]] = []
+        for worker in board.workers {
+            let jobs = board.running.compactMap { board.jobs[$0] }.filter {
+                if case .running(let w, _, _, _) = $0.state { return w == worker.id }
+                return false
+            }.sorted { ($0.startedAt ?? .zero) < ($1.startedAt ?? .zero) }
+            let name = TextWidth.fit(TextWidth.sanitize(worker.name), to: 10)
+            let retiring = board.retiring.contains(worker.id) ? " (leaving)" : ""
+            if let job = jobs.first {
+                let load = worker.slots > 1 ? "busy \(jobs.count)/\(worker.slots)" : "busy"
+                workerLines.append([
+                    Segment(" \(name) "), Segment(load, .running), Segment(retiring, .dim),
+                    Segment(" " + TextWidth.sanitize(job.displayName)),
+                ])
+            } else {
+                workerLines.append([Segment(" \(name) "), Segment("idle", .dim), Segment(retiring, .dim)])
+            }
+        }
+        if workerLines.count > rows {
+            let hidden = workerLines.count - rows + 1
+            workerLines = Array(workerLines.prefix(rows - 1)) + [[Segment(" … \(hidden) more", .dim)]]
+        }
+        let entries = board.log.suffix(rows)
+        let eventLines: [[Segment]] = entries.map { entry in
+            [Segment(" \(Formatting.clock(entry.time)) ", .dim), Segment(TextWidth.sanitize(entry.text), entry.role)]
+        }
+        for row in 0..<rows {
+            let left = row < workerLines.count ? workerLines[row] : []
+            let right = row < eventLines.count ? eventLines[row] : []
+            lines.append(ScreenLine(
+                fitted(left, width: workerWidth).segments + [Segment("│", .dim)] + fitted(right, width: eventWidth).segments))
+        }
+        return lines
+    }
+
+    private static func statusLine(_ model: DashboardModel, width: Int, cursor: inout ScreenPosition?) -> ScreenLine {
+        switch model.mode {
+        case .prompt(let prompt):
+            switch prompt.kind {
+            case .filter:
+                let label = " Filter: "
+                let hint = "  Enter keeps · Esc clears"
+                let fieldWidth = max(4, width - TextWidth.width(label) - TextWidth.width(hint))
+                let field = prompt.command.visible(width: fieldWidth)
+                cursor = ScreenPosition(row: 0, column: TextWidth.width(label) + field.cursorColumn)
+                return fitted([
+                    Segment(label, .prompt), Segment(TextWidth.fit(field.text, to: fieldWidth)), Segment(hint, .dim),
+                ], width: width)
+            case .newJob:
+                let label = " New job: "
+                let priorityLabel = "  priority: "
+                let priorityWidth = 6
+                let fieldWidth = max(4, width - TextWidth.width(label) - TextWidth.width(priorityLabel) - priorityWidth)
+                let command = prompt.command.visible(width: fieldWidth)
+                let priority = prompt.priority.visible(width: priorityWidth)
+                if prompt.field == .command {
+                    cursor = ScreenPosition(row: 0, column: TextWidth.width(label) + command.cursorColumn)
+                } else {
+                    cursor = ScreenPosition(
+                        row: 0,
+                        column: TextWidth.width(label) + fieldWidth + TextWidth.width(priorityLabel) + priority.cursorColumn)
+                }
+                return fitted([
+                    Segment(label, .prompt), Segment(TextWidth.fit(command.text, to: fieldWidth)),
+                    Segment(priorityLabel, .dim), Segment(TextWidth.fit(priority.text, to: priorityWidth)),
+                ], width: width)
+            }
+        case .confirm(let confirmation):
+            let text: String
+            switch confirmation {
+            case .cancel(let id, let name):
+                text = " Cancel job \(id.short) (\(TextWidth.sanitize(name)))? y = cancel it, n = keep it "
+            case .quit(let active):
+                let jobs = active == 1 ? "1 job is" : "\(active) jobs are"
+                text = " \(jobs) still queued or running. Cancel them and quit? y = quit, n = stay "
+            }
+            return fitted([Segment(text, .prompt)], width: width)
+        default:
+            if let message = model.message {
+                return fitted([Segment(" "), Segment(TextWidth.sanitize(message.text), message.role)], width: width)
+            }
+            return fitted([], width: width)
+        }
+    }
+
+    private static func footer(width: Int) -> ScreenLine {
+        var segments: [Segment] = []
+        for entry in KeyBindings.footer(width: width - 1) {
+            segments.append(Segment(" " + entry.key, .footerKey))
+            segments.append(Segment(" " + entry.label + " ", .footerLabel))
+        }
+        return fitted(segments, width: width)
+    }
+
+    // MARK: - Other screens
+
+    private static func output(_ view: DashboardModel.OutputView, model: DashboardModel, size: TerminalSize, now: SchedulerTime) -> Frame {
+        let width = size.columns
+        let rows = size.rows - 2
+        var lines: [ScreenLine] = []
+        let job = model.board.jobs[view.id]
+        var title = " Output of \(view.id.short)"
+        if let job { title += " · \(TextWidth.sanitize(job.displayName)) · \(job.state.name)" }
+        var detail = " · \(view.lines.count) lines"
+        if view.dropped > 0 { detail += " (\(view.dropped) earlier dropped)" }
+        detail += view.top == nil ? " · following " : " · scrolled "
+        let detailWidth = TextWidth.width(detail)
+        lines.append(ScreenLine(
+            fitted([Segment(title, .title)], width: max(0, width - detailWidth), padRole: .title).segments
+                + fitted([Segment(detail, .title)], width: min(width, detailWidth), padRole: .title).segments))
+        let last = max(0, view.lines.count - rows)
+        let top = min(view.top ?? last, last)
+        for row in 0..<rows {
+            let index = top + row
+            if index < view.lines.count {
+                let line = view.lines[index]
+                lines.append(fitted([Segment(TextWidth.sanitize(line.text), line.stream == .stderr ? .failed : .normal)], width: width))
+            } else if row == 0 {
+                lines.append(fitted([Segment(view.isLoaded ? " (no output yet)" : " loading…", .dim)], width: width))
+            } else {
+                lines.append(fitted([], width: width))
+            }
+        }
+        lines.append(fitted([
+            Segment("Esc", .footerKey), Segment("Back ", .footerLabel), Segment("↑↓", .footerKey), Segment("Scroll ", .footerLabel),
+            Segment("PgUp/PgDn", .footerKey), Segment("Page ", .footerLabel), Segment("End", .footerKey),
+            Segment("Follow ", .footerLabel),
+        ], width: width, padRole: .footerLabel))
+        return Frame(lines: lines, cursor: nil)
+    }
+
+    private static func help(size: TerminalSize) -> Frame {
+        let width = size.columns
+        var lines: [ScreenLine] = [fitted([Segment(" jobtop keys", .title)], width: width, padRole: .title)]
+        var body: [[Segment]] = KeyBindings.table.map { binding in
+            [Segment("  "), Segment(TextWidth.fit(binding.label, to: 8), .footerKey), Segment("  " + binding.summary)]
+        }
+        body.append([Segment("  In prompts: ←/→ Home/End move, Backspace, Ctrl-U clears, Tab switches field,", .dim)])
+        body.append([Segment("  Enter submits, Esc aborts.", .dim)])
+        for row in 0..<(size.rows - 2) {
+            lines.append(fitted(row < body.count ? body[row] : [], width: width))
+        }
+        lines.append(fitted([Segment(" Press any key to return", .footerLabel)], width: width, padRole: .footerLabel))
+        return Frame(lines: lines, cursor: nil)
+    }
+
+    private static func tooSmall(_ size: TerminalSize) -> Frame {
+        let message = [
+            "Terminal too small: \(size.columns)×\(size.rows)",
+            "jobtop needs at least \(minimumSize.columns)×\(minimumSize.rows).",
+            "Enlarge the window, or press q to quit.",
+        ]
+        var lines: [ScreenLine] = []
+        let first = max(0, (size.rows - message.count) / 2)
+        for row in 0..<max(0, size.rows) {
+            let index = row - first
+            if index >= 0 && index < message.count && size.columns > 0 {
+                let text = message[index]
+                let pad = max(0, (size.columns - TextWidth.width(text)) / 2)
+                lines.append(fitted([Segment(String(repeating: " ", count: pad) + text, index == 0 ? .error : .normal)], width: size.columns))
+            } else {
+                lines.append(fitted([], width: max(0, size.columns)))
+            }
+        }
+        return Frame(lines: lines, cursor: nil)
+    }
+
+    // MARK: - Fitting
+
+    /// Segments cut (with `…`) or padded to exactly `width` cells.
+    static func fitted(_ segments: [Segment], width: Int, padRole: Role = .normal) -> ScreenLine {
+        guard width > 0 else { return ScreenLine() }
+        let total = totalWidth(segments[...])
+        if total <= width {
+            var result = segments
+            if total < width { result.append(Segment(String(repeating: " ", count: width - total), padRole)) }
+            return ScreenLine(result)
+        }
+        var result: [Segment] = []
+        var used = 0
+        for segment in segments {
+            let cells = TextWidth.width(segment.text)
+            if used + cells < width {
+                result.append(segment)
+                used += cells
+                continue
+            }
+            // The line is too long from here on: cut this segment and end it with an ellipsis
+            // (a trailing space forces one when the segment itself would just fit).
+            let room = width - used
+            result.append(Segment(TextWidth.fit(segment.text + (cells <= room ? " " : ""), to: room), segment.role))
+            break
+        }
+        return ScreenLine(result)
+    }
+
+    private static func totalWidth(_ segments: ArraySlice<Segment>) -> Int {
+        segments.reduce(0) { $0 + TextWidth.width($1.text) }
+    }
+}

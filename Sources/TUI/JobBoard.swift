@@ -1,0 +1,249 @@
+import DequeModule
+import Scheduler
+
+/// What the dashboard knows about the scheduler, kept up to date from its events.
+///
+/// A pure value: a snapshot replaces it, each event updates it. Counts follow every state
+/// change, so they stay right even after old finished jobs are dropped from `jobs`.
+struct JobBoard: Sendable {
+    /// One line of the event pane.
+    struct LogEntry: Equatable, Sendable {
+        var time: SchedulerTime
+        var text: String
+        var role: Role
+    }
+
+    private(set) var jobs: [JobID: JobInfo] = [:]
+    private(set) var counts: [JobStateKind: Int] = [:]
+    private(set) var workers: [WorkerDescriptor] = []
+    private(set) var retiring: Set<WorkerID> = []
+    /// Running jobs, for the worker panel.
+    private(set) var running: Set<JobID> = []
+    private(set) var isPaused = false
+    private(set) var shutdown: ShutdownMode?
+    private(set) var localSlots = 0
+    private(set) var totalSlots = 0
+    /// The newest events worth a line, oldest first.
+    private(set) var log: Deque<LogEntry> = []
+    /// When recent jobs finished, for jobs/s.
+    private var finishTimes: Deque<SchedulerTime> = []
+    /// The scheduler time of the last snapshot or event.
+    private(set) var lastTime: SchedulerTime = .zero
+    /// Bumped whenever the order or membership of the job table may have changed.
+    private(set) var orderVersion = 0
+    /// Set when an event names a job this board does not know (it was dropped); the owner
+    /// should fetch a fresh snapshot.
+    private(set) var needsSnapshot = false
+
+    /// Finished jobs kept for display; older ones are dropped (counts keep them).
+    var finishedRetention: Int
+    /// Lines kept in the event log.
+    var logLimit: Int
+
+    init(finishedRetention: Int = 10_000, logLimit: Int = 200) {
+        self.finishedRetention = finishedRetention
+        self.logLimit = logLimit
+    }
+
+    /// Jobs queued, waiting to retry or running.
+    var activeCount: Int { count(.queued) + count(.waiting) + count(.running) }
+
+    /// The number of jobs in `kind`.
+    func count(_ kind: JobStateKind) -> Int { counts[kind, default: 0] }
+
+    /// Jobs finished per second over the last five seconds before `now`.
+    func jobsPerSecond(now: SchedulerTime) -> Double {
+        let window: SchedulerTime = .seconds(5)
+        let recent = finishTimes.reversed().prefix { $0 > now - window }.count
+        return Double(recent) / 5
+    }
+
+    // MARK: - Updates
+
+    /// Applies one event.
+    mutating func apply(_ event: SchedulerEvent) {
+        lastTime = max(lastTime, event.time)
+        let time = event.time
+        switch event.kind {
+        case .snapshot(let snapshot):
+            replace(with: snapshot)
+        case .lagged(let missed):
+            append(time, "fell behind: \(missed) events skipped, resynchronized", .dim)
+        case .submitted(let info):
+            if let old = jobs[info.id] { leave(old.state, id: info.id) }
+            jobs[info.id] = info
+            enter(info.state, id: info.id)
+            orderVersion += 1
+            append(time, "\(info.id.short) submitted: \(info.displayName)", .queued)
+        case .coalesced(let existing, let key):
+            append(time, "\(existing.short) already active for key \(key)", .dim)
+        case .started(let id, let attempt, let maxAttempts, let worker):
+            update(id) { job in
+                job.attempts = attempt
+                job.maxAttempts = maxAttempts
+                job.startedAt = time
+                job.finishedAt = nil
+                job.progress = nil
+                return .running(worker: worker, attempt: attempt, since: time, stopping: nil)
+            }
+            let workerName = workers.first { $0.id == worker }?.name ?? worker.short
+            let suffix = maxAttempts > 1 ? " (attempt \(attempt)/\(maxAttempts))" : ""
+            append(time, "\(id.short) started on \(workerName)\(suffix)", .running)
+        case .progress(let id, let fraction):
+            if jobs[id] != nil { jobs[id]!.progress = fraction } else { needsSnapshot = true }
+        case .output:
+            break
+        case .stopping(let id, let reason):
+            update(id) { job in
+                guard case .running(let worker, let attempt, let since, _) = job.state else { return job.state }
+                return .running(worker: worker, attempt: attempt, since: since, stopping: reason)
+            }
+            append(time, "\(id.short) stopping (\(reason == .cancel ? "cancel" : "timeout"))", .waiting)
+        case .retryScheduled(let id, let failedAttempt, let reason, let nextAttempt, let at):
+            update(id) { job in
+                job.lastFailure = reason
+                return .waitingForRetry(until: at, failedAttempt: failedAttempt, reason: reason)
+            }
+            let delay = formatDuration(max(.zero, at - time))
+            append(time, "\(id.short) attempt \(failedAttempt) failed (\(reason)); attempt \(nextAttempt) in \(delay)", .waiting)
+        case .requeued(let id, let reason):
+            update(id) { job in
+                job.finishedAt = nil
+                job.progress = nil
+                return .queued
+            }
+            append(time, "\(id.short) requeued: \(reason)", .queued)
+        case .succeeded(let id, let attempts):
+            update(id) { job in
+                job.attempts = attempts
+                job.finishedAt = time
+                return .succeeded(attempts: attempts)
+            }
+            finished(at: time)
+            append(time, "\(id.short) succeeded\(attempts > 1 ? " after \(attempts) attempts" : "")", .succeeded)
+        case .failed(let id, let reason, let attempts):
+            update(id) { job in
+                job.attempts = attempts
+                job.finishedAt = time
+                job.lastFailure = reason
+                return .failed(reason: reason, attempts: attempts)
+            }
+            finished(at: time)
+            append(time, "\(id.short) failed: \(reason)\(attempts > 1 ? " (\(attempts) attempts)" : "")", .failed)
+        case .cancelled(let id):
+            update(id) { job in
+                job.finishedAt = time
+                return .cancelled
+            }
+            finished(at: time)
+            append(time, "\(id.short) cancelled", .cancelled)
+        case .reprioritized(let id, let from, let to):
+            if jobs[id] != nil {
+                jobs[id]!.priority = to
+                orderVersion += 1
+            } else {
+                needsSnapshot = true
+            }
+            append(time, "\(id.short) priority \(from) → \(to)", .normal)
+        case .paused:
+            isPaused = true
+            append(time, "dispatch paused", .paused)
+        case .resumed:
+            isPaused = false
+            append(time, "dispatch resumed", .normal)
+        case .slotsChanged(let local, let total):
+            localSlots = local
+            totalSlots = total
+            append(time, "slots: \(local) local, \(total) in all", .normal)
+        case .workerJoined(let descriptor):
+            workers.removeAll { $0.id == descriptor.id }
+            workers.append(descriptor)
+            if descriptor.kind == .remote {
+                append(time, "worker \(descriptor.name) joined (\(descriptor.slots) slots)", .normal)
+            }
+        case .workerLeft(let id, let reason):
+            let name = workers.first { $0.id == id }?.name ?? id.short
+            workers.removeAll { $0.id == id }
+            retiring.remove(id)
+            if !name.hasPrefix("local-") || reason != "retired" {
+                append(time, "worker \(name) left: \(reason)", .dim)
+            }
+        case .shuttingDown(let mode):
+            shutdown = mode
+            append(time, "shutting down (\(mode.rawValue))", .dim)
+        }
+    }
+
+    /// Takes a fresh snapshot: clears the "needs a snapshot" flag.
+    mutating func replace(with snapshot: SchedulerSnapshot) {
+        lastTime = max(lastTime, snapshot.time)
+        var jobs: [JobID: JobInfo] = [:]
+        jobs.reserveCapacity(snapshot.jobs.count)
+        running = []
+        for job in snapshot.jobs {
+            jobs[job.id] = job
+            if case .running = job.state { running.insert(job.id) }
+        }
+        self.jobs = jobs
+        counts = snapshot.counts
+        workers = snapshot.workers.map(\.descriptor)
+        retiring = Set(snapshot.workers.filter(\.isRetiring).map(\.descriptor.id))
+        isPaused = snapshot.isPaused
+        shutdown = snapshot.shutdown
+        localSlots = snapshot.localSlots
+        totalSlots = snapshot.totalSlots
+        needsSnapshot = false
+        orderVersion += 1
+    }
+
+    // MARK: - Internals
+
+    /// Changes a job's state (and whatever `change` sets), keeping counts right.
+    private mutating func update(_ id: JobID, _ change: (inout JobInfo) -> JobState) {
+        guard var job = jobs[id] else {
+            needsSnapshot = true
+            return
+        }
+        let old = job.state
+        let new = change(&job)
+        job.state = new
+        jobs[id] = job
+        if old != new {
+            leave(old, id: id)
+            enter(new, id: id)
+            if old.kind != new.kind { orderVersion += 1 }
+        }
+    }
+
+    private mutating func enter(_ state: JobState, id: JobID) {
+        counts[state.kind, default: 0] += 1
+        if case .running = state { running.insert(id) }
+    }
+
+    private mutating func leave(_ state: JobState, id: JobID) {
+        counts[state.kind, default: 0] = max(0, counts[state.kind, default: 0] - 1)
+        if case .running = state { running.remove(id) }
+    }
+
+    private mutating func finished(at time: SchedulerTime) {
+        finishTimes.append(time)
+        while let first = finishTimes.first, first <= time - .seconds(5) { finishTimes.removeFirst() }
+        dropOldFinished()
+    }
+
+    /// Drops the oldest finished jobs beyond the retention, in batches so it stays cheap.
+    private mutating func dropOldFinished() {
+        let finished = count(.succeeded) + count(.failed) + count(.cancelled)
+        guard finished > finishedRetention + max(100, finishedRetention / 10) else { return }
+        let kept = jobs.values.filter { $0.state.isFinished }
+        guard kept.count > finishedRetention else { return }
+        let oldest = kept.sorted { ($0.finishedAt ?? .zero) < ($1.finishedAt ?? .zero) }
+        for job in oldest.prefix(kept.count - finishedRetention) { jobs[job.id] = nil }
+        orderVersion += 1
+    }
+
+    private mutating func append(_ time: SchedulerTime, _ text: String, _ role: Role) {
+        log.append(LogEntry(time: time, text: text, role: role))
+        if log.count > logLimit { log.removeFirst(log.count - logLimit) }
+    }
+}

@@ -1,0 +1,93 @@
+/// What a key does on the job table.
+enum TableAction: Hashable, Sendable, CaseIterable {
+    case moveUp, moveDown, pageUp, pageDown, moveToTop, moveToBottom
+    case showOutput, enqueue, cancel, raisePriority, lowerPriority, retry, togglePause
+    case fewerSlots, moreSlots, filter, cycleSort, help, quit, interrupt
+}
+
+/// One entry of the key table: the keys, how help shows them, and what they do.
+struct KeyBinding: Sendable {
+    /// The keys that trigger it.
+    var keys: [Key]
+    /// The keys as help shows them.
+    var label: String
+    /// What it does, for help.
+    var summary: String
+    /// The action.
+    var action: TableAction
+    /// The short label in the footer, if it has one there.
+    var footer: (key: String, label: String)?
+}
+
+/// The dashboard's keys, in one place: the table decides, help and the footer show it.
+enum KeyBindings {
+    /// Every binding of the job table, in the order help lists them.
+    static let table: [KeyBinding] = [
+        KeyBinding(keys: [.up, .char("k")], label: "↑ k", summary: "select the previous job", action: .moveUp),
+        KeyBinding(keys: [.down, .char("j")], label: "↓ j", summary: "select the next job", action: .moveDown),
+        KeyBinding(keys: [.pageUp], label: "PgUp", summary: "one page up", action: .pageUp),
+        KeyBinding(keys: [.pageDown], label: "PgDn", summary: "one page down", action: .pageDown),
+        KeyBinding(keys: [.home, .char("g")], label: "Home g", summary: "first job", action: .moveToTop),
+        KeyBinding(keys: [.end, .char("G")], label: "End G", summary: "last job", action: .moveToBottom),
+        KeyBinding(keys: [.enter], label: "Enter", summary: "show the job's output (Esc/q returns)", action: .showOutput,
+                   footer: ("Enter", "Output")),
+        KeyBinding(keys: [.char("n")], label: "n", summary: "enqueue a shell command (Tab: priority)", action: .enqueue,
+                   footer: ("n", "New")),
+        KeyBinding(keys: [.char("c"), .function(9)], label: "c F9", summary: "cancel the selected job (asks y/n)",
+                   action: .cancel, footer: ("c", "Cancel")),
+        KeyBinding(keys: [.char("+"), .char("="), .function(7)], label: "+ F7",
+                   summary: "raise the selected job's priority", action: .raisePriority, footer: ("+-", "Prio")),
+        KeyBinding(keys: [.char("-"), .function(8)], label: "- F8", summary: "lower the selected job's priority",
+                   action: .lowerPriority),
+        KeyBinding(keys: [.char("r")], label: "r", summary: "retry a failed or cancelled job", action: .retry,
+                   footer: ("r", "Retry")),
+        KeyBinding(keys: [.char("p")], label: "p", summary: "pause / resume starting jobs", action: .togglePause,
+                   footer: ("p", "Pause")),
+        KeyBinding(keys: [.char("<")], label: "<", summary: "one local slot less", action: .fewerSlots),
+        KeyBinding(keys: [.char(">")], label: ">", summary: "one local slot more", action: .moreSlots,
+                   footer: ("<>", "Slots")),
+        KeyBinding(keys: [.char("/")], label: "/", summary: "filter by text (Esc clears)", action: .filter,
+                   footer: ("/", "Filter")),
+        KeyBinding(keys: [.char("s")], label: "s", summary: "cycle the sort order", action: .cycleSort,
+                   footer: ("s", "Sort")),
+        KeyBinding(keys: [.char("?"), .function(1)], label: "? F1", summary: "this help", action: .help,
+                   footer: ("?", "Help")),
+        KeyBinding(keys: [.char("q"), .function(10)], label: "q F10",
+                   summary: "quit (asks first while jobs are active)", action: .quit, footer: ("q", "Quit")),
+        KeyBinding(keys: [.control("c")], label: "Ctrl-C", summary: "like q; a second Ctrl-C forces", action: .interrupt),
+    ]
+
+    private static let byKey: [Key: TableAction] = {
+        var map: [Key: TableAction] = [:]
+        for binding in table {
+            for key in binding.keys {
+                precondition(map[key] == nil, "key \(key) bound twice")
+                map[key] = binding.action
+            }
+        }
+        return map
+    }()
+
+    /// The action `key` triggers on the job table, if any.
+    static func action(for key: Key) -> TableAction? { byKey[key] }
+
+    /// The footer's entries, htop style: help first, quit last.
+    static let footerOrder: [TableAction] = [
+        .help, .enqueue, .cancel, .raisePriority, .retry, .togglePause, .moreSlots, .filter, .cycleSort, .showOutput, .quit,
+    ]
+    /// Which footer entries a narrow screen leaves out first.
+    static let footerDropOrder: [TableAction] = [.showOutput, .moreSlots, .retry, .cycleSort, .filter, .raisePriority, .togglePause]
+
+    /// The footer's entries for a screen `width` cells wide, in order.
+    static func footer(width: Int) -> [(key: String, label: String)] {
+        var actions = footerOrder
+        func cells(_ actions: [TableAction]) -> Int {
+            actions.compactMap { action in table.first { $0.action == action }?.footer }
+                .reduce(0) { $0 + TextWidth.width($1.key) + TextWidth.width($1.label) + 3 }
+        }
+        for dropped in footerDropOrder where cells(actions) > width {
+            actions.removeAll { $0 == dropped }
+        }
+        return actions.compactMap { action in table.first { $0.action == action }?.footer }
+    }
+}

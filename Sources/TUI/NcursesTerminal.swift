@@ -1,0 +1,240 @@
+import CNcurses
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The real terminal, through wide-character ncurses: the only code that calls it.
+///
+/// Everything runs on the main actor (ncurses is not thread-safe). Keys are read in no-delay
+/// mode, so ``readKey()`` never waits.
+@MainActor
+final class NcursesTerminal: Terminal {
+    /// How colors are drawn.
+    enum ColorMode: Equatable {
+        case colors256, colors8, monochrome
+    }
+
+    private(set) var size: TerminalSize
+    let colorMode: ColorMode
+    private var styles: [Role: (attributes: attr_t, pair: Int16)] = [:]
+    private var isOpen = true
+    private var cursorShown = false
+    private var signalWriteEnd: Int32 = -1
+
+    /// Takes over the terminal, or returns `nil` (with the reason) when it cannot be used.
+    static func open() -> Result<NcursesTerminal, TerminalError> {
+        prepareLocale()
+        guard cn_newterm() != nil else {
+            return .failure(TerminalError(message: "cannot use the terminal (TERM=\(getenv("TERM").map { String(cString: $0) } ?? "unset"))"))
+        }
+        return .success(NcursesTerminal())
+    }
+
+    /// The locale must be set before ncurses starts, and it must be UTF-8: under `C`, every
+    /// non-ASCII character would silently vanish.
+    static func prepareLocale() {
+        _ = setlocale(LC_ALL, "")
+        let codeset = String(cString: cn_codeset())
+        if codeset.uppercased().replacingOccurrences(of: "-", with: "") != "UTF8" {
+            if setlocale(LC_CTYPE, "C.UTF-8") == nil { _ = setlocale(LC_CTYPE, "en_US.UTF-8") }
+        }
+    }
+
+    private init() {
+        raw()
+        noecho()
+        nonl()
+        keypad(cn_stdscr(), true)
+        nodelay(cn_stdscr(), true)
+        // A lone Esc is told from the start of an escape sequence by this pause (ms).
+        set_escdelay(25)
+        curs_set(0)
+        size = TerminalSize(rows: Int(cn_lines()), columns: Int(cn_cols()))
+        colorMode = Self.setUpColors()
+        styles = Self.styles(for: colorMode)
+    }
+
+    /// Gives the terminal back: the screen the user had before, cursor and modes restored.
+    func close() {
+        guard isOpen else { return }
+        isOpen = false
+        curs_set(1)
+        endwin()
+    }
+
+    func draw(_ frame: Frame) {
+        guard isOpen else { return }
+        let screen = cn_stdscr()
+        werase(screen)
+        for (row, line) in frame.lines.enumerated() where row < size.rows {
+            wmove(screen, Int32(row), 0)
+            for segment in line.segments where !segment.text.isEmpty {
+                let style = styles[segment.role] ?? (cn_a_normal(), 0)
+                cn_set_attributes(style.attributes, style.pair)
+                var characters = segment.text.unicodeScalars.map { wchar_t(bitPattern: $0.value) }
+                characters.append(0)
+                _ = waddnwstr(screen, characters, Int32(characters.count - 1))
+            }
+        }
+        cn_set_attributes(cn_a_normal(), 0)
+        if let cursor = frame.cursor {
+            if !cursorShown { curs_set(1) }
+            cursorShown = true
+            wmove(screen, Int32(cursor.row), Int32(cursor.column))
+        } else if cursorShown {
+            curs_set(0)
+            cursorShown = false
+        }
+        wnoutrefresh(screen)
+        doupdate()
+    }
+
+    func readKey() -> Key? {
+        guard isOpen else { return nil }
+        while true {
+            var character: wint_t = 0
+            let result = wget_wch(cn_stdscr(), &character)
+            if result == ERR { return nil }
+            let code = Int32(bitPattern: character)
+            let key = result == KEY_CODE_YES ? Self.functionKey(code) : Self.textKey(code)
+            // Keys we do not know are skipped rather than ending the drain.
+            if let key { return key }
+        }
+    }
+
+    func updateSize() {
+        var rows: Int32 = 0
+        var columns: Int32 = 0
+        if cn_window_size(STDOUT_FILENO, &rows, &columns) == 0, rows > 0, columns > 0 {
+            resize_term(rows, columns)
+        }
+        size = TerminalSize(rows: Int(cn_lines()), columns: Int(cn_cols()))
+        clearok(cn_stdscr(), true)
+    }
+
+    // MARK: - Signals
+
+    /// Routes `signals` to a pipe and returns its read end: the C handler only writes the
+    /// signal's number there, and the main actor acts on it when the pipe is readable.
+    /// The previous handlers are kept for ``restoreSignals(_:)``.
+    func installSignalPipe(for signals: [Int32]) -> Int32? {
+        var fds: [Int32] = [-1, -1]
+        guard cn_pipe(&fds) == 0 else { return nil }
+        signalWriteEnd = fds[1]
+        cn_set_signal_pipe(fds[1])
+        for number in signals { _ = cn_install_signal(number) }
+        return fds[0]
+    }
+
+    /// Puts back the handlers ``installSignalPipe(for:)`` replaced and closes the pipe's write end.
+    func restoreSignals(_ signals: [Int32]) {
+        for number in signals { _ = cn_restore_signal(number) }
+        cn_set_signal_pipe(-1)
+        if signalWriteEnd >= 0 {
+            Glibc.close(signalWriteEnd)
+            signalWriteEnd = -1
+        }
+    }
+
+    // MARK: - Keys
+
+    private static func textKey(_ code: Int32) -> Key? {
+        switch code {
+        case 10, 13: return .enter
+        case 27: return .escape
+        case 8, 127: return .backspace
+        case 9: return .tab
+        case 1...26: return .control(Character(Unicode.Scalar(UInt8(code) + 96)))
+        case 0..<32: return nil
+        default:
+            guard let scalar = Unicode.Scalar(UInt32(code)) else { return nil }
+            return .char(Character(scalar))
+        }
+    }
+
+    private static func functionKey(_ code: Int32) -> Key? {
+        switch code {
+        case KEY_UP: return .up
+        case KEY_DOWN: return .down
+        case KEY_LEFT: return .left
+        case KEY_RIGHT: return .right
+        case KEY_PPAGE: return .pageUp
+        case KEY_NPAGE: return .pageDown
+        case KEY_HOME: return .home
+        case KEY_END: return .end
+        case KEY_BACKSPACE: return .backspace
+        case KEY_DC: return .delete
+        case KEY_ENTER: return .enter
+        case KEY_BTAB: return .tab
+        case KEY_RESIZE: return .resize
+        case cn_key_f(1)...cn_key_f(12): return .function(Int(code - cn_key_f(0)))
+        default: return nil
+        }
+    }
+
+    // MARK: - Colors
+
+    private static func setUpColors() -> ColorMode {
+        if let noColor = getenv("NO_COLOR"), noColor.pointee != 0 { return .monochrome }
+        guard has_colors() else { return .monochrome }
+        start_color()
+        use_default_colors()
+        return cn_colors() >= 256 ? .colors256 : (cn_colors() >= 8 ? .colors8 : .monochrome)
+    }
+
+    /// The look of each role: colors when there are some, attributes alone otherwise.
+    private static func styles(for mode: ColorMode) -> [Role: (attributes: attr_t, pair: Int16)] {
+        let bold = cn_a_bold(), reverse = cn_a_reverse(), dim = cn_a_dim(), underline = cn_a_underline()
+        let normal = cn_a_normal()
+        if mode == .monochrome {
+            let table: [Role: attr_t] = [
+                .normal: normal, .title: reverse | bold, .dim: dim, .tableHeader: reverse, .selected: reverse | bold,
+                .running: bold, .queued: normal, .waiting: underline, .succeeded: normal, .failed: bold | underline,
+                .cancelled: dim, .paused: reverse | bold, .footerKey: bold, .footerLabel: reverse, .prompt: bold | reverse,
+                .message: bold, .error: bold | underline, .panelTitle: reverse, .progressFill: bold, .progressEmpty: dim,
+            ]
+            return table.mapValues { ($0, 0) }
+        }
+        let is256 = mode == .colors256
+        // (foreground, background, attributes); -1 is the terminal's default color.
+        let black: Int16 = 0, red: Int16 = 1, green: Int16 = 2, yellow: Int16 = 3, blue: Int16 = 4
+        let magenta: Int16 = 5, cyan: Int16 = 6, white: Int16 = 7
+        let gray: Int16 = is256 ? 245 : white
+        let specs: [(Role, Int16, Int16, attr_t)] = [
+            (.normal, -1, -1, normal),
+            (.title, black, cyan, bold),
+            (.dim, is256 ? 244 : -1, -1, is256 ? normal : dim),
+            (.tableHeader, black, green, normal),
+            (.selected, black, cyan, normal),
+            (.running, is256 ? 114 : green, -1, bold),
+            (.queued, is256 ? 75 : cyan, -1, normal),
+            (.waiting, is256 ? 179 : yellow, -1, normal),
+            (.succeeded, is256 ? 108 : green, -1, normal),
+            (.failed, is256 ? 203 : red, -1, bold),
+            (.cancelled, is256 ? 176 : magenta, -1, normal),
+            (.paused, black, yellow, bold),
+            (.footerKey, -1, -1, bold),
+            (.footerLabel, black, cyan, normal),
+            (.prompt, black, yellow, normal),
+            (.message, is256 ? 81 : cyan, -1, normal),
+            (.error, is256 ? 203 : red, -1, bold),
+            (.panelTitle, black, is256 ? 110 : blue, normal),
+            (.progressFill, is256 ? 114 : green, -1, normal),
+            (.progressEmpty, gray, -1, is256 ? normal : dim),
+        ]
+        var result: [Role: (attributes: attr_t, pair: Int16)] = [:]
+        for (index, spec) in specs.enumerated() {
+            let pair = Int16(index + 1)
+            init_pair(pair, spec.1, spec.2)
+            result[spec.0] = (spec.3, pair)
+        }
+        return result
+    }
+}
+
+/// The terminal could not be used.
+struct TerminalError: Error, Sendable, CustomStringConvertible {
+    let message: String
+    var description: String { message }
+}

@@ -1,0 +1,76 @@
+/// A key the user pressed, decoded from the terminal.
+enum Key: Hashable, Sendable {
+    /// A printable character.
+    case char(Character)
+    /// A control character: `.control("c")` is Ctrl-C.
+    case control(Character)
+    case enter, escape, backspace, delete, tab
+    case up, down, left, right, pageUp, pageDown, home, end
+    /// F1...F12.
+    case function(Int)
+    /// The terminal changed size.
+    case resize
+}
+
+/// What a piece of text on screen means; the terminal maps it to colors or attributes.
+enum Role: Hashable, Sendable, CaseIterable {
+    case normal, title, dim, tableHeader, selected
+    case running, queued, waiting, succeeded, failed, cancelled
+    case paused, footerKey, footerLabel, prompt, message, error, panelTitle
+    case progressFill, progressEmpty
+}
+
+/// A run of text drawn in one role.
+struct Segment: Equatable, Sendable {
+    var text: String
+    var role: Role
+
+    init(_ text: String, _ role: Role = .normal) {
+        self.text = text
+        self.role = role
+    }
+}
+
+/// One screen row: segments whose display widths add up to the screen width.
+struct ScreenLine: Equatable, Sendable {
+    var segments: [Segment]
+
+    init(_ segments: [Segment] = []) { self.segments = segments }
+
+    /// The row as plain text.
+    var text: String { segments.map(\.text).joined() }
+}
+
+/// A row and column on screen, from 0.
+struct ScreenPosition: Equatable, Sendable {
+    var row: Int
+    var column: Int
+}
+
+/// Everything one redraw puts on screen.
+struct Frame: Equatable, Sendable {
+    /// Exactly one line per screen row.
+    var lines: [ScreenLine]
+    /// Where the cursor shows (a prompt), or `nil` to hide it.
+    var cursor: ScreenPosition?
+}
+
+/// The size of the terminal in cells.
+struct TerminalSize: Equatable, Sendable {
+    var rows: Int
+    var columns: Int
+}
+
+/// The screen and keyboard. ``NcursesTerminal`` is the one real implementation and the only
+/// code that calls ncurses; tests draw on a grid instead.
+@MainActor
+protocol Terminal: AnyObject {
+    /// The current size.
+    var size: TerminalSize { get }
+    /// Replaces the screen's content with `frame` (only the differences reach the terminal).
+    func draw(_ frame: Frame)
+    /// The next key already typed, or `nil` when there is none; never waits.
+    func readKey() -> Key?
+    /// Re-reads the size from the kernel after a resize signal.
+    func updateSize()
+}

@@ -1,0 +1,41 @@
+import Testing
+@testable import TUI
+
+@Suite("Text width")
+struct TextWidthTests {
+    @Test("ASCII takes one cell, CJK and emoji two, combining marks none")
+    func widths() {
+        #expect(TextWidth.width("echo") == 4)
+        #expect(TextWidth.width("日本語") == 6)
+        #expect(TextWidth.width("🚀") == 2)
+        #expect(TextWidth.width("e\u{301}") == 1)
+    }
+
+    @Test("Short text is padded to the width, on the right side when aligned right")
+    func padding() {
+        #expect(TextWidth.fit("ab", to: 5) == "ab   ")
+        #expect(TextWidth.fit("ab", to: 5, alignRight: true) == "   ab")
+    }
+
+    @Test("Long text is cut with an ellipsis to exactly the width")
+    func truncation() {
+        #expect(TextWidth.fit("abcdefgh", to: 5) == "abcd…")
+        #expect(TextWidth.width(TextWidth.fit("abcdefgh", to: 5)) == 5)
+    }
+
+    @Test("A wide character that would straddle the edge is left out and the gap padded")
+    func wideCut() {
+        let cut = TextWidth.fit("日本語", to: 4)
+        #expect(cut == "日… ")
+        #expect(TextWidth.width(cut) == 4)
+        #expect(TextWidth.width(TextWidth.fit("echo 日本語 🚀 done", to: 11)) == 11)
+    }
+
+    @Test("Escape sequences and control characters never reach the screen")
+    func sanitizing() {
+        #expect(TextWidth.sanitize("\u{1B}[31mred\u{1B}[0m") == "red")
+        #expect(TextWidth.sanitize("a\tb") == "a       b")
+        #expect(TextWidth.sanitize("bell\u{07}") == "bell\u{FFFD}")
+        #expect(TextWidth.sanitize("plain 日本") == "plain 日本")
+    }
+}
