@@ -7,7 +7,7 @@
 # are built from the package's own dependency checkouts (swift-protobuf, grpc-swift-protobuf),
 # so their versions match the runtime libraries the code links against.
 #
-# Usage: Scripts/generate-protos.sh            (plugins built in .build-protoc-plugins)
+# Usage: Scripts/generate-protos.sh            (plugins built, debug, in .build-protoc-plugins)
 #        SCRATCH=.build-xyz Scripts/generate-protos.sh
 set -eu
 

@@ -202,6 +202,16 @@ public final class WorkerAgent: Sendable {
                 do {
                     for try await message in messages {
                         liveness.touch()
+                        if case .assign(let assign) = message.kind {
+                            // Acknowledged as soon as it is read, before the dispatch loop
+                            // (and the spawn): the coordinator measures this round trip.
+                            outbox.send(.with {
+                                $0.ack = .with {
+                                    $0.jobID = assign.jobID
+                                    $0.attempt = assign.attempt
+                                }
+                            })
+                        }
                         input.yield(.message(message))
                     }
                     input.yield(.ended(welcomed.isSet ? .lost("the coordinator closed the stream") : .unreachable("the coordinator closed the stream")))
@@ -292,12 +302,6 @@ public final class WorkerAgent: Sendable {
                 switch message.kind {
                 case .assign(let assign):
                     let key = AttemptKey(jobID: assign.jobID, attempt: assign.attempt)
-                    outbox.send(.with {
-                        $0.ack = .with {
-                            $0.jobID = key.jobID
-                            $0.attempt = key.attempt
-                        }
-                    })
                     do {
                         let spec = try assign.spec.jobSpec()
                         let id = try await inner.submit(spec)
