@@ -38,9 +38,18 @@ public struct SchedulerCore: Sendable {
     }
 
     struct Job: Sendable {
-        var spec: JobSpec
+        /// The spec as submitted, shared rather than copied each time the record is (its
+        /// priority may be stale: `info.priority` is the job's priority).
+        let submitted: SubmittedSpec
+        var spec: JobSpec { submitted.spec }
         var info: JobInfo
         var workerLosses = 0
+    }
+
+    /// An immutable spec behind a reference, so copying a job record does not copy it.
+    final class SubmittedSpec: Sendable {
+        let spec: JobSpec
+        init(_ spec: JobSpec) { self.spec = spec }
     }
 
     struct Timer: Comparable, Sendable {
@@ -87,7 +96,12 @@ public struct SchedulerCore: Sendable {
     public func info(of id: JobID) -> JobInfo? { jobs[id]?.info }
 
     /// The spec a job was submitted with.
-    public func spec(of id: JobID) -> JobSpec? { jobs[id]?.spec }
+    public func spec(of id: JobID) -> JobSpec? {
+        guard let job = jobs[id] else { return nil }
+        var spec = job.spec
+        spec.priority = job.info.priority
+        return spec
+    }
 
     /// The earliest pending timer (a retry becoming due or a timeout), if any.
     public var nextDeadline: SchedulerTime? { timers.min?.time }
@@ -132,7 +146,7 @@ public struct SchedulerCore: Sendable {
             id: id, name: spec.name, command: spec.work.description, priority: spec.priority,
             state: .queued, attempts: 0, maxAttempts: spec.retry.maxAttempts, progress: nil,
             submittedAt: now, startedAt: nil, finishedAt: nil, lastFailure: nil, key: spec.coalescingKey)
-        jobs[id] = Job(spec: spec, info: info)
+        jobs[id] = Job(submitted: SubmittedSpec(spec), info: info)
         counts[.queued, default: 0] += 1
         if let key = spec.coalescingKey { keys[key] = id }
         queue.insert(id, priority: spec.priority)
@@ -176,7 +190,6 @@ public struct SchedulerCore: Sendable {
         let old = job.info.priority
         guard old != priority else { return [] }
         job.info.priority = priority
-        job.spec.priority = priority
         jobs[id] = job
         queue.updatePriority(id, to: priority)
         actions.append(.emit(.reprioritized(id, from: old, to: priority)))
