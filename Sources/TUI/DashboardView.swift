@@ -135,11 +135,11 @@ enum DashboardView {
             Column(field: .id, title: "ID", width: 8),
             Column(field: .name, title: "NAME / COMMAND", width: 0),
             Column(field: .state, title: "STATE", width: 9),
-            Column(field: .priority, title: "PRI", width: 4, alignRight: true),
+            Column(field: .priority, title: "PRI", width: wide ? 4 : 3, alignRight: true),
             Column(field: .progress, title: "PROGRESS", width: barWidth + 5),
-            Column(field: .attempts, title: "TRY", width: 5),
-            Column(field: .worker, title: "WORKER", width: wide ? 12 : 8),
-            Column(field: .time, title: "TIME", width: wide ? 13 : 11),
+            Column(field: .attempts, title: "TRY", width: wide ? 5 : 4),
+            Column(field: .worker, title: "WORKER", width: wide ? 12 : 7),
+            Column(field: .time, title: "TIME", width: wide ? 13 : 10),
         ]
         func nameWidth() -> Int {
             width - columns.filter { $0.field != .name }.reduce(0) { $0 + $1.width + 1 } - 1

@@ -1,0 +1,359 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The dashboard of the built binary in a real terminal: tmux runs a shell, the test types
+/// into it with `send-keys` and reads the screen with `capture-pane`.
+@Suite(
+    "Dashboard in a real terminal (tmux)", .serialized, .timeLimit(.minutes(3)),
+    .enabled(if: TmuxSession.isAvailable, "tmux is not installed"))
+struct DashboardTmuxTests {
+    struct Shape: CustomTestStringConvertible, Sendable {
+        var columns: Int
+        var rows: Int
+        var testDescription: String { "\(columns)×\(rows)" }
+    }
+
+    static let shapes = [Shape(columns: 100, rows: 30), Shape(columns: 80, rows: 24)]
+
+    @Test("The table shows the jobs, and q (confirmed) gives the shell back clean", arguments: shapes)
+    func tableAndQuit(shape: Shape) async throws {
+        let tmux = try TmuxSession(shape: shape)
+        defer { tmux.close() }
+        tmux.run("\(TmuxSession.binary) -j 1 -c 'sleep 300' -c 'echo 日本語 🚀' -c 'echo second'; echo \"exit=$?\"")
+        let screen = try await tmux.waitForDashboard("one running and two queued jobs") { screen in
+            screen.contains { $0.contains("sleep 300") && $0.contains("running") }
+                && screen.contains { $0.contains("echo 日本語 🚀") && $0.contains("queued") }
+                && screen.contains { $0.contains("echo second") && $0.contains("queued") }
+        }
+        #expect(screen[0].contains("1 running · 2 queued"))
+        #expect(screen.last!.contains("Quit"))
+        #expect(screen.count == shape.rows)
+
+        tmux.keys("q")
+        try await tmux.waitFor("the quit question") { $0.contains { $0.contains("Cancel them and quit?") } }
+        tmux.keys("y")
+        let after = try await tmux.waitFor("the shell prompt after the summary") { screen in
+            screen.contains { $0.hasPrefix("exit=") } && screen.last { !$0.isEmpty } == TmuxSession.prompt.trimmingCharacters(in: .whitespaces)
+        }
+        #expect(after.contains { $0.contains("exit=1") })
+        #expect(after.contains { $0.contains("jobtop: 3 jobs") && $0.contains("3 cancelled") })
+        // Nothing of the dashboard is left: only the command, the summary and the prompts.
+        let leftovers = after.filter {
+            !$0.isEmpty && !$0.hasPrefix(TmuxSession.prompt.trimmingCharacters(in: .whitespaces)) && !$0.hasPrefix("exit=")
+                && !$0.hasPrefix("jobtop: ") && !$0.contains("second'")
+        }
+        #expect(leftovers.isEmpty, "left on screen: \(leftovers)")
+        #expect(!after.joined().contains("\u{1B}"))
+        #expect(!after.contains { $0.contains("[?") || $0.contains("running") })
+    }
+
+    @Test("n, a command and Enter add a job that runs", arguments: shapes)
+    func enqueue(shape: Shape) async throws {
+        let tmux = try TmuxSession(shape: shape)
+        defer { tmux.close() }
+        let marker = tmux.file("made-by-n")
+        tmux.run("\(TmuxSession.binary) -j 2")
+        try await tmux.waitForDashboard("the empty dashboard") { $0.contains { $0.contains("No jobs yet. Press n") } }
+        tmux.keys("n")
+        try await tmux.waitFor("the prompt") { $0.contains { $0.contains("New job:") } }
+        tmux.literal("echo typed > \(marker)")
+        tmux.keys("Enter")
+        let screen = try await tmux.waitFor("the typed job, done") { screen in
+            screen.contains { $0.contains("echo typed >") && $0.contains("succeeded") }
+        }
+        #expect(screen[0].contains("1 done"))
+        #expect(try String(contentsOfFile: marker, encoding: .utf8) == "typed\n")
+        tmux.keys("q")
+        try await tmux.waitFor("the shell prompt") { $0.contains { $0.contains("jobtop: 1 job") } }
+    }
+
+    @Test("+ on a queued job moves it up at once", arguments: shapes)
+    func raisePriority(shape: Shape) async throws {
+        let tmux = try TmuxSession(shape: shape)
+        defer { tmux.close() }
+        tmux.run("\(TmuxSession.binary) -j 1 -c 'sleep 300' -c 'echo first-queued' -c 'echo last-queued'")
+        let before = try await tmux.waitForDashboard("three jobs") { $0.contains { $0.contains("last-queued") } }
+        #expect(try row(of: "first-queued", in: before) < row(of: "last-queued", in: before))
+        // End selects the last row: the job queued last.
+        tmux.keys("End")
+        tmux.keys("+")
+        let after = try await tmux.waitForDashboard("last-queued above first-queued") { screen in
+            guard let first = screen.firstIndex(where: { $0.contains("first-queued") }),
+                let last = screen.firstIndex(where: { $0.contains("last-queued") })
+            else { return false }
+            return last < first
+        }
+        #expect(after[try row(of: "last-queued", in: after)].contains(" 1 "))
+        #expect(after.contains { $0.contains("priority 0 → 1") })
+        tmux.keys("q")
+        try await tmux.waitFor("the quit question") { $0.contains { $0.contains("Cancel them and quit?") } }
+        tmux.keys("y")
+        try await tmux.waitFor("the shell prompt") { $0.contains { $0.contains("jobtop: 3 jobs") } }
+    }
+
+    @Test("c then y cancels a running sleep and its process is gone", arguments: shapes)
+    func cancel(shape: Shape) async throws {
+        let tmux = try TmuxSession(shape: shape)
+        defer { tmux.close() }
+        let pidFile = tmux.file("pid")
+        // The shell writes its pid, then becomes the sleep (same pid).
+        try "echo $$ > \(pidFile); exec sleep 300\n".write(toFile: tmux.file("job.sh"), atomically: true, encoding: .utf8)
+        tmux.run("\(TmuxSession.binary) -j 1 -c 'sh job.sh'")
+        try await tmux.waitForDashboard("the running job") { $0.contains { $0.contains("sh job.sh") && $0.contains("running") } }
+        let pid = try await tmux.waitForValue("the job's pid") {
+            (try? String(contentsOfFile: pidFile, encoding: .utf8)).flatMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        }
+        #expect(kill(pid, 0) == 0)
+        tmux.keys("c")
+        try await tmux.waitFor("the cancel question") { $0.contains { $0.contains("Cancel job") && $0.contains("y = cancel it") } }
+        #expect(kill(pid, 0) == 0, "asking must not cancel")
+        tmux.keys("y")
+        try await tmux.waitFor("the job cancelled") { $0.contains { $0.contains("sh job.sh") && $0.contains("cancelled") } }
+        _ = try await tmux.waitForValue("the process gone (ESRCH)") { () -> Bool? in
+            kill(pid, 0) == -1 && errno == ESRCH ? true : nil
+        }
+        tmux.keys("q")
+        try await tmux.waitFor("the shell prompt") { $0.contains { $0.contains("jobtop: 1 job") } }
+    }
+
+    @Test("p shows PAUSED and nothing new starts until p again", arguments: shapes)
+    func pause(shape: Shape) async throws {
+        let tmux = try TmuxSession(shape: shape)
+        defer { tmux.close() }
+        let marker = tmux.file("started")
+        tmux.run("\(TmuxSession.binary) -j 2")
+        try await tmux.waitForDashboard("the empty dashboard") { $0.contains { $0.contains("No jobs yet") } }
+        tmux.keys("p")
+        try await tmux.waitFor("the PAUSED badge") { $0.count > 1 && $0[1].contains("PAUSED") }
+        tmux.keys("n")
+        tmux.literal("touch \(marker)")
+        tmux.keys("Enter")
+        // The scheduler starts a job in the same step that queues it when a slot is free, so
+        // a screen that shows it submitted and still queued shows that dispatch is paused.
+        let screen = try await tmux.waitFor("the job submitted and queued") { screen in
+            screen.contains { $0.contains("touch ") && $0.contains("queued") } && screen.contains { $0.contains("submitted:") }
+        }
+        #expect(screen[0].contains("0 running · 1 queued"))
+        #expect(!FileManager.default.fileExists(atPath: marker))
+        tmux.keys("p")
+        try await tmux.waitFor("the job done after resuming") { $0.contains { $0.contains("touch ") && $0.contains("succeeded") } }
+        #expect(FileManager.default.fileExists(atPath: marker))
+        tmux.keys("q")
+        try await tmux.waitFor("the shell prompt") { $0.contains { $0.contains("jobtop: 1 job") } }
+    }
+
+    @Test("A resize relayouts at once; too small shows a message; back to size shows the table", arguments: shapes)
+    func resize(shape: Shape) async throws {
+        let tmux = try TmuxSession(shape: shape)
+        defer { tmux.close() }
+        tmux.run("\(TmuxSession.binary) -j 1 -c 'sleep 300' -c 'echo a queued job with a rather long command line to cut'")
+        try await tmux.waitForDashboard("the table") { $0.contains { $0.contains("sleep 300") && $0.contains("running") } }
+
+        tmux.resize(columns: 60, rows: 20)
+        let small = try await tmux.waitFor("the table at 60×20") { screen in
+            screen.count == 20 && screen.last!.contains("Quit") && screen.contains { $0.contains("sleep 300") }
+        }
+        #expect(small.allSatisfy { TmuxSession.cells($0) <= 60 })
+        #expect(small.contains { $0.contains("…") })
+
+        tmux.resize(columns: 40, rows: 10)
+        try await tmux.waitFor("the too-small message") { $0.contains { $0.contains("Terminal too small: 40×10") } }
+
+        tmux.resize(columns: shape.columns, rows: shape.rows)
+        let back = try await tmux.waitFor("the table again") { screen in
+            screen.count == shape.rows && screen.last!.contains("Quit") && screen.contains { $0.contains("sleep 300") }
+        }
+        #expect(!back.contains { $0.contains("too small") })
+        tmux.keys("q")
+        try await tmux.waitFor("the quit question") { $0.contains { $0.contains("Cancel them and quit?") } }
+        tmux.keys("y")
+        try await tmux.waitFor("the shell prompt") { $0.contains { $0.contains("jobtop: 2 jobs") } }
+    }
+
+    private func row(of text: String, in screen: [String]) throws -> Int {
+        try #require(screen.firstIndex { $0.contains(text) }, "no row with \(text)")
+    }
+}
+
+/// A tmux server of its own (a unique socket), one window running a plain shell.
+final class TmuxSession: Sendable {
+    static let prompt = "READY$ "
+
+    /// Whether tmux can be run here.
+    static let isAvailable: Bool = (try? TmuxSession.tmux(["-V"], socket: nil).status) == 0
+
+    /// The jobtop binary next to the test bundle.
+    static let binary: String = {
+        var directories: [URL] = []
+        if let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+            directories.append(URL(fileURLWithPath: exe).deletingLastPathComponent())
+        }
+        directories.append(Bundle.main.bundleURL.deletingLastPathComponent())
+        directories.append(Bundle.main.bundleURL)
+        for directory in directories {
+            for candidate in [directory, directory.deletingLastPathComponent()] {
+                let path = candidate.appendingPathComponent("jobtop").path
+                if FileManager.default.isExecutableFile(atPath: path) { return path }
+            }
+        }
+        return directories[0].appendingPathComponent("jobtop").path
+    }()
+
+    let socket: String
+    let directory: String
+
+    init(shape: DashboardTmuxTests.Shape) throws {
+        socket = "jobtop-tui-\(getpid())-\(UUID().uuidString.prefix(8))"
+        directory = NSTemporaryDirectory() + socket
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let shell = "cd \(directory) && exec env PS1='\(Self.prompt)' /bin/sh"
+        let result = try Self.tmux(
+            ["-f", "/dev/null", "new-session", "-d", "-x", "\(shape.columns)", "-y", "\(shape.rows)", shell], socket: socket)
+        guard result.status == 0 else { throw TmuxError(message: "tmux new-session failed: \(result.output)") }
+        _ = try? Self.tmux(["set-option", "-g", "window-size", "manual"], socket: socket)
+    }
+
+    /// Stops the server and removes the directory.
+    func close() {
+        _ = try? Self.tmux(["kill-server"], socket: socket)
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// A path in this session's directory.
+    func file(_ name: String) -> String { directory + "/" + name }
+
+    /// Types a command line into the shell and runs it.
+    func run(_ commandLine: String) {
+        literal(commandLine)
+        keys("Enter")
+    }
+
+    /// Sends keys by tmux name (`Enter`, `Escape`, `End`, `q`).
+    func keys(_ names: String...) {
+        _ = try? Self.tmux(["send-keys", "-t", "0"] + names, socket: socket)
+    }
+
+    /// Types text as it is.
+    func literal(_ text: String) {
+        _ = try? Self.tmux(["send-keys", "-t", "0", "-l", text], socket: socket)
+    }
+
+    func resize(columns: Int, rows: Int) {
+        _ = try? Self.tmux(["resize-window", "-t", "0", "-x", "\(columns)", "-y", "\(rows)"], socket: socket)
+    }
+
+    /// The screen's rows, trailing blanks removed.
+    func capture() -> [String] {
+        guard let result = try? Self.tmux(["capture-pane", "-p", "-t", "0"], socket: socket), result.status == 0 else { return [] }
+        var lines = result.output.components(separatedBy: "\n")
+        if lines.last == "" { lines.removeLast() }
+        return lines.map { String($0.reversed().drop { $0 == " " }.reversed()) }
+    }
+
+    /// Polls the screen until `condition` holds; the deadline only guards against a hang.
+    @discardableResult
+    func waitFor(_ what: String, timeout: Duration = .seconds(20), _ condition: ([String]) -> Bool) async throws -> [String] {
+        let deadline = ContinuousClock.now + timeout
+        var screen = capture()
+        while !condition(screen) {
+            guard ContinuousClock.now < deadline else {
+                throw TmuxError(message: "timed out waiting for \(what); the screen:\n" + screen.joined(separator: "\n"))
+            }
+            try await Task.sleep(for: .milliseconds(50))
+            screen = capture()
+        }
+        return screen
+    }
+
+    /// Polls the screen until the dashboard is drawn and `condition` holds.
+    @discardableResult
+    func waitForDashboard(_ what: String, _ condition: @escaping ([String]) -> Bool) async throws -> [String] {
+        try await waitFor("the dashboard with \(what)") { screen in
+            screen.first?.hasPrefix(" jobtop ") == true && screen.last?.contains("Quit") == true && condition(screen)
+        }
+    }
+
+    /// Polls `value` until it is not `nil`; the deadline only guards against a hang.
+    func waitForValue<T>(_ what: String, timeout: Duration = .seconds(20), _ value: () -> T?) async throws -> T {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            if let found = value() { return found }
+            guard ContinuousClock.now < deadline else {
+                throw TmuxError(message: "timed out waiting for \(what); the screen:\n" + capture().joined(separator: "\n"))
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    /// The display width of a captured row (wide characters take two cells).
+    static func cells(_ line: String) -> Int {
+        line.unicodeScalars.reduce(0) { total, scalar in
+            let value = scalar.value
+            if value < 0x1100 { return total + 1 }
+            let wide = (0x1100...0x115F).contains(value) || (0x2E80...0xA4CF).contains(value)
+                || (0xAC00...0xD7A3).contains(value) || (0xF900...0xFAFF).contains(value)
+                || (0xFE30...0xFE4F).contains(value) || (0xFF00...0xFF60).contains(value)
+                || (0x1F300...0x1FAFF).contains(value) || (0x20000...0x3FFFD).contains(value)
+            return total + (wide ? 2 : 1)
+        }
+    }
+
+    private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+
+    private static let addCloseFrom: AddCloseFrom? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else {
+            return nil
+        }
+        return unsafeBitCast(symbol, to: AddCloseFrom.self)
+    }()
+
+    /// Runs `tmux args...` to its end with its output in a file (the server it may start
+    /// lives on, so a pipe would never see end-of-file).
+    static func tmux(_ arguments: [String], socket: String?) throws -> (status: Int32, output: String) {
+        let outputPath = NSTemporaryDirectory() + "jobtop-tmux-\(UUID().uuidString)"
+        defer { unlink(outputPath) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // Other tests' pipes must not leak into a tmux server that outlives them: the child
+        // closes every descriptor above stderr (glibc 2.34+; Swift does not see its prototype).
+        if let closeFrom = Self.addCloseFrom {
+            _ = closeFrom(&actions, 3)
+        } else {
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? [] {
+                if let fd = Int32(name), fd > 2 { posix_spawn_file_actions_addclose(&actions, fd) }
+            }
+        }
+        let argv = ["tmux", "-u"] + (socket.map { ["-L", $0] } ?? []) + arguments
+        var cArguments: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
+        defer { for pointer in cArguments { free(pointer) } }
+        var environment = ProcessInfo.processInfo.environment
+        environment["LANG"] = "C.UTF-8"
+        environment["LC_ALL"] = "C.UTF-8"
+        environment["TERM"] = "xterm-256color"
+        environment.removeValue(forKey: "TMUX")
+        environment.removeValue(forKey: "NO_COLOR")
+        var cEnvironment: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { for pointer in cEnvironment { free(pointer) } }
+        var child: pid_t = 0
+        let rc = posix_spawnp(&child, "tmux", &actions, nil, &cArguments, &cEnvironment)
+        guard rc == 0 else { throw TmuxError(message: "cannot run tmux: \(String(cString: strerror(rc)))") }
+        var status: Int32 = 0
+        while waitpid(child, &status, 0) == -1 && errno == EINTR {}
+        let output = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        let exited = status & 0x7F == 0
+        return (exited ? (status >> 8) & 0xFF : 128 + (status & 0x7F), output)
+    }
+}
+
+struct TmuxError: Error, CustomStringConvertible {
+    let message: String
+    var description: String { message }
+}
