@@ -20,13 +20,16 @@ public struct SchedulerEvent: Sendable {
 
     /// What happened.
     public enum Kind: Sendable {
+        // The two big payloads are boxed (`indirect`), so every event stays small to copy:
+        // events are copied into each subscriber's buffer and out again.
+
         /// The present: sent first on every subscription and after a lag. Its `seq` is that of
         /// the last event it includes.
-        case snapshot(SchedulerSnapshot)
+        indirect case snapshot(SchedulerSnapshot)
         /// This subscriber fell behind and `missed` events were dropped; a snapshot follows.
         case lagged(missed: Int)
         /// A job was submitted.
-        case submitted(JobInfo)
+        indirect case submitted(JobInfo)
         /// A submission matched the key of job `existing`, which was returned instead.
         case coalesced(existing: JobID, key: String)
         /// An attempt started.
