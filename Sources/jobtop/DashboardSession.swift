@@ -12,6 +12,11 @@ struct DashboardSession {
 
     /// Runs the dashboard until the user quits or a signal ends it; returns the exit status.
     func run(_ specs: [JobSpec]) async -> Int32 {
+        guard Self.keysComeFromTheTerminal() else {
+            StandardError.write(
+                "jobtop: the dashboard reads keys from a terminal, but stdin is not one and /dev/tty cannot be opened; use --headless\n")
+            return ExitStatus.usage
+        }
         let started = ContinuousClock.now
         let writer = LogWriter()
         let scheduler = scheduler
@@ -42,5 +47,15 @@ struct DashboardSession {
             for failure in observed.failures.prefix(20) { StandardError.write("  failed: \(failure.name): \(failure.reason)\n") }
         }
         return summary.exitStatus
+    }
+
+    /// The dashboard reads keys from stdin. When the job list came in on a pipe
+    /// (`cat list | jobtop`), stdin is at its end: read keys from the controlling terminal instead.
+    private static func keysComeFromTheTerminal() -> Bool {
+        guard isatty(STDIN_FILENO) == 0 else { return true }
+        let terminal = open("/dev/tty", O_RDWR | O_CLOEXEC)
+        guard terminal >= 0 else { return false }
+        defer { close(terminal) }
+        return dup2(terminal, STDIN_FILENO) >= 0
     }
 }
