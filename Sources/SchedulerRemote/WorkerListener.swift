@@ -93,11 +93,10 @@ public final class WorkerListener: Sendable {
     @discardableResult
     public func start() async throws(RemoteError) -> RemoteAddress {
         let address = configuration.address
-        let host = address.host == "localhost" ? "127.0.0.1" : address.host
-        let socket: GRPCNIOTransportCore.SocketAddress =
-            address.isIPv6 ? .ipv6(host: host, port: address.port) : .ipv4(host: host, port: address.port)
+        let socket = try ListeningSocket.make(address)
         let server = GRPCServer(
-            transport: .http2NIOPosix(address: socket, transportSecurity: .plaintext), services: [service])
+            transport: .http2NIOPosix(listeningSocketDescriptor: Int(socket), transportSecurity: .plaintext),
+            services: [service])
         let failure = Mutex<String?>(nil)
         let task = Task {
             do {

@@ -211,6 +211,33 @@ struct RemoteWorkerTests {
         await coordinator.stop()
     }
 
+    @Test("When the coordinator goes away the worker stops its jobs, then joins the next coordinator")
+    func workerSurvivesItsCoordinator() async throws {
+        let first = try await Coordinator.start()
+        let port = first.address.port
+        let worker = try WorkerProcess(connect: first.address, slots: 1, name: "loyal")
+        _ = await first.joined(1)
+        let pidFile = try temporaryDirectory().appendingPathComponent("pid").path
+        let events = await first.scheduler.events()
+        let id = try await first.scheduler.submit(.shell("echo $$ > \(pidFile); echo ready; exec sleep 1000"))
+        for await event in events {
+            if case .output(id, let line) = event.kind, line.text == "ready" { break }
+        }
+        // The coordinator leaves while the job runs: the worker kills it (nobody wants its result).
+        await first.listener.stop()
+        let pid = try #require(pid_t(String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        #expect(await eventually { isGone(pid) }, "pid \(pid) outlived its coordinator")
+        await first.stop()
+
+        // And a coordinator on the same address gets the worker back.
+        let second = try await Coordinator.start(port: port)
+        _ = await second.joined(1)
+        #expect(worker.log.contains("closed the connection (the coordinator is shutting down)"))
+        worker.signal(SIGTERM)
+        #expect(await worker.wait() == 0)
+        await second.stop()
+    }
+
     @Test("Progress and output of a remote job reach the coordinator's event stream")
     func progressReachesTheCoordinator() async throws {
         let coordinator = try await Coordinator.start()
