@@ -120,7 +120,9 @@ final class EventBus: Sendable {
             if subscriber.missed != nil { return .lagged }
             if !subscriber.buffer.isEmpty {
                 let events = subscriber.buffer
+                // The next batch is likely as big: allocate it once instead of regrowing.
                 subscriber.buffer = []
+                subscriber.buffer.reserveCapacity(min(events.count, subscriber.limit))
                 state.subscribers[token] = subscriber
                 return .events(events)
             }

@@ -20,6 +20,15 @@ func measure(_ body: () async throws -> Void) async rethrows -> Double {
 
 func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 
+/// CPU seconds (user + system) this process has used: unlike wall time, barely affected by
+/// other load on the machine.
+func cpuSeconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) * 1e-6 }
+    return seconds(usage.ru_utime) + seconds(usage.ru_stime)
+}
+
 func format(_ value: Double, _ digits: Int = 2) -> String { String(format: "%.\(digits)f", value) }
 
 /// Runs `count` jobs that do nothing, at most `width` at a time, in a bare task group.
@@ -73,14 +82,21 @@ func benchClosures() async throws {
     print("## 1,000,000 no-op closure jobs, \(width) slots, one subscriber")
     var raw: [Double] = []
     var jobs: [Double] = []
+    var rawCPU: [Double] = []
+    var jobsCPU: [Double] = []
     for _ in 0..<3 {
+        var cpu = cpuSeconds()
         raw.append(await measure { await rawTaskGroup(count: count, width: width) })
+        rawCPU.append(cpuSeconds() - cpu)
+        cpu = cpuSeconds()
         jobs.append(try await measure { try await schedulerClosures(count: count, width: width) })
+        jobsCPU.append(cpuSeconds() - cpu)
     }
     let r = median(raw), s = median(jobs)
-    print("raw TaskGroup (width \(width)): \(format(r)) s  = \(Int(Double(count) / r)) tasks/s")
-    print("scheduler:                 \(format(s)) s  = \(Int(Double(count) / s)) jobs/s")
-    print("ratio scheduler/raw: \(format(s / r))x   (target <= 3x, >= 300k jobs/s)")
+    let perTask = { (cpu: [Double]) in format(median(cpu) / Double(count) * 1e6) }
+    print("raw TaskGroup (width \(width)): \(format(r)) s  = \(Int(Double(count) / r)) tasks/s  (CPU \(perTask(rawCPU)) µs/task)")
+    print("scheduler:                 \(format(s)) s  = \(Int(Double(count) / s)) jobs/s  (CPU \(perTask(jobsCPU)) µs/job)")
+    print("ratio scheduler/raw: \(format(s / r))x wall, \(format(median(jobsCPU) / median(rawCPU)))x CPU   (target <= 3x, >= 300k jobs/s)")
     print()
 }
 
