@@ -20,6 +20,8 @@ enum ListeningSocket {
         guard fd >= 0 else { throw failure(address, "socket") }
         var on: Int32 = 1
         _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
+        // Accepted connections inherit it: small messages (an Assign, an Ack) leave at once.
+        _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
         let bound: Int32
         if address.isIPv6 {
             var socketAddress = sockaddr_in6()

@@ -178,7 +178,7 @@ public final class WorkerAgent: Sendable {
                 options.waitForReady = false
                 return try await WirePool.Client(wrapping: client).connect(options: options, requestProducer: { writer in
                     try await writer.write(hello)
-                    for await message in outbox.messages { try await writer.write(message) }
+                    while let batch = await outbox.next() { try await writer.write(contentsOf: batch) }
                 }, onResponse: { response in
                     defer { outbox.finish() }
                     return await self.serve(response.messages, outbox: outbox, welcomed: welcomed)

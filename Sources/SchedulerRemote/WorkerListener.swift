@@ -226,7 +226,7 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
             group.addTask {
                 // The only writer of this stream once the worker is in.
                 do {
-                    for await message in outbox.messages { try await response.write(message) }
+                    while let batch = await outbox.next() { try await response.write(contentsOf: batch) }
                     return .closed  // finished by closeAll: the goodbye went out
                 } catch {
                     return .lost("connection lost: \(Self.describe(error))")

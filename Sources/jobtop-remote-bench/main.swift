@@ -88,6 +88,8 @@ func microseconds(_ duration: Duration) -> String { format(duration.seconds * 1e
 func benchmark() async throws {
     let jobs = option("--jobs", default: 2_000)
     let runs = option("--runs", default: 3)
+    let workerCount = option("--workers", default: 2)
+    let slotsPerWorker = option("--slots", default: 2)
     let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
     let jobtop = here.appendingPathComponent("jobtop").path
     let workerCommand: [String] =
@@ -99,7 +101,7 @@ func benchmark() async throws {
     // Local: 4 slots.
     var local: [Double] = []
     for _ in 0..<runs {
-        let scheduler = Scheduler(configuration: .init(localSlots: 4, finishedRetention: 1_000, finishedTails: 0))
+        let scheduler = Scheduler(configuration: .init(localSlots: workerCount * slotsPerWorker, finishedRetention: 1_000, finishedTails: 0))
         async let running: Void = scheduler.run()
         local.append(try await runJobs(scheduler, count: jobs))
         await scheduler.shutdown(.graceful)
@@ -117,13 +119,13 @@ func benchmark() async throws {
             configuration: .init(address: RemoteAddress(host: "127.0.0.1", port: 0), roundTrips: recorder, log: { _ in }))
         let listenerEvents = listener.events
         let bound = try await listener.start()
-        let workers = (1...2).map { number in
-            Child.spawn(workerCommand + ["--connect", "127.0.0.1:\(bound.port)", "--slots", "2", "--name", "bench-\(number)"])
+        let workers = (1...workerCount).map { number in
+            Child.spawn(workerCommand + ["--connect", "127.0.0.1:\(bound.port)", "--slots", "\(slotsPerWorker)", "--name", "bench-\(number)"])
         }
         var joined = 0
         for await event in listenerEvents {
             if case .joined = event { joined += 1 }
-            if joined == 2 { break }
+            if joined == workerCount { break }
         }
         remote.append(try await runJobs(scheduler, count: jobs))
         for worker in workers { worker.signal(SIGTERM) }
@@ -136,8 +138,8 @@ func benchmark() async throws {
     let localTime = median(local)
     let remoteTime = median(remote)
     let trips = recorder.all.sorted()
-    print("local  4 slots:            \(format(localTime, 3)) s  (\(format(Double(jobs) / localTime, 0)) jobs/s)")
-    print("remote 2 workers × 2 slots: \(format(remoteTime, 3)) s  (\(format(Double(jobs) / remoteTime, 0)) jobs/s)")
+    print("local  \(workerCount * slotsPerWorker) slots:             \(format(localTime, 3)) s  (\(format(Double(jobs) / localTime, 0)) jobs/s)")
+    print("remote \(workerCount) workers × \(slotsPerWorker) slots: \(format(remoteTime, 3)) s  (\(format(Double(jobs) / remoteTime, 0)) jobs/s)")
     print("throughput ratio remote/local: \(format(localTime / remoteTime))×  (goal ≥ 0.80×)")
     if !trips.isEmpty {
         print("assign → ack round trip over \(trips.count) assignments: p50 \(microseconds(percentile(trips, 0.5))), p99 \(microseconds(percentile(trips, 0.99))), max \(microseconds(trips.last!))  (goal p50 < 200 µs)")
