@@ -13,6 +13,7 @@
 #include <ncursesw/curses.h>
 #include <errno.h>
 #include <locale.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -112,6 +113,15 @@ static inline int cn_install_signal(int signal_number) {
     int result = sigaction(signal_number, &action, cn_previous_action(signal_number));
     if (result == 0) *cn_has_previous(signal_number) = 1;
     return result;
+}
+
+// Unblocks a signal on the calling thread, so that it can be delivered there even when the
+// process was started with it blocked (a child inherits its parent thread's mask).
+static inline int cn_unblock_signal(int signal_number) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, signal_number);
+    return pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 }
 
 static inline int cn_restore_signal(int signal_number) {

@@ -123,7 +123,10 @@ final class NcursesTerminal: Terminal {
         guard cn_pipe(&fds) == 0 else { return nil }
         signalWriteEnd = fds[1]
         cn_set_signal_pipe(fds[1])
-        for number in signals { _ = cn_install_signal(number) }
+        for number in signals {
+            _ = cn_install_signal(number)
+            _ = cn_unblock_signal(number)
+        }
         return fds[0]
     }
 

@@ -174,6 +174,30 @@ struct DashboardTmuxTests {
         try await tmux.waitFor("the shell prompt") { $0.contains { $0.contains("jobtop: 2 jobs") } }
     }
 
+    @Test("SIGTERM restores the terminal and exits 143; Ctrl-C twice exits 130", arguments: shapes)
+    func signals(shape: Shape) async throws {
+        let tmux = try TmuxSession(shape: shape)
+        defer { tmux.close() }
+        try await tmux.run("\(TmuxSession.binary) -j 1 -c 'sleep 300'; echo \"exit=$?\"")
+        try await tmux.waitForDashboard("the running sleep") { $0.contains { $0.contains("sleep 300") && $0.contains("running") } }
+        let pid = try #require(tmux.process(named: "jobtop"))
+        kill(pid, SIGTERM)
+        let afterTerm = try await tmux.waitFor("exit=143 and the prompt") { screen in
+            screen.contains { $0 == "exit=143" } && screen.last { !$0.isEmpty }?.hasPrefix("READY$") == true
+        }
+        #expect(!afterTerm.contains { $0.contains("running") || $0.contains("Quit") })
+
+        try await tmux.run("clear; \(TmuxSession.binary) -j 1 -c 'sleep 300'; echo \"exit=$?\"")
+        try await tmux.waitForDashboard("the running sleep") { $0.contains { $0.contains("sleep 300") && $0.contains("running") } }
+        tmux.keys("C-c")
+        try await tmux.waitFor("the quit question") { $0.contains { $0.contains("Cancel them and quit?") } }
+        tmux.keys("C-c")
+        let afterInterrupt = try await tmux.waitFor("exit=130 and the prompt") { screen in
+            screen.contains { $0 == "exit=130" } && screen.last { !$0.isEmpty }?.hasPrefix("READY$") == true
+        }
+        #expect(!afterInterrupt.contains { $0.contains("running") || $0.contains("Quit") })
+    }
+
     private func row(of text: String, in screen: [String]) throws -> Int {
         try #require(screen.firstIndex { $0.contains(text) }, "no row with \(text)")
     }
@@ -253,6 +277,32 @@ final class TmuxSession: Sendable {
 
     func resize(columns: Int, rows: Int) {
         _ = try? Self.tmux(["resize-window", "-t", "0", "-x", "\(columns)", "-y", "\(rows)"], socket: socket)
+    }
+
+    /// A process named `name` started under the window's shell (a descendant of the pane's process).
+    func process(named name: String) -> pid_t? {
+        guard let result = try? Self.tmux(["display-message", "-p", "-t", "0", "#{pane_pid}"], socket: socket),
+            let pane = pid_t(result.output.trimmingCharacters(in: .whitespacesAndNewlines))
+        else { return nil }
+        var parents: [pid_t: pid_t] = [:]
+        var names: [pid_t: String] = [:]
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+            guard let pid = pid_t(entry), let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")")
+            else { continue }
+            names[pid] = String(stat[stat.index(after: open)..<close])
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            if fields.count > 1, let parent = pid_t(fields[1]) { parents[pid] = parent }
+        }
+        return names.first { candidate in
+            guard candidate.value == name else { return false }
+            var current = candidate.key
+            while let parent = parents[current], parent > 1 {
+                if parent == pane { return true }
+                current = parent
+            }
+            return false
+        }?.key
     }
 
     /// The screen's rows, trailing blanks removed.
