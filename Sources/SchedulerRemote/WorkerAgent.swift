@@ -170,8 +170,12 @@ public final class WorkerAgent: Sendable {
             }
         }
         do {
+            var transportConfig = HTTP2ClientTransport.Posix.Config.defaults
+            // Acks and results are small and latency-bound: flush each at once.
+            transportConfig.connection.flushCoalescing = nil
             let transport = try HTTP2ClientTransport.Posix(
-                target: Self.target(configuration.coordinator), transportSecurity: .plaintext)
+                target: Self.target(configuration.coordinator), transportSecurity: .plaintext,
+                config: transportConfig)
             return try await withGRPCClient(transport: transport) { client in
                 var options = CallOptions.defaults
                 // Fail fast when the coordinator is down: the agent's own loop retries and says so.

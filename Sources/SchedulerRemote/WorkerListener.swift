@@ -94,8 +94,13 @@ public final class WorkerListener: Sendable {
     public func start() async throws(RemoteError) -> RemoteAddress {
         let address = configuration.address
         let socket = try ListeningSocket.make(address)
+        var transportConfig = HTTP2ServerTransport.Posix.Config.defaults
+        // A few small messages per job: coalescing flushes would only add its delay (100 µs,
+        // more when the timer fires late on a busy machine) to every assign.
+        transportConfig.connection.flushCoalescing = nil
         let server = GRPCServer(
-            transport: .http2NIOPosix(listeningSocketDescriptor: Int(socket), transportSecurity: .plaintext),
+            transport: .http2NIOPosix(
+                listeningSocketDescriptor: Int(socket), transportSecurity: .plaintext, config: transportConfig),
             services: [service])
         let failure = Mutex<String?>(nil)
         let task = Task {
