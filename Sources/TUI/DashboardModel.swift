@@ -195,58 +195,72 @@ struct DashboardModel: Sendable {
         _ jobs: some Collection<JobInfo>, sort: SortKey, filter: String, ordinals: [JobID: Int] = [:]
     ) -> [JobInfo] {
         let needle = filter.lowercased()
-        let shown = needle.isEmpty ? Array(jobs) : jobs.filter { job in
-            job.displayName.lowercased().contains(needle) || job.command.lowercased().contains(needle)
-                || job.id.short.hasPrefix(needle) || job.state.name.hasPrefix(needle)
+        // Sorting compact keys instead of whole job records keeps a 10,000-job table cheap to
+        // reorder on every frame that needs it.
+        var keyed: [(key: OrderKey, name: String, job: JobInfo)] = []
+        keyed.reserveCapacity(jobs.count)
+        for job in jobs {
+            if !needle.isEmpty {
+                let matches = job.displayName.lowercased().contains(needle) || job.command.lowercased().contains(needle)
+                    || job.id.short.hasPrefix(needle) || job.state.name.hasPrefix(needle)
+                if !matches { continue }
+            }
+            let key = OrderKey(job, sort: sort, ordinal: ordinals[job.id] ?? 0)
+            keyed.append((key, sort == .name ? job.displayName.lowercased() : "", job))
         }
-        func rank(_ job: JobInfo) -> Int {
-            switch job.state.kind {
-            case .running: 0
-            case .queued: 1
-            case .waiting: 2
-            case .succeeded, .failed, .cancelled: 3
+        if sort == .name {
+            keyed.sort { a, b in a.name != b.name ? a.name < b.name : a.key < b.key }
+        } else {
+            keyed.sort { a, b in a.key < b.key }
+        }
+        return keyed.map(\.job)
+    }
+
+    /// A job's place in the table as numbers compared in order.
+    ///
+    /// By state: running (oldest start first), queued in run order (priority, then
+    /// submission), waiting (soonest retry first), finished (newest first).
+    struct OrderKey: Comparable {
+        var first: Int64 = 0
+        var rank: Int64
+        var a: Int64
+        var b: Int64
+        var c: Int64
+        var id: JobID
+
+        init(_ job: JobInfo, sort: SortKey, ordinal: Int) {
+            let submitted = Self.nanoseconds(job.submittedAt)
+            let ordinal = Int64(ordinal)
+            id = job.id
+            switch job.state {
+            case .running(_, _, let since, _):
+                (rank, a, b, c) = (0, Self.nanoseconds(job.startedAt ?? since), submitted, ordinal)
+            case .queued:
+                (rank, a, b, c) = (1, -Int64(job.priority), submitted, ordinal)
+            case .waitingForRetry(let until, _, _):
+                (rank, a, b, c) = (2, Self.nanoseconds(until), submitted, ordinal)
+            case .succeeded, .failed, .cancelled:
+                (rank, a, b, c) = (3, -Self.nanoseconds(job.finishedAt ?? .zero), -ordinal, 0)
+            }
+            switch sort {
+            case .state, .name: break
+            case .priority: first = -Int64(job.priority)
+            case .newest: (first, rank, a, b, c) = (-submitted, -ordinal, 0, 0, 0)
             }
         }
-        // The order within a state: running oldest start first, queued in run order (priority,
-        // then submission), waiting soonest first, finished newest first.
-        func stateOrder(_ a: JobInfo, _ b: JobInfo) -> Bool {
-            let ra = rank(a), rb = rank(b)
-            if ra != rb { return ra < rb }
-            switch ra {
-            case 0:
-                let sa = a.startedAt ?? .zero, sb = b.startedAt ?? .zero
-                if sa != sb { return sa < sb }
-            case 1:
-                if a.priority != b.priority { return a.priority > b.priority }
-            case 2:
-                if case .waitingForRetry(let ua, _, _) = a.state, case .waitingForRetry(let ub, _, _) = b.state, ua != ub {
-                    return ua < ub
-                }
-            default:
-                let fa = a.finishedAt ?? .zero, fb = b.finishedAt ?? .zero
-                if fa != fb { return fa > fb }
-                let oa = ordinals[a.id] ?? 0, ob = ordinals[b.id] ?? 0
-                if oa != ob { return oa > ob }
-                return a.id < b.id
-            }
-            return submissionOrder(a, b)
+
+        static func < (l: OrderKey, r: OrderKey) -> Bool {
+            if l.first != r.first { return l.first < r.first }
+            if l.rank != r.rank { return l.rank < r.rank }
+            if l.a != r.a { return l.a < r.a }
+            if l.b != r.b { return l.b < r.b }
+            if l.c != r.c { return l.c < r.c }
+            return l.id < r.id
         }
-        func submissionOrder(_ a: JobInfo, _ b: JobInfo) -> Bool {
-            if a.submittedAt != b.submittedAt { return a.submittedAt < b.submittedAt }
-            let oa = ordinals[a.id] ?? 0, ob = ordinals[b.id] ?? 0
-            if oa != ob { return oa < ob }
-            return a.id < b.id
-        }
-        switch sort {
-        case .state:
-            return shown.sorted(by: stateOrder)
-        case .priority:
-            return shown.sorted { a, b in a.priority != b.priority ? a.priority > b.priority : stateOrder(a, b) }
-        case .name:
-            let keyed = shown.map { ($0.displayName.lowercased(), $0) }
-            return keyed.sorted { a, b in a.0 != b.0 ? a.0 < b.0 : stateOrder(a.1, b.1) }.map(\.1)
-        case .newest:
-            return shown.sorted { a, b in submissionOrder(b, a) }
+
+        private static func nanoseconds(_ duration: Duration) -> Int64 {
+            let (seconds, attoseconds) = duration.components
+            return seconds &* 1_000_000_000 &+ attoseconds / 1_000_000_000
         }
     }
 
