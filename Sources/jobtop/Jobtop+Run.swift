@@ -9,14 +9,17 @@ extension Jobtop {
         static let configuration = CommandConfiguration(
             abstract: "Run jobs from a job file, a list or -c, with the dashboard or headless.",
             discussion: """
-                FILE is a job file (.toml: [defaults] and [[job]] tables) or a plain list (one shell
-                command per line; blank lines and # comments are skipped). "-" reads the list from
+                FILE is a job file (.toml: [defaults] and [[job]] tables) or a plain list (one shell \
+                command per line; blank lines and # comments are skipped). "-" reads the list from \
                 stdin; with no FILE and no -c, a piped stdin is read.
-                Without --headless and with stdout on a terminal, the dashboard opens; otherwise each
-                event is logged as one line on stdout and human messages go to stderr.
+
+                Without --headless and with stdout on a terminal, the dashboard opens; otherwise \
+                each event is logged as one line on stdout and human messages go to stderr.
+
                 Durations: 500ms, 10s, 1.5s, 5m, 1h, 1m30s.
-                Exit status: 0 every job succeeded; 1 some job failed or was cancelled; 2 bad usage
-                or bad input (nothing was started); 130 interrupted by SIGINT; 143 by SIGTERM.
+
+                Exit status: 0 every job succeeded; 1 some job failed or was cancelled; 2 bad \
+                usage or bad input (nothing was started); 130 interrupted by SIGINT; 143 by SIGTERM.
                 """
         )
 

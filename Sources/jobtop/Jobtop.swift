@@ -11,27 +11,34 @@ struct Jobtop: AsyncParsableCommand {
         commandName: "jobtop",
         abstract: "htop for jobs: run shell commands on a pool of workers, watch and steer them live.",
         discussion: """
-            jobtop [run] [FILE | -] [options]        (run is the default subcommand)
+            jobtop [run] [FILE | -] [options]    (run is the default subcommand)
 
-              FILE                 a job file (.toml) or a plain list: one shell command per line,
-                                   blank lines and lines starting with # ignored. "-" reads the list
-                                   from stdin; with no FILE and no -c, a piped stdin is read.
-              -c, --command CMD    add one job (repeatable; mixes with FILE)
-              -j, --jobs N         local worker slots (default: number of cores)
-              --retries N          default max retries per job (default 0)
-              --backoff DURATION   first retry delay (default 1s; doubles, with jitter, capped at 60s)
-              --timeout DURATION   default per-attempt timeout (default: none)
-              --grace DURATION     SIGTERM->SIGKILL grace on cancel/timeout (default 5s)
-              --headless           no screen: log events (automatic when stdout is not a terminal)
-              --log-format text|json   headless log format (default text)
-              --log-output         also log every output line of every job
-              --output-dir DIR     also write each job's stdout+stderr to DIR/<name-or-id>.log
-              --halt-on-failure    after the first job that fails for good, cancel the rest
+              FILE                a job file (.toml) or a plain list: one shell
+                                  command per line; blank and # lines skipped.
+                                  "-" reads the list from stdin; with no FILE
+                                  and no -c, a piped stdin is read.
+              -c, --command CMD   add one job (repeatable; mixes with FILE)
+              -j, --jobs N        local worker slots (default: number of cores)
+              --retries N         default max retries per job (default 0)
+              --backoff DURATION  first retry delay (default 1s; doubles, with
+                                  jitter, capped at 60s)
+              --timeout DURATION  default per-attempt timeout (default: none)
+              --grace DURATION    SIGTERM->SIGKILL grace on cancel/timeout
+                                  (default 5s)
+              --headless          no screen: log events (automatic when stdout
+                                  is not a terminal)
+              --log-format F      headless log format: text or json (text)
+              --log-output        also log every output line of every job
+              --output-dir DIR    also write each job's stdout+stderr to
+                                  DIR/<name-or-id>.log
+              --halt-on-failure   after the first job that fails for good,
+                                  cancel the rest
 
             Durations: 500ms, 10s, 1.5s, 5m, 1h, 1m30s.
-            Exit status: 0 every job succeeded; 1 some job failed or was cancelled; 2 bad usage or
-            bad input (nothing was started); 130 interrupted by SIGINT; 143 by SIGTERM.
-            See 'jobtop run --help' for details.
+            Exit status: 0 every job succeeded; 1 some job failed or was
+            cancelled; 2 bad usage or bad input (nothing was started);
+            130 interrupted by SIGINT; 143 by SIGTERM.
+            See 'jobtop run --help' for every option.
             """,
         version: "jobtop \(version)",
         subcommands: [Run.self, Worker.self],
