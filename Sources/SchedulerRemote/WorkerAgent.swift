@@ -233,6 +233,8 @@ public final class WorkerAgent: Sendable {
                     welcome = value
                 case .refusal(let refusal):
                     group.cancelAll()
+                    // A coordinator on its way out may be replaced: try again, like after a goodbye.
+                    if refusal.code == .shuttingDown { return .goodbye(refusal.message) }
                     return .refused(refusal.message)
                 default:
                     group.cancelAll()
