@@ -178,10 +178,14 @@ struct ShellJobTests {
 
     @Test func finishedJobsLeaveNoZombies() async throws {
         try await Self.withScheduler(slots: 4) { scheduler, reader in
-            let ids = try await scheduler.submit(contentsOf: (0..<50).map { _ in .shell("true") })
+            // Each job prints its shell's pid; once its end is reported, that process must be
+            // reaped. (Only these pids: other suites in this process have children of their own.)
+            let ids = try await scheduler.submit(contentsOf: (0..<50).map { _ in .shell("echo $$") })
             await reader.finals(of: ids)
-            let zombies = Self.childZombies()
-            #expect(zombies.isEmpty, "zombie children: \(zombies)")
+            let pids = reader.seen.compactMap { if case .output(_, let line) = $0.kind { Int(line.text) } else { nil } }
+            #expect(pids.count == 50)
+            let zombies = Self.childZombies().filter(pids.contains)
+            #expect(zombies.isEmpty, "unreaped jobs: \(zombies)")
         }
     }
 
