@@ -255,6 +255,8 @@ public struct SchedulerCore: Sendable {
     /// A worker is gone: its running jobs go back to the queue (a bounded number of times per
     /// job, then the attempt counts as failed); cancelled ones end `cancelled`.
     public mutating func workerLost(_ worker: WorkerID, reason: String, now: SchedulerTime) -> [Action] {
+        // A worker that already left (retired, say) is not lost again.
+        guard pool.contains(worker) else { return [] }
         let running = pool.remove(worker)
         for id in running.sorted() {
             guard var job = jobs[id], case .running(_, let attempt, _, let stopping) = job.info.state else { continue }
@@ -276,10 +278,22 @@ public struct SchedulerCore: Sendable {
         let candidates = local.filter { $0.running.isEmpty }.reversed() + local.filter { !$0.running.isEmpty }.reversed()
         for member in candidates where excess > 0 {
             excess -= member.descriptor.slots
-            if pool.retire(member.descriptor.id) {
+            if pool.retire(member.descriptor.id, reason: "slots reduced") {
                 actions.append(.removeWorker(member.descriptor.id))
                 actions.append(.emit(.workerLeft(member.descriptor.id, reason: "slots reduced")))
             }
+        }
+        actions.append(.emit(.slotsChanged(local: localCapacity, total: capacity)))
+        return takeActions()
+    }
+
+    /// A worker takes no new jobs and leaves when its running ones end (at once when idle): a
+    /// remote worker that drains, say. Its jobs are not requeued.
+    public mutating func retireWorker(_ worker: WorkerID, reason: String, now: SchedulerTime) -> [Action] {
+        guard pool.contains(worker) else { return [] }
+        if pool.retire(worker, reason: reason) {
+            actions.append(.removeWorker(worker))
+            actions.append(.emit(.workerLeft(worker, reason: reason)))
         }
         actions.append(.emit(.slotsChanged(local: localCapacity, total: capacity)))
         return takeActions()
@@ -318,11 +332,13 @@ public struct SchedulerCore: Sendable {
             case .running(let runningWorker, let runningAttempt, _, let stopping) = job.info.state,
             runningWorker == worker, runningAttempt == attempt
         else { return takeActions() }
-        if pool.checkIn(id, from: worker) {
-            actions.append(.removeWorker(worker))
-            actions.append(.emit(.workerLeft(worker, reason: "slots reduced")))
-        }
+        let retiredReason = pool.checkIn(id, from: worker)
         settle(&job, attempt: attempt, stopping: stopping, termination: termination, now: now)
+        // The job's end comes first, then its retired worker leaves.
+        if let reason = retiredReason {
+            actions.append(.removeWorker(worker))
+            actions.append(.emit(.workerLeft(worker, reason: reason)))
+        }
         dispatch(now: now)
         return takeActions()
     }

@@ -38,8 +38,9 @@ public struct WorkerPool: Sendable {
     struct Member: Sendable {
         var descriptor: WorkerDescriptor
         var running: Set<JobID> = []
-        /// Leaves as soon as its last job ends; gets no new jobs.
-        var isRetiring = false
+        /// Why it leaves as soon as its last job ends (it gets no new jobs); `nil` while it stays.
+        var retireReason: String?
+        var isRetiring: Bool { retireReason != nil }
     }
 
     private(set) var members: [WorkerID: Member] = [:]
@@ -73,20 +74,23 @@ public struct WorkerPool: Sendable {
         return worker
     }
 
-    /// Gives back the slot `job` held. Returns true when the worker retired and has now left.
-    mutating func checkIn(_ job: JobID, from worker: WorkerID) -> Bool {
-        guard var member = members[worker], member.running.remove(job) != nil else { return false }
-        if member.isRetiring {
+    /// Whether `worker` is in the pool (retiring ones included).
+    func contains(_ worker: WorkerID) -> Bool { members[worker] != nil }
+
+    /// Gives back the slot `job` held. Returns why the worker retired when it has now left.
+    mutating func checkIn(_ job: JobID, from worker: WorkerID) -> String? {
+        guard var member = members[worker], member.running.remove(job) != nil else { return nil }
+        if let reason = member.retireReason {
             if member.running.isEmpty {
                 remove(worker)
-                return true
+                return reason
             }
             members[worker] = member
-            return false
+            return nil
         }
         members[worker] = member
         freeSlots.append(worker)
-        return false
+        return nil
     }
 
     /// Removes a worker at once; returns the jobs it was running.
@@ -100,13 +104,13 @@ public struct WorkerPool: Sendable {
 
     /// Marks a worker to leave when its jobs end; it gets no new ones. Returns true when it was
     /// idle and has left already.
-    mutating func retire(_ worker: WorkerID) -> Bool {
-        guard var member = members[worker] else { return false }
+    mutating func retire(_ worker: WorkerID, reason: String) -> Bool {
+        guard var member = members[worker], !member.isRetiring else { return false }
         if member.running.isEmpty {
             remove(worker)
             return true
         }
-        member.isRetiring = true
+        member.retireReason = reason
         members[worker] = member
         freeSlots.removeAll { $0 == worker }
         return false

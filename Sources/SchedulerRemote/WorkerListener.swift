@@ -221,6 +221,10 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
                     liveness.touch()
                     while let message = try await messages.next() {
                         liveness.touch()
+                        if case .draining = message.kind {
+                            // No new job may reach a draining worker; it leaves when its jobs end.
+                            await self.scheduler.retireWorker(worker.descriptor.id, reason: "drained")
+                        }
                         if worker.handle(message) { return .drained }
                     }
                     return .lost("the worker closed its stream")

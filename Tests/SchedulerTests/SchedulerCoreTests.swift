@@ -215,6 +215,22 @@ import Testing
         #expect(core.state(of: queued) == .queued)
     }
 
+    @Test mutating func aRetiredWorkerGetsNoNewJobsAndLeavesWhenItsJobEndsWithoutRequeueing() {
+        _ = core.workerJoined(Self.w1, now: .zero)
+        let (running, _) = submit()
+        let (queued, _) = submit()
+        let retired = core.retireWorker(Self.w1.id, reason: "drained", now: .seconds(1))
+        #expect(Self.starts(retired).isEmpty)
+        #expect(core.capacity == 0)
+        let finished = core.jobFinished(running, attempt: 1, worker: Self.w1.id, termination: .exit(0), now: .seconds(2))
+        #expect(core.state(of: running) == .succeeded(attempts: 1))
+        #expect(Self.starts(finished).isEmpty)
+        #expect(finished.contains { if case .emit(.workerLeft(Self.w1.id, "drained")) = $0 { true } else { false } })
+        #expect(core.state(of: queued) == .queued)
+        // The connection closing afterwards is no second loss.
+        #expect(core.workerLost(Self.w1.id, reason: "closed", now: .seconds(3)).isEmpty)
+    }
+
     // MARK: pause, reprioritize, coalesce, retry, shutdown
 
     @Test mutating func pausedDispatchStartsNothingUntilResumed() {
