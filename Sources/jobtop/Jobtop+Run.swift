@@ -73,7 +73,12 @@ extension Jobtop {
         }
 
         func validate() throws {
-            if let jobs, jobs < 1 { throw ValidationError("-j/--jobs must be at least 1, not \(jobs)") }
+            // -j 0 makes sense only for a coordinator whose remote workers do all the work.
+            if let jobs, jobs < (remote.listen == nil ? 1 : 0) {
+                throw ValidationError(remote.listen == nil
+                    ? "-j/--jobs must be at least 1, not \(jobs) (0 is allowed with --listen: remote workers only)"
+                    : "-j/--jobs must be 0 or more, not \(jobs)")
+            }
             if let retries, retries < 0 { throw ValidationError("--retries must be 0 or more, not \(retries)") }
             if let retries, retries > 1_000 { throw ValidationError("--retries must be at most 1000, not \(retries)") }
             if let timeout, timeout <= .zero { throw ValidationError("--timeout must be longer than 0") }

@@ -18,7 +18,7 @@ struct Jobtop: AsyncParsableCommand {
                                   "-" reads the list from stdin; with no FILE
                                   and no -c, a piped stdin is read.
               -c, --command CMD   add one job (repeatable; mixes with FILE)
-              -j, --jobs N        local worker slots (default: number of cores)
+              -j, --jobs N        local worker slots (default: cores; 0 with --listen)
               --retries N         default max retries per job (default 0)
               --backoff DURATION  first retry delay (default 1s; doubles, with
                                   jitter, capped at 60s)

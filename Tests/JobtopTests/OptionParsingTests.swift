@@ -61,6 +61,13 @@ struct OptionParsingTests {
         }
     }
 
+    @Test("-j 0 is allowed only for a coordinator that listens for remote workers")
+    func zeroLocalSlotsNeedsListen() throws {
+        let run = try #require(try Jobtop.parseAsRoot(["-j", "0", "--listen", "127.0.0.1:0", "-c", "true"]) as? Jobtop.Run)
+        #expect(run.jobs == 0)
+        #expect(throws: (any Error).self) { _ = try Jobtop.parseAsRoot(["-j", "-1", "--listen", "127.0.0.1:0", "-c", "true"]) }
+    }
+
     @Test("The command line's retries, backoff and timeout fill in the jobs")
     func overridesReachTheJobs() throws {
         let run = try Jobtop.Run.parse(["--retries", "2", "--backoff", "3s", "--timeout", "1m"])
