@@ -8,6 +8,7 @@
 #
 #   Scripts/bench-dashboard.sh                 # N=10000 J=8 IDLE=10
 #   N=2000 IDLE=5 Scripts/bench-dashboard.sh
+#   JOBTOP=path/to/jobtop Scripts/bench-dashboard.sh   # an existing binary, no build
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,8 +18,10 @@ IDLE=${IDLE:-10}
 SCRATCH=${SCRATCH:-.build-bench-dashboard}
 
 command -v tmux > /dev/null || { echo "bench-dashboard: tmux is needed (apt-get install tmux)" >&2; exit 2; }
-swift build -c release --product jobtop --scratch-path "$SCRATCH" > /dev/null
-JOBTOP="$(pwd)/$SCRATCH/release/jobtop"
+if [ -z "${JOBTOP:-}" ]; then
+    swift build -c release --product jobtop --scratch-path "$SCRATCH" > /dev/null
+    JOBTOP="$(pwd)/$SCRATCH/release/jobtop"
+fi
 
 work=$(mktemp -d)
 socket="jobtop-bench-$$"
@@ -68,11 +71,11 @@ idle_cpu=$(awk -v t="$(( after - before ))" -v hz="$ticks" -v s="$(echo "$end - 
 echo "idle: ${idle_cpu}% of a core over ${IDLE}s (pid $pid); $(cat "$work/idle.frames")"
 
 # 2. Load.
-yes "sleep 0.01" | head -n "$N" > "$work/jobs.txt"
+seq "$N" | sed "s/.*/sleep 0.01/" > "$work/jobs.txt"
 tmux_ send-keys -t 0 "clear" Enter
 tmux_ send-keys -t 0 -l "JOBTOP_FRAME_STATS=$work/load.frames $JOBTOP -j $J jobs.txt"
 tmux_ send-keys -t 0 Enter
-wait_screen " jobtop " 30
+wait_screen " running · " 30
 pid=$(jobtop_pid)
 before_main=$(cpu "/proc/$pid/task/$pid/stat")
 before_all=$(cpu "/proc/$pid/stat")
@@ -86,9 +89,17 @@ tmux_ send-keys -t 0 q
 wait_screen "READY" 30
 seconds=$(echo "$end - $start" | bc)
 pct() { awk -v t="$1" -v hz="$ticks" -v s="$seconds" 'BEGIN { printf "%.1f", 100 * t / hz / s }'; }
+stat() { tr ' ' '\n' < "$work/load.frames" | sed -n "s/^$1=//p"; }
 events=$(( N * 3 ))
 echo "load: $N jobs, -j $J, $(printf '%.1f' "$seconds")s, ~$(awk -v e="$events" -v s="$seconds" 'BEGIN { printf "%d", e / s }') events/s (submitted+started+succeeded)"
-echo "      UI (main thread) CPU $(pct $(( after_main - before_main )))% of a core; whole process $(pct $(( after_all - before_all )))%"
-echo "      $(cat "$work/load.frames")  (frames counted over the dashboard's whole life)"
+echo "      frames: $(stat frames) in $(stat seconds)s of dashboard, at most $(stat max_per_second) in any second ($(cat "$work/load.frames"))"
+echo "      UI CPU (the dashboard's own work: events, frames, keys; measured per thread inside it):" \
+     "$(awk -v b="$(stat ui_cpu_seconds)" -v s="$seconds" 'BEGIN { printf "%.1f", 100 * b / s }')% of a core"
+echo "      whole process (scheduler, spawning, reaping, UI): $(pct $(( after_all - before_all )))% of a core;" \
+     "main thread $(pct $(( after_main - before_main )))%"
+# The same jobs without the dashboard, for comparison.
+/usr/bin/time -o "$work/headless.time" -f "%U %S %e" "$JOBTOP" -j "$J" --headless "$work/jobs.txt" > /dev/null 2>&1
+headless=$(tail -n 1 "$work/headless.time")
+echo "      headless, same jobs: $(echo "$headless" | awk '{ printf "%.1fs wall", $3 }') (for comparison)"
 echo "last screen:"
 cat "$work/screen.txt"

@@ -143,21 +143,32 @@ struct DashboardModel: Sendable {
 
     // MARK: - The table
 
-    /// The table's jobs in display order (filtered and sorted).
+    /// The table's jobs in display order (filtered and sorted), as of the last ``prepare(tableRows:reorder:)``.
     var orderedIDs: [JobID] {
-        if let stamp = orderStamp, stamp.version == board.orderVersion, stamp.sort == sort, stamp.filter == filter {
-            return order
-        }
-        return Self.ordered(board.jobs.values, sort: sort, filter: filter, ordinals: ordinals).map(\.id)
+        orderStamp == nil ? Self.ordered(board.jobs.values, sort: sort, filter: filter, ordinals: ordinals) : order
+    }
+
+    /// Whether jobs changed state or priority since the order was last computed.
+    var isOrderStale: Bool {
+        guard let stamp = orderStamp else { return true }
+        return stamp.version != board.orderVersion || stamp.sort != sort || stamp.filter != filter
     }
 
     /// The selected job, if any.
     var selectedJob: JobInfo? { selectedID.flatMap { board.jobs[$0] } }
 
     /// Refreshes the order and keeps the selection on the same job and in view.
-    mutating func prepare(tableRows: Int) {
+    ///
+    /// - Parameters:
+    ///   - tableRows: The rows the table shows.
+    ///   - reorder: Whether to sort again if jobs changed; `false` keeps the last order (a big,
+    ///     busy table is re-sorted a few times a second, not on every frame). A new sort key or
+    ///     filter always applies.
+    mutating func prepare(tableRows: Int, reorder: Bool = true) {
         pageSize = max(1, tableRows)
-        refreshOrder()
+        if reorder || orderStamp == nil || orderStamp?.sort != sort || orderStamp?.filter != filter {
+            refreshOrder()
+        }
         clampSelection()
     }
 
@@ -165,7 +176,7 @@ struct DashboardModel: Sendable {
         if let stamp = orderStamp, stamp.version == board.orderVersion, stamp.sort == sort, stamp.filter == filter {
             return
         }
-        order = Self.ordered(board.jobs.values, sort: sort, filter: filter, ordinals: ordinals).map(\.id)
+        order = Self.ordered(board.jobs.values, sort: sort, filter: filter, ordinals: ordinals)
         orderStamp = (board.orderVersion, sort, filter)
     }
 
@@ -190,30 +201,33 @@ struct DashboardModel: Sendable {
         clampSelection()
     }
 
-    /// Sorts and filters jobs for the table.
+    /// Sorts and filters jobs for the table; returns their ids in display order.
     static func ordered(
         _ jobs: some Collection<JobInfo>, sort: SortKey, filter: String, ordinals: [JobID: Int] = [:]
-    ) -> [JobInfo] {
+    ) -> [JobID] {
         let needle = filter.lowercased()
+        func matches(_ job: JobInfo) -> Bool {
+            needle.isEmpty || job.displayName.lowercased().contains(needle) || job.command.lowercased().contains(needle)
+                || job.id.short.hasPrefix(needle) || job.state.name.hasPrefix(needle)
+        }
         // Sorting compact keys instead of whole job records keeps a 10,000-job table cheap to
         // reorder on every frame that needs it.
-        var keyed: [(key: OrderKey, name: String, job: JobInfo)] = []
-        keyed.reserveCapacity(jobs.count)
-        for job in jobs {
-            if !needle.isEmpty {
-                let matches = job.displayName.lowercased().contains(needle) || job.command.lowercased().contains(needle)
-                    || job.id.short.hasPrefix(needle) || job.state.name.hasPrefix(needle)
-                if !matches { continue }
-            }
-            let key = OrderKey(job, sort: sort, ordinal: ordinals[job.id] ?? 0)
-            keyed.append((key, sort == .name ? job.displayName.lowercased() : "", job))
-        }
         if sort == .name {
+            var keyed: [(name: String, key: OrderKey)] = []
+            keyed.reserveCapacity(jobs.count)
+            for job in jobs where matches(job) {
+                keyed.append((job.displayName.lowercased(), OrderKey(job, sort: sort, ordinal: ordinals[job.id] ?? 0)))
+            }
             keyed.sort { a, b in a.name != b.name ? a.name < b.name : a.key < b.key }
-        } else {
-            keyed.sort { a, b in a.key < b.key }
+            return keyed.map(\.key.id)
         }
-        return keyed.map(\.job)
+        var keys: [OrderKey] = []
+        keys.reserveCapacity(jobs.count)
+        for job in jobs where matches(job) {
+            keys.append(OrderKey(job, sort: sort, ordinal: ordinals[job.id] ?? 0))
+        }
+        keys.sort()
+        return keys.map(\.id)
     }
 
     /// A job's place in the table as numbers compared in order.
@@ -334,6 +348,8 @@ struct DashboardModel: Sendable {
         case .cycleSort:
             let all = SortKey.allCases
             sort = all[(all.firstIndex(of: sort)! + 1) % all.count]
+            refreshOrder()
+            clampSelection()
             message = Segment("sorted by \(sort.rawValue)", .message)
         case .help:
             mode = .help
