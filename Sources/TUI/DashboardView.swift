@@ -324,7 +324,9 @@ enum DashboardView {
             let text: String
             switch confirmation {
             case .cancel(let id, let name):
-                text = " Cancel job \(id.short) (\(TextWidth.sanitize(name)))? y = cancel it, n = keep it "
+                // The name is cut short so that the y/n choice always shows at 80 columns.
+                let shown = TextWidth.truncate(TextWidth.sanitize(name), to: 24)
+                text = " Cancel job \(id.short) (\(shown))? y = cancel it, n = keep it "
             case .quit(let active):
                 let jobs = active == 1 ? "1 job is" : "\(active) jobs are"
                 text = " \(jobs) still queued or running. Cancel them and quit? y = quit, n = stay "
