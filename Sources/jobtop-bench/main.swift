@@ -157,7 +157,9 @@ func shell(_ command: String) -> Int32 {
     return status
 }
 
-func schedulerShell(count: Int, slots: Int, execution: LocalWorker.ProcessExecution = .dedicatedThread) async throws {
+func schedulerShell(
+    count: Int, slots: Int, execution: LocalWorker.ProcessExecution = .dedicatedThread, command: String = "true"
+) async throws {
     var configuration = Scheduler.Configuration(localSlots: slots)
     configuration.processExecution = execution
     let scheduler = Scheduler(configuration: configuration)
@@ -171,7 +173,7 @@ func schedulerShell(count: Int, slots: Int, execution: LocalWorker.ProcessExecut
         }
         return finished
     }()
-    try await scheduler.submit(contentsOf: (0..<count).map { _ in .shell("true") })
+    try await scheduler.submit(contentsOf: (0..<count).map { _ in .shell(command) })
     _ = await consumed
     let snapshot = await scheduler.snapshot()
     precondition(snapshot.count(.succeeded) == count, "not every job succeeded")
@@ -212,11 +214,13 @@ func benchExecutor() async throws {
     print("ratio dedicated/pool: \(format(d / p))x")
     // What blocking the pool costs everyone else: 2 slots on a 2-core machine block every pool
     // thread, so other async work waits. Measure how long 1,000 trivial tasks take meanwhile.
+    // Jobs that block for a while (`sleep 0.05`) show it: a blocked pool thread serves no one.
     for execution in [LocalWorker.ProcessExecution.dedicatedThread, .cooperativePool] {
-        async let jobs: Void = schedulerShell(count: 400, slots: 2, execution: execution)
+        async let jobs: Void = schedulerShell(count: 40, slots: 2, execution: execution, command: "sleep 0.05")
         var latencies: [Double] = []
         for _ in 0..<200 {
             latencies.append(await measure { await Task.detached { }.value })
+            try await Task.sleep(for: .milliseconds(2))
         }
         try await jobs
         latencies.sort()
