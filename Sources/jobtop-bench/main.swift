@@ -46,20 +46,23 @@ func rawTaskGroup(count: Int, width: Int) async {
     }
 }
 
+/// Reads `events` until `count` jobs have ended; returns how many did.
+func countFinals(_ events: EventStream, upTo count: Int) async -> Int {
+    var finished = 0
+    for await event in events where event.kind.isFinal {
+        finished += 1
+        if finished == count { break }
+    }
+    return finished
+}
+
 /// Runs `count` no-op closure jobs through a scheduler with `width` slots and one subscriber
 /// that reads every event.
 func schedulerClosures(count: Int, width: Int) async throws {
     let scheduler = Scheduler(configuration: .init(localSlots: width, subscriberBufferLimit: 1 << 20, finishedRetention: 1_000, finishedTails: 0))
     async let running: Void = scheduler.run()
     let events = await scheduler.events(includeOutput: false)
-    async let consumed: Int = {
-        var finished = 0
-        for await event in events where event.kind.isFinal {
-            finished += 1
-            if finished == count { break }
-        }
-        return finished
-    }()
+    async let consumed = countFinals(events, upTo: count)
     let spec = JobSpec(work: .closure { _ in })
     let batch = [JobSpec](repeating: spec, count: 10_000)
     var submitted = 0
@@ -165,14 +168,7 @@ func schedulerShell(
     let scheduler = Scheduler(configuration: configuration)
     async let running: Void = scheduler.run()
     let events = await scheduler.events(includeOutput: false)
-    async let consumed: Int = {
-        var finished = 0
-        for await event in events where event.kind.isFinal {
-            finished += 1
-            if finished == count { break }
-        }
-        return finished
-    }()
+    async let consumed = countFinals(events, upTo: count)
     try await scheduler.submit(contentsOf: (0..<count).map { _ in .shell(command) })
     _ = await consumed
     let snapshot = await scheduler.snapshot()
