@@ -91,6 +91,7 @@ final class ProcessRunner {
             return rc == ENOENT || rc == EACCES ? .exit(rc == ENOENT ? 127 : 126) : .error("cannot run \(argv[0]): \(message)")
         }
 
+        JobProcessGroups.started(pid)
         drainWakePipe()
         let pidfd = jt_pidfd_open(pid)
         let wake = wakeWrite
@@ -170,6 +171,7 @@ final class ProcessRunner {
             kill(-pid, SIGKILL)
             Self.waitUntilGroupIsGone(pid, leader: pid, limit: .seconds(5))
         }
+        JobProcessGroups.ended(pid)
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         if pidfd >= 0 { close(pidfd) }

@@ -61,36 +61,7 @@ final class SignalWatcher {
             onFirst(number)
         } else {
             StandardError.write("jobtop: \(signalName(number)) again: killing every running job now\n")
-            ChildProcesses.killGroups()
-        }
-    }
-}
-
-/// This process's children, found in /proc. Each job's shell is a child that leads its own
-/// process group (the engine spawns it in a new session), so killing the group kills the job.
-enum ChildProcesses {
-    /// The pids whose parent is this process.
-    static func pids() -> [pid_t] {
-        let me = getpid()
-        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }
-        var children: [pid_t] = []
-        for entry in entries {
-            guard let pid = pid_t(entry), pid != me,
-                let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
-                let close = stat.lastIndex(of: ")")
-            else { continue }
-            // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split after the last ')'.
-            let fields = stat[stat.index(after: close)...].split(separator: " ")
-            if fields.count > 1, pid_t(fields[1]) == me { children.append(pid) }
-        }
-        return children
-    }
-
-    /// Sends SIGKILL to the process group of every child (and to the child itself).
-    static func killGroups() {
-        for pid in pids() {
-            kill(-pid, SIGKILL)
-            kill(pid, SIGKILL)
+            Scheduler.killAllJobProcessesNow()
         }
     }
 }
