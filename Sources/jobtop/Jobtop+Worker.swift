@@ -1,8 +1,8 @@
 import ArgumentParser
 import Dispatch
 import Foundation
+import Scheduler
 import SchedulerRemote
-import Synchronization
 
 extension Jobtop {
     /// `jobtop worker`: joins a coordinator's pool and runs the jobs it assigns.
@@ -62,7 +62,7 @@ extension Jobtop {
                 StandardError.write("jobtop worker: \(error)\n")
                 Foundation.exit(ExitStatus.usage)
             }
-            let signals = WorkerSignals(agent: agent)
+            let signals = watchWorkerSignals(agent)
             defer { signals.stop() }
             do {
                 try await agent.run()
@@ -70,54 +70,16 @@ extension Jobtop {
                 StandardError.write("jobtop worker: \(error.message)\n")
                 Foundation.exit(ExitStatus.someFailed)
             }
-            if let stoppedBy = signals.stoppedBy { Foundation.exit(ExitStatus.interrupted(by: stoppedBy)) }
+            if let stoppedBy = signals.secondSignal { Foundation.exit(ExitStatus.interrupted(by: stoppedBy)) }
         }
     }
 }
 
 /// The worker's SIGTERM/SIGINT: the first drains, a second stops the running jobs at once.
-private final class WorkerSignals {
-    /// What the handlers share: how many signals came, and the one that forced a stop.
-    private final class Received: Sendable {
-        private let state = Mutex<(count: Int, stoppedBy: Int32?)>((0, nil))
-
-        var stoppedBy: Int32? { state.withLock { $0.stoppedBy } }
-
-        /// Records `number`; returns how many signals have come, this one included.
-        func record(_ number: Int32) -> Int {
-            state.withLock { state in
-                state.count += 1
-                if state.count == 2 { state.stoppedBy = number }
-                return state.count
-            }
-        }
-    }
-
-    private let received = Received()
-    private let sources: [any DispatchSourceSignal]
-
-    /// The signal that forced a stop, if one did.
-    var stoppedBy: Int32? { received.stoppedBy }
-
-    init(agent: WorkerAgent) {
-        let queue = DispatchQueue(label: "jobtop.worker.signals")
-        let received = received
-        sources = [SIGTERM, SIGINT].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler { WorkerSignals.handle(number, received: received, agent: agent) }
-            source.resume()
-            return source
-        }
-    }
-
-    func stop() {
-        for source in sources { source.cancel() }
-    }
-
-    private static func handle(_ number: Int32, received: Received, agent: WorkerAgent) {
-        let name = number == SIGTERM ? "SIGTERM" : "SIGINT"
-        switch received.record(number) {
+private func watchWorkerSignals(_ agent: WorkerAgent) -> SignalWatcher {
+    SignalWatcher(signals: [SIGTERM, SIGINT]) { number, count in
+        let name = signalName(number)
+        switch count {
         case 1:
             StandardError.write("jobtop worker: \(name): draining (\(name) again to stop running jobs now)\n")
             agent.drain()

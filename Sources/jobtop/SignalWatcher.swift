@@ -3,29 +3,24 @@ import Foundation
 import Scheduler
 import Synchronization
 
-/// Headless mode's SIGINT, SIGTERM and SIGHUP handling.
-///
-/// The first signal calls `onFirst` (the caller cancels the run: process groups get SIGTERM,
-/// then SIGKILL after the grace period). A second one kills every job's process group at once.
-/// Under the dashboard these are not installed: the dashboard owns the signals.
+/// Watches termination signals with dispatch sources and tells a handler each one, numbered:
+/// the first asks for a gentle stop, a second for a hard one. Headless runs and `jobtop worker`
+/// decide what that means; under the dashboard none is installed (the dashboard owns signals).
 final class SignalWatcher {
-    /// What the handlers share: which signal came first and how many came.
+    /// What the handlers share: the signals received, in order.
     private final class Received: Sendable {
-        private struct State {
-            var first: Int32?
-            var count = 0
+        private let state = Mutex<[Int32]>([])
+
+        /// The signal received as number `position` (from 1), if that many came.
+        func signal(_ position: Int) -> Int32? {
+            state.withLock { position <= $0.count ? $0[position - 1] : nil }
         }
-
-        private let state = Mutex(State())
-
-        var first: Int32? { state.withLock { $0.first } }
 
         /// Records `number`; returns how many signals have come, this one included.
         func record(_ number: Int32) -> Int {
-            state.withLock { state in
-                if state.first == nil { state.first = number }
-                state.count += 1
-                return state.count
+            state.withLock { received in
+                received.append(number)
+                return received.count
             }
         }
     }
@@ -34,34 +29,46 @@ final class SignalWatcher {
     private let sources: [any DispatchSourceSignal]
 
     /// The first signal received, if any.
-    var firstSignal: Int32? { received.first }
+    var firstSignal: Int32? { received.signal(1) }
+
+    /// The second signal received (the one that forced a hard stop), if any.
+    var secondSignal: Int32? { received.signal(2) }
 
     /// Starts watching; the default actions of the signals stay off from now on.
-    init(signals: [Int32] = [SIGINT, SIGTERM, SIGHUP], onFirst: @escaping @Sendable (Int32) -> Void) {
+    ///
+    /// - Parameters:
+    ///   - signals: The signals to watch.
+    ///   - onSignal: Called on a private queue with each signal and how many have come so far.
+    init(signals: [Int32], onSignal: @escaping @Sendable (_ number: Int32, _ count: Int) -> Void) {
         let queue = DispatchQueue(label: "jobtop.signals")
         let received = received
         sources = signals.map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler { SignalWatcher.handle(number, received: received, onFirst: onFirst) }
+            source.setEventHandler { onSignal(number, received.record(number)) }
             source.resume()
             return source
+        }
+    }
+
+    /// Headless mode: the first of SIGINT, SIGTERM or SIGHUP calls `onFirst` (the caller cancels
+    /// the run: SIGTERM to the process groups, SIGKILL after the grace period); a second kills
+    /// every job's process group at once.
+    convenience init(onFirst: @escaping @Sendable (Int32) -> Void) {
+        self.init(signals: [SIGINT, SIGTERM, SIGHUP]) { number, count in
+            if count == 1 {
+                StandardError.write(
+                    "jobtop: \(signalName(number)): cancelling running jobs (\(signalName(number)) again kills them at once)\n")
+                onFirst(number)
+            } else {
+                StandardError.write("jobtop: \(signalName(number)) again: killing every running job now\n")
+                Scheduler.killAllJobProcessesNow()
+            }
         }
     }
 
     /// Stops watching (the signals stay ignored: jobtop is about to exit).
     func stop() {
         for source in sources { source.cancel() }
-    }
-
-    private static func handle(_ number: Int32, received: Received, onFirst: @Sendable (Int32) -> Void) {
-        if received.record(number) == 1 {
-            StandardError.write(
-                "jobtop: \(signalName(number)): cancelling running jobs (\(signalName(number)) again kills them at once)\n")
-            onFirst(number)
-        } else {
-            StandardError.write("jobtop: \(signalName(number)) again: killing every running job now\n")
-            Scheduler.killAllJobProcessesNow()
-        }
     }
 }
