@@ -275,11 +275,11 @@ struct SchedulerTests {
         let id = try await scheduler.submit(.shell("a"))
         let queued = try await scheduler.submit(.shell("b"))
         _ = await h.nextStart()
+        var reader = EventReader(await scheduler.events())
         async let shutdown: Void = scheduler.shutdown(.graceful)
-        await #expect(throws: SchedulerError.self) {
-            // Once the shutdown began, nothing new is accepted.
-            while true { _ = try await scheduler.submit(.shell("late")); await Task.yield() }
-        }
+        // Once the shutdown has begun, nothing new is accepted.
+        await reader.next { $0.name == "shutdown" }
+        await #expect(throws: SchedulerError.self) { try await scheduler.submit(.shell("late")) }
         h.worker.release(id)
         await shutdown
         await running
