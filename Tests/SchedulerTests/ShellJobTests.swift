@@ -40,8 +40,12 @@ struct ShellJobTests {
 
     /// Reads pids a job wrote, one per line, once the file holds `count` of them.
     static func pids(in path: String, count: Int, reader: inout EventReader, job: JobID) async -> [pid_t] {
-        // The job prints "ready" after writing its pids; the event is the gate.
-        await reader.next { if case .output(job, let line) = $0 { line.text == "ready" } else { false } }
+        // The job prints "ready" after writing its pids; the event is the gate. Its end stops the
+        // wait too, so a job that ended first fails the count below instead of hanging.
+        await reader.next { kind in
+            if case .output(job, let line) = kind { return line.text == "ready" }
+            return kind.isFinal && kind.jobID == job
+        }
         let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
         let pids = text.split(separator: "\n").compactMap { pid_t($0) }
         #expect(pids.count == count)
@@ -141,10 +145,11 @@ struct ShellJobTests {
         let pidFile = Self.temporaryFile("pids")
         try await Self.withScheduler(grace: .milliseconds(300)) { scheduler, reader in
             var spec = JobSpec.shell("sh -c 'trap \"\" TERM; echo $$ > \(pidFile); while :; do sleep 1; done' & sleep 0.1; echo ready; wait")
-            spec.timeout = .seconds(1)
+            // Long enough for the shells to start on a loaded machine under ThreadSanitizer.
+            spec.timeout = .seconds(3)
             let id = try await scheduler.submit(spec)
             let pids = await Self.pids(in: pidFile, count: 1, reader: &reader, job: id)
-            guard case .failed(_, .timeout(.seconds(1)), 1)? = await reader.final(of: id) else {
+            guard case .failed(_, .timeout(.seconds(3)), 1)? = await reader.final(of: id) else {
                 Issue.record("expected a timeout failure")
                 return
             }
