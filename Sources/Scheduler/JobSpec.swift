@@ -185,3 +185,11 @@ public struct JobContext: Sendable {
         reporter.line(line, stream: .stdout)
     }
 }
+
+extension JobSpec {
+    /// The priorities a job may have, from -1,000,000 to 1,000,000 (higher runs first).
+    ///
+    /// Priorities come from users (job files, the dashboard, scripts); a bound keeps every sum,
+    /// difference and `+1` on them far from `Int`'s limits, so no arithmetic on them can trap.
+    public static let priorityRange: ClosedRange<Int> = -1_000_000...1_000_000
+}
