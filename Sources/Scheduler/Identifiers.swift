@@ -47,6 +47,34 @@ public struct WorkerID: Hashable, Sendable, CustomStringConvertible {
     public var description: String { uuid.uuidString.lowercased() }
 }
 
+/// A batch: the jobs of one run, followed as a whole (see ``SchedulerCore/openBatch(haltsOnFailure:)``).
+///
+/// Batches are numbered by the scheduler that opened them; the number means nothing elsewhere.
+public struct BatchID: Hashable, Sendable, Codable, CustomStringConvertible {
+    /// The number.
+    public let rawValue: UInt64
+
+    /// Wraps a number.
+    public init(rawValue: UInt64) { self.rawValue = rawValue }
+
+    public var description: String { "#\(rawValue)" }
+}
+
+/// A batch as it stands.
+public struct BatchStatus: Sendable, Equatable {
+    /// Which batch.
+    public var id: BatchID
+    /// Its jobs that have not ended.
+    public var unfinished: Int
+    /// Whether it takes no more jobs.
+    public var isSealed: Bool
+    /// The job whose failure halted it, if one did.
+    public var haltedBy: JobID?
+
+    /// Whether it is sealed and every job of it has ended.
+    public var isSettled: Bool { isSealed && unfinished == 0 }
+}
+
 /// Makes random version-4 UUIDs quickly.
 ///
 /// `UUID()` asks the kernel for randomness on every call; a million submissions would spend

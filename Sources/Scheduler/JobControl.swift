@@ -16,6 +16,10 @@ public final class JobControl: Sendable {
     private struct State {
         var request: StopRequest?
         var handler: (@Sendable (StopRequest) -> Void)?
+        /// The work ended (its process exited, its task returned): later requests reach nothing.
+        var hasEnded = false
+        /// The first request came after the work had ended.
+        var cameTooLate = false
     }
 
     private let state = Locked(State())
@@ -30,11 +34,29 @@ public final class JobControl: Sendable {
     /// requested. Pass `nil` to remove it when the work has ended.
     public func onStop(_ handler: (@Sendable (StopRequest) -> Void)?) {
         let pending = state.withLock { state -> StopRequest? in
-            state.handler = handler
+            state.handler = state.hasEnded ? nil : handler
+            guard handler != nil, !state.hasEnded else { return nil }
             return state.request
         }
         if let pending, let handler { handler(pending) }
     }
+
+    /// Says that the work has ended by itself (its process exited, its closure returned): a stop
+    /// requested from now on reaches nothing and does not change how the attempt ended.
+    ///
+    /// Workers call it the moment they see the end, before collecting what is left (the rest of
+    /// the output, leftover processes).
+    public func workEnded() {
+        state.withLock { state in
+            state.hasEnded = true
+            state.handler = nil
+        }
+    }
+
+    /// Whether a stop was requested before the work ended (so it may have been what ended it).
+    /// When the only request came after ``workEnded()``, the attempt ended on its own and keeps
+    /// its own outcome: a job that ran to its end is never reported cancelled.
+    public var stopTookEffect: Bool { state.withLock { $0.request != nil && !$0.cameTooLate } }
 
     /// Asks the work to stop. Later requests only change the recorded reason.
     public func requestStop(_ reason: StopReason, grace: Duration) {
@@ -42,6 +64,7 @@ public final class JobControl: Sendable {
         let handler = state.withLock { state -> (@Sendable (StopRequest) -> Void)? in
             let first = state.request == nil
             state.request = request
+            if first && state.hasEnded { state.cameTooLate = true }
             return first ? state.handler : nil
         }
         handler?(request)

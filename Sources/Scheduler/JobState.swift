@@ -100,6 +100,12 @@ public enum Termination: Sendable, Equatable, CustomStringConvertible {
     /// Whether the attempt succeeded.
     public var isSuccess: Bool { self == .exit(0) }
 
+    /// Whether the attempt did not really happen because its worker went away.
+    public var isWorkerLoss: Bool {
+        if case .workerLost = self { return true }
+        return false
+    }
+
     public var description: String {
         switch self {
         case .exit(let code): "exit \(code)"
@@ -132,6 +138,18 @@ public enum FailureReason: Sendable, Equatable, CustomStringConvertible {
         case .timeout(let limit): "timed out after \(formatDuration(limit))"
         case .error(let message): message
         case .workerLost(let why): "worker lost: \(why)"
+        }
+    }
+}
+
+extension FailureReason {
+    /// The failure an unsuccessful termination stands for.
+    init(_ termination: Termination) {
+        switch termination {
+        case .exit(let code): self = .exitStatus(code)
+        case .signal(let signal): self = .signal(signal)
+        case .error(let message): self = .error(message)
+        case .workerLost(let why): self = .workerLost(why)
         }
     }
 }

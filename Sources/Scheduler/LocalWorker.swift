@@ -68,6 +68,7 @@ public actor LocalWorker: Worker {
         } onCancel: {
             task.cancel()
         }
+        assignment.control.workEnded()
         switch result {
         case .success: return .exit(0)
         case .failure(let error as CancellationError): return .error("cancelled: \(error)")

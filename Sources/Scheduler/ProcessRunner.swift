@@ -153,6 +153,9 @@ final class ProcessRunner {
             if fds[3].revents != 0 { drainWakePipe() }
         }
 
+        // From here on a stop request reaches nothing: the attempt ended on its own.
+        if exited { assignment.control.workEnded() }
+
         // What the process wrote before it exited is still in the pipes. A grandchild may keep
         // them open, so read only what is there now (bounded), then let go.
         for index in 0..<2 where fds[index].fd >= 0 {

@@ -69,7 +69,8 @@ public actor Scheduler {
     private nonisolated let clock: SchedulerClock
     private let bus = EventBus()
     private let store: JobOutputStore
-    private let launcher = Launcher()
+    /// Starts the core decided on, handed to `run()`'s task group in batches.
+    private let launcher = Mailbox<JobAssignmentHandle>()
     private var core: SchedulerCore
     private var ids: IdentifierGenerator
     private var workers: [WorkerID: any Worker] = [:]
@@ -83,6 +84,7 @@ public actor Scheduler {
     private var hasStopped = false
     private var hasRunEnded = false
     private var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
+    private var roomWaiters: [(batch: BatchID, limit: Int, continuation: CheckedContinuation<Void, Never>)] = []
 
     /// Creates a scheduler with its local workers. Nothing runs until ``run()``.
     public init(configuration: Configuration = .init(), clock: some Clock<Duration> = ContinuousClock()) {
@@ -143,7 +145,7 @@ public actor Scheduler {
         await withTaskCancellationHandler {
             await withDiscardingTaskGroup { group in
                 group.addTask { await self.timerLoop() }
-                while let batch = await launcher.next() {
+                while let batch = await launcher.take() {
                     for handle in batch {
                         group.addTask { await self.drive(handle) }
                     }
@@ -176,25 +178,63 @@ public actor Scheduler {
         try submit(contentsOf: [spec])[0]
     }
 
-    /// Submits jobs in one step (one round of events and dispatch for all of them).
+    /// Submits jobs in one step: all are queued, then dispatch runs once, so the highest
+    /// priority among them starts first whatever their order. Nothing is submitted if any spec
+    /// is refused.
     ///
-    /// - Throws: ``SchedulerError`` `.shuttingDown` once a shutdown other than a drain began.
+    /// - Parameters:
+    ///   - specs: The jobs.
+    ///   - batch: The batch they join (``openBatch(haltsOnFailure:)``), if any.
+    /// - Returns: Per spec its job's id (an existing job's for a coalesced spec).
+    /// - Throws: ``SchedulerError`` `.shuttingDown` once a shutdown other than a drain began;
+    ///   `.invalidArgument` for a priority outside ``JobSpec/priorityRange``; `.notAllowed` for a
+    ///   batch that is sealed or halted.
     @discardableResult
-    public func submit(contentsOf specs: [JobSpec]) throws(SchedulerError) -> [JobID] {
+    public func submit(contentsOf specs: [JobSpec], batch: BatchID? = nil) throws(SchedulerError) -> [JobID] {
         if let mode = core.shutdownMode, mode != .drain {
             throw SchedulerError(.shuttingDown, "the scheduler is shutting down; no new jobs")
         }
         let now = clock.now()
-        var result: [JobID] = []
-        result.reserveCapacity(specs.count)
-        var actions: [SchedulerCore.Action] = []
-        for spec in specs {
-            let (id, produced) = core.submit(spec, id: ids.nextJobID(), now: now)
-            result.append(id)
-            actions.append(contentsOf: produced)
-        }
+        var fresh: [JobID] = []
+        fresh.reserveCapacity(specs.count)
+        for _ in specs { fresh.append(ids.nextJobID()) }
+        let (result, actions) = try core.submit(contentsOf: specs, ids: fresh, batch: batch, now: now)
         perform(actions, now: now)
         return result
+    }
+
+    /// Opens a batch: the jobs of one run, followed as a whole. Submit its jobs with its id,
+    /// then ``sealBatch(_:)``; the event stream says ``SchedulerEvent/Kind/batchSettled(_:)``
+    /// once every job of it has ended. With `haltsOnFailure`, the first of its jobs that fails
+    /// for good cancels all the others in the same step (none starts after the failure).
+    public func openBatch(haltsOnFailure: Bool = false) -> BatchID {
+        core.openBatch(haltsOnFailure: haltsOnFailure)
+    }
+
+    /// Says that no more jobs will join `batch`.
+    public func sealBatch(_ batch: BatchID) {
+        let now = clock.now()
+        perform(core.sealBatch(batch, now: now), now: now)
+    }
+
+    /// A batch as it stands, if it is known.
+    public func batchStatus(_ batch: BatchID) -> BatchStatus? {
+        core.batch(batch)
+    }
+
+    /// Waits until fewer than `limit` jobs of `batch` are unfinished, or it was halted, or the
+    /// scheduler is shutting down: how a source that streams jobs (a list of millions of lines)
+    /// keeps only a window of them in memory.
+    ///
+    /// - Returns: Whether the batch still takes jobs (`false` once halted, sealed or shutting down).
+    public func waitForRoom(in batch: BatchID, below limit: Int) async -> Bool {
+        while true {
+            guard let status = core.batch(batch), !status.isSealed, status.haltedBy == nil,
+                  core.shutdownMode == nil || core.shutdownMode == .drain
+            else { return false }
+            if status.unfinished < max(1, limit) { return true }
+            await withCheckedContinuation { roomWaiters.append((batch, max(1, limit), $0)) }
+        }
     }
 
     /// Cancels a job. A queued or waiting job ends at once; a running one has its process group
@@ -324,6 +364,8 @@ public actor Scheduler {
 
     private func endRun() {
         hasRunEnded = true
+        for waiter in roomWaiters { waiter.continuation.resume() }
+        roomWaiters = []
         bus.finish()
         for waiter in shutdownWaiters { waiter.resume() }
         shutdownWaiters = []
@@ -352,8 +394,23 @@ public actor Scheduler {
         let now = clock.now()
         let worker = handle.worker.descriptor.id
         let actions = core.jobFinished(
-            assignment.jobID, attempt: assignment.attempt, worker: worker, termination: termination, now: now)
+            assignment.jobID, attempt: assignment.attempt, worker: worker, termination: termination,
+            stopTookEffect: assignment.control.stopTookEffect, now: now)
         return perform(actions, now: now, continuing: worker)
+    }
+
+    /// Resumes the ``waitForRoom(in:below:)`` callers whose batch has room now (or never will).
+    private func wakeRoomWaiters() {
+        let stopping = core.shutdownMode != nil && core.shutdownMode != .drain
+        var still: [(batch: BatchID, limit: Int, continuation: CheckedContinuation<Void, Never>)] = []
+        for waiter in roomWaiters {
+            if stopping || (core.batch(waiter.batch).map { $0.unfinished < waiter.limit || $0.haltedBy != nil || $0.isSealed } ?? true) {
+                waiter.continuation.resume()
+            } else {
+                still.append(waiter)
+            }
+        }
+        roomWaiters = still
     }
 
     private func timerLoop() async {
@@ -429,9 +486,10 @@ public actor Scheduler {
             store.jobEnded(id)
             controls[id] = nil
         }
-        launcher.submit(launches)
+        launcher.send(contentsOf: launches)
         for (control, reason) in stops { control.requestStop(reason, grace: configuration.gracePeriod) }
         rearmTimer()
+        if !roomWaiters.isEmpty { wakeRoomWaiters() }
         if core.isShutdownComplete && !hasStopped {
             hasStopped = true
             launcher.finish()

@@ -44,6 +44,21 @@ public struct SchedulerCore: Sendable {
         var spec: JobSpec { submitted.spec }
         var info: JobInfo
         var workerLosses = 0
+        /// The batch (run) it belongs to, if any.
+        var batch: BatchID?
+    }
+
+    /// A batch's bookkeeping: a count, never a list, so a batch of any size costs the same.
+    struct Batch: Sendable {
+        var haltsOnFailure: Bool
+        /// Its jobs that have not ended.
+        var unfinished = 0
+        /// No more jobs will join it.
+        var isSealed = false
+        /// The job whose failure halted it.
+        var haltedBy: JobID?
+        /// `batchSettled` was emitted for the present round (a retry starts a new one).
+        var hasSettled = false
     }
 
     /// An immutable spec behind a reference, so copying a job record does not copy it.
@@ -73,6 +88,11 @@ public struct SchedulerCore: Sendable {
     private var finishTimes: Deque<(second: Int64, count: Int)> = []
     private var random: IdentifierGenerator
     private var actions: [Action] = []
+    private var batches: [BatchID: Batch] = [:]
+    private var nextBatch: UInt64 = 1
+    /// Batches whose last job may have ended in this step: checked once the step's other
+    /// events are out, so `batchSettled` always follows the final event of its last job.
+    private var batchesToCheck: [BatchID] = []
 
     /// Jobs per state, including finished jobs no longer kept.
     public private(set) var counts: [JobStateKind: Int] = [:]
@@ -101,6 +121,12 @@ public struct SchedulerCore: Sendable {
         var spec = job.spec
         spec.priority = job.info.priority
         return spec
+    }
+
+    /// A batch as it stands, if it is known.
+    public func batch(_ id: BatchID) -> BatchStatus? {
+        guard let batch = batches[id] else { return nil }
+        return BatchStatus(id: id, unfinished: batch.unfinished, isSealed: batch.isSealed, haltedBy: batch.haltedBy)
     }
 
     /// The earliest pending timer (a retry becoming due or a timeout), if any.
@@ -137,46 +163,94 @@ public struct SchedulerCore: Sendable {
     // MARK: - Commands
 
     /// Submits a job under `id`, or returns the active job with the same coalescing key.
-    public mutating func submit(_ spec: JobSpec, id: JobID, now: SchedulerTime) -> (id: JobID, actions: [Action]) {
-        if let key = spec.coalescingKey, let existing = keys[key] {
-            actions.append(.emit(.coalesced(existing: existing, key: key)))
-            return (existing, takeActions())
+    ///
+    /// - Throws: ``SchedulerError`` `.invalidArgument` for a priority outside
+    ///   ``JobSpec/priorityRange``; `.notAllowed` for a batch that is unknown, sealed or halted.
+    public mutating func submit(
+        _ spec: JobSpec, id: JobID, batch: BatchID? = nil, now: SchedulerTime
+    ) throws(SchedulerError) -> (id: JobID, actions: [Action]) {
+        let (ids, actions) = try submit(contentsOf: [spec], ids: [id], batch: batch, now: now)
+        return (ids[0], actions)
+    }
+
+    /// Submits jobs in one step: all are queued first, then dispatch runs once, so the highest
+    /// priority among them starts first whatever their order. Nothing is submitted if any spec
+    /// is refused.
+    ///
+    /// - Parameters:
+    ///   - specs: The jobs.
+    ///   - ids: One fresh id per spec.
+    ///   - batch: The batch they join, if any (see ``openBatch(haltsOnFailure:)``).
+    ///   - now: The time.
+    /// - Returns: Per spec its job's id (an existing job's for a coalesced spec), and the actions.
+    /// - Throws: ``SchedulerError`` `.invalidArgument` for a priority outside
+    ///   ``JobSpec/priorityRange``; `.notAllowed` for a batch that is unknown, sealed or halted.
+    public mutating func submit(
+        contentsOf specs: [JobSpec], ids: [JobID], batch: BatchID? = nil, now: SchedulerTime
+    ) throws(SchedulerError) -> (ids: [JobID], actions: [Action]) {
+        precondition(specs.count == ids.count, "one id per spec")
+        for spec in specs where !JobSpec.priorityRange.contains(spec.priority) {
+            throw SchedulerError(.invalidArgument, "priority \(spec.priority) is out of range (\(JobSpec.priorityRange.lowerBound) to \(JobSpec.priorityRange.upperBound))")
         }
-        let info = JobInfo(
-            id: id, name: spec.name, command: spec.work.description, priority: spec.priority,
-            state: .queued, attempts: 0, maxAttempts: spec.retry.maxAttempts, progress: nil,
-            submittedAt: now, startedAt: nil, finishedAt: nil, lastFailure: nil, key: spec.coalescingKey)
-        jobs[id] = Job(submitted: SubmittedSpec(spec), info: info)
-        counts[.queued, default: 0] += 1
-        if let key = spec.coalescingKey { keys[key] = id }
-        queue.insert(id, priority: spec.priority)
-        actions.append(.emit(.submitted(info)))
+        if let batch {
+            guard let record = batches[batch] else { throw SchedulerError(.notAllowed, "no batch \(batch)") }
+            if record.isSealed { throw SchedulerError(.notAllowed, "batch \(batch) is sealed: it takes no more jobs") }
+            if record.haltedBy != nil { throw SchedulerError(.notAllowed, "batch \(batch) was halted by a failure") }
+        }
+        var result: [JobID] = []
+        result.reserveCapacity(specs.count)
+        for (spec, id) in zip(specs, ids) {
+            if let key = spec.coalescingKey, let existing = keys[key] {
+                actions.append(.emit(.coalesced(existing: existing, key: key)))
+                result.append(existing)
+                continue
+            }
+            let info = JobInfo(
+                id: id, name: spec.name, command: spec.work.description, priority: spec.priority,
+                state: .queued, attempts: 0, maxAttempts: spec.retry.maxAttempts, progress: nil,
+                submittedAt: now, startedAt: nil, finishedAt: nil, lastFailure: nil, key: spec.coalescingKey)
+            jobs[id] = Job(submitted: SubmittedSpec(spec), info: info, batch: batch)
+            counts[.queued, default: 0] += 1
+            if let batch {
+                batches[batch]!.unfinished += 1
+                batches[batch]!.hasSettled = false
+            }
+            if let key = spec.coalescingKey { keys[key] = id }
+            queue.insert(id, priority: spec.priority)
+            actions.append(.emit(.submitted(info)))
+            result.append(id)
+        }
         dispatch(now: now)
-        return (id, takeActions())
+        return (result, takeActions())
+    }
+
+    /// Opens a batch: the jobs of one run, followed as a whole.
+    ///
+    /// Jobs join it when submitted with its id. Once it is sealed (no more jobs will come) and
+    /// every job of it has ended, the core emits ``SchedulerEvent/Kind/batchSettled(_:)``. With
+    /// `haltsOnFailure`, the first job of it that fails for good halts it in the same step: every
+    /// other job of it is cancelled and none of them starts after the failure.
+    public mutating func openBatch(haltsOnFailure: Bool) -> BatchID {
+        let id = BatchID(rawValue: nextBatch)
+        nextBatch += 1
+        batches[id] = Batch(haltsOnFailure: haltsOnFailure)
+        return id
+    }
+
+    /// Says that no more jobs will join `batch`; it settles when its last job ends (at once when
+    /// none is left).
+    public mutating func sealBatch(_ id: BatchID, now: SchedulerTime) -> [Action] {
+        guard batches[id] != nil, !batches[id]!.isSealed else { return [] }
+        batches[id]!.isSealed = true
+        batchesToCheck.append(id)
+        return takeActions()
     }
 
     /// Cancels a job: a queued or waiting job ends at once, a running one is stopped and ends
     /// `cancelled` when its process group is gone.
     public mutating func cancel(_ id: JobID, now: SchedulerTime) throws(SchedulerError) -> [Action] {
-        guard var job = jobs[id] else { throw unknown(id) }
-        switch job.info.state {
-        case .queued:
-            queue.remove(id)
-            finish(&job, as: .cancelled, now: now)
-            actions.append(.emit(.cancelled(id)))
-            dispatch(now: now)
-        case .waitingForRetry:
-            finish(&job, as: .cancelled, now: now)
-            actions.append(.emit(.cancelled(id)))
-        case .running(let worker, let attempt, let since, let stopping):
-            guard stopping != .cancel else { return takeActions() }
-            transition(&job, to: .running(worker: worker, attempt: attempt, since: since, stopping: .cancel))
-            jobs[id] = job
-            actions.append(.emit(.stopping(id, .cancel)))
-            actions.append(.stop(id, worker: worker, reason: .cancel))
-        case .succeeded, .failed, .cancelled:
-            throw SchedulerError(.notAllowed, "job \(id.short) has already ended (\(job.info.state.name))")
-        }
+        try cancelInPlace(id, now: now)
+        dispatch(now: now)
         return takeActions()
     }
 
@@ -186,6 +260,9 @@ public struct SchedulerCore: Sendable {
         guard var job = jobs[id] else { throw unknown(id) }
         guard !job.info.state.isFinished else {
             throw SchedulerError(.notAllowed, "job \(id.short) has already ended (\(job.info.state.name))")
+        }
+        guard JobSpec.priorityRange.contains(priority) else {
+            throw SchedulerError(.invalidArgument, "priority \(priority) is out of range (\(JobSpec.priorityRange.lowerBound) to \(JobSpec.priorityRange.upperBound))")
         }
         let old = job.info.priority
         guard old != priority else { return [] }
@@ -214,6 +291,10 @@ public struct SchedulerCore: Sendable {
             keys[key] = id
         }
         finishedOrder.removeAll { $0 == id }
+        if let batch = job.batch, batches[batch] != nil {
+            batches[batch]!.unfinished += 1
+            batches[batch]!.hasSettled = false
+        }
         transition(&job, to: .queued)
         job.info.attempts = 0
         job.info.progress = nil
@@ -325,15 +406,25 @@ public struct SchedulerCore: Sendable {
     // MARK: - Results
 
     /// An attempt ended. Results for an attempt that is no longer running are ignored.
+    ///
+    /// - Parameters:
+    ///   - stopTookEffect: Whether the stop requested for it (if any) came before the work
+    ///     ended. When it came too late the attempt ended on its own and keeps its own outcome:
+    ///     a job that ran to its end is reported as it ended, never `cancelled`.
     public mutating func jobFinished(
-        _ id: JobID, attempt: Int, worker: WorkerID, termination: Termination, now: SchedulerTime
+        _ id: JobID, attempt: Int, worker: WorkerID, termination: Termination, stopTookEffect: Bool = true,
+        now: SchedulerTime
     ) -> [Action] {
         guard var job = jobs[id],
             case .running(let runningWorker, let runningAttempt, _, let stopping) = job.info.state,
             runningWorker == worker, runningAttempt == attempt
         else { return takeActions() }
         let retiredReason = pool.checkIn(id, from: worker)
-        settle(&job, attempt: attempt, stopping: stopping, termination: termination, now: now)
+        if let stopping, !stopTookEffect {
+            settleUnstopped(&job, attempt: attempt, requested: stopping, termination: termination, now: now)
+        } else {
+            settle(&job, attempt: attempt, stopping: stopping, termination: termination, now: now)
+        }
         // The job's end comes first, then its retired worker leaves.
         if let reason = retiredReason {
             actions.append(.removeWorker(worker))
@@ -413,8 +504,47 @@ public struct SchedulerCore: Sendable {
     // MARK: - Internals
 
     private mutating func takeActions() -> [Action] {
+        if !batchesToCheck.isEmpty { emitSettledBatches() }
         defer { actions.removeAll(keepingCapacity: true) }
         return actions
+    }
+
+    private mutating func emitSettledBatches() {
+        for id in batchesToCheck {
+            guard let batch = batches[id], batch.isSealed, batch.unfinished == 0, !batch.hasSettled else { continue }
+            batches[id]!.hasSettled = true
+            actions.append(.emit(.batchSettled(id)))
+        }
+        batchesToCheck.removeAll(keepingCapacity: true)
+    }
+
+    /// A stop was requested but the attempt had already ended by itself: it keeps its own
+    /// outcome. A success is a success; a failure after a cancel is final (the user wanted it to
+    /// stop, so it is not retried); after a timeout it is an ordinary failed attempt.
+    private mutating func settleUnstopped(
+        _ job: inout Job, attempt: Int, requested: StopReason, termination: Termination, now: SchedulerTime
+    ) {
+        guard requested == .cancel, !termination.isSuccess, !termination.isWorkerLoss else {
+            settle(&job, attempt: attempt, stopping: nil, termination: termination, now: now)
+            return
+        }
+        let reason = FailureReason(termination)
+        job.info.lastFailure = reason
+        finish(&job, as: .failed(reason: reason, attempts: attempt), now: now)
+        actions.append(.emit(.failed(job.info.id, reason: reason, attempts: attempt)))
+        haltIfNeeded(after: job, now: now)
+    }
+
+    /// Halts the batch of `job`, which just failed for good, if its batch halts on failure: in
+    /// this same step every other unfinished job of the batch is cancelled.
+    private mutating func haltIfNeeded(after job: Job, now: SchedulerTime) {
+        guard let id = job.batch, let batch = batches[id], batch.haltsOnFailure, batch.haltedBy == nil else { return }
+        batches[id]!.haltedBy = job.info.id
+        actions.append(.emit(.batchHalted(id, failedJob: job.info.id)))
+        let others = jobs.values.filter { $0.batch == id && !$0.info.state.isFinished }
+        for other in others.sorted(by: { $0.info.submittedAt < $1.info.submittedAt }) {
+            _ = try? cancelInPlace(other.info.id, now: now)
+        }
     }
 
     private func unknown(_ id: JobID) -> SchedulerError {
@@ -432,9 +562,26 @@ public struct SchedulerCore: Sendable {
         job.info.state = next
     }
 
+    /// Cancels `id` without dispatching: the caller dispatches (or not) once it is done.
     private mutating func cancelInPlace(_ id: JobID, now: SchedulerTime) throws(SchedulerError) {
-        let produced = try cancel(id, now: now)
-        actions.append(contentsOf: produced)
+        guard var job = jobs[id] else { throw unknown(id) }
+        switch job.info.state {
+        case .queued:
+            queue.remove(id)
+            finish(&job, as: .cancelled, now: now)
+            actions.append(.emit(.cancelled(id)))
+        case .waitingForRetry:
+            finish(&job, as: .cancelled, now: now)
+            actions.append(.emit(.cancelled(id)))
+        case .running(let worker, let attempt, let since, let stopping):
+            guard stopping != .cancel else { return }
+            transition(&job, to: .running(worker: worker, attempt: attempt, since: since, stopping: .cancel))
+            jobs[id] = job
+            actions.append(.emit(.stopping(id, .cancel)))
+            actions.append(.stop(id, worker: worker, reason: .cancel))
+        case .succeeded, .failed, .cancelled:
+            throw SchedulerError(.notAllowed, "job \(id.short) has already ended (\(job.info.state.name))")
+        }
     }
 
     private mutating func dispatch(now: SchedulerTime) {
@@ -511,6 +658,7 @@ public struct SchedulerCore: Sendable {
         } else {
             finish(&job, as: .failed(reason: reason, attempts: attempt), now: now)
             actions.append(.emit(.failed(id, reason: reason, attempts: attempt)))
+            haltIfNeeded(after: job, now: now)
         }
     }
 
@@ -520,6 +668,10 @@ public struct SchedulerCore: Sendable {
         let id = job.info.id
         jobs[id] = job
         if let key = job.spec.coalescingKey, keys[key] == id { keys[key] = nil }
+        if let batch = job.batch, batches[batch] != nil {
+            batches[batch]!.unfinished -= 1
+            if batches[batch]!.unfinished == 0 { batchesToCheck.append(batch) }
+        }
         let second = now.components.seconds
         if let last = finishTimes.last, last.second == second {
             finishTimes[finishTimes.count - 1].count += 1

@@ -64,6 +64,11 @@ public struct SchedulerEvent: Sendable {
         case workerLeft(WorkerID, reason: String)
         /// The scheduler began to shut down.
         case shuttingDown(ShutdownMode)
+        /// A job of a batch that halts on failure failed for good: every other job of the batch
+        /// is being cancelled (their `cancelled`/`stopping` events follow in the same step).
+        case batchHalted(BatchID, failedJob: JobID)
+        /// A sealed batch's last job ended.
+        case batchSettled(BatchID)
 
         /// The event's name in logs: `submitted`, `retry`, `worker-joined`, ...
         public var name: String {
@@ -88,6 +93,8 @@ public struct SchedulerEvent: Sendable {
             case .workerJoined: "worker-joined"
             case .workerLeft: "worker-left"
             case .shuttingDown: "shutdown"
+            case .batchHalted: "halted"
+            case .batchSettled: "settled"
             }
         }
 

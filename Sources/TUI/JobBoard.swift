@@ -171,6 +171,10 @@ struct JobBoard: Sendable {
         case .shuttingDown(let mode):
             shutdown = mode
             append(time, "shutting down (\(mode.rawValue))", .dim)
+        case .batchHalted(_, let failed):
+            append(time, "\(failed.short) failed: halting the run, cancelling the rest", .failed)
+        case .batchSettled:
+            break
         }
     }
 

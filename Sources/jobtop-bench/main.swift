@@ -135,7 +135,7 @@ func benchQueue() async throws {
     let cancel = try await perOperation(batches: 100, size: 200) { try await scheduler.cancel(shuffled[$0]) }
     var core = SchedulerCore(configuration: .init(seed: 1))
     let coreIDs = (0..<count).map { _ in JobID(uuid: UUID()) }
-    for id in coreIDs { _ = core.submit(.shell("true"), id: id, now: .zero) }
+    for id in coreIDs { _ = try! core.submit(.shell("true"), id: id, now: .zero) }
     let order = coreIDs.shuffled(using: &random)
     let coreReprioritize = await perOperation(batches: 100, size: 200) {
         _ = try? core.reprioritize(order[$0], to: priorities[$0], now: .zero)
@@ -240,7 +240,7 @@ func benchCore() async {
     }
     let seconds = await measure {
         collect(core.workerJoined(first, now: .zero) + core.workerJoined(second, now: .zero))
-        for id in ids { collect(core.submit(spec, id: id, now: .zero).actions) }
+        for id in ids { collect(try! core.submit(spec, id: id, now: .zero).actions) }
         var done = 0
         while let (id, worker) = running.popLast() {
             done += 1

@@ -6,7 +6,10 @@ import Scheduler
 /// It remembers what later lines need (job names, worker names, attempt starts) and limits
 /// progress lines to ``progressInterval`` per job (100% is always logged). The JSON fields are a
 /// documented, stable schema (README, "Headless log schema").
-struct EventLogFormatter {
+///
+/// A class: it is mutated once per event, and a value type copied before each mutation would
+/// copy its dictionaries every time (O(jobs) per event: a 60,000-job run never finished).
+final class EventLogFormatter {
     /// The format.
     let format: LogFormat
     /// Whether output lines are logged.
@@ -18,6 +21,8 @@ struct EventLogFormatter {
     private let epoch: Double
     private var jobs: [JobID: JobMemo] = [:]
     private var workers: [WorkerID: String] = [:]
+    /// The job that failed last, for the `halted` line that follows its failure.
+    private var lastFailed: (id: JobID, name: String)?
 
     private struct JobMemo {
         var name: String
@@ -41,7 +46,7 @@ struct EventLogFormatter {
 
     /// The log line for `event`, or `nil` when it is not logged (a snapshot, a rate-limited
     /// progress tick, an output line without `--log-output`).
-    mutating func line(for event: SchedulerEvent) -> String? {
+    func line(for event: SchedulerEvent) -> String? {
         var line = Line(format: format, ts: timestamp(event.time), seq: event.seq, event: event.kind.name)
         switch event.kind {
         case .snapshot(let snapshot):
@@ -101,6 +106,7 @@ struct EventLogFormatter {
             job(id, &line)
             line.int("attempts", attempts)
             failure(reason, &line)
+            lastFailed = (id, jobs[id]?.name ?? id.short)
             jobs[id] = nil
         case .cancelled(let id):
             job(id, &line)
@@ -126,6 +132,11 @@ struct EventLogFormatter {
             line.string("reason", reason)
         case .shuttingDown(let mode):
             line.string("mode", mode.rawValue)
+        case .batchHalted(_, let failed):
+            line.job(failed, name: jobs[failed]?.name ?? (lastFailed?.id == failed ? lastFailed?.name : nil))
+            line.string("reason", "halt-on-failure")
+        case .batchSettled:
+            return nil
         }
         return line.text
     }

@@ -8,6 +8,9 @@ enum ExitStatus {
     static let someFailed: Int32 = 1
     /// Bad usage or bad input: nothing was started.
     static let usage: Int32 = 2
+    /// Every job succeeded, but stdout closed early (`jobtop ... | head -1`): the log was cut
+    /// short. 128 + SIGPIPE, what a shell shows for a pipeline's writer that lost its reader.
+    static let logLost: Int32 = 141
 
     /// The status for being ended by `signal`: 128 + its number (130 for SIGINT, 143 for SIGTERM).
     static func interrupted(by signal: Int32) -> Int32 { 128 + signal }

@@ -24,6 +24,7 @@ enum JobFile {
     static func parse(
         _ text: String, file: String, directory: String, overrides: JobFields = JobFields()
     ) throws(JobInputError) -> [JobSpec] {
+        try refuseNulEscapes(in: text, file: file)
         let root: TOMLTable
         do {
             root = try TOMLTable(string: text)
@@ -69,6 +70,9 @@ enum JobFile {
             guard !command.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
                 throw JobInputError(.missingCommand, "\(file): \(place): 'command' is empty")
             }
+            if let problem = CommandLimits.problem(with: command) {
+                throw JobInputError(.invalidValue, "\(file): \(place): 'command' \(problem)")
+            }
             if let name = own.name {
                 if name.isEmpty { throw JobInputError(.invalidValue, "\(file): \(place): 'name' is empty") }
                 if let first = names[name] {
@@ -79,6 +83,34 @@ enum JobFile {
             specs.append(own.filled(from: overrides).filled(from: defaults).spec())
         }
         return specs
+    }
+
+    /// Refuses a `\u0000` (or `\U00000000`) escape anywhere in the file.
+    ///
+    /// TOML allows the escape, but the parser hands strings over as C strings, so everything
+    /// after it would silently vanish (`"echo a\u0000b"` would run `echo a`). A false alarm is
+    /// possible only inside a literal ('single-quoted') string or a comment, which is worth it.
+    private static func refuseNulEscapes(in text: String, file: String) throws(JobInputError) {
+        var line = 1
+        let utf8 = Array(text.utf8)
+        var index = 0
+        while index < utf8.count {
+            let byte = utf8[index]
+            if byte == 0x0A { line += 1 }
+            if byte == UInt8(ascii: "\\"), index + 1 < utf8.count {
+                let next = utf8[index + 1]
+                let width = next == UInt8(ascii: "u") ? 4 : next == UInt8(ascii: "U") ? 8 : 0
+                if width > 0, index + 1 + width < utf8.count,
+                   utf8[(index + 2)...(index + 1 + width)].allSatisfy({ $0 == UInt8(ascii: "0") }) {
+                    throw JobInputError(
+                        .invalidValue,
+                        "\(file):\(line): a NUL character (\\\(Character(UnicodeScalar(next)))\(String(repeating: "0", count: width))): jobtop refuses NUL in a job file (a command would be cut there)")
+                }
+                index += 2  // an escaped backslash must not start another escape
+                continue
+            }
+            index += 1
+        }
     }
 
     /// Reads the fields of one table, checking keys, types and values.
@@ -101,7 +133,14 @@ enum JobFile {
                 case "name": fields.name = try string(value, at)
                 case "command": fields.command = try string(value, at)
                 case "key": fields.key = try string(value, at)
-                case "priority": fields.priority = try integer(value, at)
+                case "priority":
+                    let priority = try integer(value, at)
+                    guard JobSpec.priorityRange.contains(priority) else {
+                        throw JobInputError(
+                            .invalidValue,
+                            "\(at) must be from \(JobSpec.priorityRange.lowerBound) to \(JobSpec.priorityRange.upperBound), not \(priority)")
+                    }
+                    fields.priority = priority
                 case "retries":
                     let retries = try integer(value, at)
                     guard retries >= 0 else { throw JobInputError(.invalidValue, "\(at) must be 0 or more, not \(retries)") }

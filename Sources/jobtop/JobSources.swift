@@ -1,54 +1,97 @@
 import Foundation
 import Scheduler
 
+/// Where one run's jobs come from: a job file's jobs (read whole: they carry priorities), a
+/// plain list streamed as it is read (a file or standard input), and `-c` commands, in that order.
+struct RunPlan: Sendable {
+    /// A plain list read as it comes.
+    struct List: Sendable {
+        /// The descriptor to read (closed by the reader).
+        var fd: Int32
+        /// The list in messages: `'list.txt'` or `standard input`.
+        var source: String
+        /// Whether a list without a single command is an error (a named list is; a stdin that
+        /// happens to be piped is not when `-c` gives jobs).
+        var mustHaveCommands: Bool
+    }
+
+    /// The jobs of a `.toml` job file.
+    var fileJobs: [JobSpec] = []
+    /// A plain list, if one is read.
+    var list: List?
+    /// The `-c` commands.
+    var commandJobs: [JobSpec] = []
+    /// The fields the command line gives every list job.
+    var overrides = JobFields()
+
+    /// Whether no job can come from anywhere.
+    var isEmpty: Bool { fileJobs.isEmpty && list == nil && commandJobs.isEmpty }
+
+    /// The spec of a command from the list.
+    func spec(forListCommand command: String) -> JobSpec {
+        var fields = overrides
+        fields.command = command
+        return fields.spec()
+    }
+}
+
 /// Puts together the jobs of one run: a job file or list, standard input, and `-c` commands.
 enum JobSources {
-    /// Loads every job, or throws before anything starts.
+    /// Checks every source that can be checked before anything starts and opens the list.
+    ///
+    /// A list file is read through once here (without keeping it) so that a bad line refuses
+    /// the run before any job starts; standard input and pipes can only be checked as they are
+    /// read.
     ///
     /// - Parameters:
     ///   - file: A `.toml` job file, a plain list, `-` for a list on stdin, or `nil`.
     ///   - commands: `-c` commands, added after the file's jobs.
     ///   - overrides: Fields the command line sets for jobs that do not set them.
     ///   - readsPipedStandardInput: With no `file`, read a list from stdin when it is a pipe or a file.
-    /// - Returns: The specs in order.
+    /// - Returns: The plan.
     /// - Throws: ``JobInputError`` for anything that cannot be used.
-    static func load(
-        file: String?, commands: [String], overrides: JobFields, readsPipedStandardInput: Bool,
-        standardInput: () throws(JobInputError) -> String = { () throws(JobInputError) in try TextFile.readStandardInput() }
-    ) throws(JobInputError) -> [JobSpec] {
-        var specs: [JobSpec] = []
+    static func plan(
+        file: String?, commands: [String], overrides: JobFields, readsPipedStandardInput: Bool
+    ) throws(JobInputError) -> RunPlan {
+        var plan = RunPlan(overrides: overrides)
         switch file {
         case "-"?:
-            specs += try list(standardInput(), source: "standard input", overrides: overrides, mustHaveCommands: true)
+            plan.list = try checked(.init(fd: try duplicateStandardInput(), source: "standard input", mustHaveCommands: true))
         case let path? where path.lowercased().hasSuffix(".toml"):
-            specs += try JobFile.load(path: path, overrides: overrides)
+            plan.fileJobs = try JobFile.load(path: path, overrides: overrides)
         case let path?:
-            specs += try list(TextFile.read(path), source: "'\(path)'", overrides: overrides, mustHaveCommands: true)
+            plan.list = try checked(.init(fd: try CommandListReader.open(path: path), source: "'\(path)'", mustHaveCommands: true))
         case nil:
             if readsPipedStandardInput && standardInputIsPiped() {
-                specs += try list(standardInput(), source: "standard input", overrides: overrides, mustHaveCommands: false)
+                plan.list = try checked(.init(fd: try duplicateStandardInput(), source: "standard input", mustHaveCommands: false))
             }
         }
         for command in commands {
+            if let problem = CommandLimits.problem(with: command) {
+                throw JobInputError(.invalidValue, "-c: the command \(problem)")
+            }
             var fields = overrides
             fields.command = command
-            specs.append(fields.spec())
+            plan.commandJobs.append(fields.spec())
         }
-        return specs
+        return plan
     }
 
-    private static func list(
-        _ text: String, source: String, overrides: JobFields, mustHaveCommands: Bool
-    ) throws(JobInputError) -> [JobSpec] {
-        let commands = CommandList.commands(in: text)
-        if commands.isEmpty && mustHaveCommands {
-            throw JobInputError(.noJobs, "\(source) has no commands (only blank lines and # comments)")
+    /// `list`, read through once first when it is a regular file (a list file, or a file
+    /// redirected to stdin), so that a bad line refuses the run before any job starts. A pipe
+    /// can only be checked as it is read.
+    private static func checked(_ list: RunPlan.List) throws(JobInputError) -> RunPlan.List {
+        var info = stat()
+        guard fstat(list.fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return list }
+        do throws(JobInputError) {
+            if try CommandListReader.check(fd: list.fd, source: list.source) == 0 && list.mustHaveCommands {
+                throw JobInputError(.noJobs, "\(list.source) has no commands (only blank lines and # comments)")
+            }
+        } catch {
+            close(list.fd)
+            throw error
         }
-        return commands.map { command in
-            var fields = overrides
-            fields.command = command
-            return fields.spec()
-        }
+        return list
     }
 
     /// Whether stdin is a pipe or a redirected file (not a terminal, /dev/null or a socket), so
@@ -58,5 +101,15 @@ enum JobSources {
         guard fstat(STDIN_FILENO, &info) == 0 else { return false }
         let type = info.st_mode & S_IFMT
         return type == S_IFIFO || type == S_IFREG
+    }
+
+    /// A descriptor of its own for the list on stdin: the dashboard later puts the terminal on
+    /// descriptor 0 to read keys, while the list goes on being read from this one.
+    private static func duplicateStandardInput() throws(JobInputError) -> Int32 {
+        let fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3)
+        guard fd >= 0 else {
+            throw JobInputError(.unreadableFile, "cannot read standard input: \(String(cString: strerror(errno)))")
+        }
+        return fd
     }
 }

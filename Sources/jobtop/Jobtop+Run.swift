@@ -29,21 +29,31 @@ extension Jobtop {
         @Option(name: [.customShort("c"), .long], help: ArgumentHelp("Add one job (repeatable; mixes with FILE).", valueName: "cmd"))
         var command: [String] = []
 
-        @Option(name: [.customShort("j"), .long], help: ArgumentHelp("Local worker slots (default: number of cores).", valueName: "n"))
+        // `.unconditional`: "-j -1" must reach validate() as -1 (and be refused with a reason),
+        // not be read as an option named "-1".
+        @Option(
+            name: [.customShort("j", allowingJoined: true), .long], parsing: .unconditional,
+            help: ArgumentHelp("Local worker slots (default: number of cores).", valueName: "n"))
         var jobs: Int?
 
-        @Option(help: ArgumentHelp("Default max retries per job (default 0).", valueName: "n"))
+        @Option(parsing: .unconditional, help: ArgumentHelp("Default max retries per job (default 0).", valueName: "n"))
         var retries: Int?
 
         @Option(
+            parsing: .unconditional,
             help: ArgumentHelp("First retry delay (default 1s; doubles, with jitter, capped at 60s).", valueName: "duration"),
-            transform: Run.duration)
+            transform: { try Run.duration($0, option: "--backoff") })
         var backoff: Duration?
 
-        @Option(help: ArgumentHelp("Default per-attempt timeout (default: none).", valueName: "duration"), transform: Run.duration)
+        @Option(
+            parsing: .unconditional, help: ArgumentHelp("Default per-attempt timeout (default: none).", valueName: "duration"),
+            transform: { try Run.duration($0, option: "--timeout") })
         var timeout: Duration?
 
-        @Option(help: ArgumentHelp("SIGTERM to SIGKILL grace on cancel or timeout (default 5s).", valueName: "duration"), transform: Run.duration)
+        @Option(
+            parsing: .unconditional,
+            help: ArgumentHelp("SIGTERM to SIGKILL grace on cancel or timeout (default 5s).", valueName: "duration"),
+            transform: { try Run.duration($0, option: "--grace") })
         var grace: Duration?
 
         @Flag(help: "No screen: log events (automatic when stdout is not a terminal).")
@@ -64,11 +74,14 @@ extension Jobtop {
         @OptionGroup(title: "Remote workers")
         var remote: RemoteOptions
 
-        private static func duration(_ text: String) throws -> Duration {
+        private static func duration(_ text: String, option: String) throws -> Duration {
+            if text.hasPrefix("-") {
+                throw ValidationError("\(option) must not be negative, not \(text)")
+            }
             do {
                 return try DurationParser.parse(text)
             } catch {
-                throw ValidationError(error.description)
+                throw ValidationError("\(option): \(error.description)")
             }
         }
 
@@ -104,10 +117,10 @@ extension Jobtop {
         var isHeadless: Bool { headless || isatty(STDOUT_FILENO) == 0 }
 
         mutating func run() async throws {
-            let specs = try JobSources.load(
+            let plan = try JobSources.plan(
                 file: file, commands: command, overrides: jobOverrides, readsPipedStandardInput: command.isEmpty)
             let headless = isHeadless
-            if headless && specs.isEmpty {
+            if headless && plan.isEmpty {
                 throw JobInputError(.noJobs, "no jobs: give a job file, a list on stdin or -c COMMAND (see 'jobtop --help')")
             }
             if let outputDir { try OutputDirectory.prepare(outputDir) }
@@ -115,18 +128,13 @@ extension Jobtop {
             let scheduler = Scheduler(configuration: schedulerConfiguration)
             let listener = try await remote.startListener(scheduler: scheduler, logs: headless)
 
-            let status: Int32
-            if headless {
-                let session = HeadlessSession(
-                    scheduler: scheduler, epoch: epoch, format: logFormat, logsOutput: logOutput,
-                    outputDirectory: outputDir, haltsOnFailure: haltOnFailure)
-                status = await session.run(specs)
-            } else {
-                let session = DashboardSession(
-                    scheduler: scheduler, outputDirectory: outputDir, haltsOnFailure: haltOnFailure,
-                    title: file.map { "jobtop: \($0)" } ?? "jobtop")
-                status = await session.run(specs)
-            }
+            let session = RunSession(
+                scheduler: scheduler,
+                presenter: headless
+                    ? .log(format: logFormat, logsOutput: logOutput)
+                    : .screen(title: file.map { "jobtop: \($0)" } ?? "jobtop"),
+                outputDirectory: outputDir, haltsOnFailure: haltOnFailure, epoch: epoch)
+            let status = await session.run(plan)
             await listener?.stop()
             if status != ExitStatus.success { throw ExitCode(status) }
         }

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Scheduler
 
 /// Writes log lines and job output files on a thread of its own, so a slow stdout (a pager, a
 /// full pipe) or disk never blocks Swift's cooperative pool, and the scheduler never waits.
@@ -18,7 +18,9 @@ final class LogWriter: Sendable {
         var hasStopped = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
+    /// Set once stdout broke (its reader went away): the rest of the log is dropped.
+    private let broke = Locked(false)
     private let wakeup = DispatchSemaphore(value: 0)
     private let stopped = DispatchSemaphore(value: 0)
 
@@ -47,6 +49,9 @@ final class LogWriter: Sendable {
         state.withLock { $0.chunks.append(.close(fd)) }
         wakeup.signal()
     }
+
+    /// Whether stdout broke (`jobtop ... | head -1`): the log was cut short.
+    var stdoutBroke: Bool { broke.withLock { $0 } }
 
     /// Writes everything queued, then ends the thread; returns when it is all written.
     func finish() {
@@ -79,7 +84,7 @@ final class LogWriter: Sendable {
         var pendingFD: Int32 = -1
         var pending: [UInt8] = []
         func flush() {
-            if pendingFD >= 0 && !pending.isEmpty { Self.writeAll(pendingFD, pending) }
+            if pendingFD >= 0 && !pending.isEmpty { writeAll(pendingFD, pending) }
             pending.removeAll(keepingCapacity: true)
         }
         for chunk in chunks {
@@ -99,13 +104,22 @@ final class LogWriter: Sendable {
         flush()
     }
 
-    private static func writeAll(_ fd: Int32, _ bytes: [UInt8]) {
+    private func writeAll(_ fd: Int32, _ bytes: [UInt8]) {
+        if fd == STDOUT_FILENO && broke.withLock({ $0 }) { return }
         var offset = 0
         while offset < bytes.count {
             let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
             if written < 0 {
                 if errno == EINTR || errno == EAGAIN { continue }
-                return  // stdout closed (EPIPE) or a full disk: nothing sensible left to do with the bytes
+                if fd == STDOUT_FILENO {
+                    // Said once; the jobs are the work and go on, the summary goes to stderr.
+                    broke.withLock { $0 = true }
+                    StandardError.write(
+                        "jobtop: stdout is closed (\(String(cString: strerror(errno)))): the rest of the log is dropped; the jobs go on (Ctrl-C stops them)\n")
+                } else {
+                    StandardError.write("jobtop: cannot write an output file: \(String(cString: strerror(errno)))\n")
+                }
+                return
             }
             offset += written
         }

@@ -19,16 +19,23 @@ final class OutputDirectory {
     ///
     /// - Throws: ``JobInputError`` `.outputDirectory` when it cannot be made or is not a directory.
     static func prepare(_ path: String) throws(JobInputError) {
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
-            guard isDirectory.boolValue else {
-                throw JobInputError(.outputDirectory, "--output-dir '\(path)' is not a directory")
+        // mkdir -p, one component at a time, so that a failure names the component and the
+        // system's reason ("'afile' is not a directory"), not a Foundation error domain.
+        var prefix = path.hasPrefix("/") ? "/" : ""
+        for component in path.split(separator: "/") {
+            prefix += (prefix.isEmpty || prefix.hasSuffix("/") ? "" : "/") + component
+            var info = stat()
+            if stat(prefix, &info) == 0 {
+                guard info.st_mode & S_IFMT == S_IFDIR else {
+                    throw JobInputError(.outputDirectory, "--output-dir '\(path)': '\(prefix)' is a file, not a directory")
+                }
+                continue
             }
-        } else {
-            do {
-                try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-            } catch {
-                throw JobInputError(.outputDirectory, "--output-dir '\(path)' cannot be made: \(error.localizedDescription)")
+            guard errno == ENOENT else {
+                throw JobInputError(.outputDirectory, "--output-dir '\(path)': cannot reach '\(prefix)': \(String(cString: strerror(errno)))")
+            }
+            if mkdir(prefix, 0o777) != 0 && errno != EEXIST {
+                throw JobInputError(.outputDirectory, "--output-dir '\(path)': cannot make '\(prefix)': \(String(cString: strerror(errno)))")
             }
         }
         guard access(path, W_OK) == 0 else {
@@ -37,9 +44,12 @@ final class OutputDirectory {
     }
 
     /// Learns a job's file name: its name made safe for a file name, or its id.
+    ///
+    /// Only named jobs are remembered (a job without a name is written under its id), so a
+    /// streamed list of millions of unnamed jobs costs nothing here.
     func jobSubmitted(_ info: JobInfo) {
-        guard fileNames[info.id] == nil else { return }
-        var name = info.name.map(Self.safeFileName) ?? info.id.description
+        guard let given = info.name, fileNames[info.id] == nil else { return }
+        var name = Self.safeFileName(given)
         if name.isEmpty || usedNames.contains(name) { name += "-\(info.id.short)" }
         usedNames.insert(name)
         fileNames[info.id] = name

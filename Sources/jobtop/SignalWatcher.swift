@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
 import Scheduler
-import Synchronization
+
 
 /// Watches termination signals with dispatch sources and tells a handler each one, numbered:
 /// the first asks for a gentle stop, a second for a hard one. Headless runs and `jobtop worker`
@@ -9,7 +9,7 @@ import Synchronization
 final class SignalWatcher {
     /// What the handlers share: the signals received, in order.
     private final class Received: Sendable {
-        private let state = Mutex<[Int32]>([])
+        private let state = Locked<[Int32]>([])
 
         /// The signal received as number `position` (from 1), if that many came.
         func signal(_ position: Int) -> Int32? {

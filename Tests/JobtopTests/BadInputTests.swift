@@ -20,6 +20,11 @@ struct BadInputTests {
             ("[[job]]\ncommand = \"true\"\ntimeout = \"soon\"\n", "jobs.toml: job 2: 'timeout': 'soon' is not a duration"),
             ("[[job]]\ncommand = \"true\"\nprogress = \"([0-9]+\"\n", "jobs.toml: job 2: 'progress': progress pattern '([0-9]+': not a valid regular expression"),
             ("[[job]]\ncommand = \"true\"\ncwd = \"no/such/dir\"\n", "jobs.toml: job 2: 'cwd': directory 'no/such/dir' does not exist"),
+            ("[[job]]\ncommand = \"true\"\npriority = 9223372036854775807\n",
+             "jobs.toml: job 2: 'priority' must be from -1000000 to 1000000, not 9223372036854775807"),
+            ("[[job]]\ncommand = \"true\"\npriority = -9223372036854775808\n",
+             "jobs.toml: job 2: 'priority' must be from -1000000 to 1000000, not -9223372036854775808"),
+            ("[[job]]\ncommand = \"echo a\\u0000b\"\n", "jobs.toml:5: a NUL character (\\u0000): jobtop refuses NUL"),
         ])
     func badJobFile(tail: String, message: String) async throws {
         let scratch = try Scratch()
@@ -46,12 +51,23 @@ struct BadInputTests {
             (["--timeout", "5x", "-c", "touch started"], nil, "unknown unit 'x'"),
             (["--backoff", "10", "-c", "touch started"], nil, "needs a unit"),
             (["--log-format", "xml", "-c", "touch started"], nil, "'xml' is invalid for '--log-format"),
-            (["--output-dir", "empty.txt", "-c", "touch started"], nil, "--output-dir 'empty.txt' is not a directory"),
+            (["--output-dir", "empty.txt", "-c", "touch started"], nil, "--output-dir 'empty.txt': 'empty.txt' is a file, not a directory"),
+            (["--output-dir", "empty.txt/sub", "-c", "touch started"], nil, "--output-dir 'empty.txt/sub': 'empty.txt' is a file, not a directory"),
+            (["-j", "-1", "-c", "touch started"], nil, "-j/--jobs must be at least 1, not -1"),
+            (["--retries", "-1", "-c", "touch started"], nil, "--retries must be 0 or more, not -1"),
+            (["--backoff", "-1s", "-c", "touch started"], nil, "--backoff must not be negative, not -1s"),
+            (["--grace", "-1s", "-c", "touch started"], nil, "--grace must not be negative, not -1s"),
+            (["--timeout", "-5s", "-c", "touch started"], nil, "--timeout must not be negative, not -5s"),
+            (["nul.txt"], nil, "'nul.txt':2: the command contains a NUL byte"),
+            (["big.txt"], nil, "'big.txt':2: the command is 200,005 bytes; the kernel passes at most 131,071 bytes"),
+            (["-"], "touch started\necho \u{0}\n", "standard input:2: the command contains a NUL byte"),
             (["--no-such-option"], nil, "Unknown option '--no-such-option'"),
         ] as [([String], String?, String)])
     func badCommandLine(arguments: [String], stdin: String?, message: String) async throws {
         let scratch = try Scratch()
         try scratch.write("empty.txt", "# just a comment\n\n")
+        try scratch.write("nul.txt", "touch started\necho a\u{0}b\n")
+        try scratch.write("big.txt", "touch started\necho " + String(repeating: "x", count: 200_000) + "\n")
         let run = try await JobtopProcess.run(arguments, stdin: stdin, directory: scratch.path)
         #expect(run.status == 2)
         #expect(run.stderr.contains(message), "\(run.stderr)")

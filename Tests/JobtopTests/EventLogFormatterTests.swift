@@ -14,7 +14,7 @@ struct EventLogFormatterTests {
 
     @Test("A text line has the timestamp, event, short id, name and key=value fields")
     func textLine() throws {
-        var formatter = EventLogFormatter(format: .text, logsOutput: false, epoch: 1_795_000_000)
+        let formatter = EventLogFormatter(format: .text, logsOutput: false, epoch: 1_795_000_000)
         _ = formatter.line(for: event(1, at: 0, .workerJoined(worker)))
         _ = formatter.line(for: event(2, at: 0, .submitted(JobInfo(id: job, name: "build all", command: "make", maxAttempts: 3))))
         let startedLine = formatter.line(for: event(3, at: 1_500, .started(job, attempt: 1, maxAttempts: 3, worker: worker.id)))
@@ -29,7 +29,7 @@ struct EventLogFormatterTests {
 
     @Test("Every JSON line parses, with ts, seq, event, job and name, and escapes what it must")
     func jsonLines() throws {
-        var formatter = EventLogFormatter(format: .json, logsOutput: true, epoch: 0)
+        let formatter = EventLogFormatter(format: .json, logsOutput: true, epoch: 0)
         let odd = "quote \" backslash \\ newline \n tab \t bell \u{7} unicode é ✓"
         let kinds: [SchedulerEvent.Kind] = [
             .workerJoined(worker),
@@ -66,7 +66,7 @@ struct EventLogFormatterTests {
 
     @Test("Progress is logged at most every 250ms per job, and 100% always")
     func progressIsRateLimited() {
-        var formatter = EventLogFormatter(format: .text, logsOutput: false, epoch: 0)
+        let formatter = EventLogFormatter(format: .text, logsOutput: false, epoch: 0)
         _ = formatter.line(for: event(1, at: 0, .submitted(JobInfo(id: job, command: "x"))))
         let ticks: [(Int, Double)] = [(0, 0.1), (100, 0.2), (200, 0.3), (260, 0.4), (300, 0.5), (320, 1.0)]
         let logged = ticks.enumerated().compactMap { offset, tick in
@@ -78,7 +78,7 @@ struct EventLogFormatterTests {
 
     @Test("Output lines are not logged unless asked")
     func quietByDefault() {
-        var formatter = EventLogFormatter(format: .text, logsOutput: false, epoch: 0)
+        let formatter = EventLogFormatter(format: .text, logsOutput: false, epoch: 0)
         #expect(formatter.line(for: event(1, at: 0, .output(job, OutputLine(stream: .stdout, text: "hi")))) == nil)
     }
 

@@ -15,7 +15,7 @@ import Testing
         spec.retry = .retries(retries, backoff: .seconds(1))
         spec.timeout = timeout
         spec.coalescingKey = key
-        let result = core.submit(spec, id: ids.nextJobID(), now: now)
+        let result = try! core.submit(spec, id: ids.nextJobID(), now: now)
         return (result.id, result.actions)
     }
 
@@ -180,7 +180,7 @@ import Testing
         var core = SchedulerCore(configuration: .init(maxWorkerLossRequeues: 1, seed: 1))
         var ids = IdentifierGenerator(seed: 3)
         let id = ids.nextJobID()
-        _ = core.submit(.shell("true"), id: id, now: .zero)
+        _ = try! core.submit(.shell("true"), id: id, now: .zero)
         _ = core.workerJoined(Self.w1, now: .zero)
         let lost = core.workerLost(Self.w1.id, reason: "connection dropped", now: .seconds(1))
         #expect(Self.events(lost).contains("requeued"))

@@ -25,6 +25,8 @@ final class JobtopProcess: Sendable {
 
     /// The process id.
     let pid: pid_t
+    /// The write end of its stdin pipe, when it was started with `stdinPipe`.
+    let stdinWriter: Int32?
     private let stdoutText = Collected()
     private let stderrText = Collected()
     private let lineStream: AsyncStream<String>
@@ -54,7 +56,12 @@ final class JobtopProcess: Sendable {
     /// - Parameters:
     ///   - stdin: Text for standard input; `nil` gives it /dev/null.
     ///   - directory: The working directory.
-    init(_ arguments: [String], stdin: String? = nil, directory: String? = nil) throws {
+    ///   - stdinPipe: Give it a pipe for stdin instead, written with ``writeStdin(_:)``.
+    ///   - executable: Another program to run the same way (a shell running a pipeline with jobtop in it).
+    init(
+        _ arguments: [String], stdin: String? = nil, directory: String? = nil, stdinPipe: Bool = false,
+        executable: String = JobtopProcess.binary
+    ) throws {
         let (lines, continuation) = AsyncStream<String>.makeStream()
         lineStream = lines
         var inputPath = "/dev/null"
@@ -65,9 +72,12 @@ final class JobtopProcess: Sendable {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, inputPath, O_RDONLY, 0)
+        var input: [Int32] = [-1, -1]
+        if !stdinPipe {
+            posix_spawn_file_actions_addopen(&actions, 0, inputPath, O_RDONLY, 0)
+        }
         // `env -C` starts it in `directory` (posix_spawn's addchdir is not visible from Swift here).
-        let argv = directory.map { ["/usr/bin/env", "-C", $0, Self.binary] } ?? [Self.binary]
+        let argv = directory.map { ["/usr/bin/env", "-C", $0, executable] } ?? [executable]
         var cArguments: [UnsafeMutablePointer<CChar>?] = (argv + arguments).map { strdup($0) } + [nil]
         defer { for pointer in cArguments { free(pointer) } }
         var child: pid_t = 0
@@ -78,13 +88,19 @@ final class JobtopProcess: Sendable {
         let rc = Self.spawnLock.withLock { _ -> Int32 in
             guard pipe(&out) == 0 else { return errno }
             guard pipe(&err) == 0 else { return errno }
-            for fd in out + err { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+            if stdinPipe {
+                guard pipe(&input) == 0 else { return errno }
+                posix_spawn_file_actions_adddup2(&actions, input[0], 0)
+            }
+            for fd in out + err + input where fd >= 0 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
             posix_spawn_file_actions_adddup2(&actions, out[1], 1)
             posix_spawn_file_actions_adddup2(&actions, err[1], 2)
             return posix_spawn(&child, argv[0], &actions, nil, &cArguments, environ)
         }
         if out[1] >= 0 { close(out[1]) }
         if err[1] >= 0 { close(err[1]) }
+        if input[0] >= 0 { close(input[0]) }
+        stdinWriter = stdinPipe ? input[1] : nil
         if stdin != nil { unlink(inputPath) }
         guard rc == 0 else {
             if out[0] >= 0 { close(out[0]) }
@@ -108,6 +124,23 @@ final class JobtopProcess: Sendable {
     func firstLine(where predicate: (String) -> Bool) async -> String? {
         for await line in lineStream where predicate(line) { return line }
         return nil
+    }
+
+    /// Writes `text` to its stdin pipe.
+    func writeStdin(_ text: String) {
+        guard let fd = stdinWriter else { return }
+        let bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if written <= 0 { return }
+            offset += written
+        }
+    }
+
+    /// Closes its stdin pipe: the end of the list.
+    func closeStdin() {
+        if let fd = stdinWriter { close(fd) }
     }
 
     /// Sends `signal` to the process.

@@ -1,0 +1,5 @@
+/// An assignment with the worker that runs it.
+struct JobAssignmentHandle: Sendable {
+    let assignment: JobAssignment
+    let worker: any Worker
+}

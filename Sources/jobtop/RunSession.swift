@@ -1,0 +1,203 @@
+import Foundation
+import Scheduler
+import TUI
+
+/// One run: its jobs go to the scheduler as one batch, and one presenter shows it — the
+/// dashboard, or the headless log. Run policy (halt on failure, "the batch is over") is the
+/// engine's: this only wires the sources to the scheduler and its events to the presenter.
+struct RunSession {
+    /// How the run is shown.
+    enum Presenter {
+        /// One log line per event on stdout.
+        case log(format: LogFormat, logsOutput: Bool)
+        /// The full-screen dashboard.
+        case screen(title: String)
+    }
+
+    /// Unfinished jobs of a streamed list kept in the scheduler at most: the read-ahead window.
+    /// A list of any length costs the memory of this many jobs plus the finished ones kept.
+    static let readAhead = 10_000
+
+    let scheduler: Scheduler
+    let presenter: Presenter
+    let outputDirectory: String?
+    let haltsOnFailure: Bool
+    /// Wall-clock seconds since 1970 at which the scheduler's clock read zero.
+    let epoch: Double
+
+    /// Runs `plan` to its end (or to a signal, or until the user quits the dashboard) and
+    /// returns the exit status.
+    func run(_ plan: RunPlan) async -> Int32 {
+        let started = ContinuousClock.now
+        // A closed stdout (`jobtop | head`) must not kill jobtop before it has cleaned up.
+        signal(SIGPIPE, SIG_IGN)
+        let scheduler = scheduler
+        var signals: SignalWatcher?
+        var isScreen = false
+        var format: LogFormat?
+        var logsOutput = false
+        switch presenter {
+        case .log(let logFormat, let output):
+            format = logFormat
+            logsOutput = output
+            signals = SignalWatcher { _ in Task { await scheduler.shutdown(.cancelRunning) } }
+        case .screen:
+            isScreen = true
+            guard Self.keysComeFromTheTerminal() else {
+                StandardError.write(
+                    "jobtop: the dashboard reads keys from a terminal, but stdin is not one and /dev/tty cannot be opened; use --headless\n")
+                return ExitStatus.usage
+            }
+        }
+
+        let writer = LogWriter()
+        let epoch = epoch
+        let outputDirectory = outputDirectory
+        let events = await scheduler.events(
+            bufferLimit: Int.max / 2, includeOutput: logsOutput || outputDirectory != nil)
+        let batch = await scheduler.openBatch(haltsOnFailure: haltsOnFailure)
+        let running = Task { await scheduler.run() }
+        let endsWithBatch = !isScreen
+        let logFormat = format
+        let logsLines = logsOutput
+        let following = Task {
+            let log = RunLog(
+                writer: writer,
+                formatter: logFormat.map { EventLogFormatter(format: $0, logsOutput: logsLines, epoch: epoch) },
+                outputDirectory: outputDirectory.map(OutputDirectory.init(path:)))
+            return await log.follow(events, batch: batch, scheduler: scheduler, endsWithBatch: endsWithBatch)
+        }
+
+        let reader = plan.list.map { CommandListReader(fd: $0.fd, source: $0.source) }
+        reader?.start()
+        let requiresJobs = !isScreen
+        let feeding = Task { await Self.feed(plan, reader: reader, to: scheduler, batch: batch, requiresJobs: requiresJobs) }
+
+        var dashboardSignal: Int32?
+        if case .screen(let title) = presenter {
+            let exit = await Dashboard.run(scheduler: scheduler, options: DashboardOptions(title: title))
+            if case .signal(let number) = exit { dashboardSignal = number }
+            await scheduler.shutdown(.cancelRunning)
+        }
+        let fed = await feeding.value
+        if case .refused(let error) = fed {
+            StandardError.write("jobtop: \(error.message)\n")
+            await scheduler.shutdown(.cancelRunning)
+        }
+        reader?.stop()
+        await running.value
+        let followed = await following.value
+        let wall = ContinuousClock.now - started
+        let summary = RunSummary(
+            snapshot: await scheduler.snapshot(), wall: wall, signal: dashboardSignal ?? signals?.firstSignal)
+        var isRefused = false
+        if case .refused = fed { isRefused = true }
+        // Bad input before any job: stdout stays empty, as for every other input error.
+        if let format, !(isRefused && summary.total == 0) {
+            let formatter = EventLogFormatter(format: format, logsOutput: false, epoch: epoch)
+            writer.line(formatter.summaryLine(summary, at: Date().timeIntervalSince1970))
+        }
+        writer.finish()
+        signals?.stop()
+
+        var status = summary.exitStatus
+        if isRefused && summary.signal == nil { status = ExitStatus.usage }
+        if writer.stdoutBroke && status == ExitStatus.success { status = ExitStatus.logLost }
+        if status != ExitStatus.usage && (isScreen || status != ExitStatus.success) {
+            Self.report(summary, followed.failures, isScreen: isScreen)
+        }
+        return status
+    }
+
+    /// What feeding the batch came to.
+    enum FeedOutcome: Sendable {
+        /// Every job was handed over and the batch sealed.
+        case complete
+        /// A source turned out bad (a list line, an empty list): the run must end with status 2.
+        case refused(JobInputError)
+        /// The scheduler stopped taking jobs (a signal, a halt, the dashboard quit).
+        case stopped
+    }
+
+    /// Hands the plan's jobs to the scheduler as batch `batch`: the job file's jobs at once, then
+    /// the list a window at a time as it is read, then the `-c` commands; then seals the batch.
+    static func feed(
+        _ plan: RunPlan, reader: CommandListReader?, to scheduler: Scheduler, batch: BatchID, requiresJobs: Bool
+    ) async -> FeedOutcome {
+        let outcome = await submitAll(plan, reader: reader, to: scheduler, batch: batch, requiresJobs: requiresJobs)
+        await scheduler.sealBatch(batch)
+        return outcome
+    }
+
+    private static func submitAll(
+        _ plan: RunPlan, reader: CommandListReader?, to scheduler: Scheduler, batch: BatchID, requiresJobs: Bool
+    ) async -> FeedOutcome {
+        var submitted = 0
+        do {
+            if !plan.fileJobs.isEmpty {
+                try await scheduler.submit(contentsOf: plan.fileJobs, batch: batch)
+                submitted += plan.fileJobs.count
+            }
+            if let reader, let list = plan.list {
+                while let items = await reader.next() {
+                    for item in items {
+                        switch item {
+                        case .failed(let error):
+                            return .refused(error)
+                        case .commands(let commands):
+                            var index = 0
+                            while index < commands.count {
+                                guard await scheduler.waitForRoom(in: batch, below: readAhead) else {
+                                    reader.stop()
+                                    return .stopped
+                                }
+                                let end = min(commands.count, index + 1_024)
+                                try await scheduler.submit(
+                                    contentsOf: commands[index..<end].map(plan.spec(forListCommand:)), batch: batch)
+                                submitted += end - index
+                                index = end
+                            }
+                        }
+                    }
+                }
+                if list.mustHaveCommands && reader.commandCount == 0 {
+                    return .refused(JobInputError(.noJobs, "\(list.source) has no commands (only blank lines and # comments)"))
+                }
+            }
+            if !plan.commandJobs.isEmpty {
+                try await scheduler.submit(contentsOf: plan.commandJobs, batch: batch)
+                submitted += plan.commandJobs.count
+            }
+        } catch {
+            reader?.stop()
+            return .stopped
+        }
+        if requiresJobs && submitted == 0 {
+            return .refused(JobInputError(.noJobs, "no jobs: give a job file, a list on stdin or -c COMMAND (see 'jobtop --help')"))
+        }
+        return .complete
+    }
+
+    /// The closing words on stderr: always under the dashboard (the screen is gone), and when
+    /// something went wrong headless.
+    static func report(_ summary: RunSummary, _ failures: [RunLog.Failure], isScreen: Bool) {
+        var text = "jobtop: \(summary.sentence)\n"
+        if summary.exitStatus != ExitStatus.success {
+            let shown = failures.prefix(20)
+            for failure in shown { text += "  failed: \(failure.name): \(failure.reason)\n" }
+            if failures.count > shown.count { text += "  ... and \(failures.count - shown.count) more\n" }
+        }
+        StandardError.write(text)
+    }
+
+    /// The dashboard reads keys from stdin. When the job list comes in on a pipe
+    /// (`cat list | jobtop`), the list has its own descriptor by now: read keys from the
+    /// controlling terminal instead.
+    private static func keysComeFromTheTerminal() -> Bool {
+        guard isatty(STDIN_FILENO) == 0 else { return true }
+        let terminal = open("/dev/tty", O_RDWR | O_CLOEXEC)
+        guard terminal >= 0 else { return false }
+        defer { close(terminal) }
+        return dup2(terminal, STDIN_FILENO) >= 0
+    }
+}

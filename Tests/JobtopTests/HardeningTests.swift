@@ -1,0 +1,87 @@
+import Foundation
+import Testing
+
+/// What a hostile trial broke in the command line, each as a run of the real binary.
+@Suite("Hardening: halting, streaming lists, broken stdout", .timeLimit(.minutes(2)))
+struct HardeningTests {
+    @Test("--halt-on-failure starts nothing after the failure and never logs cancelled for a job that ran to its end")
+    func haltStartsNothingAfterTheFailure() async throws {
+        // The hostile trial's case, run several times: the failure frees a slot while two jobs
+        // wait; before the fix the next job started (40 of 40 runs) and was sometimes logged
+        // cancelled although it had run.
+        for round in 1...5 {
+            let scratch = try Scratch()
+            let list = "sleep 0.2; exit 1\nsleep 2\ntouch hm.1\ntouch hm.2\n"
+            let run = try await JobtopProcess.run(["-", "-j", "2", "--halt-on-failure"], stdin: list, directory: scratch.path)
+            #expect(run.status == 1, "round \(round)")
+            #expect(scratch.read("hm.1") == nil && scratch.read("hm.2") == nil, "round \(round): a job started after the failure")
+            #expect(Log.events("started", in: run.lines).count == 2, "round \(round)")
+            #expect(Log.events("halted", in: run.lines).count == 1, "round \(round)")
+            #expect(run.lines.last?.contains("total=4 succeeded=0 failed=1 cancelled=3") == true, "round \(round): \(run.stdout)")
+        }
+    }
+
+    @Test("A list on a pipe that stays open streams: the first job starts before the list ends")
+    func anOpenPipeStreams() async throws {
+        let scratch = try Scratch()
+        let jobtop = try JobtopProcess(["-j", "2", "--log-format", "json"], directory: scratch.path, stdinPipe: true)
+        jobtop.writeStdin("echo first\n")
+        // Given only one line so far, the job runs and succeeds while stdin stays open.
+        let succeeded = await jobtop.firstLine { $0.contains("\"event\":\"succeeded\"") }
+        #expect(succeeded?.contains("echo first") == true)
+        jobtop.writeStdin("echo second\ntouch third\n")
+        let third = await jobtop.firstLine { $0.contains("\"event\":\"succeeded\"") && $0.contains("touch third") }
+        #expect(third != nil)
+        #expect(scratch.read("third") != nil)
+        // When stdin closes, the run ends.
+        jobtop.closeStdin()
+        let run = await jobtop.wait()
+        #expect(run.status == 0)
+        #expect(run.stdout.contains("\"event\":\"summary\",\"total\":3,\"succeeded\":3"))
+    }
+
+    @Test("A bad line arriving on a pipe ends the run with status 2 naming the line; jobs before it may have run")
+    func aBadLineOnAPipe() async throws {
+        let jobtop = try JobtopProcess(["-j", "1"], stdinPipe: true)
+        jobtop.writeStdin("true\n")
+        _ = await jobtop.firstLine { $0.contains("succeeded") }
+        jobtop.writeStdin("echo a\u{0}b\n")
+        let run = await jobtop.wait()
+        #expect(run.status == 2)
+        #expect(run.stderr.contains("jobtop: standard input:2: the command contains a NUL byte"), "\(run.stderr)")
+        jobtop.closeStdin()
+    }
+
+    @Test("A long list runs in a bounded window: the scheduler never holds more than the read-ahead of queued jobs")
+    func aLongListStreamsThroughAWindow() async throws {
+        let scratch = try Scratch()
+        let count = 25_000
+        let list = try scratch.write("l.txt", String(repeating: "true\n", count: count))
+        let run = try await JobtopProcess.run([list, "-j", "2", "--log-format", "json"])
+        #expect(run.status == 0)
+        #expect(run.stdout.contains("\"total\":\(count),\"succeeded\":\(count)"))
+        // submitted events never run more than the window ahead of the ended ones
+        var ahead = 0
+        var most = 0
+        for line in run.lines {
+            if line.contains("\"event\":\"submitted\"") { ahead += 1 }
+            if line.contains("\"event\":\"succeeded\"") { ahead -= 1 }
+            most = max(most, ahead)
+        }
+        #expect(most <= 10_000 + 1_024, "\(most) jobs were queued at once")
+    }
+
+    @Test("When stdout's reader goes away the jobs still run; one line on stderr says so and the status is 141")
+    func brokenStdout() async throws {
+        let scratch = try Scratch()
+        let list = try scratch.write("l.txt", (1...300).map { "touch f\($0)" }.joined(separator: "\n") + "\n")
+        // `jobtop l.txt | head -1`, with the reader closed after its first line.
+        let script = "\(JobtopProcess.binary) \(list) -j 2 | head -1 >/dev/null; echo \"status=${PIPESTATUS[0]}\" >&2"
+        let run = try await JobtopProcess(["-c", script], directory: scratch.path, executable: "/bin/bash").wait()
+        #expect(run.stderr.contains("stdout is closed"), "\(run.stderr)")
+        #expect(run.stderr.contains("status=141"), "\(run.stderr)")
+        #expect(scratch.read("f300") != nil, "the jobs went on")
+        let messages = run.stderr.split(separator: "\n").filter { $0.contains("stdout is closed") }
+        #expect(messages.count == 1)
+    }
+}
