@@ -71,6 +71,22 @@ struct HardeningTests {
         #expect(most <= 10_000 + 1_024, "\(most) jobs were queued at once")
     }
 
+    @Test("SIGINT while a 100,000-line list streams ends the run at once: every submitted job cancelled, status 130")
+    func sigintDuringAHugeList() async throws {
+        let scratch = try Scratch()
+        let list = try scratch.write("l.txt", String(repeating: "sleep 5\n", count: 100_000))
+        let jobtop = try JobtopProcess([list, "-j", "2", "--log-format", "json"])
+        _ = await jobtop.firstLine { $0.contains("\"event\":\"started\"") }
+        jobtop.send(SIGINT)
+        let run = await jobtop.wait()
+        #expect(run.status == 130)
+        let summary = try #require(try Log.json(run.lines).last)
+        #expect(summary["event"] as? String == "summary")
+        #expect(summary["succeeded"] as? Int == 0)
+        #expect((summary["cancelled"] as? Int ?? 0) == (summary["total"] as? Int ?? -1))
+        #expect((summary["total"] as? Int ?? 0) <= 10_000 + 1_024, "only the read-ahead window was ever submitted")
+    }
+
     @Test("When stdout's reader goes away the jobs still run; one line on stderr says so and the status is 141")
     func brokenStdout() async throws {
         let scratch = try Scratch()
