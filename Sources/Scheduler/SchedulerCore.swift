@@ -98,6 +98,8 @@ public struct SchedulerCore: Sendable {
     public private(set) var counts: [JobStateKind: Int] = [:]
     /// Whether dispatch is paused.
     public private(set) var isPaused = false
+    /// State changes refused as illegal (a bug if ever above zero; the jobs kept their state).
+    public private(set) var rejectedTransitions = 0
     /// The shutdown under way.
     public private(set) var shutdownMode: ShutdownMode?
 
@@ -295,7 +297,9 @@ public struct SchedulerCore: Sendable {
             batches[batch]!.unfinished += 1
             batches[batch]!.hasSettled = false
         }
-        transition(&job, to: .queued)
+        guard transition(&job, to: .queued) else {
+            throw SchedulerError(.notAllowed, "job \(id.short) cannot go back to the queue from \(job.info.state.name)")
+        }
         job.info.attempts = 0
         job.info.progress = nil
         job.info.finishedAt = nil
@@ -441,12 +445,12 @@ public struct SchedulerCore: Sendable {
             guard var job = jobs[timer.job] else { continue }
             switch (timer.purpose, job.info.state) {
             case (.retry, .waitingForRetry(_, let failedAttempt, _)) where failedAttempt == timer.attempt:
-                transition(&job, to: .queued)
+                guard transition(&job, to: .queued) else { continue }
                 jobs[timer.job] = job
                 queue.insert(timer.job, priority: job.info.priority)
                 actions.append(.emit(.requeued(timer.job, reason: "retry due")))
             case (.timeout, .running(let worker, let attempt, let since, nil)) where attempt == timer.attempt:
-                transition(&job, to: .running(worker: worker, attempt: attempt, since: since, stopping: .timeout))
+                guard transition(&job, to: .running(worker: worker, attempt: attempt, since: since, stopping: .timeout)) else { continue }
                 jobs[timer.job] = job
                 actions.append(.emit(.stopping(timer.job, .timeout)))
                 actions.append(.stop(timer.job, worker: worker, reason: .timeout))
@@ -551,15 +555,22 @@ public struct SchedulerCore: Sendable {
         SchedulerError(.unknownJob, "no job \(id.short)")
     }
 
-    /// The one place a job changes state.
-    private mutating func transition(_ job: inout Job, to next: JobState) {
+    /// The one place a job changes state. An illegal move is refused, never a crash: the job
+    /// keeps its state, the refusal is counted (``rejectedTransitions``), and the caller stops
+    /// what it was doing with that job (a command throws).
+    @discardableResult
+    private mutating func transition(_ job: inout Job, to next: JobState) -> Bool {
         let current = job.info.state
-        precondition(current.canTransition(to: next), "illegal transition \(current.name) → \(next.name) for job \(job.info.id)")
+        guard current.canTransition(to: next) else {
+            rejectedTransitions += 1
+            return false
+        }
         if current.kind != next.kind {
             counts[current.kind, default: 0] -= 1
             counts[next.kind, default: 0] += 1
         }
         job.info.state = next
+        return true
     }
 
     /// Cancels `id` without dispatching: the caller dispatches (or not) once it is done.
@@ -575,7 +586,9 @@ public struct SchedulerCore: Sendable {
             actions.append(.emit(.cancelled(id)))
         case .running(let worker, let attempt, let since, let stopping):
             guard stopping != .cancel else { return }
-            transition(&job, to: .running(worker: worker, attempt: attempt, since: since, stopping: .cancel))
+            guard transition(&job, to: .running(worker: worker, attempt: attempt, since: since, stopping: .cancel)) else {
+                throw SchedulerError(.notAllowed, "job \(id.short) cannot be stopped now")
+            }
             jobs[id] = job
             actions.append(.emit(.stopping(id, .cancel)))
             actions.append(.stop(id, worker: worker, reason: .cancel))
@@ -593,7 +606,10 @@ public struct SchedulerCore: Sendable {
             job.info.attempts = attempt
             job.info.startedAt = now
             job.info.progress = nil
-            transition(&job, to: .running(worker: worker, attempt: attempt, since: now, stopping: nil))
+            guard transition(&job, to: .running(worker: worker, attempt: attempt, since: now, stopping: nil)) else {
+                _ = pool.checkIn(head, from: worker)
+                continue
+            }
             if let timeout = job.spec.timeout {
                 timers.insert(Timer(time: now + timeout, job: head, attempt: attempt, purpose: .timeout))
             }
@@ -622,7 +638,7 @@ public struct SchedulerCore: Sendable {
             if job.workerLosses <= configuration.maxWorkerLossRequeues {
                 // The attempt did not really happen: give it back.
                 job.info.attempts = attempt - 1
-                transition(&job, to: .queued)
+                guard transition(&job, to: .queued) else { return }
                 jobs[id] = job
                 if shutdownMode == .cancelRunning {
                     finish(&job, as: .cancelled, now: now)
@@ -651,7 +667,7 @@ public struct SchedulerCore: Sendable {
         if mayRetry {
             let delay = job.spec.retry.delay(afterAttempt: attempt, unit: random.nextUnit())
             let due = now + delay
-            transition(&job, to: .waitingForRetry(until: due, failedAttempt: attempt, reason: reason))
+            guard transition(&job, to: .waitingForRetry(until: due, failedAttempt: attempt, reason: reason)) else { return }
             jobs[id] = job
             timers.insert(Timer(time: due, job: id, attempt: attempt, purpose: .retry))
             actions.append(.emit(.retryScheduled(id, failedAttempt: attempt, reason: reason, nextAttempt: attempt + 1, at: due)))
@@ -663,7 +679,7 @@ public struct SchedulerCore: Sendable {
     }
 
     private mutating func finish(_ job: inout Job, as state: JobState, now: SchedulerTime) {
-        transition(&job, to: state)
+        guard transition(&job, to: state) else { return }
         job.info.finishedAt = now
         let id = job.info.id
         jobs[id] = job
