@@ -5,7 +5,8 @@ import DequeModule
 /// Publishing numbers the events and appends them to each subscriber's bounded buffer under one
 /// short lock. A subscriber whose buffer is full is marked lagged: its buffer is dropped and it
 /// counts what it missed until it takes a fresh snapshot. Memory stays bounded and the publisher
-/// never blocks.
+/// never blocks. Snapshots are built outside the lock (they are as big as the job table): the
+/// subscriber is registered first, and its snapshot put in front of whatever arrived meanwhile.
 final class EventBus: Sendable {
     fileprivate struct Subscriber {
         var buffer: [SchedulerEvent] = []
@@ -13,6 +14,8 @@ final class EventBus: Sendable {
         let includeOutput: Bool
         /// Events dropped since the subscriber fell behind; `nil` while it keeps up.
         var missed: Int?
+        /// Its snapshot is being built: nothing is handed out until it is in front.
+        var awaitsSnapshot = false
         var waiter: CheckedContinuation<Void, Never>?
     }
 
@@ -53,33 +56,59 @@ final class EventBus: Sendable {
         publish(CollectionOfOne(kind).map { $0 }, time: time)
     }
 
-    /// Adds a subscriber whose first event is the snapshot `makeSnapshot` builds for the current
-    /// sequence number, atomically with respect to publishing.
+    /// Adds a subscriber whose first event is the snapshot `makeSnapshot` builds for the
+    /// sequence number at which it was registered.
+    ///
+    /// Call it from the one publisher of state changes (the scheduler's actor), so that no state
+    /// change is published while the snapshot is built; output and progress published from other
+    /// threads meanwhile follow the snapshot in order.
     func subscribe(limit: Int, includeOutput: Bool, time: SchedulerTime, makeSnapshot: (UInt64) -> SchedulerSnapshot) -> Int {
-        state.withLock { state in
+        let (token, seq) = state.withLock { state -> (Int, UInt64) in
             let token = state.nextToken
             state.nextToken += 1
             var subscriber = Subscriber(limit: max(16, limit), includeOutput: includeOutput)
+            subscriber.awaitsSnapshot = true
             // Even after a shutdown: a late subscriber still gets the final state, then the end.
-            let seq = state.lastSeq
-            subscriber.buffer.append(SchedulerEvent(seq: seq, time: time, kind: .snapshot(makeSnapshot(seq))))
             state.subscribers[token] = subscriber
-            return token
+            return (token, state.lastSeq)
         }
+        let snapshot = SchedulerEvent(seq: seq, time: time, kind: .snapshot(makeSnapshot(seq)))
+        putInFront([snapshot], of: token)
+        return token
     }
 
-    /// Replaces a lagged subscriber's buffer with a lag marker and a fresh snapshot.
+    /// Replaces a lagged subscriber's buffer with a lag marker and a fresh snapshot (built
+    /// outside the lock, as in ``subscribe(limit:includeOutput:time:makeSnapshot:)``).
     func resync(_ token: Int, time: SchedulerTime, makeSnapshot: (UInt64) -> SchedulerSnapshot) {
-        state.withLock { state in
-            guard var subscriber = state.subscribers[token], let missed = subscriber.missed else { return }
-            let seq = state.lastSeq
-            subscriber.buffer = [
-                SchedulerEvent(seq: seq, time: time, kind: .lagged(missed: missed)),
-                SchedulerEvent(seq: seq, time: time, kind: .snapshot(makeSnapshot(seq))),
-            ]
+        let lag = state.withLock { state -> (missed: Int, seq: UInt64)? in
+            guard var subscriber = state.subscribers[token], let missed = subscriber.missed, !subscriber.awaitsSnapshot else {
+                return nil
+            }
+            subscriber.buffer = []
             subscriber.missed = nil
+            subscriber.awaitsSnapshot = true
             state.subscribers[token] = subscriber
+            return (missed, state.lastSeq)
         }
+        guard let lag else { return }
+        putInFront([
+            SchedulerEvent(seq: lag.seq, time: time, kind: .lagged(missed: lag.missed)),
+            SchedulerEvent(seq: lag.seq, time: time, kind: .snapshot(makeSnapshot(lag.seq))),
+        ], of: token)
+    }
+
+    private func putInFront(_ events: [SchedulerEvent], of token: Int) {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard var subscriber = state.subscribers[token] else { return nil }
+            subscriber.awaitsSnapshot = false
+            // If it fell behind again meanwhile, the next resync brings a newer snapshot.
+            if subscriber.missed == nil { subscriber.buffer.insert(contentsOf: events, at: 0) }
+            let waiter = subscriber.waiter
+            subscriber.waiter = nil
+            state.subscribers[token] = subscriber
+            return waiter
+        }
+        waiter?.resume()
     }
 
     enum Pull {
@@ -97,7 +126,8 @@ final class EventBus: Sendable {
                 await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                     let resumeNow = state.withLock { state -> Bool in
                         guard var subscriber = state.subscribers[token], !state.isFinished else { return true }
-                        if subscriber.missed != nil || !subscriber.buffer.isEmpty { return true }
+                        if Task.isCancelled { return true }
+                        if !subscriber.awaitsSnapshot && (subscriber.missed != nil || !subscriber.buffer.isEmpty) { return true }
                         subscriber.waiter = continuation
                         state.subscribers[token] = subscriber
                         return false
@@ -117,6 +147,7 @@ final class EventBus: Sendable {
     private func tryPull(_ token: Int) -> Pull? {
         state.withLock { state in
             guard var subscriber = state.subscribers[token] else { return .finished }
+            if subscriber.awaitsSnapshot { return nil }
             if subscriber.missed != nil { return .lagged }
             if !subscriber.buffer.isEmpty {
                 let events = subscriber.buffer
