@@ -1,7 +1,7 @@
 import Foundation
 
 /// What a job runs and how the scheduler treats it.
-public struct JobSpec: Sendable {
+public struct JobSpec: Sendable, Codable {
     /// A display name; `nil` shows the command instead.
     public var name: String?
     /// The work itself: a shell command, an argv, or a Swift closure.

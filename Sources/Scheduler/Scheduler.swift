@@ -159,13 +159,16 @@ public actor Scheduler {
 
     /// Begins a shutdown and waits until ``run()`` has ended (at once if it is not running).
     public func shutdown(_ mode: ShutdownMode) async {
+        beginShutdown(mode)
+        guard isRunning, !hasRunEnded else { return }
+        await withCheckedContinuation { shutdownWaiters.append($0) }
+    }
+
+    /// Begins a shutdown without waiting for it (``SchedulerCommand/shutdown(_:)``).
+    func beginShutdown(_ mode: ShutdownMode) {
         let now = clock.now()
         perform(core.shutdown(mode, now: now), now: now)
-        guard isRunning, !hasRunEnded else {
-            if core.isShutdownComplete || !isRunning { bus.finish() }
-            return
-        }
-        await withCheckedContinuation { shutdownWaiters.append($0) }
+        if !isRunning || hasRunEnded, core.isShutdownComplete || !isRunning { bus.finish() }
     }
 
     // MARK: - Commands

@@ -306,7 +306,7 @@ public struct SchedulerCore: Sendable {
         job.workerLosses = 0
         jobs[id] = job
         queue.insert(id, priority: job.info.priority)
-        actions.append(.emit(.requeued(id, reason: "retried by user")))
+        actions.append(.emit(.requeued(id, reason: .retriedByUser)))
         dispatch(now: now)
         return takeActions()
     }
@@ -448,7 +448,7 @@ public struct SchedulerCore: Sendable {
                 guard transition(&job, to: .queued) else { continue }
                 jobs[timer.job] = job
                 queue.insert(timer.job, priority: job.info.priority)
-                actions.append(.emit(.requeued(timer.job, reason: "retry due")))
+                actions.append(.emit(.requeued(timer.job, reason: .retryDue)))
             case (.timeout, .running(let worker, let attempt, let since, nil)) where attempt == timer.attempt:
                 guard transition(&job, to: .running(worker: worker, attempt: attempt, since: since, stopping: .timeout)) else { continue }
                 jobs[timer.job] = job
@@ -635,18 +635,19 @@ public struct SchedulerCore: Sendable {
             reason = .timeout(job.spec.timeout ?? .zero)
         case (_, .workerLost(let why)):
             job.workerLosses += 1
+            if shutdownMode == .cancelRunning {
+                // Everything is being cancelled: the job ends here, with the attempt it had.
+                finish(&job, as: .cancelled, now: now)
+                actions.append(.emit(.cancelled(id)))
+                return
+            }
             if job.workerLosses <= configuration.maxWorkerLossRequeues {
                 // The attempt did not really happen: give it back.
                 job.info.attempts = attempt - 1
                 guard transition(&job, to: .queued) else { return }
                 jobs[id] = job
-                if shutdownMode == .cancelRunning {
-                    finish(&job, as: .cancelled, now: now)
-                    actions.append(.emit(.cancelled(id)))
-                } else {
-                    queue.insert(id, priority: job.info.priority)
-                    actions.append(.emit(.requeued(id, reason: "worker lost: \(why)")))
-                }
+                queue.insert(id, priority: job.info.priority)
+                actions.append(.emit(.requeued(id, reason: .workerLost(why))))
                 return
             }
             reason = .workerLost(why)

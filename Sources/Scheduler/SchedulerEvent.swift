@@ -42,8 +42,9 @@ public struct SchedulerEvent: Sendable {
         case stopping(JobID, StopReason)
         /// An attempt failed and another is due at `at`.
         case retryScheduled(JobID, failedAttempt: Int, reason: FailureReason, nextAttempt: Int, at: SchedulerTime)
-        /// A job went back to the queue (its worker was lost, or a user retried it).
-        case requeued(JobID, reason: String)
+        /// A job went back to the queue (a retry became due, its worker was lost, or a user
+        /// retried it).
+        case requeued(JobID, reason: RequeueReason)
         /// A job succeeded.
         case succeeded(JobID, attempts: Int)
         /// A job failed for good.
@@ -116,6 +117,25 @@ public struct SchedulerEvent: Sendable {
             case .succeeded, .failed, .cancelled: true
             default: false
             }
+        }
+    }
+}
+
+/// Why a job went back to the queue. Data, not prose: a mirror of the events needs to know what
+/// each means for the job's attempts.
+public enum RequeueReason: Sendable, Equatable, CustomStringConvertible {
+    /// Its retry delay ran out: the next attempt waits for a slot (attempts unchanged).
+    case retryDue
+    /// A user retried the failed or cancelled job: a fresh retry budget (attempts back to 0).
+    case retriedByUser
+    /// Its worker went away mid-attempt: that attempt does not count (attempts one less).
+    case workerLost(String)
+
+    public var description: String {
+        switch self {
+        case .retryDue: "retry due"
+        case .retriedByUser: "retried by user"
+        case .workerLost(let why): "worker lost: \(why)"
         }
     }
 }

@@ -96,7 +96,7 @@ final class EventLogFormatter {
             jobs[id]?.lastProgressAt = nil
         case .requeued(let id, let reason):
             job(id, &line)
-            line.string("reason", reason)
+            line.string("reason", reason.description)
         case .succeeded(let id, let attempts):
             job(id, &line)
             line.int("attempts", attempts)

@@ -39,7 +39,7 @@ struct EventLogFormatterTests {
             .progress(job, 0.5),
             .stopping(job, .timeout),
             .retryScheduled(job, failedAttempt: 1, reason: .timeout(.seconds(2)), nextAttempt: 2, at: .seconds(7)),
-            .requeued(job, reason: "retry due"),
+            .requeued(job, reason: .retryDue),
             .failed(job, reason: .signal(9), attempts: 2),
             .cancelled(job), .paused, .resumed, .slotsChanged(local: 2, total: 2), .shuttingDown(.cancelRunning),
             .workerLeft(worker.id, reason: "gone"), .lagged(missed: 7), .reprioritized(job, from: 1, to: 2),

@@ -75,7 +75,7 @@ struct RemoteWorkerTests {
                 // When the worker dies while it runs jobs.
                 a.signal(SIGKILL)
                 killed = true
-            case .requeued(_, let reason) where reason.hasPrefix("worker lost"):
+            case .requeued(_, .workerLost):
                 requeuedForLoss += 1
             case .workerLeft(let worker, let reason) where worker == doomed.id:
                 leftReason = reason
@@ -297,7 +297,7 @@ struct RemoteWorkerTests {
             case .requeued(second, let reason):
                 // The engine hands a freed slot straight to the next job; the draining worker's
                 // stub holds it back and gives it back when the worker is released.
-                secondRequeue = reason
+                secondRequeue = reason.description
             case .output(second, _), .succeeded(second, _):
                 Issue.record("the second job ran on a draining worker")
             default:

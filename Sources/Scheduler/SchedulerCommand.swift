@@ -1,0 +1,105 @@
+/// Everything a client can ask of a scheduler, as a value: what the dashboard's keys, a script's
+/// `jobtop submit`, or a remote dashboard send. Codable, so it can cross a socket or be written
+/// to disk before it is acknowledged.
+public enum SchedulerCommand: Sendable, Codable {
+    /// Submit jobs (all queued, then one dispatch), into a batch if given.
+    case submit([JobSpec], batch: BatchID?)
+    /// Cancel a job.
+    case cancel(JobID)
+    /// Set a job's priority.
+    case setPriority(JobID, Int)
+    /// Queue a failed or cancelled job again with a fresh retry budget.
+    case retry(JobID)
+    /// Start nothing new; running jobs go on.
+    case pause
+    /// Start jobs again.
+    case resume
+    /// Set the number of local slots.
+    case setLocalSlots(Int)
+    /// Open a batch (the jobs of one run, followed as a whole).
+    case openBatch(haltsOnFailure: Bool)
+    /// No more jobs will join the batch.
+    case sealBatch(BatchID)
+    /// Shut the scheduler down.
+    case shutdown(ShutdownMode)
+}
+
+/// What a performed command gives back.
+public enum SchedulerReply: Sendable, Codable, Equatable {
+    /// Done; nothing to say.
+    case done
+    /// The ids of the submitted jobs (an existing job's for a coalesced spec), in order.
+    case submitted([JobID])
+    /// The batch that was opened.
+    case batch(BatchID)
+}
+
+/// What every client of a scheduler uses: the dashboard, the headless log, scripts. The
+/// in-process ``Scheduler`` is one; a client of `jobtop serve` over a socket is another, and the
+/// dashboard cannot tell them apart.
+public protocol SchedulerClient: Sendable {
+    /// The events of one subscription.
+    associatedtype Events: AsyncSequence<SchedulerEvent, Never> & Sendable
+
+    /// Performs a command.
+    ///
+    /// - Returns: What it gives back.
+    /// - Throws: ``SchedulerError`` when it is refused (unknown job, not allowed in its state,
+    ///   out of range, shutting down).
+    func perform(_ command: SchedulerCommand) async throws(SchedulerError) -> SchedulerReply
+
+    /// Subscribes: a snapshot first, then every event in order (numbered; a lag marker and a
+    /// fresh snapshot when the subscriber fell behind).
+    ///
+    /// - Parameters:
+    ///   - bufferLimit: Unread events allowed before the subscriber is marked lagged.
+    ///   - includeOutput: Whether job output lines are delivered.
+    func subscribe(bufferLimit: Int?, includeOutput: Bool) async -> Events
+
+    /// The present state.
+    func currentSnapshot() async -> SchedulerSnapshot
+
+    /// The last lines a job printed (bounded), and how many earlier lines were dropped.
+    func outputTail(of id: JobID) async -> (lines: [OutputLine], dropped: Int)
+}
+
+extension Scheduler: SchedulerClient {
+    public func perform(_ command: SchedulerCommand) throws(SchedulerError) -> SchedulerReply {
+        switch command {
+        case .submit(let specs, let batch):
+            return .submitted(try submit(contentsOf: specs, batch: batch))
+        case .cancel(let id):
+            try cancel(id)
+        case .setPriority(let id, let priority):
+            try reprioritize(id, to: priority)
+        case .retry(let id):
+            try retry(id)
+        case .pause:
+            pause()
+        case .resume:
+            resume()
+        case .setLocalSlots(let slots):
+            try setLocalSlots(slots)
+        case .openBatch(let haltsOnFailure):
+            return .batch(openBatch(haltsOnFailure: haltsOnFailure))
+        case .sealBatch(let batch):
+            sealBatch(batch)
+        case .shutdown(let mode):
+            // Asked for, not awaited: a client must not wait for every job to end.
+            beginShutdown(mode)
+        }
+        return .done
+    }
+
+    public func subscribe(bufferLimit: Int?, includeOutput: Bool) -> EventStream {
+        events(bufferLimit: bufferLimit, includeOutput: includeOutput)
+    }
+
+    public func currentSnapshot() -> SchedulerSnapshot {
+        snapshot()
+    }
+
+    public func outputTail(of id: JobID) -> (lines: [OutputLine], dropped: Int) {
+        output(of: id)
+    }
+}

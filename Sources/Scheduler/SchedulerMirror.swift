@@ -1,0 +1,169 @@
+import DequeModule
+
+/// The one projection of the event stream into a job table outside the core: events in, jobs,
+/// counts and slots out.
+///
+/// Every client that shows or sums up a scheduler (the dashboard, the headless summary, a remote
+/// dashboard, tests) keeps one of these instead of re-deriving transitions of its own. After
+/// the same events it equals the engine's own snapshot (a property test checks that over random
+/// command sequences). It keeps what the engine keeps: every unfinished job, and the most recent
+/// `finishedRetention` finished ones; counts include the evicted.
+public struct SchedulerMirror: Sendable {
+    /// Every job it knows, by id.
+    public private(set) var jobs: [JobID: JobInfo] = [:]
+    /// Jobs per state, finished jobs no longer kept included.
+    public private(set) var counts: [JobStateKind: Int] = [:]
+    /// Whether dispatch is paused.
+    public private(set) var isPaused = false
+    /// The shutdown under way, if any.
+    public private(set) var shutdown: ShutdownMode?
+    /// Local slots.
+    public private(set) var localSlots = 0
+    /// All slots.
+    public private(set) var totalSlots = 0
+    /// The workers that are in the pool, in the order they joined.
+    public private(set) var workers: [WorkerDescriptor] = []
+    /// The number of the last event applied.
+    public private(set) var lastSeq: UInt64 = 0
+    /// Whether a lag marker came and the snapshot that repairs it has not yet.
+    public private(set) var isResyncing = false
+    /// How many finished jobs are kept.
+    public let finishedRetention: Int
+    private var finishedOrder: Deque<JobID> = []
+
+    /// An empty mirror; the first event of a subscription (a snapshot) fills it.
+    public init(finishedRetention: Int = 10_000) {
+        self.finishedRetention = max(0, finishedRetention)
+    }
+
+    /// The number of jobs in `kind`.
+    public func count(_ kind: JobStateKind) -> Int { counts[kind, default: 0] }
+
+    /// Applies one event.
+    ///
+    /// - Returns: The job it changed, if any.
+    @discardableResult
+    public mutating func apply(_ event: SchedulerEvent) -> JobID? {
+        lastSeq = max(lastSeq, event.seq)
+        let time = event.time
+        switch event.kind {
+        case .snapshot(let snapshot):
+            replace(with: snapshot)
+            return nil
+        case .lagged:
+            isResyncing = true
+            return nil
+        case .submitted(let info):
+            if let old = jobs[info.id] { counts[old.state.kind, default: 0] -= 1 }
+            jobs[info.id] = info
+            counts[info.state.kind, default: 0] += 1
+            return info.id
+        case .started(let id, let attempt, _, let worker):
+            return update(id) { job in
+                job.attempts = attempt
+                job.startedAt = time
+                job.progress = nil
+                job.state = .running(worker: worker, attempt: attempt, since: time, stopping: nil)
+            }
+        case .progress(let id, let fraction):
+            return update(id) { $0.progress = fraction }
+        case .stopping(let id, let reason):
+            return update(id) { job in
+                guard case .running(let worker, let attempt, let since, _) = job.state else { return }
+                job.state = .running(worker: worker, attempt: attempt, since: since, stopping: reason)
+            }
+        case .retryScheduled(let id, let failedAttempt, let reason, _, let at):
+            return update(id) { job in
+                job.lastFailure = reason
+                job.state = .waitingForRetry(until: at, failedAttempt: failedAttempt, reason: reason)
+            }
+        case .requeued(let id, let reason):
+            if reason == .retriedByUser { finishedOrder.removeAll { $0 == id } }
+            return update(id) { job in
+                switch reason {
+                case .retryDue: break
+                case .retriedByUser:
+                    job.attempts = 0
+                    job.progress = nil
+                    job.finishedAt = nil
+                case .workerLost:
+                    job.attempts = max(0, job.attempts - 1)
+                }
+                job.state = .queued
+            }
+        case .succeeded(let id, let attempts):
+            defer { finished(id) }
+            return update(id) { job in
+                job.lastFailure = nil
+                job.finishedAt = time
+                job.state = .succeeded(attempts: attempts)
+            }
+        case .failed(let id, let reason, let attempts):
+            defer { finished(id) }
+            return update(id) { job in
+                job.lastFailure = reason
+                job.finishedAt = time
+                job.state = .failed(reason: reason, attempts: attempts)
+            }
+        case .cancelled(let id):
+            defer { finished(id) }
+            return update(id) { job in
+                job.finishedAt = time
+                job.state = .cancelled
+            }
+        case .reprioritized(let id, _, let to):
+            return update(id) { $0.priority = to }
+        case .paused:
+            isPaused = true
+        case .resumed:
+            isPaused = false
+        case .slotsChanged(let local, let total):
+            localSlots = local
+            totalSlots = total
+        case .workerJoined(let descriptor):
+            workers.removeAll { $0.id == descriptor.id }
+            workers.append(descriptor)
+        case .workerLeft(let id, _):
+            workers.removeAll { $0.id == id }
+        case .shuttingDown(let mode):
+            shutdown = mode
+        case .coalesced, .output, .batchHalted, .batchSettled:
+            break
+        }
+        return nil
+    }
+
+    /// Changes a job in place (never a copy of the table), keeping the counts in step.
+    private mutating func update(_ id: JobID, _ change: (inout JobInfo) -> Void) -> JobID? {
+        guard let old = jobs[id]?.state.kind else { return nil }
+        change(&jobs[id]!)
+        let new = jobs[id]!.state.kind
+        if old != new {
+            counts[old, default: 0] -= 1
+            counts[new, default: 0] += 1
+        }
+        return id
+    }
+
+    private mutating func finished(_ id: JobID) {
+        guard jobs[id] != nil else { return }
+        finishedOrder.append(id)
+        while finishedOrder.count > finishedRetention, let oldest = finishedOrder.popFirst() {
+            jobs[oldest] = nil
+        }
+    }
+
+    private mutating func replace(with snapshot: SchedulerSnapshot) {
+        jobs = Dictionary(uniqueKeysWithValues: snapshot.jobs.map { ($0.id, $0) })
+        counts = snapshot.counts
+        isPaused = snapshot.isPaused
+        shutdown = snapshot.shutdown
+        localSlots = snapshot.localSlots
+        totalSlots = snapshot.totalSlots
+        workers = snapshot.workers.map(\.descriptor)
+        lastSeq = snapshot.seq
+        isResyncing = false
+        // The snapshot lists finished jobs newest first.
+        finishedOrder = Deque(snapshot.jobs.filter { $0.state.isFinished }.reversed().map(\.id))
+    }
+}

@@ -1,0 +1,129 @@
+import Testing
+@testable import Scheduler
+
+/// The one projection of events: after any sequence of commands and results, a mirror fed the
+/// events equals the engine's own snapshot.
+@Suite struct MirrorPropertyTests {
+    /// A small deterministic generator, so a failing sequence can be replayed from its seed.
+    struct Random {
+        var generator: IdentifierGenerator
+        init(seed: UInt64) { generator = IdentifierGenerator(seed: seed) }
+        mutating func below(_ bound: Int) -> Int { Int(generator.nextUInt64() % UInt64(max(1, bound))) }
+        mutating func chance(_ percent: Int) -> Bool { below(100) < percent }
+    }
+
+    struct World {
+        var core: SchedulerCore
+        var mirror: SchedulerMirror
+        var ids = IdentifierGenerator(seed: 99)
+        var now: SchedulerTime = .zero
+        var seq: UInt64 = 0
+        var workers: [WorkerDescriptor] = []
+        /// What each worker runs: (job, attempt, worker).
+        var running: [(JobID, Int, WorkerID)] = []
+        var known: [JobID] = []
+
+        init(retention: Int) {
+            core = SchedulerCore(configuration: .init(finishedRetention: retention, maxWorkerLossRequeues: 1, seed: 3))
+            mirror = SchedulerMirror(finishedRetention: retention)
+            mirror.apply(SchedulerEvent(seq: 0, time: .zero, kind: .snapshot(core.snapshot(seq: 0, now: .zero) { _ in nil })))
+        }
+
+        mutating func take(_ actions: [SchedulerCore.Action]) {
+            for action in actions {
+                switch action {
+                case .emit(let kind):
+                    seq += 1
+                    mirror.apply(SchedulerEvent(seq: seq, time: now, kind: kind))
+                    if case .submitted(let info) = kind { known.append(info.id) }
+                case .start(let id, let attempt, let worker):
+                    running.append((id, attempt, worker))
+                case .stop, .removeWorker:
+                    break
+                }
+            }
+        }
+
+        func check(_ step: String) {
+            let snapshot = core.snapshot(seq: seq, now: now) { _ in nil }
+            let expected = Dictionary(uniqueKeysWithValues: snapshot.jobs.map { ($0.id, $0) })
+            #expect(mirror.jobs.count == expected.count, "\(step): \(mirror.jobs.count) jobs mirrored, \(expected.count) in the engine")
+            for (id, info) in expected where mirror.jobs[id] != info {
+                Issue.record("\(step): job \(id.short) mirrored as \(String(describing: mirror.jobs[id])), engine has \(info)")
+                return
+            }
+            for kind in JobStateKind.allCases {
+                #expect(mirror.count(kind) == snapshot.count(kind), "\(step): count of \(kind)")
+            }
+            #expect(mirror.isPaused == snapshot.isPaused && mirror.shutdown == snapshot.shutdown, "\(step)")
+            #expect(mirror.localSlots == snapshot.localSlots && mirror.totalSlots == snapshot.totalSlots, "\(step)")
+            #expect(mirror.workers.map(\.id) == snapshot.workers.map(\.descriptor.id), "\(step): workers")
+        }
+    }
+
+    @Test(arguments: Array(UInt64(1)...40))
+    func aMirrorFedTheEventsEqualsTheEnginesSnapshot(seed: UInt64) {
+        var random = Random(seed: seed)
+        var world = World(retention: 4 + random.below(8))
+        for step in 0..<300 {
+            world.now += .milliseconds(1 + random.below(400))
+            let choice = random.below(100)
+            var label = ""
+            switch choice {
+            case 0..<8:
+                label = "worker joins"
+                let worker = WorkerDescriptor(id: WorkerID(), name: "w\(step)", kind: .local, slots: 1 + random.below(2))
+                world.workers.append(worker)
+                world.take(world.core.workerJoined(worker, now: world.now))
+            case 8..<30:
+                label = "submit"
+                let count = 1 + random.below(4)
+                let specs = (0..<count).map { index -> JobSpec in
+                    var spec = JobSpec.shell("job \(step).\(index)", priority: random.below(5) - 2)
+                    spec.retry = .retries(random.below(3), backoff: .milliseconds(100))
+                    if random.chance(20) { spec.timeout = .milliseconds(300) }
+                    if random.chance(10) { spec.coalescingKey = "k\(random.below(3))" }
+                    return spec
+                }
+                let fresh = specs.map { _ in world.ids.nextJobID() }
+                if let (_, actions) = try? world.core.submit(contentsOf: specs, ids: fresh, now: world.now) { world.take(actions) }
+            case 30..<58 where !world.running.isEmpty:
+                label = "a job ends"
+                let (id, attempt, worker) = world.running.remove(at: random.below(world.running.count))
+                let termination: Termination = [.exit(0), .exit(0), .exit(1), .signal(9), .error("boom")][random.below(5)]
+                world.take(world.core.jobFinished(
+                    id, attempt: attempt, worker: worker, termination: termination, stopTookEffect: random.chance(80), now: world.now))
+            case 58..<66 where !world.known.isEmpty:
+                label = "cancel"
+                if let actions = try? world.core.cancel(world.known[random.below(world.known.count)], now: world.now) { world.take(actions) }
+            case 66..<72 where !world.known.isEmpty:
+                label = "set priority"
+                let id = world.known[random.below(world.known.count)]
+                if let actions = try? world.core.reprioritize(id, to: random.below(9) - 4, now: world.now) { world.take(actions) }
+            case 72..<78 where !world.known.isEmpty:
+                label = "retry"
+                if let actions = try? world.core.retry(world.known[random.below(world.known.count)], now: world.now) { world.take(actions) }
+            case 78..<84:
+                label = "timers"
+                world.take(world.core.timersDue(now: world.now))
+            case 84..<88:
+                label = random.chance(50) ? "pause" : "resume"
+                world.take(label == "pause" ? world.core.pause(now: world.now) : world.core.resume(now: world.now))
+            case 88..<92 where !world.workers.isEmpty:
+                label = "worker lost"
+                let worker = world.workers.remove(at: random.below(world.workers.count))
+                world.running.removeAll { $0.2 == worker.id }
+                world.take(world.core.workerLost(worker.id, reason: "gone", now: world.now))
+            case 92..<95:
+                label = "slots reduced"
+                world.take(world.core.reduceLocalSlots(to: random.below(3), now: world.now))
+            default:
+                label = "timers"
+                world.take(world.core.timersDue(now: world.now))
+            }
+            world.check("seed \(seed) step \(step) (\(label))")
+        }
+        world.take(world.core.shutdown(.cancelRunning, now: world.now))
+        world.check("seed \(seed) after shutdown")
+    }
+}
