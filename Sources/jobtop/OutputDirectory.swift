@@ -11,6 +11,8 @@ final class OutputDirectory {
     private var open: [JobID: Int32] = [:]
     /// Jobs whose file does not end with a line end yet (their last line had none so far).
     private var midLine: Set<JobID> = []
+    /// Jobs whose file was made by an earlier attempt: a retry appends to it.
+    private var made: Set<JobID> = []
 
     /// Writes into `path`, which ``prepare(_:)`` has made.
     init(path: String) {
@@ -52,12 +54,13 @@ final class OutputDirectory {
         if open[id] == nil {
             let name = fileNames[id] ?? id.description
             let file = URL(fileURLWithPath: path).appendingPathComponent("\(name).log").path
-            let fd = Glibc.open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            let fd = Glibc.open(file, O_WRONLY | O_CREAT | O_CLOEXEC | (made.contains(id) ? O_APPEND : O_TRUNC), 0o644)
             guard fd >= 0 else {
                 StandardError.write("jobtop: cannot write \(file): \(String(cString: strerror(errno)))\n")
                 return
             }
             open[id] = fd
+            made.insert(id)
         }
         if attempt > 1, let fd = open[id] {
             // The marker is a line of its own, also after output that ended without a newline.
@@ -73,9 +76,16 @@ final class OutputDirectory {
         writer.write(line.rawBytes, to: fd)
     }
 
+    /// An attempt ended and another may follow (a retry after a delay, a requeue): the file is
+    /// closed meanwhile, so that jobs waiting to be retried hold no descriptor.
+    func attemptEnded(_ id: JobID, writer: LogWriter) {
+        if let fd = open.removeValue(forKey: id) { writer.close(fd) }
+    }
+
     /// Closes the job's file once it has ended for good.
     func jobEnded(_ id: JobID, writer: LogWriter) {
         midLine.remove(id)
+        made.remove(id)
         if let fd = open.removeValue(forKey: id) { writer.close(fd) }
     }
 

@@ -111,4 +111,26 @@ struct LocalProcessTests {
         #expect(bytes == stdout + tail || bytes == tail + stdout, "\(bytes.count) bytes")
         #expect(scratch.read("out/again.log") == "partial\n--- jobtop: attempt 2 ---\npartial")
     }
+
+    @Test("A job waiting for its retry holds no --output-dir file open")
+    func noFileHeldBetweenAttempts() async throws {
+        let scratch = try Scratch()
+        let file = try scratch.write("jobs.toml", """
+            [[job]]
+            name = "again"
+            command = "echo try; test -f marker || { touch marker; exit 1; }"
+            retries = 1
+            backoff = "3s"
+            """)
+        let process = try JobtopProcess([file, "--headless", "--output-dir", "out"], directory: scratch.path)
+        // The retry line is logged when the first attempt has ended and the wait begins.
+        _ = await process.firstLine { $0.split(separator: " ").dropFirst().first == "retry" }
+        let open = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(process.pid)/fd")) ?? []).compactMap {
+            try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(process.pid)/fd/\($0)")
+        }
+        #expect(!open.contains { $0.hasSuffix("out/again.log") }, "\(open)")
+        let run = await process.wait()
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(scratch.read("out/again.log") == "try\n--- jobtop: attempt 2 ---\ntry\n")
+    }
 }
