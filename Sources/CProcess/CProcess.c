@@ -1,10 +1,18 @@
 #define _GNU_SOURCE
 #include "CProcess.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -64,3 +72,107 @@ int jt_wifexited(int status) { return WIFEXITED(status); }
 int jt_wexitstatus(int status) { return WEXITSTATUS(status); }
 int jt_wifsignaled(int status) { return WIFSIGNALED(status); }
 int jt_wtermsig(int status) { return WTERMSIG(status); }
+
+int jt_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
+
+int jt_epoll_add(int epfd, int fd, uint64_t token) {
+    struct epoll_event event;
+    memset(&event, 0, sizeof event);
+    event.events = EPOLLIN;
+    event.data.u64 = token;
+    return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &event) == 0 ? 0 : errno;
+}
+
+int jt_epoll_remove(int epfd, int fd) {
+    struct epoll_event event;
+    memset(&event, 0, sizeof event);
+    return epoll_ctl(epfd, EPOLL_CTL_DEL, fd, &event) == 0 ? 0 : errno;
+}
+
+int jt_epoll_wait(int epfd, uint64_t *tokens, int max, int timeout_ms) {
+    struct epoll_event events[256];
+    if (max > 256) max = 256;
+    int count = epoll_wait(epfd, events, max, timeout_ms);
+    for (int i = 0; i < count; i++) tokens[i] = events[i].data.u64;
+    return count;
+}
+
+int jt_eventfd(void) { return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); }
+
+void jt_eventfd_signal(int fd) {
+    uint64_t one = 1;
+    while (write(fd, &one, sizeof one) < 0 && errno == EINTR) {}
+}
+
+void jt_eventfd_drain(int fd) {
+    uint64_t value;
+    while (read(fd, &value, sizeof value) < 0 && errno == EINTR) {}
+}
+
+static int compare_pids(const void *a, const void *b) {
+    pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+    return (x > y) - (x < y);
+}
+
+int jt_count_group_members(const pid_t *groups, int count, int *members) {
+    for (int i = 0; i < count; i++) members[i] = 0;
+    DIR *proc = opendir("/proc");
+    if (proc == NULL) return errno;
+    struct dirent *entry;
+    char path[64];
+    char stat[512];
+    while ((entry = readdir(proc)) != NULL) {
+        if (entry->d_name[0] < '1' || entry->d_name[0] > '9') continue;
+        snprintf(path, sizeof path, "/proc/%s/stat", entry->d_name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) continue;
+        ssize_t length = read(fd, stat, sizeof stat - 1);
+        close(fd);
+        if (length <= 0) continue;
+        stat[length] = 0;
+        // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses, so parse from
+        // the last ')'.
+        char *close_paren = strrchr(stat, ')');
+        if (close_paren == NULL) continue;
+        char state;
+        int ppid, pgrp;
+        if (sscanf(close_paren + 1, " %c %d %d", &state, &ppid, &pgrp) != 3) continue;
+        if (state == 'Z' || state == 'X') continue;
+        pid_t key = (pid_t)pgrp;
+        const pid_t *found = bsearch(&key, groups, (size_t)count, sizeof(pid_t), compare_pids);
+        if (found != NULL) members[found - groups]++;
+    }
+    closedir(proc);
+    return 0;
+}
+
+int jt_count_open_fds(void) {
+    DIR *directory = opendir("/proc/self/fd");
+    if (directory == NULL) return -1;
+    int count = 0;
+    struct dirent *entry;
+    while ((entry = readdir(directory)) != NULL) {
+        if (entry->d_name[0] != '.') count++;
+    }
+    closedir(directory);
+    return count - 1;  // the directory's own descriptor
+}
+
+static int resource_of(int which) { return which == 0 ? RLIMIT_NOFILE : RLIMIT_NPROC; }
+
+int jt_get_limit(int which, uint64_t *soft, uint64_t *hard) {
+    struct rlimit limit;
+    if (getrlimit(resource_of(which), &limit) != 0) return errno;
+    *soft = limit.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)limit.rlim_cur;
+    *hard = limit.rlim_max == RLIM_INFINITY ? UINT64_MAX : (uint64_t)limit.rlim_max;
+    return 0;
+}
+
+int jt_set_soft_limit(int which, uint64_t soft) {
+    struct rlimit limit;
+    if (getrlimit(resource_of(which), &limit) != 0) return errno;
+    limit.rlim_cur = soft == UINT64_MAX ? RLIM_INFINITY : (rlim_t)soft;
+    return setrlimit(resource_of(which), &limit) == 0 ? 0 : errno;
+}
+
+void jt_set_thread_name(const char *name) { pthread_setname_np(pthread_self(), name); }

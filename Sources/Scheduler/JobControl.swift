@@ -53,6 +53,13 @@ public final class JobControl: Sendable {
         }
     }
 
+    /// Says that the stop requested reached the work only after it had ended by itself (a
+    /// worker that acts on stops later than it is asked finds the process already exited): the
+    /// attempt keeps its own outcome.
+    public func stopCameTooLate() {
+        state.withLock { $0.cameTooLate = true }
+    }
+
     /// Whether a stop was requested before the work ended (so it may have been what ended it).
     /// When the only request came after ``workEnded()``, the attempt ended on its own and keeps
     /// its own outcome: a job that ran to its end is never reported cancelled.

@@ -31,6 +31,9 @@ final class JobOutputStore: Sendable {
     }
 
     func append(_ line: OutputLine, to job: JobID) {
+        // An empty line ended by a lone `\r` shows nothing (a progress counter redrawing from the
+        // start of its line); it would only push real lines out of the tail.
+        if line.ending == .carriageReturn && line.text.isEmpty { return }
         state.withLock { state in
             var tail = state.tails.removeValue(forKey: job) ?? Tail()
             tail.lines.append(line)

@@ -18,11 +18,21 @@ public final class JobReporter: Sendable {
         self.clock = clock
     }
 
-    /// Records a line the job printed.
+    /// Records a line the job printed (ended by a newline).
     public func line(_ text: String, stream: OutputLine.Stream) {
-        let line = OutputLine(stream: stream, text: text)
+        line(OutputLine(stream: stream, text: text))
+    }
+
+    /// Records a line, or a piece of one, the job printed.
+    public func line(_ line: OutputLine) {
         store.append(line, to: jobID)
         bus.publish(.output(jobID, line), time: clock.now())
+    }
+
+    /// Records that the job's main process ended and left `count` processes in its process
+    /// group, which were stopped or (`stopped` false) left running.
+    public func leftoverProcesses(count: Int, stopped: Bool) {
+        bus.publish(.leftoverProcesses(jobID, count: count, stopped: stopped), time: clock.now())
     }
 
     /// Records progress (0...1). Repeats of the same value (to 0.1%) are not published.

@@ -20,6 +20,11 @@ public struct JobSpec: Sendable, Codable {
     public var coalescingKey: String?
     /// How progress is read from output lines; `nil` uses the default trailing `NN%`.
     public var progressPattern: ProgressPattern?
+    /// Whether processes the job leaves running in its process group when its main process ends
+    /// may go on. By default (`false`) jobtop stops them (SIGTERM, the grace period, SIGKILL)
+    /// before the job ends; either way a ``SchedulerEvent/Kind/leftoverProcesses(_:count:stopped:)``
+    /// event says how many there were. A cancel or timeout stops them regardless.
+    public var keepBackground: Bool
 
     /// Creates a spec.
     public init(
@@ -31,7 +36,8 @@ public struct JobSpec: Sendable, Codable {
         retry: RetryPolicy = .none,
         timeout: Duration? = nil,
         coalescingKey: String? = nil,
-        progressPattern: ProgressPattern? = nil
+        progressPattern: ProgressPattern? = nil,
+        keepBackground: Bool = false
     ) {
         self.name = name
         self.work = work
@@ -42,6 +48,7 @@ public struct JobSpec: Sendable, Codable {
         self.timeout = timeout
         self.coalescingKey = coalescingKey
         self.progressPattern = progressPattern
+        self.keepBackground = keepBackground
     }
 
     /// A spec that runs `command` with `/bin/sh -c`.

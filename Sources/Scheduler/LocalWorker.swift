@@ -1,60 +1,42 @@
-import Foundation
-
-/// One local slot: an actor on its own thread that runs shell jobs in their own process groups.
+/// One local slot: runs jobs on this machine, shell and argv jobs in their own process groups.
 ///
-/// Waiting for a process and reading its pipes block, so they run on this actor's dedicated
-/// thread, never on the cooperative pool. Closure jobs are Swift async code and run on the
-/// caller's task instead.
-public actor LocalWorker: Worker {
-    /// Where a worker's blocking process work runs.
-    public enum ProcessExecution: Sendable {
-        /// On the worker's own thread (the default): the cooperative pool is never blocked.
-        case dedicatedThread
-        /// On Swift's cooperative pool, blocking one of its few threads per running job. It
-        /// exists only so that benchmarks can measure what the dedicated thread costs or saves.
-        case cooperativePool
+/// A slot costs no thread. A process job is handed to one of the few I/O threads of the
+/// ``ProcessReactor``, which spawns and watches every local process of this process, and the
+/// attempt awaits its end there; nothing blocks the cooperative pool. Closure jobs are Swift
+/// async code and run on the caller's task.
+public final class LocalWorker: Worker {
+    public let descriptor: WorkerDescriptor
+    private let gracePeriod: Duration
+    private let reactor: ProcessReactor
+
+    /// Creates a worker.
+    ///
+    /// - Parameters:
+    ///   - name: Its name (`local-1`).
+    ///   - gracePeriod: Between SIGTERM and SIGKILL for processes a job leaves in its process
+    ///     group when its main process ends (a stop request brings its own).
+    public convenience init(name: String, gracePeriod: Duration = .seconds(5)) {
+        self.init(name: name, gracePeriod: gracePeriod, reactor: .shared)
     }
 
-    public nonisolated let descriptor: WorkerDescriptor
-    private nonisolated let executor: ThreadExecutor
-    private nonisolated let execution: ProcessExecution
-    private let runner: ProcessRunner
-
-    /// Creates a worker and starts its thread.
-    public init(name: String, execution: ProcessExecution = .dedicatedThread) {
+    init(name: String, gracePeriod: Duration, reactor: ProcessReactor) {
         descriptor = WorkerDescriptor(id: WorkerID(), name: name, kind: .local, slots: 1)
-        executor = ThreadExecutor(name: "jobtop.\(name)")
-        self.execution = execution
-        runner = ProcessRunner()
+        self.gracePeriod = gracePeriod
+        self.reactor = reactor
     }
 
-    public nonisolated var unownedExecutor: UnownedSerialExecutor {
-        executor.asUnownedSerialExecutor()
-    }
-
-    public nonisolated func execute(_ assignment: JobAssignment) async -> Termination {
+    public func execute(_ assignment: JobAssignment) async -> Termination {
         switch assignment.spec.work {
         case .closure(let body):
             return await runClosure(body, assignment)
         case .shell, .argv:
-            if execution == .cooperativePool { return Self.runOnPool(assignment) }
-            return await runProcess(assignment)
+            return await reactor.run(assignment, grace: gracePeriod)
         }
     }
 
-    public nonisolated func leave() {
-        executor.stop()
-    }
+    public func leave() {}
 
-    private func runProcess(_ assignment: JobAssignment) -> Termination {
-        runner.run(assignment)
-    }
-
-    private nonisolated static func runOnPool(_ assignment: JobAssignment) -> Termination {
-        ProcessRunner().run(assignment)
-    }
-
-    private nonisolated func runClosure(
+    private func runClosure(
         _ body: @escaping @Sendable (JobContext) async throws -> Void, _ assignment: JobAssignment
     ) async -> Termination {
         let context = JobContext(jobID: assignment.jobID, attempt: assignment.attempt, reporter: assignment.reporter)

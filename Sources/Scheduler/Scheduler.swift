@@ -36,9 +36,6 @@ public actor Scheduler {
         public var finishedTails: Int
         /// Seeds retry jitter and job ids (tests); `nil` seeds from the system.
         public var seed: UInt64?
-        /// Where local workers block on processes; leave it at `.dedicatedThread` except to
-        /// measure the difference.
-        public var processExecution: LocalWorker.ProcessExecution = .dedicatedThread
 
         /// Creates a configuration; local slots default to the number of cores.
         public init(
@@ -99,7 +96,7 @@ public actor Scheduler {
         ids = configuration.seed.map { IdentifierGenerator(seed: $0 &+ 1) } ?? IdentifierGenerator()
         var events: [SchedulerEvent.Kind] = []
         for number in 1...max(1, configuration.localSlots) where configuration.localSlots > 0 {
-            let worker = LocalWorker(name: "local-\(number)", execution: configuration.processExecution)
+            let worker = LocalWorker(name: "local-\(number)", gracePeriod: configuration.gracePeriod)
             workers[worker.descriptor.id] = worker
             for case .emit(let kind) in core.workerJoined(worker.descriptor, now: .zero) { events.append(kind) }
         }
@@ -289,7 +286,7 @@ public actor Scheduler {
             var actions: [SchedulerCore.Action] = []
             for _ in current..<slots {
                 localWorkersMade += 1
-                let worker = LocalWorker(name: "local-\(localWorkersMade)", execution: configuration.processExecution)
+                let worker = LocalWorker(name: "local-\(localWorkersMade)", gracePeriod: configuration.gracePeriod)
                 workers[worker.descriptor.id] = worker
                 actions.append(contentsOf: core.workerJoined(worker.descriptor, now: now))
             }

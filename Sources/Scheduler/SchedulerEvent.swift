@@ -38,6 +38,10 @@ public struct SchedulerEvent: Sendable {
         case progress(JobID, Double)
         /// A running job printed a line.
         case output(JobID, OutputLine)
+        /// A job's main process ended and left `count` processes running in its process group;
+        /// `stopped` says whether jobtop stopped them (SIGTERM, the grace period, SIGKILL) or left
+        /// them running (``JobSpec/keepBackground``). Comes before the job's final event.
+        case leftoverProcesses(JobID, count: Int, stopped: Bool)
         /// A running job is being stopped (SIGTERM sent; SIGKILL after the grace period).
         case stopping(JobID, StopReason)
         /// An attempt failed and another is due at `at`.
@@ -81,6 +85,7 @@ public struct SchedulerEvent: Sendable {
             case .started: "started"
             case .progress: "progress"
             case .output: "output"
+            case .leftoverProcesses: "leftover"
             case .stopping: "stopping"
             case .retryScheduled: "retry"
             case .requeued: "requeued"
@@ -104,7 +109,7 @@ public struct SchedulerEvent: Sendable {
             switch self {
             case .submitted(let info): info.id
             case .coalesced(let id, _), .started(let id, _, _, _), .progress(let id, _), .output(let id, _),
-                 .stopping(let id, _), .retryScheduled(let id, _, _, _, _), .requeued(let id, _),
+                 .leftoverProcesses(let id, _, _), .stopping(let id, _), .retryScheduled(let id, _, _, _, _), .requeued(let id, _),
                  .succeeded(let id, _), .failed(let id, _, _), .cancelled(let id), .reprioritized(let id, _, _):
                 id
             default: nil
@@ -140,19 +145,59 @@ public enum RequeueReason: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// One line a job printed.
+/// One line a job printed, or one piece of a line too long to hold.
+///
+/// The pieces of a job's output put back together, each `text` (or `bytes`) followed by its
+/// ``ending``, are exactly the bytes the job wrote on that stream.
 public struct OutputLine: Sendable, Equatable {
     /// Which stream it came from.
     public enum Stream: String, Sendable, Codable { case stdout, stderr }
+
+    /// How a line ended in the job's output.
+    public enum Ending: String, Sendable, Codable {
+        /// `\n`.
+        case newline
+        /// `\r` alone (progress counters redraw a line this way).
+        case carriageReturn
+        /// `\r\n`.
+        case carriageReturnNewline
+        /// No line end: a piece of a longer line that follows in the next ``OutputLine``, or the
+        /// last bytes of the output, written without a newline.
+        case none
+
+        /// The bytes of the ending.
+        public var bytes: [UInt8] {
+            switch self {
+            case .newline: [0x0A]
+            case .carriageReturn: [0x0D]
+            case .carriageReturnNewline: [0x0D, 0x0A]
+            case .none: []
+            }
+        }
+    }
+
     /// The stream.
     public var stream: Stream
-    /// The text, without its newline.
+    /// The text, without its line end. Bytes that are not UTF-8 show as U+FFFD here.
     public var text: String
+    /// How the line ended.
+    public var ending: Ending
+    /// The exact bytes, when they are not valid UTF-8 (so `text` is not exact); `nil` otherwise.
+    public var bytes: [UInt8]?
 
     /// Creates a line.
-    public init(stream: Stream, text: String) {
+    public init(stream: Stream, text: String, ending: Ending = .newline, bytes: [UInt8]? = nil) {
         self.stream = stream
         self.text = text
+        self.ending = ending
+        self.bytes = bytes
+    }
+
+    /// The bytes the job wrote for this line, its ending included.
+    public var rawBytes: [UInt8] {
+        var result = bytes ?? Array(text.utf8)
+        result.append(contentsOf: ending.bytes)
+        return result
     }
 }
 

@@ -127,7 +127,7 @@ public struct SchedulerMirror: Sendable {
             workers.removeAll { $0.id == id }
         case .shuttingDown(let mode):
             shutdown = mode
-        case .coalesced, .output, .batchHalted, .batchSettled:
+        case .coalesced, .output, .leftoverProcesses, .batchHalted, .batchSettled:
             break
         }
         return nil

@@ -93,6 +93,9 @@ struct JobBoard: Sendable {
             if jobs[id] != nil { jobs[id]!.progress = fraction } else { needsSnapshot = true }
         case .output:
             break
+        case .leftoverProcesses(let id, let count, let stopped):
+            let processes = count == 1 ? "1 process" : "\(count) processes"
+            append(time, "\(id.short) left \(processes) in its group; \(stopped ? "stopped" : "kept") \(count == 1 ? "it" : "them")", .dim)
         case .stopping(let id, let reason):
             update(id) { job in
                 guard case .running(let worker, let attempt, let since, _) = job.state else { return job.state }

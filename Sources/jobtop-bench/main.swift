@@ -1,6 +1,6 @@
 // Benchmarks of the Scheduler engine. Release build only:
 //
-//     swift run -c release jobtop-bench [closures|core|queue|shell|executor|all]
+//     swift run -c release jobtop-bench [closures|core|queue|shell|slots|all]
 //
 // Every figure is a ratio against a baseline measured in the same run, so machines and loads
 // compare. Benchmarks are not tests: nothing here asserts a timing.
@@ -160,12 +160,8 @@ func shell(_ command: String) -> Int32 {
     return status
 }
 
-func schedulerShell(
-    count: Int, slots: Int, execution: LocalWorker.ProcessExecution = .dedicatedThread, command: String = "true"
-) async throws {
-    var configuration = Scheduler.Configuration(localSlots: slots)
-    configuration.processExecution = execution
-    let scheduler = Scheduler(configuration: configuration)
+func schedulerShell(count: Int, slots: Int, command: String = "true") async throws {
+    let scheduler = Scheduler(configuration: Scheduler.Configuration(localSlots: slots))
     async let running: Void = scheduler.run()
     let events = await scheduler.events(includeOutput: false)
     async let consumed = countFinals(events, upTo: count)
@@ -195,33 +191,52 @@ func benchShell() async throws {
     print()
 }
 
-func benchExecutor() async throws {
-    let count = 2_000
-    print("## LocalWorker executor: \(count) `true` shell jobs, 2 slots")
-    var dedicated: [Double] = []
-    var pool: [Double] = []
+/// The threads of this process now (`Threads:` in /proc/self/status).
+func threadCount() -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Threads:") }) else { return 0 }
+    return Int(line.dropFirst("Threads:".count).trimmingCharacters(in: .whitespaces)) ?? 0
+}
+
+/// A slot is not a thread: thousands of jobs at once, watched by the few I/O threads.
+func benchSlots() async throws {
+    let count = countOverride ?? 2_000
+    print("## \(count) `sleep 1` shell jobs on \(count) local slots: all at once")
+    Scheduler.raiseOpenFileLimit()
+    let capacity = Scheduler.localSlotCapacity()
+    guard count <= capacity.slots else {
+        print("skipped: \(capacity.explanation)")
+        print()
+        return
+    }
+    var walls: [Double] = []
+    var peaks: [Int] = []
     for _ in 0..<3 {
-        dedicated.append(try await measure { try await schedulerShell(count: count, slots: 2, execution: .dedicatedThread) })
-        pool.append(try await measure { try await schedulerShell(count: count, slots: 2, execution: .cooperativePool) })
-    }
-    let d = median(dedicated), p = median(pool)
-    print("dedicated thread per worker (default): \(format(d)) s")
-    print("blocking on the cooperative pool:      \(format(p)) s")
-    print("ratio dedicated/pool: \(format(d / p))x")
-    // What blocking the pool costs everyone else: 2 slots on a 2-core machine block every pool
-    // thread, so other async work waits. Measure how long 1,000 trivial tasks take meanwhile.
-    // Jobs that block for a while (`sleep 0.05`) show it: a blocked pool thread serves no one.
-    for execution in [LocalWorker.ProcessExecution.dedicatedThread, .cooperativePool] {
-        async let jobs: Void = schedulerShell(count: 40, slots: 2, execution: execution, command: "sleep 0.05")
-        var latencies: [Double] = []
-        for _ in 0..<200 {
-            latencies.append(await measure { await Task.detached { }.value })
-            try await Task.sleep(for: .milliseconds(2))
+        let sampler = Task.detached {
+            var peak = 0
+            while !Task.isCancelled {
+                peak = max(peak, threadCount())
+                try? await Task.sleep(for: .milliseconds(5))
+            }
+            return peak
         }
-        try await jobs
-        latencies.sort()
-        print("  while jobs run on \(execution == .dedicatedThread ? "dedicated threads" : "the cooperative pool"): an empty task takes p50 \(format(latencies[100] * 1e6, 0)) µs, p99 \(format(latencies[198] * 1e6, 0)) µs")
+        walls.append(try await measure { try await schedulerShell(count: count, slots: count, command: "sleep 1") })
+        sampler.cancel()
+        peaks.append(await sampler.value)
     }
+    print("wall: \(walls.map { format($0) }.joined(separator: " / ")) s (a job takes 1 s; one round of spawning, waiting and reaping)")
+    print("peak threads of the whole process: \(peaks.map(String.init).joined(separator: " / "))  (target < 16)")
+    // The cooperative pool is never blocked by a waiting process: an empty task's latency while
+    // 2 slots run `sleep 0.05` jobs.
+    async let jobs: Void = schedulerShell(count: 40, slots: 2, command: "sleep 0.05")
+    var latencies: [Double] = []
+    for _ in 0..<200 {
+        latencies.append(await measure { await Task.detached { }.value })
+        try await Task.sleep(for: .milliseconds(2))
+    }
+    try await jobs
+    latencies.sort()
+    print("an empty task while process jobs run: p50 \(format(latencies[100] * 1e6, 0)) µs, p99 \(format(latencies[198] * 1e6, 0)) µs")
     print()
 }
 
@@ -258,14 +273,14 @@ case "closures": try await benchClosures()
 case "core": await benchCore()
 case "queue": try await benchQueue()
 case "shell": try await benchShell()
-case "executor": try await benchExecutor()
+case "slots": try await benchSlots()
 case "all":
     try await benchClosures()
     await benchCore()
     try await benchQueue()
     try await benchShell()
-    try await benchExecutor()
+    try await benchSlots()
 default:
-    FileHandle.standardError.write(Data("usage: jobtop-bench [closures|core|queue|shell|executor|all]\n".utf8))
+    FileHandle.standardError.write(Data("usage: jobtop-bench [closures|core|queue|shell|slots|all]\n".utf8))
     exit(2)
 }

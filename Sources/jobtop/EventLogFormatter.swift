@@ -83,6 +83,10 @@ final class EventLogFormatter {
             job(id, &line)
             line.string("stream", output.stream.rawValue)
             line.string("text", output.text)
+        case .leftoverProcesses(let id, let count, let stopped):
+            job(id, &line)
+            line.int("processes", count)
+            line.bool("stopped", stopped)
         case .stopping(let id, let reason):
             job(id, &line)
             line.string("reason", reason.rawValue)
@@ -232,6 +236,13 @@ final class EventLogFormatter {
         mutating func int(_ key: String, _ value: Int) {
             switch format {
             case .json: raw(key, String(value))
+            case .text: text += " \(key)=\(value)"
+            }
+        }
+
+        mutating func bool(_ key: String, _ value: Bool) {
+            switch format {
+            case .json: raw(key, value ? "true" : "false")
             case .text: text += " \(key)=\(value)"
             }
         }

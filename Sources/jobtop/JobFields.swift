@@ -14,9 +14,10 @@ struct JobFields: Sendable, Equatable {
     /// An absolute path (a job file's `cwd` is resolved against the file's directory when read).
     var cwd: String?
     var env: [String: String]?
+    var keepBackground: Bool?
 
     /// The keys a `[[job]]` table may have, in the order the docs list them.
-    static let keys = ["name", "command", "priority", "retries", "backoff", "timeout", "key", "progress", "cwd", "env"]
+    static let keys = ["name", "command", "priority", "retries", "backoff", "timeout", "key", "progress", "cwd", "env", "keep_background"]
 
     /// The keys `[defaults]` may have: any job field but those that name one job.
     static let defaultKeys = keys.filter { !["name", "command", "key"].contains($0) }
@@ -34,7 +35,8 @@ struct JobFields: Sendable, Equatable {
             key: key ?? fallback.key,
             progress: progress ?? fallback.progress,
             cwd: cwd ?? fallback.cwd,
-            env: nil)
+            env: nil,
+            keepBackground: keepBackground ?? fallback.keepBackground)
         if env != nil || fallback.env != nil {
             result.env = (fallback.env ?? [:]).merging(env ?? [:]) { _, mine in mine }
         }
@@ -52,6 +54,7 @@ struct JobFields: Sendable, Equatable {
             retry: .retries(retries ?? 0, backoff: backoff ?? .seconds(1)),
             timeout: timeout,
             coalescingKey: key,
-            progressPattern: progress)
+            progressPattern: progress,
+            keepBackground: keepBackground ?? false)
     }
 }

@@ -179,6 +179,11 @@ enum JobFile {
                         variables[name] = try string(variable, "\(at): variable '\(name)'")
                     }
                     fields.env = variables
+                case "keep_background":
+                    guard let keep = value.bool else {
+                        throw JobInputError(.wrongType, "\(at) must be true or false, not \(JobFile.describe(value.type))")
+                    }
+                    fields.keepBackground = keep
                 default:
                     break
                 }

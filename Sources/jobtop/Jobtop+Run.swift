@@ -117,6 +117,14 @@ extension Jobtop {
         var isHeadless: Bool { headless || isatty(STDOUT_FILENO) == 0 }
 
         mutating func run() async throws {
+            // Many slots need many descriptors (3 per running job): take what the hard limit
+            // allows, and refuse a -j the limits cannot hold before anything starts.
+            Scheduler.raiseOpenFileLimit()
+            let capacity = Scheduler.localSlotCapacity(extraFilesPerJob: outputDir == nil ? 0 : 1)
+            if schedulerConfiguration.localSlots > capacity.slots {
+                throw JobInputError(.invalidValue,
+                    "-j/--jobs \(schedulerConfiguration.localSlots) is more than this system can run at once: \(capacity.explanation); raise \(capacity.limit) or use a smaller -j")
+            }
             let plan = try JobSources.plan(
                 file: file, commands: command, overrides: jobOverrides, readsPipedStandardInput: command.isEmpty)
             let headless = isHeadless

@@ -9,6 +9,10 @@ final class OutputDirectory {
     private var fileNames: [JobID: String] = [:]
     private var usedNames: Set<String> = []
     private var open: [JobID: Int32] = [:]
+    /// Jobs whose file does not end with a line end yet (their last line had none so far).
+    private var midLine: Set<JobID> = []
+    /// Jobs whose file was made by an earlier attempt: a retry appends to it.
+    private var made: Set<JobID> = []
 
     /// Writes into `path`, which ``prepare(_:)`` has made.
     init(path: String) {
@@ -60,34 +64,47 @@ final class OutputDirectory {
         if open[id] == nil {
             let name = fileNames[id] ?? id.description
             let file = URL(fileURLWithPath: path).appendingPathComponent("\(name).log").path
-            let fd = Glibc.open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            let fd = Glibc.open(file, O_WRONLY | O_CREAT | O_CLOEXEC | (made.contains(id) ? O_APPEND : O_TRUNC), 0o644)
             guard fd >= 0 else {
                 StandardError.write("jobtop: cannot write \(file): \(String(cString: strerror(errno)))\n")
                 return
             }
             open[id] = fd
+            made.insert(id)
         }
         if attempt > 1, let fd = open[id] {
-            writer.write(Array("--- jobtop: attempt \(attempt) ---\n".utf8), to: fd)
+            // The marker is a line of its own, also after output that ended without a newline.
+            let start = midLine.remove(id) != nil ? "\n" : ""
+            writer.write(Array("\(start)--- jobtop: attempt \(attempt) ---\n".utf8), to: fd)
         }
     }
 
-    /// Appends a line the job printed.
+    /// Appends a line the job printed, byte for byte as it wrote it.
     func output(_ id: JobID, _ line: OutputLine, writer: LogWriter) {
         guard let fd = open[id] else { return }
-        var bytes = Array(line.text.utf8)
-        bytes.append(0x0A)
-        writer.write(bytes, to: fd)
+        if line.ending == .none { midLine.insert(id) } else { midLine.remove(id) }
+        writer.write(line.rawBytes, to: fd)
+    }
+
+    /// An attempt ended and another may follow (a retry after a delay, a requeue): the file is
+    /// closed meanwhile, so that jobs waiting to be retried hold no descriptor.
+    func attemptEnded(_ id: JobID, writer: LogWriter) {
+        if let fd = open.removeValue(forKey: id) { writer.close(fd) }
     }
 
     /// Closes the job's file once it has ended for good.
     func jobEnded(_ id: JobID, writer: LogWriter) {
+        midLine.remove(id)
+        made.remove(id)
         if let fd = open.removeValue(forKey: id) { writer.close(fd) }
     }
 
     /// A note in every open file (after a lag lost output lines).
     func noteInOpenFiles(_ note: String, writer: LogWriter) {
-        for fd in open.values { writer.write(Array("--- jobtop: \(note) ---\n".utf8), to: fd) }
+        for (id, fd) in open {
+            let start = midLine.remove(id) != nil ? "\n" : ""
+            writer.write(Array("\(start)--- jobtop: \(note) ---\n".utf8), to: fd)
+        }
     }
 
     /// Closes every file still open.

@@ -53,6 +53,8 @@ final class RunLog {
                 outputDirectory?.attemptStarted(id, attempt: attempt, writer: writer)
             case .output(let id, let line):
                 outputDirectory?.output(id, line, writer: writer)
+            case .retryScheduled(let id, _, _, _, _), .requeued(let id, _):
+                outputDirectory?.attemptEnded(id, writer: writer)
             case .succeeded(let id, _), .cancelled(let id):
                 outputDirectory?.jobEnded(id, writer: writer)
                 names[id] = nil

@@ -92,7 +92,7 @@ struct ShellJobTests {
             let lines = reader.seen.compactMap { if case .output(id, let line) = $0.kind { line } else { nil } }
             #expect(lines.contains(OutputLine(stream: .stdout, text: "one")))
             #expect(lines.contains(OutputLine(stream: .stderr, text: "two")))
-            #expect(lines.contains(OutputLine(stream: .stdout, text: "three")))
+            #expect(lines.contains(OutputLine(stream: .stdout, text: "three", ending: .none)))
             // Started comes before the first line.
             let startIndex = reader.seen.firstIndex { $0.kind.isStarted(id) }!
             let firstLine = reader.seen.firstIndex { if case .output(id, _) = $0.kind { true } else { false } }!

@@ -1,6 +1,7 @@
 #ifndef JOBTOP_CPROCESS_H
 #define JOBTOP_CPROCESS_H
 
+#include <stdint.h>
 #include <sys/types.h>
 
 /// Spawns `path` with `argv` in a new session (so a new process group whose id is the pid),
@@ -24,5 +25,46 @@ int jt_wifexited(int status);
 int jt_wexitstatus(int status);
 int jt_wifsignaled(int status);
 int jt_wtermsig(int status);
+
+/// epoll_create1(EPOLL_CLOEXEC); -1 with errno on failure.
+int jt_epoll_create(void);
+
+/// Watches `fd` for input (or hang-up, or error: all of them mean "read it now"), level-triggered;
+/// `token` comes back from jt_epoll_wait. 0 or an errno value.
+int jt_epoll_add(int epfd, int fd, uint64_t token);
+
+/// Stops watching `fd`. 0 or an errno value.
+int jt_epoll_remove(int epfd, int fd);
+
+/// epoll_wait: fills `tokens` with the tokens of up to `max` ready descriptors and returns how
+/// many, or -1 with errno (EINTR included). `timeout_ms` -1 waits for ever.
+int jt_epoll_wait(int epfd, uint64_t *tokens, int max, int timeout_ms);
+
+/// An eventfd (close-on-exec, non-blocking) to wake an epoll loop; -1 with errno on failure.
+int jt_eventfd(void);
+
+/// Adds 1 to an eventfd (wakes whoever polls it).
+void jt_eventfd_signal(int fd);
+
+/// Resets an eventfd to zero.
+void jt_eventfd_drain(int fd);
+
+/// Counts, with one pass over /proc, the processes that are not zombies in each of the process
+/// groups `groups` (sorted ascending, `count` of them); `members[i]` gets the count of
+/// `groups[i]`. Returns 0 or an errno value.
+int jt_count_group_members(const pid_t *groups, int count, int *members);
+
+/// The number of file descriptors this process has open (entries of /proc/self/fd), or -1.
+int jt_count_open_fds(void);
+
+/// The resource limits jobtop looks at: 0 = RLIMIT_NOFILE, 1 = RLIMIT_NPROC.
+/// `UINT64_MAX` stands for RLIM_INFINITY. 0 or an errno value.
+int jt_get_limit(int which, uint64_t *soft, uint64_t *hard);
+
+/// Sets the soft limit of `which` (as in jt_get_limit), keeping the hard one. 0 or an errno value.
+int jt_set_soft_limit(int which, uint64_t soft);
+
+/// Names the calling thread (at most 15 bytes show), for `top -H` and /proc.
+void jt_set_thread_name(const char *name);
 
 #endif

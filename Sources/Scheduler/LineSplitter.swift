@@ -1,0 +1,98 @@
+/// Splits one output stream of a job into lines, keeping every byte.
+///
+/// A line ends at `\n`, `\r\n` or a lone `\r` (so `\r`-style progress counters are seen as they
+/// redraw). A line longer than ``maxLineBytes`` is handed on in pieces of at most that size, cut
+/// between UTF-8 characters, each with ending ``OutputLine/Ending/none``; so are the last bytes
+/// of a stream that does not end with a newline. Empty lines are lines too. Putting the pieces
+/// back together (``OutputLine/rawBytes``) gives exactly the bytes the job wrote.
+///
+/// A `\r` that ends one read and a `\n` that starts the next are two pieces (an empty line with
+/// ending `\n` follows the `\r` line): a line is handed on as soon as its end is read, never held
+/// back waiting for the next read.
+struct LineSplitter {
+    /// The longest piece handed on at once.
+    static let maxLineBytes = 16 * 1024
+
+    let stream: OutputLine.Stream
+    private var pending: [UInt8] = []
+
+    init(stream: OutputLine.Stream) {
+        self.stream = stream
+    }
+
+    /// Splits `bytes`, the next bytes of the stream, and hands on every line they complete.
+    mutating func feed(_ bytes: UnsafeBufferPointer<UInt8>, _ emit: (OutputLine) -> Void) {
+        var start = 0
+        var index = 0
+        let count = bytes.count
+        while index < count {
+            let byte = bytes[index]
+            guard byte == 0x0A || byte == 0x0D else {
+                index += 1
+                continue
+            }
+            var ending = OutputLine.Ending.newline
+            var next = index + 1
+            if byte == 0x0D {
+                if next < count, bytes[next] == 0x0A {
+                    ending = .carriageReturnNewline
+                    next += 1
+                } else {
+                    ending = .carriageReturn
+                }
+            }
+            if pending.isEmpty && index - start <= Self.maxLineBytes {
+                emit(Self.line(UnsafeBufferPointer(rebasing: bytes[start..<index]), stream, ending))
+            } else {
+                pending.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<index]))
+                emitPieces(emit)
+                pending.withUnsafeBufferPointer { emit(Self.line($0, stream, ending)) }
+                pending.removeAll(keepingCapacity: true)
+            }
+            start = next
+            index = next
+        }
+        guard start < count else { return }
+        pending.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<count]))
+        emitPieces(emit)
+    }
+
+    /// Hands on pieces of the pending line while more than ``maxLineBytes`` are pending.
+    private mutating func emitPieces(_ emit: (OutputLine) -> Void) {
+        var offset = 0
+        while pending.count - offset > Self.maxLineBytes {
+            let cut = pending.withUnsafeBufferPointer {
+                Self.characterBoundary(in: UnsafeBufferPointer(rebasing: $0[offset...]), atMost: Self.maxLineBytes)
+            }
+            pending.withUnsafeBufferPointer { emit(Self.line(UnsafeBufferPointer(rebasing: $0[offset..<offset + cut]), stream, .none)) }
+            offset += cut
+        }
+        if offset > 0 { pending.removeFirst(offset) }
+    }
+
+    /// The stream ended: hands on what is left, without a line end.
+    mutating func flush(_ emit: (OutputLine) -> Void) {
+        guard !pending.isEmpty else { return }
+        pending.withUnsafeBufferPointer { emit(Self.line($0, stream, .none)) }
+        pending.removeAll()
+    }
+
+    /// The largest cut at most `limit` bytes into `bytes` that does not split a UTF-8 character
+    /// (when the bytes look like UTF-8; otherwise `limit`).
+    static func characterBoundary(in bytes: UnsafeBufferPointer<UInt8>, atMost limit: Int) -> Int {
+        guard limit < bytes.count else { return limit }
+        // A continuation byte is 0b10xxxxxx and a character has at most three of them: step back
+        // over them to the byte that starts the character the cut would split.
+        var cut = limit
+        while cut > 0, limit - cut < 3, bytes[cut] & 0xC0 == 0x80 { cut -= 1 }
+        return cut > 0 && bytes[cut] & 0xC0 != 0x80 ? cut : limit
+    }
+
+    /// A line from `bytes`: exact text when they are UTF-8, else the text with U+FFFD and the bytes.
+    static func line(_ bytes: UnsafeBufferPointer<UInt8>, _ stream: OutputLine.Stream, _ ending: OutputLine.Ending) -> OutputLine {
+        if let text = String(validating: bytes, as: UTF8.self) {
+            return OutputLine(stream: stream, text: text, ending: ending)
+        }
+        return OutputLine(stream: stream, text: String(decoding: bytes, as: UTF8.self), ending: ending, bytes: Array(bytes))
+    }
+}

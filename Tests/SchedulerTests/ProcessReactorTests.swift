@@ -1,0 +1,227 @@
+import CProcess
+import Foundation
+import Testing
+@testable import Scheduler
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The local process layer at scale and at its edges: a slot costs no thread, what a job leaves
+/// in its process group is stopped (or kept, when asked), a spawn that lacks file descriptors
+/// waits instead of failing the job, and output keeps every byte.
+@Suite(.timeLimit(.minutes(3)))
+struct ProcessReactorTests {
+    // MARK: - A slot is not a thread
+
+    @Test func hundredsOfRunningJobsAreWatchedByAFewThreads() async {
+        // In a child process of its own, so that no other suite's threads are counted.
+        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            Scheduler.raiseOpenFileLimit()
+            let count = 300
+            // Given 300 slots and 300 jobs that each print "ready" and then sleep
+            let scheduler = Scheduler(configuration: .init(localSlots: count, gracePeriod: .seconds(1), seed: 3))
+            async let running: Void = scheduler.run()
+            var reader = EventReader(await scheduler.events())
+            _ = try await scheduler.submit(contentsOf: (0..<count).map { _ in .shell("echo ready; exec sleep 60") })
+            // When every one of them runs (its "ready" is the gate)
+            var ready = 0
+            while ready < count, let event = await reader.next(where: { kind in
+                if case .output(_, let line) = kind { return line.text == "ready" }
+                return kind.isFinal
+            }) {
+                guard case .output = event.kind else { break }
+                ready += 1
+            }
+            let threads = ProcessReactorTests.threadCount()
+            let statistics = ProcessReactor.shared.statistics
+            await scheduler.shutdown(.cancelRunning)
+            await running
+            // Then the process has far fewer threads than running jobs
+            guard ready == count, statistics.running == count else {
+                FileHandle.standardError.write(Data("only \(ready) of \(count) jobs ran (reactor: \(statistics))\n".utf8))
+                exit(1)
+            }
+            guard threads < 16 else {
+                FileHandle.standardError.write(Data("\(threads) threads while \(count) jobs ran\n".utf8))
+                exit(1)
+            }
+        }
+        Self.recordStandardError(of: result)
+    }
+
+    /// Records what a child process that failed wrote on stderr.
+    static func recordStandardError(of result: ExitTest.Result?) {
+        guard let result, result.exitStatus != .exitCode(0) else { return }
+        Issue.record("the child process said: \(String(decoding: result.standardErrorContent, as: UTF8.self))")
+    }
+
+    /// The threads of this process (`Threads:` in /proc/self/status).
+    static func threadCount() -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Threads:") }) else { return -1 }
+        return Int(line.dropFirst("Threads:".count).trimmingCharacters(in: .whitespaces)) ?? -1
+    }
+
+    // MARK: - Leftovers
+
+    @Test func aProcessLeftInTheGroupIsStoppedAndReportedBeforeTheJobEnds() async throws {
+        let pidFile = ShellJobTests.temporaryFile("pid")
+        try await ShellJobTests.withScheduler(grace: .seconds(2)) { scheduler, reader in
+            // Given a job whose main process ends while a background child runs on
+            let id = try await scheduler.submit(.shell("sleep 1000 & echo $! > \(pidFile); echo done"))
+            // When it ends
+            #expect(await reader.final(of: id)?.name == "succeeded")
+            // Then the child was stopped and an event said so, before the job's end
+            let pid = try #require(Self.pids(in: pidFile).first)
+            #expect(!ShellJobTests.isAlive(pid), "the background sleep \(pid) outlived its job")
+            let leftover = reader.seen.firstIndex { if case .leftoverProcesses(id, 1, true) = $0.kind { true } else { false } }
+            let final = reader.seen.firstIndex { $0.kind.isFinal && $0.kind.jobID == id }
+            #expect(leftover != nil && final != nil && leftover! < final!, "\(reader.seen.map(\.kind.name))")
+        }
+    }
+
+    @Test func aLeftoverThatIgnoresSIGTERMGetsSIGKILLAfterTheGracePeriod() async throws {
+        let pidFile = ShellJobTests.temporaryFile("pid")
+        try await ShellJobTests.withScheduler(grace: .milliseconds(200)) { scheduler, reader in
+            // The main shell ends as soon as the TERM-ignoring child has written its pid.
+            let id = try await scheduler.submit(.shell(
+                "sh -c 'trap \"\" TERM; echo $$ > \(pidFile); while :; do sleep 1; done' & until [ -s \(pidFile) ]; do :; done"))
+            #expect(await reader.final(of: id)?.name == "succeeded")
+            let pid = try #require(Self.pids(in: pidFile).first)
+            #expect(!ShellJobTests.isAlive(pid), "the TERM-ignoring leftover \(pid) survived")
+            let reported = reader.seen.contains { if case .leftoverProcesses(id, let count, true) = $0.kind { count >= 1 } else { false } }
+            #expect(reported)
+        }
+    }
+
+    @Test func keepBackgroundLeavesTheProcessRunningAndSaysSo() async throws {
+        let pidFile = ShellJobTests.temporaryFile("pid")
+        try await ShellJobTests.withScheduler { scheduler, reader in
+            var spec = JobSpec.shell("sleep 1000 > /dev/null 2>&1 & echo $! > \(pidFile)")
+            spec.keepBackground = true
+            let id = try await scheduler.submit(spec)
+            #expect(await reader.final(of: id)?.name == "succeeded")
+            let pid = try #require(Self.pids(in: pidFile).first)
+            defer { kill(pid, SIGKILL) }
+            #expect(ShellJobTests.isAlive(pid), "a kept background process was stopped")
+            #expect(reader.seen.contains { if case .leftoverProcesses(id, 1, false) = $0.kind { true } else { false } })
+        }
+    }
+
+    @Test func aJobThatLeavesNothingBehindHasNoLeftoverEvent() async throws {
+        try await ShellJobTests.withScheduler { scheduler, reader in
+            let ids = try await scheduler.submit(contentsOf: [.shell("echo one"), .shell("sleep 0.01 & wait"), .shell("exit 3")])
+            await reader.finals(of: ids)
+            #expect(!reader.seen.contains { $0.kind.name == "leftover" })
+        }
+    }
+
+    static func pids(in path: String) -> [pid_t] {
+        ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n").compactMap { pid_t($0) }
+    }
+
+    // MARK: - Lacking resources
+
+    @Test func aSpawnWithoutFreeFileDescriptorsWaitsInsteadOfFailingTheJob() async {
+        // In a child process of its own: it uses up every file descriptor it may open.
+        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            func fail(_ message: String) -> Never {
+                FileHandle.standardError.write(Data((message + "\n").utf8))
+                exit(1)
+            }
+            // Given a scheduler (its I/O threads are set up) in a process with no free descriptor
+            let scheduler = Scheduler(configuration: .init(localSlots: 1, seed: 5))
+            async let running: Void = scheduler.run()
+            var reader = EventReader(await scheduler.events())
+            var soft: UInt64 = 0
+            var hard: UInt64 = 0
+            _ = jt_get_limit(0, &soft, &hard)
+            _ = jt_set_soft_limit(0, UInt64(jt_count_open_fds() + 32))
+            var fillers: [Int32] = []
+            while true {
+                let fd = dup(2)
+                if fd < 0 { break }
+                fillers.append(fd)
+            }
+            // When a job is started
+            let id = try await scheduler.submit(.shell("echo hi"))
+            await ProcessReactor.shared.waitUntil { $0.waitingForResources == 1 }
+            // and descriptors free up again
+            for fd in fillers { close(fd) }
+            _ = jt_set_soft_limit(0, soft)
+            // Then it runs and succeeds, with nothing of jobtop's in its output
+            guard case .succeeded? = await reader.final(of: id) else { fail("the job did not succeed: \(reader.seen.map(\.kind))") }
+            let lines = await scheduler.output(of: id).lines.map(\.text)
+            guard lines == ["hi"] else { fail("output \(lines)") }
+            await scheduler.shutdown(.graceful)
+            await running
+        }
+        Self.recordStandardError(of: result)
+    }
+
+    // MARK: - Exact output
+
+    /// Splits `chunks` (each one read) and joins the lines' bytes back.
+    static func split(_ chunks: [[UInt8]]) -> (lines: [OutputLine], joined: [UInt8]) {
+        var splitter = LineSplitter(stream: .stdout)
+        var lines: [OutputLine] = []
+        for chunk in chunks { chunk.withUnsafeBufferPointer { splitter.feed($0, { lines.append($0) }) } }
+        splitter.flush { lines.append($0) }
+        return (lines, lines.flatMap(\.rawBytes))
+    }
+
+    @Test(arguments: [
+        "a\nb\n", "a\r\nb\r\n", "10%\r20%\r\n", "\r 10%\r 20%\n", "a\n\n\nb", "", "\n", "no newline",
+        "mixed\rcr\nlf\r\ncrlf",
+    ])
+    func splittingKeepsEveryByte(_ text: String) {
+        let bytes = Array(text.utf8)
+        #expect(Self.split([bytes]).joined == bytes)
+        // Also when every byte is a read of its own (a \r\n across two reads included).
+        #expect(Self.split(bytes.map { [$0] }).joined == bytes)
+    }
+
+    @Test func linesEndAsTheJobEndedThem() {
+        let lines = Self.split([Array("one\ntwo\r\nthree\rfour".utf8)]).lines
+        #expect(lines == [
+            OutputLine(stream: .stdout, text: "one", ending: .newline),
+            OutputLine(stream: .stdout, text: "two", ending: .carriageReturnNewline),
+            OutputLine(stream: .stdout, text: "three", ending: .carriageReturn),
+            OutputLine(stream: .stdout, text: "four", ending: .none),
+        ])
+    }
+
+    @Test func aLongLineComesInPiecesCutBetweenCharacters() {
+        // 3-byte characters, so that a cut at exactly the limit would split one.
+        let text = String(repeating: "€", count: 20_000) + "\n"
+        let (lines, joined) = Self.split([Array(text.utf8)])
+        #expect(joined == Array(text.utf8))
+        #expect(lines.count > 1)
+        #expect(lines.dropLast().allSatisfy { $0.ending == .none && $0.bytes == nil && $0.text.utf8.count <= LineSplitter.maxLineBytes })
+        #expect(lines.allSatisfy { $0.text.allSatisfy { $0 == "€" } })
+        #expect(lines.last?.ending == .newline)
+    }
+
+    @Test func bytesThatAreNotUTF8AreKeptExactly() {
+        let bytes: [UInt8] = [0x61, 0xFF, 0xFE, 0x62, 0x0A, 0xC3]
+        let (lines, joined) = Self.split([bytes])
+        #expect(joined == bytes)
+        #expect(lines[0].bytes == [0x61, 0xFF, 0xFE, 0x62])
+        #expect(lines[0].text == "a\u{FFFD}\u{FFFD}b")
+        #expect(lines[1].bytes == [0xC3] && lines[1].ending == .none)
+    }
+
+    @Test func aShellJobsOutputIsDeliveredByteForByte() async throws {
+        try await ShellJobTests.withScheduler { scheduler, reader in
+            // A 1 MB line without a newline, CRLF, a bare CR, an empty line, bytes that are not UTF-8.
+            let id = try await scheduler.submit(.shell(
+                #"printf 'a\r\nb\rc\n\n'; printf '\377\376\n'; head -c 1000000 /dev/zero | tr '\0' x"#))
+            #expect(await reader.final(of: id)?.name == "succeeded")
+            let lines = reader.seen.compactMap { if case .output(id, let line) = $0.kind { line } else { nil } }
+            var expected = Array("a\r\nb\rc\n\n".utf8) + [0xFF, 0xFE, 0x0A]
+            expected += [UInt8](repeating: UInt8(ascii: "x"), count: 1_000_000)
+            #expect(lines.flatMap(\.rawBytes) == expected)
+        }
+    }
+}
