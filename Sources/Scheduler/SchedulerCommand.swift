@@ -61,6 +61,12 @@ public protocol SchedulerClient: Sendable {
 
     /// The last lines a job printed (bounded), and how many earlier lines were dropped.
     func outputTail(of id: JobID) async -> (lines: [OutputLine], dropped: Int)
+
+    /// Waits until fewer than `limit` jobs of `batch` are unfinished: how a source that streams
+    /// jobs keeps only a window of them in the scheduler.
+    ///
+    /// - Returns: Whether the batch still takes jobs (`false` once halted, sealed or shutting down).
+    func waitForRoom(in batch: BatchID, below limit: Int) async -> Bool
 }
 
 extension Scheduler: SchedulerClient {

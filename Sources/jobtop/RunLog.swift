@@ -16,15 +16,24 @@ final class RunLog {
 
     /// What the log saw.
     struct Result: Sendable {
+        /// The first failures (at most ``shownFailures``): the closing message names them.
         var failures: [Failure] = []
+        /// How many jobs failed for good.
+        var failureCount = 0
+        /// Jobs per state at the end (from the mirror of the events).
+        var counts: [JobStateKind: Int] = [:]
     }
+
+    /// Failures remembered by name for the closing message; the rest are counted.
+    static let shownFailures = 20
 
     let writer: LogWriter
     /// The headless log; `nil` under the dashboard.
     let formatter: EventLogFormatter?
     let outputDirectory: OutputDirectory?
-    /// Names of unfinished jobs, for messages (finished ones are forgotten: bounded memory).
-    private var names: [JobID: String] = [:]
+    /// The job table the events describe: names for messages, counts for the summary. It keeps
+    /// what the engine keeps (unfinished jobs and the last finished ones): bounded memory.
+    private var mirror = SchedulerMirror()
     private var result = Result()
 
     init(writer: LogWriter, formatter: EventLogFormatter?, outputDirectory: OutputDirectory?) {
@@ -35,19 +44,21 @@ final class RunLog {
 
     /// Consumes `events` until the scheduler has shut down. With `endsWithBatch`, the
     /// scheduler is shut down gracefully once `batch` has settled.
-    func follow(_ events: EventStream, batch: BatchID, scheduler: Scheduler, endsWithBatch: Bool) async -> Result {
+    func follow(
+        _ events: some AsyncSequence<SchedulerEvent, Never>, batch: BatchID, client: some SchedulerClient, endsWithBatch: Bool
+    ) async -> Result {
         for await event in events {
             if let formatter, let line = formatter.line(for: event) { writer.line(line) }
+            let name = event.kind.jobID.flatMap { mirror.jobs[$0]?.displayName }
+            mirror.apply(event)
             switch event.kind {
             case .snapshot(let snapshot):
                 for info in snapshot.jobs where !info.state.isFinished {
-                    names[info.id] = info.displayName
                     outputDirectory?.jobSubmitted(info)
                 }
             case .lagged(let missed):
                 outputDirectory?.noteInOpenFiles("the log fell behind; \(missed) events (output lines) were lost here", writer: writer)
             case .submitted(let info):
-                names[info.id] = info.displayName
                 outputDirectory?.jobSubmitted(info)
             case .started(let id, let attempt, _, _):
                 outputDirectory?.attemptStarted(id, attempt: attempt, writer: writer)
@@ -57,22 +68,26 @@ final class RunLog {
                 outputDirectory?.attemptEnded(id, writer: writer)
             case .succeeded(let id, _), .cancelled(let id):
                 outputDirectory?.jobEnded(id, writer: writer)
-                names[id] = nil
             case .failed(let id, let reason, _):
                 outputDirectory?.jobEnded(id, writer: writer)
-                result.failures.append(Failure(name: names.removeValue(forKey: id) ?? id.short, reason: reason.description))
+                result.failureCount += 1
+                if result.failures.count < Self.shownFailures {
+                    result.failures.append(Failure(name: name ?? id.short, reason: reason.description))
+                }
             case .batchHalted(batch, let failed):
-                // The failure itself was the event just before this one.
+                // The failure itself was the event just before this one (the first failure of
+                // the batch: it halted it).
                 let failure = result.failures.last
                 let what = failure.map { "'\($0.name)' failed (\($0.reason))" } ?? "job \(failed.short) failed"
                 StandardError.write("jobtop: \(what); --halt-on-failure: cancelling the rest\n")
             case .batchSettled(batch):
-                if endsWithBatch { Task { await scheduler.shutdown(.graceful) } }
+                if endsWithBatch { _ = try? await client.perform(.shutdown(.graceful)) }
             default:
                 break
             }
         }
         outputDirectory?.closeAll(writer: writer)
+        result.counts = mirror.counts
         return result
     }
 }

@@ -32,6 +32,9 @@ struct RunSession {
         // A closed stdout (`jobtop | head`) must not kill jobtop before it has cleaned up.
         signal(SIGPIPE, SIG_IGN)
         let scheduler = scheduler
+        // The in-process scheduler runs here; everything else goes through the client interface
+        // a socket client also offers.
+        let client = scheduler
         var signals: SignalWatcher?
         var isScreen = false
         var format: LogFormat?
@@ -40,7 +43,7 @@ struct RunSession {
         case .log(let logFormat, let output):
             format = logFormat
             logsOutput = output
-            signals = SignalWatcher { _ in Task { await scheduler.shutdown(.cancelRunning) } }
+            signals = SignalWatcher { _ in Task { _ = try? await client.perform(.shutdown(.cancelRunning)) } }
         case .screen:
             isScreen = true
             guard Self.keysComeFromTheTerminal() else {
@@ -53,10 +56,14 @@ struct RunSession {
         let writer = LogWriter()
         let epoch = epoch
         let outputDirectory = outputDirectory
-        let events = await scheduler.events(
-            bufferLimit: Int.max / 2, includeOutput: logsOutput || outputDirectory != nil)
-        let batch = await scheduler.openBatch(haltsOnFailure: haltsOnFailure)
         let running = Task { await scheduler.run() }
+        let events = await client.subscribe(bufferLimit: Int.max / 2, includeOutput: logsOutput || outputDirectory != nil)
+        guard case .batch(let batch)? = try? await client.perform(.openBatch(haltsOnFailure: haltsOnFailure)) else {
+            StandardError.write("jobtop: the scheduler refused to open a batch\n")
+            await scheduler.shutdown(.cancelRunning)
+            await running.value
+            return ExitStatus.usage
+        }
         let endsWithBatch = !isScreen
         let logFormat = format
         let logsLines = logsOutput
@@ -65,31 +72,30 @@ struct RunSession {
                 writer: writer,
                 formatter: logFormat.map { EventLogFormatter(format: $0, logsOutput: logsLines, epoch: epoch) },
                 outputDirectory: outputDirectory.map(OutputDirectory.init(path:)))
-            return await log.follow(events, batch: batch, scheduler: scheduler, endsWithBatch: endsWithBatch)
+            return await log.follow(events, batch: batch, client: client, endsWithBatch: endsWithBatch)
         }
 
         let reader = plan.list.map { CommandListReader(fd: $0.fd, source: $0.source) }
         reader?.start()
         let requiresJobs = !isScreen
-        let feeding = Task { await Self.feed(plan, reader: reader, to: scheduler, batch: batch, requiresJobs: requiresJobs) }
+        let feeding = Task { await Self.feed(plan, reader: reader, to: client, batch: batch, requiresJobs: requiresJobs) }
 
         var dashboardSignal: Int32?
         if case .screen(let title) = presenter {
             let exit = await Dashboard.run(scheduler: scheduler, options: DashboardOptions(title: title))
             if case .signal(let number) = exit { dashboardSignal = number }
-            await scheduler.shutdown(.cancelRunning)
+            _ = try? await client.perform(.shutdown(.cancelRunning))
         }
         let fed = await feeding.value
         if case .refused(let error) = fed {
             StandardError.write("jobtop: \(error.message)\n")
-            await scheduler.shutdown(.cancelRunning)
+            _ = try? await client.perform(.shutdown(.cancelRunning))
         }
         reader?.stop()
         await running.value
         let followed = await following.value
         let wall = ContinuousClock.now - started
-        let summary = RunSummary(
-            snapshot: await scheduler.snapshot(), wall: wall, signal: dashboardSignal ?? signals?.firstSignal)
+        let summary = RunSummary(counts: followed.counts, wall: wall, signal: dashboardSignal ?? signals?.firstSignal)
         var isRefused = false
         if case .refused = fed { isRefused = true }
         // Bad input before any job: stdout stays empty, as for every other input error.
@@ -104,7 +110,7 @@ struct RunSession {
         if isRefused && summary.signal == nil { status = ExitStatus.usage }
         if writer.stdoutBroke && status == ExitStatus.success { status = ExitStatus.logLost }
         if status != ExitStatus.usage && (isScreen || status != ExitStatus.success) {
-            Self.report(summary, followed.failures, isScreen: isScreen)
+            Self.report(summary, followed, isScreen: isScreen)
         }
         return status
     }
@@ -122,20 +128,20 @@ struct RunSession {
     /// Hands the plan's jobs to the scheduler as batch `batch`: the job file's jobs at once, then
     /// the list a window at a time as it is read, then the `-c` commands; then seals the batch.
     static func feed(
-        _ plan: RunPlan, reader: CommandListReader?, to scheduler: Scheduler, batch: BatchID, requiresJobs: Bool
+        _ plan: RunPlan, reader: CommandListReader?, to client: some SchedulerClient, batch: BatchID, requiresJobs: Bool
     ) async -> FeedOutcome {
-        let outcome = await submitAll(plan, reader: reader, to: scheduler, batch: batch, requiresJobs: requiresJobs)
-        await scheduler.sealBatch(batch)
+        let outcome = await submitAll(plan, reader: reader, to: client, batch: batch, requiresJobs: requiresJobs)
+        _ = try? await client.perform(.sealBatch(batch))
         return outcome
     }
 
     private static func submitAll(
-        _ plan: RunPlan, reader: CommandListReader?, to scheduler: Scheduler, batch: BatchID, requiresJobs: Bool
+        _ plan: RunPlan, reader: CommandListReader?, to client: some SchedulerClient, batch: BatchID, requiresJobs: Bool
     ) async -> FeedOutcome {
         var submitted = 0
         do {
             if !plan.fileJobs.isEmpty {
-                try await scheduler.submit(contentsOf: plan.fileJobs, batch: batch)
+                _ = try await client.perform(.submit(plan.fileJobs, batch: batch))
                 submitted += plan.fileJobs.count
             }
             if let reader, let list = plan.list {
@@ -147,13 +153,12 @@ struct RunSession {
                         case .commands(let commands):
                             var index = 0
                             while index < commands.count {
-                                guard await scheduler.waitForRoom(in: batch, below: readAhead) else {
+                                guard await client.waitForRoom(in: batch, below: readAhead) else {
                                     reader.stop()
                                     return .stopped
                                 }
                                 let end = min(commands.count, index + 1_024)
-                                try await scheduler.submit(
-                                    contentsOf: commands[index..<end].map(plan.spec(forListCommand:)), batch: batch)
+                                _ = try await client.perform(.submit(commands[index..<end].map(plan.spec(forListCommand:)), batch: batch))
                                 submitted += end - index
                                 index = end
                             }
@@ -165,7 +170,7 @@ struct RunSession {
                 }
             }
             if !plan.commandJobs.isEmpty {
-                try await scheduler.submit(contentsOf: plan.commandJobs, batch: batch)
+                _ = try await client.perform(.submit(plan.commandJobs, batch: batch))
                 submitted += plan.commandJobs.count
             }
         } catch {
@@ -180,12 +185,11 @@ struct RunSession {
 
     /// The closing words on stderr: always under the dashboard (the screen is gone), and when
     /// something went wrong headless.
-    static func report(_ summary: RunSummary, _ failures: [RunLog.Failure], isScreen: Bool) {
+    static func report(_ summary: RunSummary, _ log: RunLog.Result, isScreen: Bool) {
         var text = "jobtop: \(summary.sentence)\n"
         if summary.exitStatus != ExitStatus.success {
-            let shown = failures.prefix(20)
-            for failure in shown { text += "  failed: \(failure.name): \(failure.reason)\n" }
-            if failures.count > shown.count { text += "  ... and \(failures.count - shown.count) more\n" }
+            for failure in log.failures { text += "  failed: \(failure.name): \(failure.reason)\n" }
+            if log.failureCount > log.failures.count { text += "  ... and \(log.failureCount - log.failures.count) more\n" }
         }
         StandardError.write(text)
     }

@@ -16,11 +16,16 @@ struct RunSummary: Sendable, Equatable {
 
     /// Reads the counts from the final snapshot.
     init(snapshot: SchedulerSnapshot, wall: Duration, signal: Int32?) {
-        total = snapshot.total
-        succeeded = snapshot.count(.succeeded)
-        failed = snapshot.count(.failed)
-        cancelled = snapshot.count(.cancelled)
-        unfinished = snapshot.count(.queued) + snapshot.count(.waiting) + snapshot.count(.running)
+        self.init(counts: snapshot.counts, wall: wall, signal: signal)
+    }
+
+    /// Sums up `counts` (jobs per state, from a ``SchedulerMirror`` or a snapshot).
+    init(counts: [JobStateKind: Int], wall: Duration, signal: Int32?) {
+        total = counts.values.reduce(0, +)
+        succeeded = counts[.succeeded, default: 0]
+        failed = counts[.failed, default: 0]
+        cancelled = counts[.cancelled, default: 0]
+        unfinished = counts[.queued, default: 0] + counts[.waiting, default: 0] + counts[.running, default: 0]
         self.wall = wall
         self.signal = signal
     }
