@@ -21,6 +21,8 @@ let package = Package(
         .package(url: "https://github.com/grpc/grpc-swift-nio-transport", from: "2.9.2"),
         .package(url: "https://github.com/grpc/grpc-swift-protobuf", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
+        // The listener watches each accepted TCP connection (hello deadline, pending cap).
+        .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
     ],
     targets: [
         // posix_spawn with a new session, pidfd_open and environ: the few C calls Swift cannot make directly.
@@ -68,6 +70,7 @@ let package = Package(
                 .product(name: "GRPCNIOTransportHTTP2Posix", package: "grpc-swift-nio-transport"),
                 .product(name: "GRPCProtobuf", package: "grpc-swift-protobuf"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             exclude: ["Generated/README.md"]
         ),

@@ -40,6 +40,10 @@ int jt_spawn(const char *path, char *const argv[], char *const envp[], const cha
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&actions, stdout_fd, 1);
     posix_spawn_file_actions_adddup2(&actions, stderr_fd, 2);
+    // Nothing else crosses into the job: SwiftNIO opens its sockets without O_CLOEXEC, so a job
+    // would otherwise hold the coordinator's worker connections open after the coordinator has
+    // closed them (a dropped peer would never see the close while the job lived).
+    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
     if (cwd != NULL) posix_spawn_file_actions_addchdir_np(&actions, cwd);
 
     rc = posix_spawn(pid_out, path, &actions, &attr, argv, envp ? envp : environ);

@@ -63,7 +63,9 @@ public actor Scheduler {
 
     /// The configuration it was made with.
     public nonisolated let configuration: Configuration
-    private nonisolated let clock: SchedulerClock
+    /// The clock it was made with: timeouts and retry delays run on it, and so do the
+    /// heartbeats and deadlines of whatever serves this scheduler (the remote listener).
+    public nonisolated let clock: SchedulerClock
     private let bus = EventBus()
     private let store: JobOutputStore
     /// Starts the core decided on, handed to `run()`'s task group in batches.

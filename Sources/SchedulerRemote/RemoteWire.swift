@@ -78,7 +78,8 @@ extension Jobtop_Remote_V1_Finished {
         switch termination {
         case .exitStatus(let status): .exit(status)
         case .signal(let signal): .signal(signal)
-        case .error(let message): .error(message)
+        // The worker's words: they reach the coordinator's log and screen, so escaped.
+        case .error(let message): .error(PeerText.escaped(message, limit: 1000))
         case nil: .error("the worker sent no termination")
         }
     }

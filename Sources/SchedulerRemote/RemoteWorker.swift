@@ -128,7 +128,16 @@ public final class RemoteWorker: Worker {
             let key = AttemptKey(jobID: output.jobID, attempt: output.attempt)
             guard let reporter = state.withLock({ $0.pending[key]?.assignment.reporter }) else { break }
             for line in output.lines {
-                reporter.line(line.text, stream: line.stderr ? .stderr : .stdout)
+                let stream: OutputLine.Stream = line.stderr ? .stderr : .stdout
+                // A line never holds a newline (a local job's never does); a worker that sends
+                // one gets it split, so it cannot pass one line off as two events' worth.
+                if line.text.utf8.contains(UInt8(ascii: "\n")) {
+                    for part in line.text.split(separator: "\n", omittingEmptySubsequences: false) {
+                        reporter.line(String(part), stream: stream)
+                    }
+                } else {
+                    reporter.line(line.text, stream: stream)
+                }
             }
         case .progress(let progress):
             let key = AttemptKey(jobID: progress.jobID, attempt: progress.attempt)

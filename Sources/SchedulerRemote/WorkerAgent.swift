@@ -11,7 +11,14 @@ import Synchronization
 /// so a remote job runs exactly like a local one: its own process group, the same output and
 /// progress parsing, the same SIGTERM → grace → SIGKILL stop. Its events go back on the
 /// stream. When the connection is lost, every running job is killed (the coordinator has
-/// requeued them) and the agent reconnects with backoff, saying so in its log.
+/// requeued them) and the agent reconnects with backoff (doubling, capped, with jitter; reset
+/// only once a coordinator welcomes it), saying so in its log once per change of state: not
+/// once per attempt.
+///
+/// The coordinator has ``Configuration/helloDeadline`` to answer a hello, and once joined each
+/// side must hear from the other every 3 heartbeat intervals. Backoff, the hello deadline and
+/// heartbeats run on ``Configuration/clock``. Text the coordinator sends (refusals, goodbyes)
+/// is escaped before it is logged (``PeerText``).
 ///
 /// ``drain()`` (SIGTERM) tells the coordinator to send nothing new, finishes the running jobs
 /// and returns from ``run()`` once the coordinator has released the worker.
@@ -30,7 +37,11 @@ public final class WorkerAgent: Sendable {
         public var initialBackoff: Duration
         /// The longest delay between attempts to reconnect.
         public var maxBackoff: Duration
-        /// Where the agent says what happens (joined, lost, retrying): one line each.
+        /// The time the coordinator has to answer a hello (welcome or refusal).
+        public var helloDeadline: Duration
+        /// The clock for backoff, the hello deadline and heartbeats.
+        public var clock: any Clock<Duration>
+        /// Where the agent says what happens (joined, lost, retrying): one line per change.
         public var log: @Sendable (String) -> Void
 
         /// Creates a configuration.
@@ -41,6 +52,8 @@ public final class WorkerAgent: Sendable {
             token: String? = nil,
             initialBackoff: Duration = .milliseconds(100),
             maxBackoff: Duration = .seconds(5),
+            helloDeadline: Duration = .seconds(10),
+            clock: any Clock<Duration> = ContinuousClock(),
             log: @escaping @Sendable (String) -> Void = { WorkerListener.writeToStandardError($0) }
         ) {
             self.coordinator = coordinator
@@ -49,8 +62,22 @@ public final class WorkerAgent: Sendable {
             self.token = token
             self.initialBackoff = initialBackoff
             self.maxBackoff = maxBackoff
+            self.helloDeadline = helloDeadline
+            self.clock = clock
             self.log = log
         }
+    }
+
+    /// What the agent went through, for programs and tests that want more than log lines.
+    public enum Event: Sendable, Equatable {
+        /// A coordinator welcomed the worker.
+        case joined
+        /// An attempt to join ended before a welcome: why.
+        case unreachable(String)
+        /// The worker was in and the connection ended (lost, or the coordinator said goodbye): why.
+        case disconnected(String)
+        /// The next attempt comes after this delay.
+        case retrying(after: Duration)
     }
 
     /// The configuration it was made with.
@@ -68,7 +95,7 @@ public final class WorkerAgent: Sendable {
 
         /// Released after draining.
         case drained
-        /// Never got in: why.
+        /// Never got in (no answer, no welcome, a coordinator on its way out): why.
         case unreachable(String)
         /// Refused: the coordinator's reason.
         case refused(String)
@@ -83,18 +110,41 @@ public final class WorkerAgent: Sendable {
     private struct State {
         var isDraining = false
         var isStopped = false
+        /// The joined session's inputs (drain and stop go there).
         var session: AsyncStream<Input>.Continuation?
+        /// The attempt to join, until it is welcomed (drain and stop cancel it).
+        var attempt: Task<SessionEnd, Never>?
+        /// The sleep between attempts (drain and stop end it).
+        var pause: Task<Void, Never>?
+        var subscribers: [Int: AsyncStream<Event>.Continuation] = [:]
+        var nextSubscriber = 0
     }
 
     private let state = Mutex(State())
-    /// Ends a pause between reconnects early (drain, stop).
-    private let wakeups: AsyncStream<Void>
-    private let wakeup: AsyncStream<Void>.Continuation
+    private let clock: SchedulerClock
 
     /// Creates an agent; nothing happens until ``run()``.
     public init(configuration: Configuration) {
         self.configuration = configuration
-        (wakeups, wakeup) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        clock = SchedulerClock(configuration.clock)
+    }
+
+    /// What the agent goes through, from now on.
+    public var events: AsyncStream<Event> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Event.self)
+        let id = state.withLock { state in
+            defer { state.nextSubscriber += 1 }
+            state.subscribers[state.nextSubscriber] = continuation
+            return state.nextSubscriber
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    private func publish(_ event: Event) {
+        for subscriber in state.withLock({ Array($0.subscribers.values) }) { subscriber.yield(event) }
     }
 
     /// Connects, serves, and reconnects until drained or stopped.
@@ -102,8 +152,12 @@ public final class WorkerAgent: Sendable {
     /// - Throws: ``RemoteError`` (`.refused`) when the coordinator refuses the worker (wrong or
     ///   missing token, other protocol version): retrying would not help.
     public func run() async throws(RemoteError) {
-        var backoff = configuration.initialBackoff
+        var backoff = Backoff(initial: configuration.initialBackoff, maximum: configuration.maxBackoff)
+        var random = SystemRandomNumberGenerator()
         let coordinator = configuration.coordinator
+        // Whether the log already says the agent is trying to get (back) in: attempts that fail
+        // the same way say nothing more until something changes.
+        var hasSaidRetrying = false
         while !isFinished {
             let end = await session()
             defer { if isFinished && !end.isDrained { configuration.log("jobtop worker: leaving") } }
@@ -116,49 +170,81 @@ public final class WorkerAgent: Sendable {
             case .refused(let reason):
                 throw RemoteError(.refused, "the coordinator at \(coordinator) refused this worker: \(reason)")
             case .unreachable(let why):
+                publish(.unreachable(why))
                 if isFinished { return }
-                configuration.log("jobtop worker: cannot reach the coordinator at \(coordinator) (\(why)); retrying in \(formatDuration(backoff))")
+                if !hasSaidRetrying {
+                    configuration.log("jobtop worker: cannot reach the coordinator at \(coordinator) (\(why)); retrying with backoff, up to \(formatDuration(backoff.maximum)) apart")
+                }
             case .lost(let why):
-                backoff = configuration.initialBackoff
+                backoff.reset()
+                publish(.disconnected(why))
                 if isFinished { return }
-                configuration.log("jobtop worker: lost the coordinator at \(coordinator) (\(why)); running jobs were stopped; reconnecting in \(formatDuration(backoff))")
+                configuration.log("jobtop worker: lost the coordinator at \(coordinator) (\(why)); running jobs were stopped; reconnecting with backoff")
             case .goodbye(let why):
-                backoff = configuration.initialBackoff
+                backoff.reset()
+                publish(.disconnected(why))
                 if isFinished { return }
-                configuration.log("jobtop worker: the coordinator at \(coordinator) closed the connection (\(why)); reconnecting in \(formatDuration(backoff))")
+                configuration.log("jobtop worker: the coordinator at \(coordinator) closed the connection (\(why)); reconnecting with backoff")
             }
-            await pause(backoff)
-            backoff = min(backoff * 2, configuration.maxBackoff)
+            hasSaidRetrying = true
+            let delay = backoff.next(using: &random)
+            publish(.retrying(after: delay))
+            await pause(delay)
         }
     }
 
     /// Finishes the running jobs, accepts no new ones, then leaves: ``run()`` returns. Safe to
     /// call from a signal handler's queue. When not connected, ``run()`` returns at once.
     public func drain() {
-        let session = state.withLock { state in
+        let (session, attempt, pause) = state.withLock { state in
             state.isDraining = true
-            return state.session
+            return (state.session, state.attempt, state.pause)
         }
-        session?.yield(.drain)
-        wakeup.yield()
+        if let session { session.yield(.drain) } else { attempt?.cancel() }
+        pause?.cancel()
     }
 
     /// Stops at once: running jobs are killed (process groups, with grace) and ``run()`` returns.
     public func stop() {
-        let session = state.withLock { state in
+        let (session, attempt, pause) = state.withLock { state in
             state.isStopped = true
-            return state.session
+            return (state.session, state.attempt, state.pause)
         }
-        session?.yield(.ended(.stopped))
-        wakeup.yield()
+        if let session { session.yield(.ended(.stopped)) } else { attempt?.cancel() }
+        pause?.cancel()
     }
 
     // MARK: - One connection
 
     private var isFinished: Bool { state.withLock { $0.isDraining || $0.isStopped } }
 
+    /// One attempt: connect, say hello, and serve until the connection ends. The coordinator has
+    /// the hello deadline to answer; an attempt that gets no welcome by then is given up.
     private func session() async -> SessionEnd {
-        let welcomed = Flag()
+        let welcome = WelcomeDeadline()
+        let attempt = Task { await self.connect(welcome) }
+        let isFinished = state.withLock { state -> Bool in
+            state.attempt = attempt
+            return state.isDraining || state.isStopped
+        }
+        if isFinished { attempt.cancel() }
+        let (clock, limit) = (clock, configuration.helloDeadline)
+        let deadline = Task {
+            do {
+                try await clock.sleep(clock.now() + limit)
+            } catch {
+                return
+            }
+            if welcome.expire() { attempt.cancel() }
+        }
+        let end = await withTaskCancellationHandler { await attempt.value } onCancel: { attempt.cancel() }
+        deadline.cancel()
+        state.withLock { $0.attempt = nil }
+        if welcome.hasExpired { return .unreachable("no answer to the hello within \(formatDuration(limit))") }
+        return end
+    }
+
+    private func connect(_ welcome: WelcomeDeadline) async -> SessionEnd {
         let outbox = Outbox<WireWorkerMessage>()
         let hello = WireWorkerMessage.with {
             $0.hello = .with {
@@ -185,22 +271,23 @@ public final class WorkerAgent: Sendable {
                     while let batch = await outbox.next() { try await writer.write(contentsOf: batch) }
                 }, onResponse: { response in
                     defer { outbox.finish() }
-                    return await self.serve(response.messages, outbox: outbox, welcomed: welcomed)
+                    return await self.serve(response.messages, outbox: outbox, welcome: welcome)
                 })
             }
         } catch {
-            let why = Self.describe(error)
-            return welcomed.isSet ? .lost(why) : .unreachable(why)
+            let why = PeerText.escaped(Self.describe(error))
+            return welcome.isWelcomed ? .lost(why) : .unreachable(why)
         }
     }
 
     private func serve(
         _ messages: RPCAsyncSequence<WireCoordinatorMessage, any Error>,
         outbox: Outbox<WireWorkerMessage>,
-        welcomed: Flag
+        welcome deadline: WelcomeDeadline
     ) async -> SessionEnd {
         let (inputs, input) = AsyncStream.makeStream(of: Input.self)
-        let liveness = Liveness()
+        let clock = self.clock
+        let liveness = Liveness(clock: clock)
         return await withTaskGroup(of: Void.self) { group -> SessionEnd in
             group.addTask {
                 do {
@@ -218,10 +305,10 @@ public final class WorkerAgent: Sendable {
                         }
                         input.yield(.message(message))
                     }
-                    input.yield(.ended(welcomed.isSet ? .lost("the coordinator closed the stream") : .unreachable("the coordinator closed the stream")))
+                    input.yield(.ended(deadline.isWelcomed ? .lost("the coordinator closed the stream") : .unreachable("the coordinator closed the stream")))
                 } catch {
-                    let why = Self.describe(error)
-                    input.yield(.ended(welcomed.isSet ? .lost(why) : .unreachable(why)))
+                    let why = PeerText.escaped(Self.describe(error))
+                    input.yield(.ended(deadline.isWelcomed ? .lost(why) : .unreachable(why)))
                 }
             }
             var pending = inputs.makeAsyncIterator()
@@ -233,9 +320,11 @@ public final class WorkerAgent: Sendable {
                     welcome = value
                 case .refusal(let refusal):
                     group.cancelAll()
-                    // A coordinator on its way out may be replaced: try again, like after a goodbye.
-                    if refusal.code == .shuttingDown { return .goodbye(refusal.message) }
-                    return .refused(refusal.message)
+                    let reason = PeerText.escaped(refusal.message, limit: 500)
+                    // A coordinator on its way out may be replaced: try again (this was no welcome,
+                    // so the backoff goes on growing).
+                    if refusal.code == .shuttingDown { return .unreachable(reason) }
+                    return .refused(reason)
                 default:
                     group.cancelAll()
                     return .unreachable("the coordinator did not answer the hello")
@@ -247,7 +336,10 @@ public final class WorkerAgent: Sendable {
                 group.cancelAll()
                 return .unreachable("the coordinator did not answer the hello")
             }
-            welcomed.set()
+            guard deadline.welcome() else {
+                group.cancelAll()
+                return .unreachable("the welcome came too late")
+            }
 
             let interval = Duration.milliseconds(max(10, Int(welcome.heartbeatIntervalMs)))
             let inner = Scheduler(configuration: .init(
@@ -259,9 +351,12 @@ public final class WorkerAgent: Sendable {
             }
             group.addTask {
                 let limit = interval * 3
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: interval)
-                    if Task.isCancelled { return }
+                while true {
+                    do {
+                        try await clock.sleep(clock.now() + interval)
+                    } catch {
+                        return
+                    }
                     if liveness.silence > limit {
                         input.yield(.ended(.lost("no heartbeat from the coordinator for \(formatDuration(limit))")))
                         return
@@ -275,7 +370,8 @@ public final class WorkerAgent: Sendable {
             }
             if isDraining { input.yield(.drain) }
             if state.withLock({ $0.isStopped }) { input.yield(.ended(.stopped)) }
-            configuration.log("jobtop worker: joined the coordinator at \(configuration.coordinator) as '\(configuration.name)' with \(configuration.slots) slot\(configuration.slots == 1 ? "" : "s")")
+            configuration.log("jobtop worker: joined the coordinator at \(configuration.coordinator) as '\(PeerText.escaped(configuration.name))' with \(configuration.slots) slot\(configuration.slots == 1 ? "" : "s")")
+            publish(.joined)
 
             let end = await dispatch(&pending, inner: inner, outbox: outbox)
             state.withLock { $0.session = nil }
@@ -322,7 +418,7 @@ public final class WorkerAgent: Sendable {
                 case .released:
                     return .drained
                 case .goodbye(let goodbye):
-                    return .goodbye(goodbye.reason)
+                    return .goodbye(PeerText.escaped(goodbye.reason, limit: 500))
                 case .heartbeat, .welcome, .refusal, nil:
                     break
                 }
@@ -384,16 +480,24 @@ public final class WorkerAgent: Sendable {
 
     // MARK: - Helpers
 
+    /// Sleeps `delay` on the clock, or less when drained or stopped meanwhile.
     private func pause(_ delay: Duration) async {
-        guard !isFinished else { return }
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { try? await Task.sleep(for: delay) }
-            group.addTask { [wakeups] in
-                for await _ in wakeups { return }
-            }
-            await group.next()
-            group.cancelAll()
+        // A task of its own that drain() and stop() cancel: nothing else can end it early.
+        // (An AsyncStream of wake-ups used to; cancelling the first pause's wait on it finished
+        // the stream for good, so every later pause returned at once: ~4 ms between attempts.)
+        let clock = self.clock
+        let sleeper = Task {
+            do {
+                try await clock.sleep(clock.now() + delay)
+            } catch {}
         }
+        let isFinished = state.withLock { state -> Bool in
+            state.pause = sleeper
+            return state.isDraining || state.isStopped
+        }
+        if isFinished { sleeper.cancel() }
+        await withTaskCancellationHandler { await sleeper.value } onCancel: { sleeper.cancel() }
+        state.withLock { $0.pause = nil }
     }
 
     private static func termination(_ reason: FailureReason) -> Termination {
@@ -431,9 +535,29 @@ public final class WorkerAgent: Sendable {
     }
 }
 
-/// A flag any thread may set once and read.
-final class Flag: Sendable {
-    private let value = Mutex(false)
-    func set() { value.withLock { $0 = true } }
-    var isSet: Bool { value.withLock { $0 } }
+/// An attempt's race between the welcome and the hello deadline: whichever comes first wins.
+final class WelcomeDeadline: Sendable {
+    private enum Outcome { case waiting, welcomed, expired }
+    private let outcome = Mutex(Outcome.waiting)
+
+    /// The welcome came. - Returns: `false` when the deadline had already passed.
+    func welcome() -> Bool {
+        outcome.withLock { outcome in
+            guard outcome == .waiting else { return outcome == .welcomed }
+            outcome = .welcomed
+            return true
+        }
+    }
+
+    /// The deadline passed. - Returns: `true` when no welcome had come (the attempt is over).
+    func expire() -> Bool {
+        outcome.withLock { outcome in
+            guard outcome == .waiting else { return outcome == .expired }
+            outcome = .expired
+            return true
+        }
+    }
+
+    var isWelcomed: Bool { outcome.withLock { $0 == .welcomed } }
+    var hasExpired: Bool { outcome.withLock { $0 == .expired } }
 }

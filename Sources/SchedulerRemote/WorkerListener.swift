@@ -13,6 +13,15 @@ import Synchronization
 /// ``Scheduler/removeWorker(_:reason:)`` and its running jobs go back to the queue. A worker
 /// that drains (SIGTERM) finishes its jobs, gets no new ones, and is then released.
 ///
+/// Before a worker is admitted its connection is only a stranger's: it has
+/// ``Configuration/helloDeadline`` to say a hello that gets in, at most
+/// ``Configuration/maxPendingConnections`` such connections may wait at once, and ``stop()``
+/// waits no longer than ``Configuration/shutdownGrace`` for any peer. Heartbeats and these
+/// deadlines run on the scheduler's clock (``Scheduler/clock``).
+///
+/// Nothing a peer sends reaches the log raw: names are checked (``WorkerName``) and every
+/// peer string that is printed is escaped (``PeerText``).
+///
 /// ```swift
 /// let listener = try WorkerListener(scheduler: scheduler, configuration: .init(address: address, token: token))
 /// let bound = try await listener.start()   // the real port when asked for port 0
@@ -30,6 +39,14 @@ public final class WorkerListener: Sendable {
         public var heartbeatInterval: Duration
         /// Silent intervals after which a worker counts as lost.
         public var missedHeartbeats: Int
+        /// The time a new connection has to bring a worker in (a hello with the right token);
+        /// then it is closed.
+        public var helloDeadline: Duration
+        /// Connections that may wait for admission at once; more are closed when accepted.
+        public var maxPendingConnections: Int
+        /// How long ``WorkerListener/stop()`` waits for workers to close their connections after
+        /// the goodbye; then the connections are dropped.
+        public var shutdownGrace: Duration
         /// Records assign → ack round trips (the benchmark reads them).
         public var roundTrips: RoundTripRecorder?
         /// Where the listener says what happened (joins, refusals, losses): one line each.
@@ -41,6 +58,9 @@ public final class WorkerListener: Sendable {
             token: String? = nil,
             heartbeatInterval: Duration = .seconds(1),
             missedHeartbeats: Int = 3,
+            helloDeadline: Duration = .seconds(5),
+            maxPendingConnections: Int = 32,
+            shutdownGrace: Duration = .seconds(2),
             roundTrips: RoundTripRecorder? = nil,
             log: @escaping @Sendable (String) -> Void = { WorkerListener.writeToStandardError($0) }
         ) {
@@ -48,6 +68,9 @@ public final class WorkerListener: Sendable {
             self.token = token
             self.heartbeatInterval = heartbeatInterval
             self.missedHeartbeats = max(1, missedHeartbeats)
+            self.helloDeadline = helloDeadline
+            self.maxPendingConnections = max(1, maxPendingConnections)
+            self.shutdownGrace = shutdownGrace
             self.roundTrips = roundTrips
             self.log = log
         }
@@ -57,7 +80,7 @@ public final class WorkerListener: Sendable {
     public enum Event: Sendable, Equatable {
         /// A worker joined the pool.
         case joined(WorkerDescriptor)
-        /// A worker was refused: why.
+        /// A worker was refused: the name it gave (escaped, see ``PeerText``) and why.
         case refused(name: String, reason: String)
         /// A worker left the pool: why (`drained`, `connection lost: ...`, `no heartbeat ...`).
         case left(WorkerID, reason: String)
@@ -67,6 +90,7 @@ public final class WorkerListener: Sendable {
     public let configuration: Configuration
     private let scheduler: Scheduler
     private let service: PoolService
+    private let gate: ConnectionGate
     private let server: Mutex<(GRPCServer<HTTP2ServerTransport.Posix>, Task<Void, Never>)?> = Mutex(nil)
 
     /// Creates a listener; nothing listens until ``start()``.
@@ -80,7 +104,11 @@ public final class WorkerListener: Sendable {
         }
         self.configuration = configuration
         self.scheduler = scheduler
-        service = PoolService(scheduler: scheduler, configuration: configuration)
+        gate = ConnectionGate(
+            clock: scheduler.clock,
+            limits: .init(helloDeadline: configuration.helloDeadline, maxPending: configuration.maxPendingConnections),
+            log: configuration.log)
+        service = PoolService(scheduler: scheduler, configuration: configuration, gate: gate)
     }
 
     /// What the listener sees, from now on.
@@ -98,6 +126,10 @@ public final class WorkerListener: Sendable {
         // A few small messages per job: coalescing flushes would only add its delay (100 µs,
         // more when the timer fires late on a busy machine) to every assign.
         transportConfig.connection.flushCoalescing = nil
+        // A worker needs one stream; a few more cost little, thousands on one connection would.
+        transportConfig.http2.maxConcurrentStreams = 4
+        let gate = self.gate
+        transportConfig.channelDebuggingCallbacks.onAcceptTCPConnection = { channel in gate.accepted(channel) }
         let server = GRPCServer(
             transport: .http2NIOPosix(
                 listeningSocketDescriptor: Int(socket), transportSecurity: .plaintext, config: transportConfig),
@@ -125,11 +157,31 @@ public final class WorkerListener: Sendable {
     }
 
     /// Says goodbye to every worker, removes them from the pool and stops listening.
+    ///
+    /// Connections without a worker are closed at once; a worker that does not close its
+    /// connection within ``Configuration/shutdownGrace`` of the goodbye (stopped, cut off) has
+    /// it dropped.
     public func stop() async {
         guard let (server, task) = self.server.withLock({ value in defer { value = nil }; return value }) else { return }
+        gate.close()
         await service.closeAll(reason: "the coordinator is shutting down")
         server.beginGracefulShutdown()
-        await task.value
+        let (clock, grace, gate, log) = (scheduler.clock, configuration.shutdownGrace, gate, configuration.log)
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                do {
+                    try await clock.sleep(clock.now() + grace)
+                } catch {
+                    return  // everything closed in time
+                }
+                let dropped = gate.closeAll()
+                if dropped > 0 {
+                    log("jobtop: dropped \(dropped) connection\(dropped == 1 ? "" : "s") still open \(formatDuration(grace)) after the goodbye")
+                }
+            }
+            await task.value
+            group.cancelAll()
+        }
     }
 
     /// Writes one line to standard error.
@@ -149,6 +201,7 @@ public final class WorkerListener: Sendable {
 private final class PoolService: WirePool.SimpleServiceProtocol {
     private let scheduler: Scheduler
     private let configuration: WorkerListener.Configuration
+    private let gate: ConnectionGate
     private struct State {
         var connections: [WorkerID: Connection] = [:]
         var subscribers: [Int: AsyncStream<WorkerListener.Event>.Continuation] = [:]
@@ -163,9 +216,10 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
         let outbox: Outbox<WireCoordinatorMessage>
     }
 
-    init(scheduler: Scheduler, configuration: WorkerListener.Configuration) {
+    init(scheduler: Scheduler, configuration: WorkerListener.Configuration, gate: ConnectionGate) {
         self.scheduler = scheduler
         self.configuration = configuration
+        self.gate = gate
     }
 
     func subscribe() -> AsyncStream<WorkerListener.Event> {
@@ -204,9 +258,11 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
         let peer = context.remotePeer
         let outbox = Outbox<WireCoordinatorMessage>()
         let admission = Admission()
-        let liveness = Liveness()
+        let clock = scheduler.clock
+        let liveness = Liveness(clock: clock)
         let interval = configuration.heartbeatInterval
         let limit = interval * configuration.missedHeartbeats
+        let helloDeadline = configuration.helloDeadline
         let end = await withTaskGroup(of: StreamEnd.self) { group -> StreamEnd in
             group.addTask {
                 // Reads the hello (answering it directly: nothing is in the outbox before the
@@ -229,7 +285,7 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
                     }
                     return .lost("the worker closed its stream")
                 } catch {
-                    return .lost("connection lost: \(Self.describe(error))")
+                    return .lost("connection lost: \(PeerText.escaped(Self.describe(error)))")
                 }
             }
             group.addTask {
@@ -238,19 +294,29 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
                     while let batch = await outbox.next() { try await response.write(contentsOf: batch) }
                     return .closed  // finished by closeAll: the goodbye went out
                 } catch {
-                    return .lost("connection lost: \(Self.describe(error))")
+                    return .lost("connection lost: \(PeerText.escaped(Self.describe(error)))")
                 }
             }
             group.addTask {
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: interval)
-                    if Task.isCancelled { break }
-                    if liveness.silence > limit {
-                        return admission.worker == nil ? .refused : .lost("no heartbeat for \(formatDuration(limit))")
+                // Before the hello: the hello deadline. Once in: a heartbeat every interval,
+                // and silence for `limit` loses the worker.
+                let helloBy = clock.now() + helloDeadline
+                var nextBeat = clock.now() + interval
+                while true {
+                    let isAdmitted = admission.worker != nil
+                    do {
+                        try await clock.sleep(isAdmitted ? nextBeat : min(nextBeat, helloBy))
+                    } catch {
+                        return .closed
                     }
-                    if admission.worker != nil { outbox.send(.with { $0.heartbeat = .init() }) }
+                    let now = clock.now()
+                    if admission.worker == nil && now >= helloBy { return .refused }
+                    guard now >= nextBeat else { continue }
+                    nextBeat = now + interval
+                    guard admission.worker != nil else { continue }
+                    if liveness.silence > limit { return .lost("no heartbeat for \(formatDuration(limit))") }
+                    outbox.send(.with { $0.heartbeat = .init() })
                 }
-                return .closed
             }
             let first = await group.next() ?? .closed
             group.cancelAll()
@@ -259,7 +325,7 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
         outbox.finish()
         guard let worker = admission.worker else { return }
         let descriptor = worker.descriptor
-        let name = descriptor.name
+        let name = descriptor.name  // checked at the hello: printable
         state.withLock { _ = $0.connections.removeValue(forKey: descriptor.id) }
         let reason: String
         switch end {
@@ -296,11 +362,13 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
             try await refuse(response, .badHello, name: "?", peer: peer, "the first message must be a hello")
             return nil
         }
+        // Unchecked until the token is: shown escaped, never raw.
         let name = hello.name.isEmpty ? peer : hello.name
         if hello.protocolVersion != RemoteProtocol.version {
+            let theirs = hello.softwareVersion.isEmpty ? "?" : PeerText.escaped(hello.softwareVersion, limit: 40)
             try await refuse(
                 response, .versionMismatch, name: name, peer: peer,
-                "protocol version mismatch: the coordinator speaks jobtop remote protocol \(RemoteProtocol.version) (jobtop \(RemoteProtocol.softwareVersion)), the worker speaks \(hello.protocolVersion) (jobtop \(hello.softwareVersion.isEmpty ? "?" : hello.softwareVersion)); run the same jobtop version on both")
+                "protocol version mismatch: the coordinator speaks jobtop remote protocol \(RemoteProtocol.version) (jobtop \(RemoteProtocol.softwareVersion)), the worker speaks \(hello.protocolVersion) (jobtop \(theirs)); run the same jobtop version on both")
             return nil
         }
         if let expected = configuration.token {
@@ -315,11 +383,16 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
                 return nil
             }
         }
+        if !hello.name.isEmpty, let problem = WorkerName.problem(with: hello.name) {
+            try await refuse(response, .badName, name: name, peer: peer, "bad worker name: \(problem)")
+            return nil
+        }
         guard hello.slots >= 1, hello.slots <= 4096 else {
             try await refuse(response, .badHello, name: name, peer: peer, "slots must be from 1 to 4096, not \(hello.slots)")
             return nil
         }
-        if state.withLock({ $0.isClosed }) {
+        if state.withLock({ $0.isClosed }) || !gate.admit(peer: peer) {
+            // No longer open to workers: stopping, or this connection ran out of time.
             try await refuse(response, .shuttingDown, name: name, peer: peer, "the coordinator is shutting down")
             return nil
         }
@@ -358,8 +431,9 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
         _ response: RPCWriter<WireCoordinatorMessage>, _ code: Jobtop_Remote_V1_Refusal.Code,
         name: String, peer: String, _ message: String
     ) async throws {
-        configuration.log("jobtop: refused worker '\(name)' from \(peer): \(message)")
-        publish(.refused(name: name, reason: message))
+        let shown = PeerText.escaped(name, limit: 64)
+        configuration.log("jobtop: refused worker '\(shown)' from \(peer): \(message)")
+        publish(.refused(name: shown, reason: message))
         try await response.write(.with {
             $0.refusal = .with {
                 $0.code = code
@@ -381,14 +455,20 @@ private final class Admission: Sendable {
     var worker: RemoteWorker? { value.withLock { $0 } }
 }
 
-/// When the peer was last heard from.
+/// When the peer was last heard from, on the injected clock.
 final class Liveness: Sendable {
-    private let clock = ContinuousClock()
-    private let last: Mutex<ContinuousClock.Instant>
+    private let clock: SchedulerClock
+    private let last: Mutex<SchedulerTime>
 
-    init() { last = Mutex(ContinuousClock().now) }
+    init(clock: SchedulerClock) {
+        self.clock = clock
+        last = Mutex(clock.now())
+    }
 
-    func touch() { last.withLock { $0 = clock.now } }
+    func touch() {
+        let now = clock.now()
+        last.withLock { $0 = now }
+    }
 
-    var silence: Duration { clock.now - last.withLock { $0 } }
+    var silence: Duration { clock.now() - last.withLock { $0 } }
 }

@@ -13,8 +13,9 @@ extension Jobtop {
             discussion: """
                 Each job runs here in its own process group, exactly like a local job; its output, \
                 progress and exit status go back to the coordinator. A worker started before its \
-                coordinator, or cut off from it, reconnects with backoff and says so on stderr (jobs \
-                running when the connection is lost are stopped: the coordinator requeues them).
+                coordinator, or cut off from it, reconnects with backoff (100 ms doubling to 5 s, with \
+                jitter) and says so on stderr once, not on every attempt (jobs running when the \
+                connection is lost are stopped: the coordinator requeues them).
 
                 SIGTERM or SIGINT drains: running jobs finish, no new ones are accepted, then the \
                 worker leaves and exits 0. A second signal stops the running jobs at once.
@@ -30,7 +31,7 @@ extension Jobtop {
         @Option(help: "Jobs run at once (default: the number of cores).")
         var slots: Int?
 
-        @Option(help: "The name the coordinator shows (default: the host name).")
+        @Option(help: "The name the coordinator shows (default: the host name); printable, at most 255 bytes.")
         var name: String?
 
         @Option(name: .customLong("token-file"), help: ArgumentHelp("The coordinator's token (default: $JOBTOP_TOKEN).", valueName: "path"))
@@ -46,7 +47,10 @@ extension Jobtop {
             if let slots, !(1...4096).contains(slots) {
                 throw ValidationError("--slots must be from 1 to 4096, not \(slots)")
             }
-            if let name, name.isEmpty { throw ValidationError("--name must not be empty") }
+            // The coordinator shows the name on its screen and in its log: one printable line.
+            if let name, let problem = WorkerName.problem(with: name) {
+                throw ValidationError("--name '\(PeerText.escaped(name, limit: 64))': \(problem)")
+            }
         }
 
         func run() async throws {

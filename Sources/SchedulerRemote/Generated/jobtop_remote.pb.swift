@@ -206,7 +206,8 @@ nonisolated struct Jobtop_Remote_V1_Hello: Sendable {
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  /// A human name (default: the host name).
+  /// A human name (default: the host name): printable (no control or format characters), at
+  /// most 255 bytes of UTF-8; empty means "use my address".
   var name: String = String()
 
   /// Jobs the worker runs at once.
@@ -269,6 +270,9 @@ nonisolated struct Jobtop_Remote_V1_Refusal: Sendable {
     case versionMismatch // = 2
     case badHello // = 3
     case shuttingDown // = 4
+
+    /// The name has control or format characters, or is longer than 255 bytes.
+    case badName // = 5
     case UNRECOGNIZED(Int)
 
     init() {
@@ -282,6 +286,7 @@ nonisolated struct Jobtop_Remote_V1_Refusal: Sendable {
       case 2: self = .versionMismatch
       case 3: self = .badHello
       case 4: self = .shuttingDown
+      case 5: self = .badName
       default: self = .UNRECOGNIZED(rawValue)
       }
     }
@@ -293,6 +298,7 @@ nonisolated struct Jobtop_Remote_V1_Refusal: Sendable {
       case .versionMismatch: return 2
       case .badHello: return 3
       case .shuttingDown: return 4
+      case .badName: return 5
       case .UNRECOGNIZED(let i): return i
       }
     }
@@ -304,6 +310,7 @@ nonisolated struct Jobtop_Remote_V1_Refusal: Sendable {
       .versionMismatch,
       .badHello,
       .shuttingDown,
+      .badName,
     ]
 
   }
@@ -1054,7 +1061,7 @@ nonisolated extension Jobtop_Remote_V1_Refusal: SwiftProtobuf.Message, SwiftProt
 }
 
 nonisolated extension Jobtop_Remote_V1_Refusal.Code: SwiftProtobuf._ProtoNameProviding {
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0CODE_UNSPECIFIED\0\u{1}CODE_BAD_TOKEN\0\u{1}CODE_VERSION_MISMATCH\0\u{1}CODE_BAD_HELLO\0\u{1}CODE_SHUTTING_DOWN\0")
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0CODE_UNSPECIFIED\0\u{1}CODE_BAD_TOKEN\0\u{1}CODE_VERSION_MISMATCH\0\u{1}CODE_BAD_HELLO\0\u{1}CODE_SHUTTING_DOWN\0\u{1}CODE_BAD_NAME\0")
 }
 
 nonisolated extension Jobtop_Remote_V1_Assign: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {

@@ -2,6 +2,7 @@ import CProcess
 import Foundation
 import Scheduler
 import SchedulerRemote
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -31,17 +32,30 @@ func temporaryDirectory() throws -> URL {
 }
 
 /// A `jobtop worker` child process; its stdout and stderr go to a file.
-final class WorkerProcess: Sendable {
+typealias WorkerProcess = JobtopProcess
+
+/// A `jobtop` child process; its stdout and stderr go to a file.
+final class JobtopProcess: Sendable {
     let pid: pid_t
     let logPath: String
 
-    init(connect address: RemoteAddress, slots: Int = 2, name: String, environment extra: [String: String] = [:]) throws {
-        let directory = try temporaryDirectory()
-        logPath = directory.appendingPathComponent("\(name).log").path
+    /// Starts `jobtop worker` for `address`.
+    convenience init(
+        connect address: RemoteAddress, slots: Int = 2, name: String, environment extra: [String: String] = [:]
+    ) throws {
+        try self.init(
+            ["worker", "--connect", "127.0.0.1:\(address.port)", "--slots", "\(slots)", "--name", name],
+            logName: "worker", environment: extra)
+    }
+
+    /// Starts `jobtop` with `arguments`.
+    init(_ arguments: [String], logName: String, directory: URL? = nil, environment extra: [String: String] = [:]) throws {
+        let directory = try directory ?? temporaryDirectory()
+        logPath = directory.appendingPathComponent("\(logName).log").path
         let fd = open(logPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         precondition(fd >= 0)
         defer { close(fd) }
-        let arguments = workerCommand() + ["--connect", "127.0.0.1:\(address.port)", "--slots", "\(slots)", "--name", name]
+        let arguments = [jobtopBinary()] + arguments
         var environment = ProcessInfo.processInfo.environment
         environment.removeValue(forKey: RemoteToken.environmentVariable)
         for (key, value) in extra { environment[key] = value }
@@ -73,8 +87,28 @@ final class WorkerProcess: Sendable {
         }
     }
 
+    /// Waits for the process to end, at most `limit` (a hang guard): its status, or `nil` when
+    /// it was still running (it is then killed with SIGKILL and reaped).
+    func wait(atMost limit: Duration) async -> Int32? {
+        let done = await eventually(within: limit) { isGone(self.pid) }
+        if !done { signal(SIGKILL) }
+        let status = await wait()
+        return done ? status : nil
+    }
+
     /// What it wrote so far.
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    /// The lines it wrote so far.
+    var lines: [String] { log.split(separator: "\n").map(String.init) }
+}
+
+/// Lines a listener or an agent logged, for tests that read them.
+final class LogLines: Sendable {
+    private let lines = Mutex<[String]>([])
+
+    var sink: @Sendable (String) -> Void { { line in self.lines.withLock { $0.append(line) } } }
+    var all: [String] { lines.withLock { $0 } }
 }
 
 struct SpawnError: Error, CustomStringConvertible {
@@ -90,16 +124,28 @@ struct Coordinator {
     let listenerEvents: AsyncStream<WorkerListener.Event>
     let running: Task<Void, Never>
 
+    /// Starts one on `clock` (the scheduler's, which the listener shares).
     static func start(
-        port: Int = 0, token: String? = nil, heartbeat: Duration = .seconds(1), localSlots: Int = 0
+        port: Int = 0, token: String? = nil, heartbeat: Duration = .seconds(1), localSlots: Int = 0,
+        clock: ManualClock? = nil, helloDeadline: Duration = .seconds(5), maxPendingConnections: Int = 32,
+        shutdownGrace: Duration = .seconds(2), log: LogLines? = nil
     ) async throws -> Coordinator {
-        let scheduler = Scheduler(configuration: .init(localSlots: localSlots, gracePeriod: .seconds(2)))
+        let configuration = Scheduler.Configuration(localSlots: localSlots, gracePeriod: .seconds(2))
+        let scheduler: Scheduler
+        if let clock {
+            scheduler = Scheduler(configuration: configuration, clock: clock)
+        } else {
+            scheduler = Scheduler(configuration: configuration)
+        }
         let running = Task { await scheduler.run() }
+        var sink: @Sendable (String) -> Void = { _ in }
+        if let lines = log { sink = lines.sink }
         let listener = try WorkerListener(
             scheduler: scheduler,
             configuration: .init(
                 address: RemoteAddress(host: "127.0.0.1", port: port), token: token, heartbeatInterval: heartbeat,
-                log: { _ in }))
+                helloDeadline: helloDeadline, maxPendingConnections: maxPendingConnections, shutdownGrace: shutdownGrace,
+                log: sink))
         let events = listener.events
         let address = try await listener.start()
         return Coordinator(scheduler: scheduler, listener: listener, address: address, listenerEvents: events, running: running)

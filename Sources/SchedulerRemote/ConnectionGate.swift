@@ -1,0 +1,176 @@
+import NIOCore
+import Scheduler
+import Synchronization
+
+/// Every TCP connection the listener accepted, from accept to close: who may stay, and for how
+/// long, before showing a token.
+///
+/// Anyone who can reach the port can open a connection, so a connection that has not yet
+/// brought a worker in (no hello, or a refused one) is *pending* and costs little: it has
+/// ``Limits/helloDeadline`` to get a worker admitted, or it is closed; at most
+/// ``Limits/maxPending`` may be pending at once, and a connection beyond that is closed as soon
+/// as it is accepted. When the listener stops, pending connections are closed at once and
+/// admitted ones after the shutdown grace, so no peer, silent or stopped, can keep the
+/// coordinator alive.
+///
+/// Connections are keyed by the peer address the transport also gives each stream
+/// (`ipv4:HOST:PORT`), which is how a stream's hello finds its connection.
+final class ConnectionGate: Sendable {
+    /// How long and how many.
+    struct Limits: Sendable {
+        /// The time a new connection has to get a worker admitted.
+        var helloDeadline: Duration
+        /// Connections that may wait for admission at once.
+        var maxPending: Int
+    }
+
+    private struct Entry {
+        let channel: any Channel
+        var isAdmitted = false
+        var deadline: Task<Void, Never>?
+    }
+
+    private struct State {
+        var entries: [String: Entry] = [:]
+        var pending = 0
+        /// Whether the cap was hit since pending last fell below it (logged once per time).
+        var isFull = false
+        var isClosed = false
+    }
+
+    private let state = Mutex(State())
+    private let clock: SchedulerClock
+    private let limits: Limits
+    private let log: @Sendable (String) -> Void
+
+    init(clock: SchedulerClock, limits: Limits, log: @escaping @Sendable (String) -> Void) {
+        self.clock = clock
+        self.limits = Limits(helloDeadline: limits.helloDeadline, maxPending: max(1, limits.maxPending))
+        self.log = log
+    }
+
+    /// The number of connections waiting for admission.
+    var pendingCount: Int { state.withLock { $0.pending } }
+
+    /// Takes a connection the transport just accepted (on its event loop): watches it, or
+    /// closes it when too many are pending or the listener is stopping.
+    func accepted(_ channel: any Channel) -> EventLoopFuture<Void> {
+        let peer = Self.peer(of: channel)
+        let id = ObjectIdentifier(channel)
+        enum Decision { case watch, refuse(logFull: Bool), refuseClosed }
+        let decision = state.withLock { state -> Decision in
+            if state.isClosed { return .refuseClosed }
+            if state.pending >= limits.maxPending {
+                defer { state.isFull = true }
+                return .refuse(logFull: !state.isFull)
+            }
+            state.pending += 1
+            state.entries[peer] = Entry(channel: channel)
+            return .watch
+        }
+        switch decision {
+        case .refuse(let logFull):
+            if logFull {
+                log("jobtop: \(limits.maxPending) connections are waiting to say hello, the most allowed; closing new connections until one of them does or times out")
+            }
+            channel.close(promise: nil)
+        case .refuseClosed:
+            channel.close(promise: nil)
+        case .watch:
+            let deadline = Task { [clock, limits] in
+                do {
+                    try await clock.sleep(clock.now() + limits.helloDeadline)
+                } catch {
+                    return
+                }
+                self.expire(peer, id)
+            }
+            let isOpen = state.withLock { state -> Bool in
+                guard state.entries[peer]?.channel === channel else { return false }
+                state.entries[peer]?.deadline = deadline
+                return true
+            }
+            if !isOpen { deadline.cancel() }
+            channel.closeFuture.whenComplete { _ in self.closed(peer, id) }
+        }
+        return channel.eventLoop.makeSucceededVoidFuture()
+    }
+
+    /// A stream on the connection from `peer` brought a worker in: the connection stays.
+    ///
+    /// - Returns: `false` when no open connection is known for `peer` (it was closed: out of
+    ///   time, or the listener is stopping).
+    func admit(peer: String) -> Bool {
+        let deadline = state.withLock { state -> Task<Void, Never>?? in
+            guard !state.isClosed, var entry = state.entries[peer] else { return .none }
+            guard !entry.isAdmitted else { return .some(nil) }
+            entry.isAdmitted = true
+            defer {
+                entry.deadline = nil
+                state.entries[peer] = entry
+            }
+            state.pending -= 1
+            if state.pending < limits.maxPending { state.isFull = false }
+            return .some(entry.deadline)
+        }
+        guard let deadline else { return false }
+        deadline?.cancel()
+        return true
+    }
+
+    /// Refuses every new connection from now on and closes the pending ones.
+    func close() {
+        let pending = state.withLock { state -> [any Channel] in
+            state.isClosed = true
+            return state.entries.values.filter { !$0.isAdmitted }.map(\.channel)
+        }
+        for channel in pending { channel.close(promise: nil) }
+    }
+
+    /// Closes every connection still open (admitted ones included).
+    ///
+    /// - Returns: How many there were.
+    @discardableResult
+    func closeAll() -> Int {
+        let channels = state.withLock { state -> [any Channel] in
+            state.isClosed = true
+            return state.entries.values.map(\.channel)
+        }
+        for channel in channels { channel.close(promise: nil) }
+        return channels.count
+    }
+
+    // MARK: - Internals
+
+    private func expire(_ peer: String, _ id: ObjectIdentifier) {
+        let channel = state.withLock { state -> (any Channel)? in
+            guard let entry = state.entries[peer], ObjectIdentifier(entry.channel) == id, !entry.isAdmitted else { return nil }
+            return entry.channel
+        }
+        guard let channel else { return }
+        log("jobtop: closed the connection from \(peer): no worker joined on it within \(formatDuration(limits.helloDeadline))")
+        channel.close(promise: nil)
+    }
+
+    private func closed(_ peer: String, _ id: ObjectIdentifier) {
+        let deadline = state.withLock { state -> Task<Void, Never>? in
+            guard let entry = state.entries[peer], ObjectIdentifier(entry.channel) == id else { return nil }
+            state.entries[peer] = nil
+            if !entry.isAdmitted {
+                state.pending -= 1
+                if state.pending < limits.maxPending { state.isFull = false }
+            }
+            return entry.deadline
+        }
+        deadline?.cancel()
+    }
+
+    /// The peer as the transport names it in each stream's context (`ipv4:127.0.0.1:40000`).
+    static func peer(of channel: any Channel) -> String {
+        switch channel.remoteAddress {
+        case .v4(let address)?: "ipv4:\(address.host):\(channel.remoteAddress?.port ?? 0)"
+        case .v6(let address)?: "ipv6:[\(address.host)]:\(channel.remoteAddress?.port ?? 0)"
+        default: "<unknown>"
+        }
+    }
+}

@@ -1,0 +1,364 @@
+import Foundation
+import Scheduler
+import Testing
+
+@testable import SchedulerRemote
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a hostile or broken peer must not be able to do: keep a coordinator alive, make a worker
+/// spin, or write into a log. Real processes and real TCP on loopback; deadlines on manual clocks.
+@Suite("Remote hardening", .serialized, .timeLimit(.minutes(2)))
+struct RemoteHardeningTests {
+    // MARK: - Silent peers and the coordinator's end
+
+    @Test("A coordinator whose run is over exits at once although a client connected and said nothing")
+    func silentClientDoesNotKeepTheCoordinatorAlive() async throws {
+        // Given a `jobtop run --listen` whose only job waits for a go-file.
+        let coordinator = try await CoordinatorProcess.start()
+        // When a client connects and says nothing, and then the run ends.
+        let silent = try RawTCP.connect(port: coordinator.port)
+        defer { close(silent) }
+        try coordinator.go()
+        // Then the coordinator exits 0 on its own (it used to live as long as the connection).
+        let status = await coordinator.process.wait(atMost: .seconds(30))
+        #expect(status == 0, "jobtop run did not exit; log:\n\(coordinator.process.log)")
+        // And the silent client's connection was closed.
+        #expect(await RawTCP.waitForClose(silent))
+    }
+
+    @Test("A coordinator whose run is over exits promptly although a joined worker is stopped (SIGSTOP)")
+    func stoppedWorkerDoesNotKeepTheCoordinatorAlive() async throws {
+        let coordinator = try await CoordinatorProcess.start()
+        let worker = try JobtopProcess(
+            ["worker", "--connect", "127.0.0.1:\(coordinator.port)", "--slots", "1", "--name", "frozen",
+             "--token-file", coordinator.tokenFile],
+            logName: "worker")
+        #expect(await eventually { coordinator.process.log.contains("worker 'frozen' joined") })
+        worker.signal(SIGSTOP)
+        try coordinator.go()
+        let status = await coordinator.process.wait(atMost: .seconds(30))
+        #expect(status == 0, "jobtop run did not exit; log:\n\(coordinator.process.log)")
+        #expect(coordinator.process.log.contains("dropped 1 connection still open 2s after the goodbye"))
+        worker.signal(SIGKILL)
+        _ = await worker.wait()
+    }
+
+
+    @Test("A connection that brings no worker in is closed at the hello deadline, on the scheduler's clock")
+    func silentConnectionIsClosedAtTheHelloDeadline() async throws {
+        let clock = ManualClock()
+        let log = LogLines()
+        let coordinator = try await Coordinator.start(clock: clock, helloDeadline: .seconds(5), log: log)
+        let silent = try RawTCP.connect(port: coordinator.address.port)
+        defer { close(silent) }
+        // The connection's deadline is set when it is accepted.
+        await clock.waitForSleeper(until: .init(offset: .seconds(5)))
+        clock.advance(by: .seconds(5))
+        #expect(await RawTCP.waitForClose(silent))
+        #expect(log.all.contains { $0.contains("no worker joined on it within 5s") })
+        await coordinator.stop()
+    }
+
+    @Test("Connections beyond the pending cap are closed when accepted; a worker joins once the silent ones time out, and stays")
+    func pendingConnectionsAreCapped() async throws {
+        let clock = ManualClock()
+        let log = LogLines()
+        let coordinator = try await Coordinator.start(
+            heartbeat: .seconds(60), clock: clock, helloDeadline: .seconds(5), maxPendingConnections: 2, log: log)
+        // Given two silent connections: the cap.
+        let first = try RawTCP.connect(port: coordinator.address.port)
+        let second = try RawTCP.connect(port: coordinator.address.port)
+        defer {
+            close(first)
+            close(second)
+        }
+        await clock.waitForSleepers(2)
+        // When a third comes, it is closed at once (no time passes on the clock).
+        let third = try RawTCP.connect(port: coordinator.address.port)
+        defer { close(third) }
+        #expect(await RawTCP.waitForClose(third))
+        // And a worker that comes now is turned away too, until the silent two run out of time.
+        let worker = try WorkerProcess(connect: coordinator.address, slots: 1, name: "patient")
+        #expect(await eventually { worker.log.contains("cannot reach the coordinator") })
+        clock.advance(by: .seconds(5))
+        #expect(await RawTCP.waitForClose(first))
+        #expect(await RawTCP.waitForClose(second))
+        _ = await coordinator.joined(1)
+        // The cap was logged once, however many connections it turned away.
+        #expect(log.all.count { $0.contains("connections are waiting to say hello") } == 1)
+
+        // Then a joined worker is not a pending connection: past its deadline it stays and runs jobs.
+        clock.advance(by: .seconds(10))
+        let events = await coordinator.scheduler.events(includeOutput: false)
+        let id = try await coordinator.scheduler.submit(.shell("true"))
+        var ended: SchedulerEvent.Kind?
+        for await event in events where event.kind.isFinal && event.kind.jobID == id {
+            ended = event.kind
+            break
+        }
+        if case .succeeded? = ended {} else { Issue.record("the job ended \(String(describing: ended))") }
+        worker.signal(SIGTERM)
+        #expect(await worker.wait() == 0)
+        await coordinator.stop()
+    }
+
+    @Test("A job on the coordinator inherits none of its connections, so a connection it closes is closed")
+    func jobsInheritNoConnection() async throws {
+        // Given a coordinator with a local slot and a connection it accepted.
+        let clock = ManualClock()
+        let coordinator = try await Coordinator.start(localSlots: 1, clock: clock)
+        let silent = try RawTCP.connect(port: coordinator.address.port)
+        defer { close(silent) }
+        await clock.waitForSleepers(1)
+        // When a job lists what its shell holds open.
+        let events = await coordinator.scheduler.events()
+        let id = try await coordinator.scheduler.submit(.shell("for f in /proc/$$/fd/*; do echo \"$f $(readlink $f)\"; done"))
+        var lines: [String] = []
+        for await event in events {
+            if case .output(id, let line) = event.kind { lines.append(line.text) }
+            if event.kind.isFinal && event.kind.jobID == id { break }
+        }
+        // Then it has stdin, stdout and stderr, and no socket (NIO opens its sockets without
+        // O_CLOEXEC; the spawn closes every descriptor above 2).
+        #expect(lines.count >= 3)
+        #expect(!lines.contains { $0.contains("socket:") }, "\(lines)")
+        await coordinator.stop()
+    }
+
+    @Test("stop() waits for a stopped worker only for the shutdown grace, on the scheduler's clock, then drops it")
+    func stopDropsAWorkerThatDoesNotAnswer() async throws {
+        let clock = ManualClock()
+        let log = LogLines()
+        let coordinator = try await Coordinator.start(
+            heartbeat: .seconds(60), clock: clock, shutdownGrace: .seconds(2), log: log)
+        let worker = try WorkerProcess(connect: coordinator.address, slots: 1, name: "frozen")
+        _ = await coordinator.joined(1)
+        worker.signal(SIGSTOP)
+        async let stopped: Void = coordinator.listener.stop()
+        await clock.waitForSleeper(until: .init(offset: .seconds(2)))
+        clock.advance(by: .seconds(2))
+        await stopped
+        #expect(log.all.contains("jobtop: dropped 1 connection still open 2s after the goodbye"))
+        await coordinator.scheduler.shutdown(.cancelRunning)
+        await coordinator.running.value
+        worker.signal(SIGKILL)
+        _ = await worker.wait()
+    }
+
+    @Test("A worker that stops answering is lost after three heartbeat intervals of the scheduler's clock")
+    func silentWorkerIsLostOnTheClock() async throws {
+        let clock = ManualClock()
+        let coordinator = try await Coordinator.start(heartbeat: .seconds(1), clock: clock)
+        let worker = try WorkerProcess(connect: coordinator.address, slots: 1, name: "frozen")
+        let joined = await coordinator.joined(1)
+        worker.signal(SIGSTOP)
+        // Heartbeat intervals pass, one at a time, until the coordinator gives the worker up.
+        let left = await clock.ticking(by: .seconds(1)) {
+            await coordinator.next { if case .left = $0 { true } else { false } }
+        }
+        #expect(left == .left(joined[0].id, reason: "no heartbeat for 3s"))
+        worker.signal(SIGKILL)
+        _ = await worker.wait()
+        await coordinator.stop()
+    }
+
+    // MARK: - The worker's backoff
+
+    @Test("Backoff holds: after each failed attempt the agent waits on its clock, doubling to the cap, and logs once")
+    func agentBacksOffOnItsClock() async throws {
+        // Given a port where every connection is closed at once.
+        let port = try TCPListener(mode: .closeAtOnce)
+        defer { port.close() }
+        let clock = ManualClock()
+        let log = LogLines()
+        let agent = WorkerAgent(configuration: .init(
+            coordinator: RemoteAddress(host: "127.0.0.1", port: port.port), name: "w", slots: 1,
+            initialBackoff: .milliseconds(100), maxBackoff: .milliseconds(800), clock: clock, log: log.sink))
+        let events = agent.events
+        let running = Task { try await agent.run() }
+
+        // When it fails eight times.
+        let bases: [Duration] = [100, 200, 400, 800, 800, 800, 800, 800].map { .milliseconds($0) }
+        var attempt = 0
+        for await event in events {
+            guard case .retrying(let delay) = event else { continue }
+            // Then it waits a jittered step of the doubling, never more than the cap...
+            #expect(delay >= bases[attempt] / 2 && delay <= bases[attempt], "delay \(delay) after attempt \(attempt + 1)")
+            attempt += 1
+            // ...and does not knock again before its clock says so.
+            #expect(port.accepts.count == attempt)
+            if attempt == bases.count { break }
+            await clock.waitForSleeper(until: clock.now.advanced(by: delay))
+            clock.advance(by: delay)
+            await port.waitForAccepts(attempt + 1)
+        }
+        agent.stop()
+        try await running.value
+        #expect(port.accepts.count == bases.count)
+        // And it said so once, not once per attempt.
+        #expect(log.all.count { $0.contains("cannot reach the coordinator") } == 1, "\(log.all)")
+        #expect(log.all.allSatisfy { !$0.contains("retrying in") })
+    }
+
+    @Test("A worker whose coordinator finished its run reconnects with backoff, quietly, instead of spinning")
+    func workerDoesNotSpinAfterItsCoordinatorLeaves() async throws {
+        // Given a worker joined to a coordinator that then ends normally.
+        let coordinator = try await Coordinator.start()
+        let worker = try WorkerProcess(connect: coordinator.address, slots: 1, name: "loyal")
+        _ = await coordinator.joined(1)
+        await coordinator.stop()
+        // When its attempts to come back land on a port that closes every connection.
+        let port = try TCPListener(port: coordinator.address.port, mode: .closeAtOnce)
+        defer { port.close() }
+        await port.waitForAccepts(5)
+        // Then the attempts were spread out by the backoff (a lower bound: a busy machine only
+        // makes the gaps longer), and the log said it once.
+        let accepts = port.accepts
+        for (index, minimum) in [50, 100, 200, 400].enumerated() where index + 1 < accepts.count {
+            let gap = accepts[index + 1] - accepts[index]
+            #expect(gap >= .milliseconds(minimum), "gap \(index + 1) was \(gap)")
+        }
+        let lines = worker.lines
+        #expect(lines.count { $0.contains("closed the connection (the coordinator is shutting down); reconnecting with backoff") } == 1, "\(lines)")
+        #expect(lines.count { $0.contains("cannot reach") || $0.contains("retrying in") } == 0, "\(lines)")
+        worker.signal(SIGTERM)
+        #expect(await worker.wait() == 0)
+    }
+
+    @Test("A coordinator that accepts the connection and never answers is given up at the hello deadline")
+    func frozenCoordinatorIsGivenUp() async throws {
+        let port = try TCPListener(mode: .hold)
+        defer { port.close() }
+        let clock = ManualClock()
+        let agent = WorkerAgent(configuration: .init(
+            coordinator: RemoteAddress(host: "127.0.0.1", port: port.port), name: "w", slots: 1,
+            helloDeadline: .seconds(10), clock: clock, log: { _ in }))
+        let events = agent.events
+        let running = Task { try await agent.run() }
+        await clock.waitForSleeper(until: .init(offset: .seconds(10)))
+        await port.waitForAccepts(1)
+        clock.advance(by: .seconds(10))
+        var seen: [WorkerAgent.Event] = []
+        for await event in events {
+            seen.append(event)
+            if case .retrying = event { break }
+        }
+        #expect(seen.first == .unreachable("no answer to the hello within 10s"))
+        agent.stop()
+        try await running.value
+    }
+
+    @Test("A coordinator that welcomes and then goes silent is lost after three heartbeat intervals of the worker's clock")
+    func silentCoordinatorIsLost() async throws {
+        let fake = try await FakeCoordinator.start(.welcomeThenSilent(heartbeatMilliseconds: 1000))
+        let clock = ManualClock()
+        let agent = WorkerAgent(configuration: .init(
+            coordinator: RemoteAddress(host: "127.0.0.1", port: fake.port), name: "w", slots: 1,
+            clock: clock, log: { _ in }))
+        let events = agent.events
+        let running = Task { try await agent.run() }
+        // Heartbeat intervals pass, once it is in, without a word from the coordinator.
+        let seen = await clock.ticking(by: .seconds(1)) { [events] in
+            var seen: [WorkerAgent.Event] = []
+            for await event in events {
+                seen.append(event)
+                if case .disconnected = event { break }
+            }
+            return seen
+        }
+        #expect(seen == [.joined, .disconnected("no heartbeat from the coordinator for 3s")])
+        agent.stop()
+        try await running.value
+        await fake.stop()
+    }
+
+    // MARK: - Peer text
+
+    @Test("A worker name with a newline and escape codes is refused at the hello, and the log shows it escaped")
+    func forgedNameIsRefusedAndEscaped() async throws {
+        let log = LogLines()
+        let coordinator = try await Coordinator.start(token: "secret", log: log)
+        let evil = "evil\njobtop: worker 'trusted' joined from ipv4:10.0.0.1:1 with 64 slots\u{1B}[2K"
+
+        // With the right token: refused for the name, saying why.
+        let refusal = try #require(try await RawClient.hello(port: coordinator.address.port, name: evil, token: "secret"))
+        #expect(refusal.code == .badName)
+        #expect(refusal.message.contains("control character (\\n) at position 5"))
+        // Without it (checked first): refused for the token; the name is still never raw.
+        let stranger = try #require(try await RawClient.hello(port: coordinator.address.port, name: evil, token: "guess"))
+        #expect(stranger.code == .badToken)
+
+        let lines = log.all
+        #expect(lines.count == 2, "\(lines)")
+        for line in lines {
+            #expect(!line.contains("\n") && !line.contains("\u{1B}"), "raw peer text in \(line.debugDescription)")
+            #expect(line.hasPrefix("jobtop: refused worker 'evil\\njobtop: worker "))
+        }
+        #expect(!lines.contains { $0.contains(" joined") && !$0.contains("refused") })
+        await coordinator.stop()
+    }
+
+    @Test(
+        "jobtop worker --name with control characters or an absurd length is refused before connecting, status 2",
+        arguments: [
+            ("evil\njobtop: worker 'x' joined", "control character (\\n) at position 5"),
+            ("a\u{1B}[31mred", "control character (\\u{1B}) at position 2"),
+            (String(repeating: "n", count: 300), "300 bytes long; the most is 255"),
+        ])
+    func badNameIsRefusedLocally(name: String, problem: String) async throws {
+        let worker = try JobtopProcess(["worker", "--connect", "127.0.0.1:9", "--name", name], logName: "worker")
+        #expect(await worker.wait(atMost: .seconds(30)) == 2)
+        #expect(worker.log.contains("--name"))
+        #expect(worker.log.contains(problem), "\(worker.log)")
+        #expect(!worker.log.contains("\u{1B}"))
+    }
+
+    @Test("Text a coordinator sends (a refusal) is escaped in the worker's log")
+    func coordinatorTextIsEscapedOnTheWorker() async throws {
+        let fake = try await FakeCoordinator.start(
+            .refuse(.badToken, "nope\njobtop worker: joined the coordinator\u{1B}]0;pwned\u{07}"))
+        let worker = try JobtopProcess(
+            ["worker", "--connect", "127.0.0.1:\(fake.port)", "--name", "w"], logName: "worker")
+        #expect(await worker.wait(atMost: .seconds(30)) == 1)
+        let lines = worker.lines
+        #expect(lines.count == 1, "\(lines)")
+        #expect(lines.first?.hasSuffix("refused this worker: nope\\njobtop worker: joined the coordinator\\u{1B}]0;pwned\\u{7}") == true, "\(lines)")
+        await fake.stop()
+    }
+}
+
+/// `jobtop run --listen 127.0.0.1:0` with a token, headless, whose one job runs until ``go()``.
+struct CoordinatorProcess {
+    let process: JobtopProcess
+    let port: Int
+    let tokenFile: String
+    let goFile: String
+
+    static func start() async throws -> CoordinatorProcess {
+        let directory = try temporaryDirectory()
+        let tokenFile = directory.appendingPathComponent("token").path
+        try "the-token\n".write(toFile: tokenFile, atomically: true, encoding: .utf8)
+        let goFile = directory.appendingPathComponent("go").path
+        let process = try JobtopProcess(
+            ["run", "--listen", "127.0.0.1:0", "--token-file", tokenFile, "-j", "1", "--headless",
+             "-c", "while [ ! -e '\(goFile)' ]; do sleep 0.02; done"],
+            logName: "coordinator", directory: directory)
+        let marker = "accepting workers on 127.0.0.1:"
+        guard await eventually({ process.log.contains(marker) }),
+            let line = process.lines.first(where: { $0.contains(marker) }),
+            let port = Int(line[line.range(of: marker)!.upperBound...].prefix { $0.isNumber })
+        else {
+            process.signal(SIGKILL)
+            throw SpawnError(message: "the coordinator did not say where it listens:\n\(process.log)")
+        }
+        return CoordinatorProcess(process: process, port: port, tokenFile: tokenFile, goFile: goFile)
+    }
+
+    /// Lets the job end, and with it the run.
+    func go() throws {
+        try "".write(toFile: goFile, atomically: true, encoding: .utf8)
+    }
+}

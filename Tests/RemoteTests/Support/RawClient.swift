@@ -1,0 +1,96 @@
+import GRPCCore
+import GRPCNIOTransportHTTP2Posix
+
+@testable import SchedulerRemote
+
+/// A bare protocol client, for what a `jobtop worker` never sends.
+enum RawClient {
+    /// Says hello; returns the refusal, or `nil` when welcomed.
+    static func hello(
+        port: Int, version: UInt32 = RemoteProtocol.version, name: String = "time-traveller", token: String = ""
+    ) async throws -> Jobtop_Remote_V1_Refusal? {
+        try await withGRPCClient(
+            transport: .http2NIOPosix(target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext)
+        ) { client in
+            try await WirePool.Client(wrapping: client).connect(requestProducer: { writer in
+                try await writer.write(.with {
+                    $0.hello = .with {
+                        $0.name = name
+                        $0.slots = 1
+                        $0.protocolVersion = version
+                        $0.token = token
+                        $0.softwareVersion = "9.9.9"
+                    }
+                })
+            }, onResponse: { response in
+                for try await message in response.messages {
+                    if case .refusal(let refusal) = message.kind { return refusal }
+                    return nil
+                }
+                return nil
+            })
+        }
+    }
+}
+
+/// A coordinator that misbehaves in one chosen way, for testing what a worker does about it.
+struct FakeCoordinator: WirePool.SimpleServiceProtocol {
+    enum Behavior: Sendable {
+        /// Refuses every hello with this code and message.
+        case refuse(Jobtop_Remote_V1_Refusal.Code, String)
+        /// Welcomes, then never sends anything again.
+        case welcomeThenSilent(heartbeatMilliseconds: UInt32)
+    }
+
+    /// A fake serving on a loopback port.
+    struct Running {
+        let port: Int
+        let server: GRPCServer<HTTP2ServerTransport.Posix>
+        let task: Task<Void, any Error>
+
+        func stop() async {
+            server.beginGracefulShutdown()
+            _ = try? await task.value
+        }
+    }
+
+    let behavior: Behavior
+
+    /// Starts one on a free loopback port.
+    static func start(_ behavior: Behavior) async throws -> Running {
+        let server = GRPCServer(
+            transport: .http2NIOPosix(address: .ipv4(host: "127.0.0.1", port: 0), transportSecurity: .plaintext),
+            services: [FakeCoordinator(behavior: behavior)])
+        let task = Task { try await server.serve() }
+        let address = try await server.listeningAddress
+        return Running(port: address?.ipv4?.port ?? 0, server: server, task: task)
+    }
+
+    func connect(
+        request: RPCAsyncSequence<WireWorkerMessage, any Error>,
+        response: RPCWriter<WireCoordinatorMessage>,
+        context: ServerContext
+    ) async throws {
+        var messages = request.makeAsyncIterator()
+        _ = try await messages.next()
+        switch behavior {
+        case .refuse(let code, let message):
+            try await response.write(.with {
+                $0.refusal = .with {
+                    $0.code = code
+                    $0.message = message
+                }
+            })
+        case .welcomeThenSilent(let heartbeat):
+            try await response.write(.with {
+                $0.welcome = .with {
+                    $0.workerID = "fake"
+                    $0.heartbeatIntervalMs = heartbeat
+                    $0.gracePeriodMs = 1000
+                    $0.protocolVersion = RemoteProtocol.version
+                }
+            })
+            while try await messages.next() != nil {}
+        }
+    }
+}
