@@ -47,6 +47,8 @@ let package = Package(
             dependencies: [
                 "Scheduler",
                 "CNcurses",
+                // The crash guard's terminal restore (CrashGuard.h).
+                "CProcess",
                 .product(name: "DequeModule", package: "swift-collections"),
             ]
         ),
@@ -82,6 +84,11 @@ let package = Package(
         .executableTarget(
             name: "jobtop-bench",
             dependencies: ["Scheduler"]
+        ),
+        // Dashboard benchmark (release): the view model's cost per event, small vs big table.
+        .executableTarget(
+            name: "jobtop-dashboard-bench",
+            dependencies: ["TUI"]
         ),
         .testTarget(
             name: "SchedulerTests",

@@ -1,27 +1,50 @@
 #!/usr/bin/env bash
-# Dashboard benchmark (release build, in a real terminal: a private tmux server).
+# Dashboard benchmark (release build).
+#   events: the view model's cost per scheduler event for a table of SMALL and of BIG queued
+#      jobs (no terminal; jobtop-dashboard-bench): a cost that grows with the table shows as a
+#      ratio far above 1. Frames (a full reorder of the table) are timed beside it.
+#   screen, in a real terminal (a private tmux server):
 #   1. Idle: an empty dashboard for IDLE seconds; CPU of the whole jobtop process.
 #   2. Load: N jobs (`sleep 0.01`, J slots, about 1,000 scheduler events a second); CPU of the
 #      main thread (the dashboard: ncurses, view model, key handling all run there) and of the
 #      whole process, and the frames drawn (JOBTOP_FRAME_STATS).
-# CPU comes from /proc/<pid>/stat and /proc/<pid>/task/<pid>/stat (utime + stime).
+# CPU comes from /proc/<pid>/stat and /proc/<pid>/task/<pid>/stat (utime + stime). The load
+# average is printed beside the figures: on a busy machine they are slower, ratios less so.
 #
-#   Scripts/bench-dashboard.sh                 # N=10000 J=8 IDLE=10
-#   N=2000 IDLE=5 Scripts/bench-dashboard.sh
-#   JOBTOP=path/to/jobtop Scripts/bench-dashboard.sh   # an existing binary, no build
+#   Scripts/bench-dashboard.sh                 # both; N=10000 J=8 IDLE=10 SMALL=1000 BIG=100000 CYCLES=20000
+#   Scripts/bench-dashboard.sh events          # only the per-event cost
+#   N=2000 IDLE=5 Scripts/bench-dashboard.sh screen
+#   JOBTOP=path/to/jobtop Scripts/bench-dashboard.sh screen   # an existing binary, no build
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+MODE=${1:-all}
 N=${N:-10000}
 J=${J:-8}
 IDLE=${IDLE:-10}
-SCRATCH=${SCRATCH:-.build-bench-dashboard}
+SMALL=${SMALL:-1000}
+BIG=${BIG:-100000}
+CYCLES=${CYCLES:-20000}
+WORKERS=${WORKERS:-8}
+
+case "$MODE" in
+    all|events|screen) ;;
+    *) echo "bench-dashboard: unknown mode '$MODE' (all, events or screen)" >&2; exit 2 ;;
+esac
+
+if [ "$MODE" != screen ]; then
+    # The project's own .build (a scratch path of its own would be another full release build).
+    swift build -c release --product jobtop-dashboard-bench > /dev/null
+    "$(swift build -c release --show-bin-path)/jobtop-dashboard-bench" "$SMALL" "$BIG" "$CYCLES" "$WORKERS"
+    [ "$MODE" = events ] && exit 0
+fi
 
 command -v tmux > /dev/null || { echo "bench-dashboard: tmux is needed (apt-get install tmux)" >&2; exit 2; }
 if [ -z "${JOBTOP:-}" ]; then
-    swift build -c release --product jobtop --scratch-path "$SCRATCH" > /dev/null
-    JOBTOP="$(pwd)/$SCRATCH/release/jobtop"
+    swift build -c release --product jobtop > /dev/null
+    JOBTOP="$(swift build -c release --show-bin-path)/jobtop"
 fi
+echo "screen: load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
 work=$(mktemp -d)
 socket="jobtop-bench-$$"

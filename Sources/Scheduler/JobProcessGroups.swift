@@ -1,26 +1,42 @@
+import CProcess
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// The process groups of every job process running in this process, whichever scheduler or
 /// worker started it: the one place that knows them, for a last-resort kill.
+///
+/// They are kept in a fixed-size, lock-free C table (CrashGuard.c) that the fatal-signal handler
+/// reads without a lock: a crash of any kind still kills them. A group the table has no room
+/// for (more than 65,536 at once) is kept in a set instead, which ``killAll()`` still reaches
+/// but the crash handler does not.
 enum JobProcessGroups {
-    private static let groups = Locked<Set<pid_t>>([])
+    private static let overflow = Locked<Set<pid_t>>([])
 
     /// A job's process group (its leader's pid) was spawned.
     static func started(_ group: pid_t) {
-        groups.withLock { _ = $0.insert(group) }
+        if jt_crash_guard_add_group(group) == 0, group > 0 {
+            overflow.withLock { _ = $0.insert(group) }
+        }
     }
 
     /// The group's leader is about to be reaped: after that its pid, and so the group id, may
     /// be reused and must not be signalled any more.
     static func ended(_ group: pid_t) {
-        groups.withLock { _ = $0.remove(group) }
+        if jt_crash_guard_remove_group(group) == 0 {
+            overflow.withLock { _ = $0.remove(group) }
+        }
     }
 
     /// Sends SIGKILL to every job process group now.
     static func killAll() {
-        for group in groups.withLock({ $0 }) { kill(-group, SIGKILL) }
+        jt_crash_guard_kill_groups(SIGKILL)
+        for group in overflow.withLock({ $0 }) { kill(-group, SIGKILL) }
+    }
+
+    /// How many job process groups are recorded now.
+    static var count: Int {
+        Int(jt_crash_guard_group_count()) + overflow.withLock { $0.count }
     }
 }
 
@@ -30,5 +46,21 @@ extension Scheduler {
     /// signal source's handler; the jobs then end through the usual path.
     public nonisolated static func killAllJobProcessesNow() {
         JobProcessGroups.killAll()
+    }
+
+    /// Installs a last-resort handler for the fatal signals (SIGSEGV, SIGBUS, SIGILL, SIGTRAP,
+    /// SIGABRT, SIGFPE; a Swift runtime trap is SIGILL or SIGTRAP): if the process crashes, every
+    /// job process group it started is killed (SIGKILL), a terminal the dashboard had is given
+    /// back, one line goes to standard error, and the signal then ends the process as it would
+    /// have (Swift's crash reporter or the default action), so the exit status and a core dump
+    /// stay honest.
+    ///
+    /// Call it once at process start, before any job runs. The handler runs on an alternate
+    /// signal stack of the calling thread, so a stack overflow on that thread is handled too.
+    ///
+    /// - Returns: Whether the handler is installed.
+    @discardableResult
+    public nonisolated static func installCrashGuard() -> Bool {
+        jt_crash_guard_install() == 0
     }
 }

@@ -160,7 +160,14 @@ final class DashboardController {
         return descriptor.revents & Int16(POLLHUP | POLLNVAL) != 0
     }
 
+    /// `JOBTOP_TEST_CRASH=1` makes `!` a Swift runtime trap, the way a bug crashes the
+    /// dashboard: the end-to-end tests check the crash guard with it. Unset, `!` does nothing.
+    private static let isCrashKeyEnabled = ProcessInfo.processInfo.environment["JOBTOP_TEST_CRASH"] == "1"
+
     private func handle(_ key: Key) {
+        if key == .char("!"), Self.isCrashKeyEnabled {
+            fatalError("JOBTOP_TEST_CRASH: '!' pressed")
+        }
         if key == .resize {
             terminal.updateSize()
             markDirty()

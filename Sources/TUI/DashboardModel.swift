@@ -101,12 +101,12 @@ struct DashboardModel: Sendable {
         case .snapshot(let snapshot):
             for job in snapshot.jobs where ordinals[job.id] == nil {
                 ordinals[job.id] = nextOrdinal
-                nextOrdinal += 1
+                nextOrdinal &+= 1
             }
         case .submitted(let info):
             if ordinals[info.id] == nil {
                 ordinals[info.id] = nextOrdinal
-                nextOrdinal += 1
+                nextOrdinal &+= 1
             }
         default:
             break
@@ -234,6 +234,10 @@ struct DashboardModel: Sendable {
     ///
     /// By state: running (oldest start first), queued in run order (priority, then
     /// submission), waiting (soonest retry first), finished (newest first).
+    ///
+    /// "Descending" fields are stored as their bitwise complement (`~x`, which is `-x - 1`):
+    /// it reverses the order like a negation but cannot overflow, so a priority or a time at
+    /// the very end of `Int64`'s range still sorts instead of trapping.
     struct OrderKey: Comparable {
         var first: Int64 = 0
         var rank: Int64
@@ -244,22 +248,23 @@ struct DashboardModel: Sendable {
 
         init(_ job: JobInfo, sort: SortKey, ordinal: Int) {
             let submitted = Self.nanoseconds(job.submittedAt)
-            let ordinal = Int64(ordinal)
+            let ordinal = Int64(truncatingIfNeeded: ordinal)
+            let priority = Int64(truncatingIfNeeded: job.priority)
             id = job.id
             switch job.state {
             case .running(_, _, let since, _):
                 (rank, a, b, c) = (0, Self.nanoseconds(job.startedAt ?? since), submitted, ordinal)
             case .queued:
-                (rank, a, b, c) = (1, -Int64(job.priority), submitted, ordinal)
+                (rank, a, b, c) = (1, ~priority, submitted, ordinal)
             case .waitingForRetry(let until, _, _):
                 (rank, a, b, c) = (2, Self.nanoseconds(until), submitted, ordinal)
             case .succeeded, .failed, .cancelled:
-                (rank, a, b, c) = (3, -Self.nanoseconds(job.finishedAt ?? .zero), -ordinal, 0)
+                (rank, a, b, c) = (3, ~Self.nanoseconds(job.finishedAt ?? .zero), ~ordinal, 0)
             }
             switch sort {
             case .state, .name: break
-            case .priority: first = -Int64(job.priority)
-            case .newest: (first, rank, a, b, c) = (-submitted, -ordinal, 0, 0, 0)
+            case .priority: first = ~priority
+            case .newest: (first, rank, a, b, c) = (~submitted, ~ordinal, 0, 0, 0)
             }
         }
 
@@ -272,9 +277,14 @@ struct DashboardModel: Sendable {
             return l.id < r.id
         }
 
+        /// Nanoseconds, saturated at `Int64`'s ends (a time beyond ±292 years sorts as the end).
         private static func nanoseconds(_ duration: Duration) -> Int64 {
             let (seconds, attoseconds) = duration.components
-            return seconds &* 1_000_000_000 &+ attoseconds / 1_000_000_000
+            let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+            if overflow { return seconds < 0 ? .min : .max }
+            let (sum, overflowToo) = whole.addingReportingOverflow(attoseconds / 1_000_000_000)
+            if overflowToo { return whole < 0 ? .min : .max }
+            return sum
         }
     }
 
@@ -325,7 +335,7 @@ struct DashboardModel: Sendable {
                 message = Segment("\(job.id.short) has ended; only active jobs have a priority to change", .error)
                 return []
             }
-            return [.reprioritize(job.id, to: job.priority + (action == .raisePriority ? 1 : -1))]
+            return changePriority(of: job, raise: action == .raisePriority)
         case .retry:
             guard let job = selectedJob else { return noSelection() }
             switch job.state.kind {
@@ -342,7 +352,12 @@ struct DashboardModel: Sendable {
             }
             return [.setLocalSlots(board.localSlots - 1)]
         case .moreSlots:
-            return [.setLocalSlots(board.localSlots + 1)]
+            let (more, overflow) = board.localSlots.addingReportingOverflow(1)
+            guard !overflow else {
+                message = Segment("no more local slots can be added", .error)
+                return []
+            }
+            return [.setLocalSlots(more)]
         case .filter:
             mode = .prompt(Prompt(kind: .filter, command: LineEditor(filter), priority: LineEditor()))
         case .cycleSort:
@@ -359,6 +374,21 @@ struct DashboardModel: Sendable {
             return interrupt()
         }
         return []
+    }
+
+    /// `+`/`-`: one step up or down, saturated at the ends of ``JobSpec/priorityRange``. A job
+    /// already at the end gets a message instead; one outside the range (which the scheduler
+    /// should never report) moves to the nearest end.
+    private mutating func changePriority(of job: JobInfo, raise: Bool) -> [DashboardCommand] {
+        let range = JobSpec.priorityRange
+        let (stepped, overflow) = job.priority.addingReportingOverflow(raise ? 1 : -1)
+        let target = overflow ? job.priority : min(max(stepped, range.lowerBound), range.upperBound)
+        guard raise ? target > job.priority : target < job.priority else {
+            let end = raise ? "highest" : "lowest"
+            message = Segment("\(job.id.short) is already at the \(end) priority (\(job.priority)); priorities go from \(range.lowerBound) to \(range.upperBound)", .error)
+            return []
+        }
+        return [.reprioritize(job.id, to: target)]
     }
 
     private mutating func noSelection() -> [DashboardCommand] {
@@ -400,30 +430,64 @@ struct DashboardModel: Sendable {
                     message = Segment("nothing submitted: the command was empty", .error)
                     return []
                 }
-                let priorityText = prompt.priority.text.trimmingCharacters(in: .whitespaces)
-                guard let priority = priorityText.isEmpty ? 0 : Int(priorityText) else {
-                    mode = .prompt(prompt)
+                switch Self.priority(from: prompt.priority.text) {
+                case .success(let priority):
+                    return [.submit(command: command, priority: priority)]
+                case .failure(let problem):
+                    // Refused, not clamped: the prompt stays open on the priority field.
                     prompt.field = .priority
                     mode = .prompt(prompt)
-                    message = Segment("priority must be a whole number, not '\(priorityText)'", .error)
+                    message = Segment("not submitted: \(problem.description)", .error)
                     return []
                 }
-                return [.submit(command: command, priority: priority)]
             }
         case .tab, .up, .down:
             if prompt.kind == .newJob { prompt.field = prompt.field == .command ? .priority : .command }
         default:
             if prompt.field == .command || prompt.kind == .filter {
                 prompt.command.handle(key)
-            } else if case .char(let c) = key, !(c.isNumber || c == "-") {
-                message = Segment("priority is a whole number", .error)
+            } else if case .char(let c) = key, !(("0"..."9").contains(c) || c == "-") {
+                message = Segment("priority is a whole number from \(JobSpec.priorityRange.lowerBound) to \(JobSpec.priorityRange.upperBound)", .error)
             } else {
                 prompt.priority.handle(key)
+                // Said as soon as it is typed, not only on Enter.
+                if case .failure(let problem) = Self.priority(from: prompt.priority.text), problem.isOutOfRange {
+                    message = Segment(problem.description, .error)
+                }
             }
         }
         mode = .prompt(prompt)
         if prompt.kind == .filter { setFilter(prompt.command.text) }
         return []
+    }
+
+    /// Why the `n` prompt's priority field holds no priority.
+    struct PriorityProblem: Error, Equatable, CustomStringConvertible {
+        var text: String
+        /// A whole number, but outside ``JobSpec/priorityRange`` (or beyond `Int`).
+        var isOutOfRange: Bool
+
+        var description: String {
+            let range = JobSpec.priorityRange
+            guard !isOutOfRange else { return "priority out of range: must be from \(range.lowerBound) to \(range.upperBound)" }
+            let shown = text.count > 12 ? String(text.prefix(11)) + "…" : text
+            return "priority '\(shown)' is not a whole number from \(range.lowerBound) to \(range.upperBound)"
+        }
+    }
+
+    /// The priority typed in the `n` prompt: empty means 0; anything else must be a whole
+    /// number within ``JobSpec/priorityRange``.
+    static func priority(from text: String) -> Result<Int, PriorityProblem> {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        if trimmed.isEmpty { return .success(0) }
+        let digits = trimmed.hasPrefix("-") ? trimmed.dropFirst() : trimmed[...]
+        guard !digits.isEmpty, digits.allSatisfy({ ("0"..."9").contains($0) }) else {
+            return .failure(PriorityProblem(text: trimmed, isOutOfRange: false))
+        }
+        guard let value = Int(trimmed), JobSpec.priorityRange.contains(value) else {
+            return .failure(PriorityProblem(text: trimmed, isOutOfRange: true))
+        }
+        return .success(value)
     }
 
     private mutating func setFilter(_ text: String) {

@@ -78,7 +78,11 @@ enum DashboardView {
         let status = statusLine(model, width: width, cursor: &cursor)
         if cursor != nil { cursor!.row = layout.statusRow }
         lines.append(status)
-        lines.append(footer(width: width))
+        if case .prompt(let prompt) = model.mode {
+            lines.append(promptFooter(prompt, message: model.message, width: width))
+        } else {
+            lines.append(footer(width: width))
+        }
         return Frame(lines: lines, cursor: cursor)
     }
 
@@ -186,7 +190,7 @@ enum DashboardView {
             case .worker:
                 var name = ""
                 if case .running(let worker, _, _, _) = job.state {
-                    name = model.board.workers.first { $0.id == worker }?.name ?? worker.short
+                    name = model.board.workerName(worker) ?? worker.short
                 }
                 segments.append(Segment(TextWidth.fit(TextWidth.sanitize(name), to: w), .dim))
             case .time:
@@ -227,7 +231,7 @@ enum DashboardView {
             let elapsed = max(.zero, now - since)
             if let progress = job.progress, progress > 0.001, progress < 1 {
                 let remaining = elapsed.seconds * (1 - progress) / progress
-                return "\(Formatting.compact(elapsed)) ~\(Formatting.compact(.seconds(remaining)))"
+                return "\(Formatting.compact(elapsed)) ~\(Formatting.compact(seconds: remaining))"
             }
             return Formatting.compact(elapsed)
         case .waitingForRetry(let until, _, _):
@@ -252,13 +256,18 @@ enum DashboardView {
             fitted([Segment(workerTitle, .panelTitle)], width: workerWidth, padRole: .panelTitle).segments
                 + [Segment("│", .dim)]
                 + fitted([Segment(" Events", .panelTitle)], width: eventWidth, padRole: .panelTitle).segments))
-        // Workers: one line each, busy ones with their job.
+        // Workers: one line each, busy ones with their job. The running jobs are grouped by
+        // worker once (searching them again for each worker cost O(workers × running) a frame:
+        // millions with -j 2000), and only the lines that fit are made.
+        var jobsByWorker: [WorkerID: [JobInfo]] = [:]
+        for id in board.running {
+            guard let job = board.jobs[id], case .running(let worker, _, _, _) = job.state else { continue }
+            jobsByWorker[worker, default: []].append(job)
+        }
+        let shownWorkers = board.workers.count > rows ? max(0, rows - 1) : board.workers.count
         var workerLines: [[Segment]] = []
-        for worker in board.workers {
-            let jobs = board.running.compactMap { board.jobs[$0] }.filter {
-                if case .running(let w, _, _, _) = $0.state { return w == worker.id }
-                return false
-            }.sorted { ($0.startedAt ?? .zero) < ($1.startedAt ?? .zero) }
+        for worker in board.workers.prefix(shownWorkers) {
+            let jobs = (jobsByWorker[worker.id] ?? []).sorted { ($0.startedAt ?? .zero) < ($1.startedAt ?? .zero) }
             let name = TextWidth.fit(TextWidth.sanitize(worker.name), to: 10)
             let retiring = board.retiring.contains(worker.id) ? " (leaving)" : ""
             if let job = jobs.first {
@@ -271,9 +280,8 @@ enum DashboardView {
                 workerLines.append([Segment(" \(name) "), Segment("idle", .dim), Segment(retiring, .dim)])
             }
         }
-        if workerLines.count > rows {
-            let hidden = workerLines.count - rows + 1
-            workerLines = Array(workerLines.prefix(rows - 1)) + [[Segment(" … \(hidden) more", .dim)]]
+        if board.workers.count > shownWorkers {
+            workerLines.append([Segment(" … \(board.workers.count - shownWorkers) more", .dim)])
         }
         let entries = board.log.suffix(rows)
         let eventLines: [[Segment]] = entries.map { entry in
@@ -304,7 +312,8 @@ enum DashboardView {
             case .newJob:
                 let label = " New job: "
                 let priorityLabel = "  priority: "
-                let priorityWidth = 6
+                // "-1000000" and the cursor after it.
+                let priorityWidth = 9
                 let fieldWidth = max(4, width - TextWidth.width(label) - TextWidth.width(priorityLabel) - priorityWidth)
                 let command = prompt.command.visible(width: fieldWidth)
                 let priority = prompt.priority.visible(width: priorityWidth)
@@ -338,6 +347,18 @@ enum DashboardView {
             }
             return fitted([], width: width)
         }
+    }
+
+    /// Under a prompt: what went wrong with the input (the status line holds the prompt
+    /// itself), or the prompt's keys.
+    private static func promptFooter(_ prompt: DashboardModel.Prompt, message: Segment?, width: Int) -> ScreenLine {
+        if let message {
+            return fitted([Segment(" "), Segment(TextWidth.sanitize(message.text), message.role)], width: width)
+        }
+        guard prompt.kind == .newJob else { return footer(width: width) }
+        let range = JobSpec.priorityRange
+        let hint = " Enter submits · Esc aborts · Tab: command/priority (\(range.lowerBound) to \(range.upperBound), higher runs first)"
+        return fitted([Segment(hint, .dim)], width: width)
     }
 
     private static func footer(width: Int) -> ScreenLine {

@@ -16,6 +16,9 @@ struct JobBoard: Sendable {
     private(set) var jobs: [JobID: JobInfo] = [:]
     private(set) var counts: [JobStateKind: Int] = [:]
     private(set) var workers: [WorkerDescriptor] = []
+    /// Each worker's name by id: the table and the log name a worker on every start, and a
+    /// linear search of `workers` would cost O(workers) per event (thousands with a big `-j`).
+    private var workerNames: [WorkerID: String] = [:]
     private(set) var retiring: Set<WorkerID> = []
     /// Running jobs, for the worker panel.
     private(set) var running: Set<JobID> = []
@@ -34,6 +37,11 @@ struct JobBoard: Sendable {
     /// Set when an event names a job this board does not know (it was dropped); the owner
     /// should fetch a fresh snapshot.
     private(set) var needsSnapshot = false
+    /// Finished jobs still in `jobs` (the counts also hold the dropped ones).
+    private(set) var finishedKept = 0
+    /// How many times ``jobs`` was searched for old finished jobs to drop: each search is
+    /// O(jobs), so it must come once per batch of finished jobs, never once per event.
+    private(set) var retentionSweeps = 0
 
     /// Finished jobs kept for display; older ones are dropped (counts keep them).
     var finishedRetention: Int
@@ -46,16 +54,26 @@ struct JobBoard: Sendable {
     }
 
     /// Jobs queued, waiting to retry or running.
-    var activeCount: Int { count(.queued) + count(.waiting) + count(.running) }
+    var activeCount: Int { count(.queued).saturatingAdd(count(.waiting)).saturatingAdd(count(.running)) }
+
+    /// The name of worker `id`, if it is known.
+    func workerName(_ id: WorkerID) -> String? { workerNames[id] }
 
     /// The number of jobs in `kind`.
     func count(_ kind: JobStateKind) -> Int { counts[kind, default: 0] }
 
     /// Jobs finished per second over the last five seconds before `now`.
     func jobsPerSecond(now: SchedulerTime) -> Double {
-        let window: SchedulerTime = .seconds(5)
-        let recent = finishTimes.reversed().prefix { $0 > now - window }.count
-        return Double(recent) / 5
+        let start = now - .seconds(5)
+        // The times are in order: a binary search for the first one in the window, so that
+        // asking costs O(log n) however many jobs finish a second.
+        var low = 0
+        var high = finishTimes.count
+        while low < high {
+            let middle = low + (high - low) / 2
+            if finishTimes[middle] > start { high = middle } else { low = middle + 1 }
+        }
+        return Double(finishTimes.count - low) / 5
     }
 
     // MARK: - Updates
@@ -73,7 +91,7 @@ struct JobBoard: Sendable {
             if let old = jobs[info.id] { leave(old.state, id: info.id) }
             jobs[info.id] = info
             enter(info.state, id: info.id)
-            orderVersion += 1
+            orderVersion &+= 1
             append(time, "\(info.id.short) submitted: \(info.displayName)", .queued)
         case .coalesced(let existing, let key):
             append(time, "\(existing.short) already active for key \(key)", .dim)
@@ -86,7 +104,7 @@ struct JobBoard: Sendable {
                 job.progress = nil
                 return .running(worker: worker, attempt: attempt, since: time, stopping: nil)
             }
-            let workerName = workers.first { $0.id == worker }?.name ?? worker.short
+            let workerName = workerNames[worker] ?? worker.short
             let suffix = maxAttempts > 1 ? " (attempt \(attempt)/\(maxAttempts))" : ""
             append(time, "\(id.short) started on \(workerName)\(suffix)", .running)
         case .progress(let id, let fraction):
@@ -143,7 +161,7 @@ struct JobBoard: Sendable {
         case .reprioritized(let id, let from, let to):
             if jobs[id] != nil {
                 jobs[id]!.priority = to
-                orderVersion += 1
+                orderVersion &+= 1
             } else {
                 needsSnapshot = true
             }
@@ -159,14 +177,15 @@ struct JobBoard: Sendable {
             totalSlots = total
             append(time, "slots: \(local) local, \(total) in all", .normal)
         case .workerJoined(let descriptor):
-            workers.removeAll { $0.id == descriptor.id }
+            if workerNames[descriptor.id] != nil { workers.removeAll { $0.id == descriptor.id } }
             workers.append(descriptor)
+            workerNames[descriptor.id] = descriptor.name
             if descriptor.kind == .remote {
                 append(time, "worker \(descriptor.name) joined (\(descriptor.slots) slots)", .normal)
             }
         case .workerLeft(let id, let reason):
-            let name = workers.first { $0.id == id }?.name ?? id.short
-            workers.removeAll { $0.id == id }
+            let name = workerNames[id] ?? id.short
+            if workerNames.removeValue(forKey: id) != nil { workers.removeAll { $0.id == id } }
             retiring.remove(id)
             if !name.hasPrefix("local-") || reason != "retired" {
                 append(time, "worker \(name) left: \(reason)", .dim)
@@ -187,20 +206,24 @@ struct JobBoard: Sendable {
         var jobs: [JobID: JobInfo] = [:]
         jobs.reserveCapacity(snapshot.jobs.count)
         running = []
+        finishedKept = 0
         for job in snapshot.jobs {
             jobs[job.id] = job
             if case .running = job.state { running.insert(job.id) }
+            if job.state.isFinished { finishedKept += 1 }
         }
         self.jobs = jobs
         counts = snapshot.counts
         workers = snapshot.workers.map(\.descriptor)
+        workerNames = Dictionary(workers.map { ($0.id, $0.name) }, uniquingKeysWith: { _, last in last })
         retiring = Set(snapshot.workers.filter(\.isRetiring).map(\.descriptor.id))
         isPaused = snapshot.isPaused
         shutdown = snapshot.shutdown
         localSlots = snapshot.localSlots
         totalSlots = snapshot.totalSlots
         needsSnapshot = false
-        orderVersion += 1
+        orderVersion &+= 1
+        dropOldFinished()
     }
 
     // MARK: - Internals
@@ -218,18 +241,23 @@ struct JobBoard: Sendable {
         if old != new {
             leave(old, id: id)
             enter(new, id: id)
-            if old.kind != new.kind { orderVersion += 1 }
+            if old.kind != new.kind { orderVersion &+= 1 }
         }
     }
 
+    /// A job in `jobs` entered `state`.
     private mutating func enter(_ state: JobState, id: JobID) {
-        counts[state.kind, default: 0] += 1
+        counts[state.kind, default: 0] = counts[state.kind, default: 0].saturatingAdd(1)
         if case .running = state { running.insert(id) }
+        if state.isFinished { finishedKept += 1 }
     }
 
+    /// A job in `jobs` left `state`.
     private mutating func leave(_ state: JobState, id: JobID) {
-        counts[state.kind, default: 0] = max(0, counts[state.kind, default: 0] - 1)
+        let count = counts[state.kind, default: 0]
+        counts[state.kind, default: 0] = count > 0 ? count - 1 : 0
         if case .running = state { running.remove(id) }
+        if state.isFinished { finishedKept -= 1 }
     }
 
     private mutating func finished(at time: SchedulerTime) {
@@ -239,14 +267,21 @@ struct JobBoard: Sendable {
     }
 
     /// Drops the oldest finished jobs beyond the retention, in batches so it stays cheap.
+    ///
+    /// The trigger is the number of finished jobs still here, not the counts (which keep the
+    /// dropped ones): going by the counts, every finish after the first batch searched the
+    /// whole table again, O(jobs) per event.
     private mutating func dropOldFinished() {
-        let finished = count(.succeeded) + count(.failed) + count(.cancelled)
-        guard finished > finishedRetention + max(100, finishedRetention / 10) else { return }
+        let batch = max(100, finishedRetention / 10)
+        guard finishedKept > finishedRetention.saturatingAdd(batch) else { return }
+        retentionSweeps += 1
         let kept = jobs.values.filter { $0.state.isFinished }
+        finishedKept = kept.count
         guard kept.count > finishedRetention else { return }
         let oldest = kept.sorted { ($0.finishedAt ?? .zero) < ($1.finishedAt ?? .zero) }
         for job in oldest.prefix(kept.count - finishedRetention) { jobs[job.id] = nil }
-        orderVersion += 1
+        finishedKept = finishedRetention
+        orderVersion &+= 1
     }
 
     private mutating func append(_ time: SchedulerTime, _ text: String, _ role: Role) {

@@ -1,4 +1,5 @@
 import CNcurses
+import CProcess
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -25,10 +26,51 @@ final class NcursesTerminal: Terminal {
     /// Takes over the terminal, or returns `nil` (with the reason) when it cannot be used.
     static func open() -> Result<NcursesTerminal, TerminalError> {
         prepareLocale()
+        // The modes the user's shell left the terminal in, for the crash guard to put back if
+        // jobtop crashes while the dashboard has the terminal (ncurses saves them too, but a
+        // signal handler cannot call endwin).
+        let captured = jt_crash_guard_capture_terminal(STDOUT_FILENO) == 0
         guard cn_newterm() != nil else {
             return .failure(TerminalError(message: "cannot use the terminal (TERM=\(getenv("TERM").map { String(cString: $0) } ?? "unset"))"))
         }
-        return .success(NcursesTerminal())
+        let terminal = NcursesTerminal()
+        if captured {
+            let reset = resetSequence()
+            _ = reset.withUnsafeBufferPointer { jt_crash_guard_arm_terminal($0.baseAddress, $0.count) }
+        }
+        return .success(terminal)
+    }
+
+    /// The bytes that take this terminal out of the dashboard's full-screen mode, from its
+    /// terminfo entry: attributes off, the cursor shown, the keypad's normal mode, then back to
+    /// the normal screen (or, without one, a cleared screen). Prepared in advance for the crash
+    /// guard, which cannot ask ncurses from a signal handler.
+    static func resetSequence() -> [CChar] {
+        func capability(_ name: String) -> [CChar] {
+            // NULL: the terminal has no such capability; -1: not a string capability.
+            guard let value = tigetstr(name), Int(bitPattern: value) != -1 else { return [] }
+            let length = strlen(value)
+            return stripPadding(Array(UnsafeBufferPointer(start: value, count: length)))
+        }
+        let leave = capability("rmcup")
+        return capability("sgr0") + capability("cnorm") + capability("rmkx") + (leave.isEmpty ? capability("clear") : leave)
+    }
+
+    /// A terminfo string without its padding (`$<5>`, `$<2*/>`): tputs waits for those, they
+    /// are not meant for the terminal.
+    static func stripPadding(_ bytes: [CChar]) -> [CChar] {
+        var result: [CChar] = []
+        var index = 0
+        while index < bytes.count {
+            if bytes[index] == 0x24, index + 1 < bytes.count, bytes[index + 1] == 0x3C,
+                let close = bytes[(index + 2)...].firstIndex(of: 0x3E) {
+                index = close + 1
+                continue
+            }
+            result.append(bytes[index])
+            index += 1
+        }
+        return result
     }
 
     /// The locale must be set before ncurses starts, and it must be UTF-8: under `C`, every
@@ -59,6 +101,7 @@ final class NcursesTerminal: Terminal {
     func close() {
         guard isOpen else { return }
         isOpen = false
+        jt_crash_guard_disarm_terminal()
         curs_set(1)
         endwin()
     }

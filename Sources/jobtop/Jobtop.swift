@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Scheduler
 
 /// The `jobtop` command: configuration only; the work is in its subcommands (`run` by default).
 @main
@@ -55,6 +56,9 @@ struct Jobtop: AsyncParsableCommand {
 
     /// Runs `jobtop` with `arguments` (without the program name) and exits.
     static func main(_ arguments: [String]) async -> Never {
+        // Before anything can start a job: a crash in any mode (dashboard, headless, worker)
+        // still kills the job process groups and gives the terminal back.
+        Scheduler.installCrashGuard()
         do {
             var command = try parseAsRoot(arguments)
             if var asyncCommand = command as? any AsyncParsableCommand {

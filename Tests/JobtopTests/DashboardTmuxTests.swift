@@ -198,6 +198,61 @@ struct DashboardTmuxTests {
         #expect(!afterInterrupt.contains { $0.contains("running") || $0.contains("Quit") })
     }
 
+    /// How the crash is caused: a Swift trap inside (the `!` key under JOBTOP_TEST_CRASH=1), or
+    /// a fatal signal sent from outside.
+    enum Crash: String, CustomTestStringConvertible, Sendable, CaseIterable {
+        case trap, segfaultSignal
+        var testDescription: String { rawValue }
+    }
+
+    @Test("A crash kills the job's processes and gives the terminal back in cooked mode", arguments: Crash.allCases)
+    func crash(crash: Crash) async throws {
+        // Given a dashboard with a running job whose pid is known
+        let tmux = try TmuxSession(shape: Self.shapes[1])
+        defer { tmux.close() }
+        let pidFile = tmux.file("pid")
+        try "echo $$ > \(pidFile); exec sleep 300\n".write(toFile: tmux.file("job.sh"), atomically: true, encoding: .utf8)
+        try await tmux.run("ulimit -c 0; JOBTOP_TEST_CRASH=1 \(TmuxSession.binary) -j 1 -c 'sh job.sh' -c 'echo queued'; echo \"exit=$?\"")
+        try await tmux.waitForDashboard("the running job") { $0.contains { $0.contains("sh job.sh") && $0.contains("running") } }
+        let pid = try await tmux.waitForValue("the job's pid") {
+            (try? String(contentsOfFile: pidFile, encoding: .utf8)).flatMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        }
+        #expect(kill(pid, 0) == 0)
+
+        // When jobtop crashes
+        switch crash {
+        case .trap:
+            tmux.keys("!")
+        case .segfaultSignal:
+            let jobtop = try #require(tmux.process(named: "jobtop"))
+            kill(jobtop, SIGSEGV)
+        }
+
+        // Then it dies of the signal, says so in one line, the job's process is gone…
+        let statuses = crash == .trap ? ["exit=132", "exit=133"] : ["exit=139"]
+        let after = try await tmux.waitFor("the exit status and the prompt") { screen in
+            screen.contains { statuses.contains($0) } && screen.last { !$0.isEmpty }?.hasPrefix("READY$") == true
+        }
+        let signal = crash == .trap ? "(SIGILL)" : "(SIGSEGV)"
+        #expect(after.contains {
+            $0.contains("jobtop: crashed \(crash == .trap ? "" : signal)") && $0.contains("job processes killed, terminal restored")
+        }, "screen: \(after)")
+        _ = try await tmux.waitForValue("the job's process gone (ESRCH)") { () -> Bool? in
+            kill(pid, 0) == -1 && errno == ESRCH ? true : nil
+        }
+        // …and the shell has its normal screen (nothing of the dashboard) in cooked mode.
+        #expect(!after.contains { $0.contains("Quit") || $0.contains("running ·") }, "screen: \(after)")
+        let modes = tmux.file("stty.txt")
+        try await tmux.run("stty -a > \(modes)")
+        let settings = try await tmux.waitForValue("stty's output") { () -> [String]? in
+            guard let text = try? String(contentsOfFile: modes, encoding: .utf8), text.contains("icanon") else { return nil }
+            return text.split { $0 == " " || $0 == "\n" || $0 == ";" }.map(String.init)
+        }
+        for mode in ["icanon", "echo", "isig", "icrnl", "opost"] {
+            #expect(settings.contains(mode), "\(mode) is off: \(settings.joined(separator: " "))")
+        }
+    }
+
     private func row(of text: String, in screen: [String]) throws -> Int {
         try #require(screen.firstIndex { $0.contains(text) }, "no row with \(text)")
     }

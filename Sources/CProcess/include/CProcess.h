@@ -4,6 +4,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+// The fatal-signal handler and its table of job process groups (this header is the module's
+// umbrella: SwiftPM imports only what it includes).
+#include "CrashGuard.h"
+
 /// Spawns `path` with `argv` in a new session (so a new process group whose id is the pid),
 /// stdin from /dev/null, stdout/stderr onto the given write ends, in `cwd` when not NULL, with
 /// every signal reset to its default disposition and an empty signal mask.

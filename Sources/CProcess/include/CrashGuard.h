@@ -1,0 +1,51 @@
+#ifndef JOBTOP_CRASH_GUARD_H
+#define JOBTOP_CRASH_GUARD_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+// A last resort for a crash of any kind (SIGSEGV, SIGBUS, SIGILL, SIGTRAP, SIGABRT, SIGFPE):
+// kill every job process group, give the terminal back if the dashboard had it, say so on
+// stderr in one line, then let the signal go on so the exit status and a core dump stay honest.
+//
+// Everything the handler needs is prepared in advance in fixed-size storage: it only calls
+// async-signal-safe functions (kill, write, tcsetattr, sigaction, raise, nanosleep) and reads
+// lock-free atomics.
+
+/// Installs the handler for the fatal signals, on an alternate signal stack for the calling
+/// thread (so a stack overflow there is handled too). Idempotent. Returns 0 or an errno value.
+int jt_crash_guard_install(void);
+
+/// Gives the calling thread an alternate signal stack if it has none, so that a stack overflow
+/// on it still reaches the handler. Returns 0 or an errno value.
+int jt_crash_guard_prepare_thread(void);
+
+/// Records a job's process group (its leader's pid, > 0). Lock-free. Returns 1 when recorded,
+/// 0 when the table (65,536 groups at once) is full or the id is not a valid group.
+int jt_crash_guard_add_group(pid_t group);
+
+/// Forgets a process group recorded by jt_crash_guard_add_group. Lock-free. Returns 1 when it
+/// was recorded, 0 otherwise.
+int jt_crash_guard_remove_group(pid_t group);
+
+/// Sends `signal_number` to every recorded process group; returns how many were signalled.
+/// Async-signal-safe.
+int jt_crash_guard_kill_groups(int signal_number);
+
+/// The number of process groups recorded now (for tests).
+int jt_crash_guard_group_count(void);
+
+/// Saves the terminal modes of `fd` (tcgetattr) as they are now, before the dashboard changes
+/// them. Disarms any earlier terminal. Returns 0 or an errno value.
+int jt_crash_guard_capture_terminal(int fd);
+
+/// Arms the terminal restore: on a crash, `reset` (the terminal's own sequences to leave the
+/// full-screen mode: rmcup, cnorm, sgr0, ...) is written to the captured descriptor and the
+/// captured modes are set back. Returns 0, or -1 when no terminal was captured or `reset` is
+/// longer than 1,024 bytes.
+int jt_crash_guard_arm_terminal(const char *reset, size_t length);
+
+/// Disarms the terminal restore (the dashboard is giving the terminal back itself).
+void jt_crash_guard_disarm_terminal(void);
+
+#endif

@@ -1,0 +1,113 @@
+import Foundation
+import Scheduler
+
+/// The dashboard's own work, without a terminal: events applied to the view model and frames
+/// laid out, timed (for `jobtop-dashboard-bench`; release builds only).
+///
+/// A per-event cost that grows with the number of jobs (a collection copied before each
+/// mutation, a search of the whole table on every finish) shows as a ratio between a small and
+/// a big table far above 1.
+package enum DashboardBenchmark {
+    /// What one run measured.
+    package struct Result: Sendable {
+        /// Queued jobs the table held throughout.
+        package var queued: Int
+        /// Jobs in the table at the end (queued plus the finished ones it keeps).
+        package var tableSize: Int
+        /// Events applied in the timed part.
+        package var events: Int
+        /// Nanoseconds per event: the model's update plus what the controller asks per event.
+        package var nanosecondsPerEvent: Double
+        /// Milliseconds per frame: reorder (sort and filter the whole table) and layout.
+        package var millisecondsPerFrame: Double
+        /// Frames laid out in the timed part.
+        package var frames: Int
+    }
+
+    /// Fills a table with `queued` queued jobs, warms it up past the finished-job retention,
+    /// then applies `cycles` × 3 events of a steady run (a queued job starts, it succeeds, a new
+    /// one is submitted, so the table keeps `queued` queued jobs), with a frame every
+    /// `eventsPerFrame` events.
+    ///
+    /// - Parameters:
+    ///   - queued: Queued jobs in the table.
+    ///   - cycles: Start-succeed-submit cycles timed.
+    ///   - warmUp: Cycles run first, untimed: past 11,000 finishes the table drops old ones.
+    ///   - workers: Single-slot workers (the worker panel lists them).
+    ///   - eventsPerFrame: Events between two frames (about 30 frames a second at 30,000 events a second).
+    package static func run(queued: Int, cycles: Int, warmUp: Int = 12_000, workers: Int = 8, eventsPerFrame: Int = 1_000) -> Result {
+        var model = DashboardModel(title: "bench")
+        var seq: UInt64 = 0
+        func apply(_ kind: SchedulerEvent.Kind) {
+            seq += 1
+            let time = Duration.milliseconds(Int64(seq))
+            model.apply(SchedulerEvent(seq: seq, time: time, kind: kind))
+            // What the controller asks after each event.
+            _ = model.needsSnapshot
+            _ = model.board.jobsPerSecond(now: time)
+        }
+        let descriptors = (0..<max(1, workers)).map { index in
+            WorkerDescriptor(id: WorkerID(uuid: UUID()), name: "local-\(index + 1)", kind: .local, slots: 1)
+        }
+        for descriptor in descriptors { apply(.workerJoined(descriptor)) }
+        apply(.slotsChanged(local: descriptors.count, total: descriptors.count))
+
+        var waiting: [JobID] = []
+        waiting.reserveCapacity(queued)
+        var next = 0
+        func submit() {
+            let id = JobID(uuid: UUID())
+            next += 1
+            apply(.submitted(JobInfo(id: id, command: "sleep 0.01 # \(next)", priority: next % 7, submittedAt: .milliseconds(Int64(seq)))))
+            waiting.append(id)
+        }
+        for _ in 0..<queued { submit() }
+        var head = 0
+        func cycle(_ index: Int) {
+            // The oldest queued job runs and succeeds; a new one takes its place.
+            let id = waiting[head]
+            head += 1
+            let worker = descriptors[index % descriptors.count].id
+            apply(.started(id, attempt: 1, maxAttempts: 1, worker: worker))
+            apply(.succeeded(id, attempts: 1))
+            submit()
+            if head > 4_096, head * 2 > waiting.count {
+                waiting.removeFirst(head)
+                head = 0
+            }
+        }
+        let size = TerminalSize(rows: 30, columns: 100)
+        let tableRows = DashboardView.Layout(size: size).tableRows
+        func frame() {
+            model.prepare(tableRows: tableRows, reorder: true)
+            _ = DashboardView.render(model, size: size, now: .milliseconds(Int64(seq)))
+        }
+
+        for index in 0..<warmUp { cycle(index) }
+        frame()
+
+        let clock = ContinuousClock()
+        var eventTime = Duration.zero
+        var frameTime = Duration.zero
+        var frames = 0
+        let cyclesPerFrame = max(1, eventsPerFrame / 3)
+        var index = 0
+        while index < cycles {
+            let batch = min(cyclesPerFrame, cycles - index)
+            let start = clock.now
+            for offset in 0..<batch { cycle(warmUp + index + offset) }
+            let drawn = clock.now
+            frame()
+            frameTime += clock.now - drawn
+            eventTime += drawn - start
+            frames += 1
+            index += batch
+        }
+        let events = cycles * 3
+        return Result(
+            queued: queued, tableSize: model.board.jobs.count, events: events,
+            nanosecondsPerEvent: eventTime.seconds * 1e9 / Double(max(1, events)),
+            millisecondsPerFrame: frameTime.seconds * 1e3 / Double(max(1, frames)),
+            frames: frames)
+    }
+}

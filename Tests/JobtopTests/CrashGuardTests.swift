@@ -1,0 +1,96 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A crash of jobtop in any mode still kills the job process groups, says so in one line and
+/// ends with the signal (the dashboard's case, with the terminal, is in DashboardTmuxTests).
+@Suite("Crash guard", .serialized, .timeLimit(.minutes(2)))
+struct CrashGuardTests {
+    /// A job that records its shell's pid and a background child's pid (same process group),
+    /// says it is ready, and waits.
+    static let job = "echo $$ >> pids; sleep 300 & echo $! >> pids; echo ready; wait"
+
+    static let names: [Int32: String] = [SIGSEGV: "SIGSEGV", SIGABRT: "SIGABRT", SIGBUS: "SIGBUS", SIGILL: "SIGILL"]
+
+    @Test("A headless run that crashes kills every process of its jobs and dies of the signal", arguments: [SIGSEGV, SIGABRT, SIGILL])
+    func headless(signal: Int32) async throws {
+        // Given two running jobs, each with a background child
+        let scratch = try Scratch()
+        let process = try JobtopProcess(["-j", "2", "--log-output", "-c", Self.job, "-c", Self.job], directory: scratch.path)
+        var ready = 0
+        for await line in process.stdoutLines where line.hasSuffix("text=ready") {
+            ready += 1
+            if ready == 2 { break }
+        }
+        try #require(ready == 2)
+        let started = pids(in: scratch.file("pids"))
+        #expect(started.count == 4)
+        // When jobtop gets a fatal signal
+        process.send(signal)
+        let run = await process.wait()
+        // Then
+        #expect(run.status == 128 + signal)
+        #expect(run.stderr.contains("jobtop: crashed (\(Self.names[signal]!)); job processes killed\n"), "stderr: \(run.stderr)")
+        #expect(!run.stderr.contains("terminal restored"))
+        try await waitUntilGone(started)
+    }
+
+    @Test("A worker that crashes kills the processes of the jobs it runs")
+    func worker() async throws {
+        // Given a coordinator with no local slots and one worker running its job
+        let scratch = try Scratch()
+        let port = try freePort()
+        let coordinator = try JobtopProcess(
+            ["--listen", "127.0.0.1:\(port)", "-j", "0", "--headless", "-c", Self.job], directory: scratch.path)
+        let worker = try JobtopProcess(["worker", "--connect", "127.0.0.1:\(port)", "--slots", "1"], directory: scratch.path)
+        let started = try await waitForValue("the job's two pids") { () -> [pid_t]? in
+            let found = pids(in: scratch.file("pids"))
+            return found.count == 2 ? found : nil
+        }
+        // When the worker crashes
+        worker.send(SIGSEGV)
+        let run = await worker.wait()
+        // Then
+        #expect(run.status == 128 + SIGSEGV)
+        #expect(run.stderr.contains("jobtop: crashed (SIGSEGV); job processes killed\n"), "stderr: \(run.stderr)")
+        try await waitUntilGone(started)
+        coordinator.send(SIGTERM)
+        _ = await coordinator.wait()
+    }
+
+    /// Polls until none of `pids` runs (a SIGKILLed process takes a moment to become a zombie).
+    private func waitUntilGone(_ pids: [pid_t]) async throws {
+        _ = try await waitForValue("every job process gone") { () -> Bool? in
+            pids.allSatisfy { !isRunning($0) } ? true : nil
+        }
+    }
+
+    private func waitForValue<T>(_ what: String, _ value: () -> T?) async throws -> T {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while true {
+            if let found = value() { return found }
+            guard ContinuousClock.now < deadline else { throw TmuxError(message: "timed out waiting for \(what)") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    /// A loopback port nobody listens on right now.
+    private func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TmuxError(message: "socket: \(errno)") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { throw TmuxError(message: "bind: \(errno)") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
