@@ -51,7 +51,7 @@ struct BoardCostTests {
         feeder.apply(.workerJoined(localOne))
         for n in 1...3 { feeder.run(n) }
         #expect(feeder.board.finishedKept == 3)
-        feeder.apply(.requeued(jobID(2), reason: "retried by the user"))
+        feeder.apply(.requeued(jobID(2), reason: .retriedByUser))
         #expect(feeder.board.finishedKept == 2)
         #expect(feeder.board.count(.queued) == 1)
     }
