@@ -1,6 +1,7 @@
-/// One local slot: runs jobs on this machine, shell and argv jobs in their own process groups.
+/// Local slots: runs jobs on this machine, shell and argv jobs in their own process groups.
 ///
-/// A slot costs no thread. A process job is handed to one of the few I/O threads of the
+/// A slot costs no thread, and one worker may have any number of them (its attempts run
+/// concurrently; ``execute(_:)`` keeps no state between them). A process job is handed to one of the few I/O threads of the
 /// ``ProcessReactor``, which spawns and watches every local process of this process, and the
 /// attempt awaits its end there; nothing blocks the cooperative pool. Closure jobs are Swift
 /// async code and run on the caller's task.
@@ -13,14 +14,15 @@ public final class LocalWorker: Worker {
     ///
     /// - Parameters:
     ///   - name: Its name (`local-1`).
+    ///   - slots: How many jobs it runs at once.
     ///   - gracePeriod: Between SIGTERM and SIGKILL for processes a job leaves in its process
     ///     group when its main process ends (a stop request brings its own).
-    public convenience init(name: String, gracePeriod: Duration = .seconds(5)) {
-        self.init(name: name, gracePeriod: gracePeriod, reactor: .shared)
+    public convenience init(name: String, slots: Int = 1, gracePeriod: Duration = .seconds(5)) {
+        self.init(name: name, slots: slots, gracePeriod: gracePeriod, reactor: .shared)
     }
 
-    init(name: String, gracePeriod: Duration, reactor: ProcessReactor) {
-        descriptor = WorkerDescriptor(id: WorkerID(), name: name, kind: .local, slots: 1)
+    init(name: String, slots: Int = 1, gracePeriod: Duration, reactor: ProcessReactor) {
+        descriptor = WorkerDescriptor(id: WorkerID(), name: name, kind: .local, slots: slots)
         self.gracePeriod = gracePeriod
         self.reactor = reactor
     }

@@ -63,6 +63,28 @@ struct ProcessReactorTests {
         return Int(line.dropFirst("Threads:".count).trimmingCharacters(in: .whitespaces)) ?? -1
     }
 
+    @Test func oneLocalWorkerCanHaveManySlots() async throws {
+        // Given a scheduler whose only worker is one local worker with 3 slots
+        let scheduler = Scheduler(configuration: .init(localSlots: 0, seed: 8))
+        async let running: Void = scheduler.run()
+        var reader = EventReader(await scheduler.events())
+        await scheduler.addWorker(LocalWorker(name: "wide", slots: 3, gracePeriod: .seconds(1)))
+        // When 3 jobs that wait until cancelled are submitted
+        let ids = try await scheduler.submit(contentsOf: (0..<3).map { _ in .shell("echo ready; exec sleep 60") })
+        // Then all 3 run at once
+        var ready = Set<JobID>()
+        while ready.count < 3, let event = await reader.next(where: { kind in
+            if case .output(_, let line) = kind { return line.text == "ready" }
+            return kind.isFinal
+        }) {
+            guard case .output(let id, _) = event.kind else { break }
+            ready.insert(id)
+        }
+        #expect(ready == Set(ids))
+        await scheduler.shutdown(.cancelRunning)
+        await running
+    }
+
     // MARK: - Leftovers
 
     @Test func aProcessLeftInTheGroupIsStoppedAndReportedBeforeTheJobEnds() async throws {
