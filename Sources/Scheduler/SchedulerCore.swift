@@ -144,9 +144,7 @@ public struct SchedulerCore: Sendable {
     public var capacity: Int { pool.capacity }
 
     /// Slots of local workers that take jobs.
-    public var localCapacity: Int {
-        pool.orderedMembers.reduce(0) { $0 + ($1.descriptor.kind == .local && !$1.isRetiring ? $1.descriptor.slots : 0) }
-    }
+    public var localCapacity: Int { pool.localCapacity }
 
     /// Local workers, in join order, retiring ones included.
     public var localWorkers: [WorkerID] {

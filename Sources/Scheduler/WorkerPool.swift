@@ -51,9 +51,15 @@ public struct WorkerPool: Sendable {
     /// An empty pool.
     public init() {}
 
-    /// The number of slots that can run jobs (retiring workers excluded).
-    public var capacity: Int {
-        members.values.reduce(0) { $0 + ($1.isRetiring ? 0 : $1.descriptor.slots) }
+    /// The number of slots that can run jobs (retiring workers excluded). Kept as a count, not
+    /// summed on demand: adding N workers one by one must not cost N².
+    public private(set) var capacity = 0
+    /// The same for local workers.
+    public private(set) var localCapacity = 0
+
+    private mutating func count(_ descriptor: WorkerDescriptor, _ sign: Int) {
+        capacity += sign * descriptor.slots
+        if descriptor.kind == .local { localCapacity += sign * descriptor.slots }
     }
 
     /// The number of free slots.
@@ -63,6 +69,7 @@ public struct WorkerPool: Sendable {
     mutating func join(_ descriptor: WorkerDescriptor) {
         guard members[descriptor.id] == nil else { return }
         members[descriptor.id] = Member(descriptor: descriptor)
+        count(descriptor, +1)
         order.append(descriptor.id)
         for _ in 0..<descriptor.slots { freeSlots.append(descriptor.id) }
     }
@@ -97,6 +104,7 @@ public struct WorkerPool: Sendable {
     @discardableResult
     mutating func remove(_ worker: WorkerID) -> Set<JobID> {
         guard let member = members.removeValue(forKey: worker) else { return [] }
+        if !member.isRetiring { count(member.descriptor, -1) }
         freeSlots.removeAll { $0 == worker }
         order.removeAll { $0 == worker }
         return member.running
@@ -112,6 +120,7 @@ public struct WorkerPool: Sendable {
         }
         member.retireReason = reason
         members[worker] = member
+        count(member.descriptor, -1)
         freeSlots.removeAll { $0 == worker }
         return false
     }
