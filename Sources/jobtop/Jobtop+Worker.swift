@@ -54,6 +54,16 @@ extension Jobtop {
         }
 
         func run() async throws {
+            // As for `jobtop run -j`: take what the hard open-file limit allows, and refuse
+            // more slots than the limits can hold before connecting.
+            Scheduler.raiseOpenFileLimit()
+            let wanted = slots ?? ProcessInfo.processInfo.activeProcessorCount
+            let capacity = Scheduler.localSlotCapacity(extraFilesPerJob: 0)
+            if wanted > capacity.slots {
+                StandardError.write(
+                    "jobtop worker: --slots \(wanted) is more than this system can run at once: \(capacity.explanation); raise \(capacity.limit) or use fewer slots\n")
+                throw ExitCode(ExitStatus.usage)
+            }
             let agent: WorkerAgent
             do {
                 agent = WorkerAgent(configuration: .init(
