@@ -43,15 +43,11 @@ static inline int cn_wcwidth(unsigned int character) { return wcwidth((wchar_t)c
 #include <langinfo.h>
 static inline const char *cn_codeset(void) { return nl_langinfo(CODESET); }
 
-// A pipe whose ends are non-blocking and closed on exec.
+// A pipe whose ends are non-blocking and closed on exec, atomically: a job spawned by another
+// thread in between must not inherit either end.
 #include <fcntl.h>
 static inline int cn_pipe(int fds[2]) {
-    if (pipe(fds) != 0) return -1;
-    for (int i = 0; i < 2; i++) {
-        fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) | O_NONBLOCK);
-        fcntl(fds[i], F_SETFD, FD_CLOEXEC);
-    }
-    return 0;
+    return pipe2(fds, O_CLOEXEC | O_NONBLOCK) == 0 ? 0 : -1;
 }
 
 // Function keys are built by the KEY_F(n) macro, which is not imported.
