@@ -9,14 +9,17 @@
 #
 #   Scripts/bench-scale.sh                       # SMALL=2000 LARGE=1000000
 #   SMALL=2000 LARGE=100000 Scripts/bench-scale.sh
+#   JOBTOP=.build/release/jobtop Scripts/bench-scale.sh   # an already built binary
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SMALL=${SMALL:-2000}
 LARGE=${LARGE:-1000000}
 
-swift build -c release --product jobtop > /dev/null
-JOBTOP=$(swift build -c release --show-bin-path)/jobtop
+if [ -z "${JOBTOP:-}" ]; then   # JOBTOP=path/to/release/jobtop skips the build
+    swift build -c release --product jobtop > /dev/null
+    JOBTOP=$(swift build -c release --show-bin-path)/jobtop
+fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
