@@ -36,6 +36,10 @@ final class ConnectionGate: Sendable {
         /// Whether the cap was hit since pending last fell below it (logged once per time).
         var isFull = false
         var isClosed = false
+        /// When a connection's time running out was last logged, and how many ran out since
+        /// without a line of their own: at most one such line per deadline.
+        var lastExpiryLogged: SchedulerTime?
+        var unloggedExpiries = 0
     }
 
     private let state = Mutex(State())
@@ -143,12 +147,28 @@ final class ConnectionGate: Sendable {
     // MARK: - Internals
 
     private func expire(_ peer: String, _ id: ObjectIdentifier) {
-        let channel = state.withLock { state -> (any Channel)? in
-            guard let entry = state.entries[peer], ObjectIdentifier(entry.channel) == id, !entry.isAdmitted else { return nil }
-            return entry.channel
+        let now = clock.now()
+        let (channel, line) = state.withLock { state -> ((any Channel)?, String?) in
+            guard let entry = state.entries[peer], ObjectIdentifier(entry.channel) == id, !entry.isAdmitted else {
+                return (nil, nil)
+            }
+            if let last = state.lastExpiryLogged, now - last < limits.helloDeadline {
+                state.unloggedExpiries += 1
+                return (entry.channel, nil)
+            }
+            defer {
+                state.lastExpiryLogged = now
+                state.unloggedExpiries = 0
+            }
+            let more = state.unloggedExpiries
+            return (
+                entry.channel,
+                "jobtop: closed the connection from \(peer): no worker joined on it within \(formatDuration(limits.helloDeadline))"
+                    + (more > 0 ? " (and \(more) more since the last such line)" : "")
+            )
         }
         guard let channel else { return }
-        log("jobtop: closed the connection from \(peer): no worker joined on it within \(formatDuration(limits.helloDeadline))")
+        if let line { log(line) }
         channel.close(promise: nil)
     }
 

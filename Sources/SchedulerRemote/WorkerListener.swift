@@ -270,11 +270,12 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
                 do {
                     var messages = request.makeAsyncIterator()
                     guard let first = try await messages.next() else { return .closed }
-                    guard let worker = try await self.admit(first, peer: peer, response: response, outbox: outbox) else {
+                    guard
+                        let worker = try await self.admit(
+                            first, peer: peer, response: response, outbox: outbox, admission: admission, liveness: liveness)
+                    else {
                         return .refused
                     }
-                    admission.set(worker)
-                    liveness.touch()
                     while let message = try await messages.next() {
                         liveness.touch()
                         if case .draining = message.kind {
@@ -356,7 +357,7 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
     /// - Returns: The worker, or `nil` when refused.
     private func admit(
         _ first: WireWorkerMessage, peer: String, response: RPCWriter<WireCoordinatorMessage>,
-        outbox: Outbox<WireCoordinatorMessage>
+        outbox: Outbox<WireCoordinatorMessage>, admission: Admission, liveness: Liveness
     ) async throws -> RemoteWorker? {
         guard case .hello(let hello) = first.kind else {
             try await refuse(response, .badHello, name: "?", peer: peer, "the first message must be a hello")
@@ -408,6 +409,9 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
                 $0.protocolVersion = RemoteProtocol.version
             }
         })
+        // Admitted before anyone hears of it: the watchdog treats the stream as a worker's from now.
+        admission.set(worker)
+        liveness.touch()
         state.withLock { $0.connections[descriptor.id] = Connection(worker: worker, outbox: outbox) }
         await scheduler.addWorker(worker)
         configuration.log("jobtop: worker '\(name)' joined from \(peer) with \(hello.slots) slot\(hello.slots == 1 ? "" : "s") (id \(descriptor.id.short))")

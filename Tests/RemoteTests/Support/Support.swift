@@ -18,8 +18,12 @@ func productsDirectory() -> URL {
     return bundle.deletingLastPathComponent()
 }
 
-/// The `jobtop` binary built next to the tests.
-func jobtopBinary() -> String { productsDirectory().appendingPathComponent("jobtop").path }
+/// The `jobtop` binary built next to the tests, or `JOBTOP_TEST_BINARY` (to run the end-to-end
+/// tests against another build, such as one from before a fix).
+func jobtopBinary() -> String {
+    ProcessInfo.processInfo.environment["JOBTOP_TEST_BINARY"]
+        ?? productsDirectory().appendingPathComponent("jobtop").path
+}
 
 /// The command that starts a worker process.
 func workerCommand() -> [String] { [jobtopBinary(), "worker"] }
