@@ -213,7 +213,14 @@ struct RemoteHardeningTests {
         _ = await coordinator.joined(1)
         await coordinator.stop()
         // When its attempts to come back land on a port that closes every connection.
-        let port = try TCPListener(port: coordinator.address.port, mode: .closeAtOnce)
+        let port: TCPListener
+        do {
+            port = try TCPListener(port: coordinator.address.port, mode: .closeAtOnce)
+        } catch {
+            worker.signal(SIGKILL)  // never left behind reconnecting
+            _ = await worker.wait()
+            throw error
+        }
         defer { port.close() }
         await port.waitForAccepts(5)
         // Then the attempts were spread out by the backoff (a lower bound: a busy machine only

@@ -78,8 +78,16 @@ final class TCPListener: Sendable {
         var on: Int32 = 1
         _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
         var address = RawTCP.loopback(port: port)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        var bound: Int32 = -1
+        // Taking over a port another socket just left: in a parallel test run, some other
+        // test's outgoing connection may hold it as its local port for a moment (EADDRINUSE).
+        // Not a wait for the code under test, so a bounded retry is fine here.
+        for attempt in 0..<100 {
+            bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            if bound == 0 || port == 0 || errno != EADDRINUSE || attempt == 99 { break }
+            usleep(20_000)
         }
         guard bound == 0, listen(fd, 64) == 0 else {
             let why = String(cString: strerror(errno))
