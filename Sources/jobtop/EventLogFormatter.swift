@@ -305,9 +305,20 @@ final class EventLogFormatter {
         /// A value as text: bare when it is a plain word, else quoted with JSON escapes.
         static func textValue(_ value: String) -> String {
             let plain = !value.isEmpty && value.unicodeScalars.allSatisfy { scalar in
-                scalar.value > 0x20 && scalar.value != 0x7F && scalar != "\"" && scalar != "=" && scalar != "\\"
+                scalar.value > 0x20 && !isUnsafe(scalar) && scalar != "\"" && scalar != "=" && scalar != "\\"
             }
             return plain ? value : jsonString(value)
+        }
+
+        /// Whether a terminal could act on `scalar` instead of showing it: C0 and C1 controls, DEL,
+        /// line and paragraph separators, and format characters (bidi overrides, zero-width
+        /// joiners) that can make a log line read as something else. They are escaped.
+        static func isUnsafe(_ scalar: Unicode.Scalar) -> Bool {
+            if scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) { return true }
+            switch scalar.properties.generalCategory {
+            case .format, .lineSeparator, .paragraphSeparator, .control: return true
+            default: return false
+            }
         }
 
         /// `value` as a JSON string literal.
@@ -322,9 +333,12 @@ final class EventLogFormatter {
                 case "\r": result += "\\r"
                 case "\t": result += "\\t"
                 default:
-                    if scalar.value < 0x20 || scalar.value == 0x7F || scalar.value == 0x2028 || scalar.value == 0x2029 {
-                        let hex = String(scalar.value, radix: 16)
-                        result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                    if isUnsafe(scalar) {
+                        // JSON escapes are UTF-16 units: a scalar above U+FFFF is a surrogate pair.
+                        for unit in String(scalar).utf16 {
+                            let hex = String(unit, radix: 16)
+                            result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                        }
                     } else {
                         result.unicodeScalars.append(scalar)
                     }

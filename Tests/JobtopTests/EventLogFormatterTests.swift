@@ -89,3 +89,20 @@ struct EventLogFormatterTests {
         #expect(EventLogFormatter.iso8601(86_399.25) == "1970-01-01T23:59:59.250Z")
     }
 }
+
+@Suite("Log escaping")
+struct LogEscapingTests {
+    @Test("C1 controls, bidi overrides and separators are escaped in both formats; astral ones as surrogate pairs")
+    func unsafeCharactersAreEscaped() throws {
+        let name = "a\u{9B}31mred\u{202E}evil\u{2028}x\u{E0001}"
+        let job = JobID(uuid: UUID())
+        let info = JobInfo(id: job, name: name, command: "true")
+        let event = SchedulerEvent(seq: 1, time: .zero, kind: .submitted(info))
+        let json = try #require(EventLogFormatter(format: .json, logsOutput: false, epoch: 0).line(for: event))
+        #expect(json.contains(#"a\u009b31mred\u202eevil\u2028x\udb40\udc01"#), "\(json)")
+        let text = try #require(EventLogFormatter(format: .text, logsOutput: false, epoch: 0).line(for: event))
+        #expect(text.unicodeScalars.allSatisfy { $0.value >= 0x20 && !(0x7F...0x9F).contains($0.value) && $0.value != 0x202E })
+        let decoded = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
+        #expect(decoded?["name"] as? String == name)
+    }
+}
