@@ -2,6 +2,7 @@
 #include "CrashGuard.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -81,12 +82,16 @@ int jt_crash_guard_group_count(void) {
     return count;
 }
 
+static void jt_write_all(int fd, const char *bytes, size_t length);
+
 // --- The terminal ---------------------------------------------------------------------------
 
 #define JT_RESET_CAPACITY 1024
 
 static struct termios jt_saved_modes;
 static int jt_terminal_fd = -1;
+// The descriptor the dashboard draws on.
+static int jt_screen_fd = -1;
 static char jt_reset[JT_RESET_CAPACITY];
 static size_t jt_reset_length;
 // Written last (release) by the main thread, read first (acquire) by the handler.
@@ -94,11 +99,21 @@ static atomic_int jt_terminal_armed;
 
 int jt_crash_guard_capture_terminal(int fd) {
     atomic_store_explicit(&jt_terminal_armed, 0, memory_order_release);
-    if (tcgetattr(fd, &jt_saved_modes) != 0) {
+    if (jt_terminal_fd >= 0) {
+        close(jt_terminal_fd);
         jt_terminal_fd = -1;
-        return errno;
     }
-    jt_terminal_fd = fd;
+    // A descriptor of its own: on a crash, `fd` is pointed at /dev/null (so that a thread still
+    // drawing cannot write over the restored screen) and the reset goes through this one.
+    int own = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    if (own < 0) return errno;
+    if (tcgetattr(own, &jt_saved_modes) != 0) {
+        int error = errno;
+        close(own);
+        return error;
+    }
+    jt_terminal_fd = own;
+    jt_screen_fd = fd;
     return 0;
 }
 
@@ -112,6 +127,61 @@ int jt_crash_guard_arm_terminal(const char *reset, size_t length) {
 }
 
 void jt_crash_guard_disarm_terminal(void) { atomic_store_explicit(&jt_terminal_armed, 0, memory_order_release); }
+
+// --- Standard error while the dashboard draws -------------------------------------------------
+
+#define JT_REPLAY_LIMIT (64 * 1024)
+
+static int jt_real_stderr = -1;
+static int jt_captured_stderr = -1;
+static atomic_int jt_stderr_captured;
+
+int jt_crash_guard_capture_stderr(void) {
+    if (atomic_load(&jt_stderr_captured)) return 0;
+    int memory = memfd_create("jobtop-stderr", MFD_CLOEXEC);
+    if (memory < 0) return errno;
+    int real = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+    if (real < 0 || dup2(memory, STDERR_FILENO) < 0) {
+        int error = errno;
+        if (real >= 0) close(real);
+        close(memory);
+        return error;
+    }
+    jt_real_stderr = real;
+    jt_captured_stderr = memory;
+    atomic_store_explicit(&jt_stderr_captured, 1, memory_order_release);
+    return 0;
+}
+
+// Copies the last JT_REPLAY_LIMIT bytes written to the in-memory file to `fd`. Async-signal-safe.
+static void jt_replay(int from, int fd) {
+    off_t size = lseek(from, 0, SEEK_END);
+    if (size <= 0) return;
+    off_t offset = size > JT_REPLAY_LIMIT ? size - JT_REPLAY_LIMIT : 0;
+    char buffer[4096];
+    while (offset < size) {
+        ssize_t count = pread(from, buffer, sizeof buffer, offset);
+        if (count < 0 && errno == EINTR) continue;
+        if (count <= 0) return;
+        jt_write_all(fd, buffer, (size_t)count);
+        offset += count;
+    }
+}
+
+// Puts the real standard error back; with `replay`, copies what was captured to it first.
+// Async-signal-safe (dup2, close, lseek, pread, write).
+static void jt_put_back_stderr(int replay) {
+    int expected = 1;
+    if (!atomic_compare_exchange_strong(&jt_stderr_captured, &expected, 0)) return;
+    dup2(jt_real_stderr, STDERR_FILENO);
+    if (replay) jt_replay(jt_captured_stderr, STDERR_FILENO);
+    close(jt_real_stderr);
+    close(jt_captured_stderr);
+    jt_real_stderr = -1;
+    jt_captured_stderr = -1;
+}
+
+void jt_crash_guard_release_stderr(void) { jt_put_back_stderr(1); }
 
 // --- The handler ----------------------------------------------------------------------------
 
@@ -162,10 +232,22 @@ static void jt_clean_up(int signal_number) {
     int killed = jt_crash_guard_kill_groups(SIGKILL);
     int restored = 0;
     if (atomic_load_explicit(&jt_terminal_armed, memory_order_acquire)) {
+        // The crash may be on another thread than the one drawing, which would go on drawing
+        // over the restored screen until the process ends: its descriptor now leads nowhere.
+        int nowhere = open("/dev/null", O_WRONLY | O_CLOEXEC);
+        if (nowhere >= 0) {
+            dup2(nowhere, jt_screen_fd);
+            close(nowhere);
+        }
+        // CAN first: it ends an escape sequence a frame may have left half written.
+        jt_write_all(jt_terminal_fd, "\x18", 1);
         jt_write_all(jt_terminal_fd, jt_reset, jt_reset_length);
         tcsetattr(jt_terminal_fd, TCSANOW, &jt_saved_modes);
         restored = 1;
     }
+    // What went to standard error while the dashboard drew (the runtime's "Fatal error" line),
+    // now on the restored terminal, before the line that says what happened.
+    jt_put_back_stderr(1);
     char line[160];
     size_t used = jt_append(line, 0, sizeof line, "jobtop: crashed (");
     used = jt_append(line, used, sizeof line, jt_signal_name(signal_number));
@@ -177,6 +259,8 @@ static void jt_clean_up(int signal_number) {
 
 static void jt_crash_handler(int signal_number, siginfo_t *info, void *context) {
     int saved_errno = errno;
+    // Asked before the clean-up points the screen's descriptor at /dev/null.
+    int on_terminal = jt_is_terminal(STDIN_FILENO) && jt_is_terminal(STDOUT_FILENO);
     int expected = 0;
     if (atomic_compare_exchange_strong(&jt_state, &expected, 1)) {
         jt_clean_up(signal_number);
@@ -189,44 +273,72 @@ static void jt_crash_handler(int signal_number, siginfo_t *info, void *context) 
     }
 
     // Pass the signal on to what would have handled it without jobtop: Swift's crash reporter
-    // (which prints a backtrace, then ends the process with the signal), or the default action.
-    // On a terminal the reporter stops and waits up to 30 s for a key; the jobs are dead and
-    // the terminal is back by then, but nothing is gained by the wait, so the default action
-    // ends it at once there (unless SWIFT_BACKTRACE says the reporter never asks).
-    struct sigaction next = jt_previous[signal_number];
-    int has_handler = (next.sa_flags & SA_SIGINFO) ? next.sa_sigaction != NULL
-                                                   : (next.sa_handler != SIG_DFL && next.sa_handler != SIG_IGN);
-    int would_ask = jt_is_terminal(STDIN_FILENO) && jt_is_terminal(STDOUT_FILENO) && !jt_reporter_never_asks;
-    if (!has_handler || would_ask) {
-        memset(&next, 0, sizeof next);
-        next.sa_handler = SIG_DFL;
-        sigemptyset(&next.sa_mask);
-    }
-    sigaction(signal_number, &next, NULL);
+    // (which prints a backtrace), or the default action, which ends the process with the
+    // signal (and a core dump where enabled). On a terminal the reporter stops and waits up to
+    // 30 s for a key; the jobs are dead and the terminal is back by then, but nothing is gained
+    // by the wait, so the default action ends it at once there (unless SWIFT_BACKTRACE says the
+    // reporter never asks).
+    const struct sigaction *previous = &jt_previous[signal_number];
+    int has_handler = (previous->sa_flags & SA_SIGINFO) ? previous->sa_sigaction != NULL
+                                                        : (previous->sa_handler != SIG_DFL && previous->sa_handler != SIG_IGN);
+    int would_ask = on_terminal && !jt_reporter_never_asks;
+    int chains = has_handler && !would_ask;
 
-    // A fault (a bad access, a Swift trap's ud2) happens again when the handler returns, now
-    // reaching the next handler with its own details. A signal that was sent (kill, raise,
-    // abort) or a trap that moved past its instruction (int3) is sent again: it stays pending
-    // while this handler runs and is delivered as it returns.
-    int was_sent = info == NULL || info->si_code <= 0;
-    if (was_sent || signal_number == SIGTRAP || signal_number == SIGABRT) raise(signal_number);
-    (void)context;
+    // The reporter ends its work by resetting the signal and returning, counting on the fault
+    // to happen again. That holds for a fault (a bad access, a Swift trap's ud2, arm64's brk),
+    // re-executed as this handler returns, and for abort(), which raises SIGABRT again with the
+    // default action if a handler returns. Any other signal (sent with kill, or x86's int3,
+    // which moves past its instruction) would let the process run on after the report, so it
+    // goes straight to the default action, sent again: it stays pending while this handler
+    // runs and ends the process as it returns.
+    int is_fault = info != NULL && info->si_code > 0 && signal_number != SIGABRT;
+#if !defined(__aarch64__)
+    if (signal_number == SIGTRAP) is_fault = 0;
+#endif
+    int is_abort = signal_number == SIGABRT && info != NULL && info->si_code == SI_TKILL && info->si_pid == getpid();
+    if (chains && (is_fault || is_abort)) {
+        sigaction(signal_number, previous, NULL);
+    } else {
+        struct sigaction fallback;
+        memset(&fallback, 0, sizeof fallback);
+        fallback.sa_handler = SIG_DFL;
+        sigemptyset(&fallback.sa_mask);
+        sigaction(signal_number, &fallback, NULL);
+    }
+    if (!is_fault) raise(signal_number);
     errno = saved_errno;
 }
 
+// Alternate signal stacks are per thread. One made here is released when its thread exits
+// (dispatch's threads come and go), through a thread-specific key's destructor.
+#define JT_ALTERNATE_STACK_SIZE (256 * 1024)
+
+static pthread_key_t jt_stack_key;
+static pthread_once_t jt_stack_key_once = PTHREAD_ONCE_INIT;
+
+static void jt_release_stack(void *memory) {
+    stack_t off = {.ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE};
+    sigaltstack(&off, NULL);
+    munmap(memory, JT_ALTERNATE_STACK_SIZE);
+}
+
+static void jt_make_stack_key(void) { pthread_key_create(&jt_stack_key, jt_release_stack); }
+
 int jt_crash_guard_prepare_thread(void) {
+    pthread_once(&jt_stack_key_once, jt_make_stack_key);
+    if (pthread_getspecific(jt_stack_key) != NULL) return 0;
     stack_t current;
     if (sigaltstack(NULL, &current) != 0) return errno;
     if (!(current.ss_flags & SS_DISABLE)) return 0;
-    size_t size = 256 * 1024;
-    void *memory = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *memory = mmap(NULL, JT_ALTERNATE_STACK_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (memory == MAP_FAILED) return errno;
-    stack_t stack = {.ss_sp = memory, .ss_size = size, .ss_flags = 0};
+    stack_t stack = {.ss_sp = memory, .ss_size = JT_ALTERNATE_STACK_SIZE, .ss_flags = 0};
     if (sigaltstack(&stack, NULL) != 0) {
         int error = errno;
-        munmap(memory, size);
+        munmap(memory, JT_ALTERNATE_STACK_SIZE);
         return error;
     }
+    pthread_setspecific(jt_stack_key, memory);
     return 0;
 }
 

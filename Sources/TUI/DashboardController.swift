@@ -1,3 +1,4 @@
+import CProcess
 import Dispatch
 import Foundation
 import Scheduler
@@ -144,7 +145,15 @@ final class DashboardController {
 
     // MARK: - Input
 
+    /// The main actor runs on whichever thread drains the main queue (after `dispatch_main`,
+    /// a pool thread): each one it lands on gets an alternate signal stack, so that the crash
+    /// guard still runs if the dashboard overflows its stack.
+    private func prepareThread() {
+        _ = jt_crash_guard_prepare_thread()
+    }
+
     private func drainKeys() {
+        prepareThread()
         let cpu = Self.threadCPUSeconds()
         defer { busySeconds += Self.threadCPUSeconds() - cpu }
         while result == nil, let key = terminal.readKey() {
@@ -160,13 +169,27 @@ final class DashboardController {
         return descriptor.revents & Int16(POLLHUP | POLLNVAL) != 0
     }
 
-    /// `JOBTOP_TEST_CRASH=1` makes `!` a Swift runtime trap, the way a bug crashes the
-    /// dashboard: the end-to-end tests check the crash guard with it. Unset, `!` does nothing.
+    /// `JOBTOP_TEST_CRASH=1` makes `!` a Swift runtime trap and `@` a stack overflow, the ways
+    /// a bug crashes the dashboard: the end-to-end tests check the crash guard with them. Unset,
+    /// neither key does anything.
     private static let isCrashKeyEnabled = ProcessInfo.processInfo.environment["JOBTOP_TEST_CRASH"] == "1"
 
+    /// Recurses until the stack runs out (the frame is used after the call, so it cannot be
+    /// turned into a loop).
+    @inline(never)
+    private static func overflowStack(_ depth: Int) -> Int {
+        if depth == .max { return 0 }
+        var frame = (depth, depth &+ 1, depth &+ 2, depth &+ 3)
+        let below = overflowStack(depth &+ 1)
+        return withUnsafeMutablePointer(to: &frame) { $0.pointee.3 } &+ below
+    }
+
     private func handle(_ key: Key) {
-        if key == .char("!"), Self.isCrashKeyEnabled {
+        if Self.isCrashKeyEnabled, key == .char("!") {
             fatalError("JOBTOP_TEST_CRASH: '!' pressed")
+        }
+        if Self.isCrashKeyEnabled, key == .char("@") {
+            _ = Self.overflowStack(0)
         }
         if key == .resize {
             terminal.updateSize()
@@ -260,6 +283,7 @@ final class DashboardController {
     }
 
     private func apply(_ event: SchedulerEvent) {
+        prepareThread()
         let cpu = Self.threadCPUSeconds()
         defer { busySeconds += Self.threadCPUSeconds() - cpu }
         if case .snapshot(let snapshot) = event.kind {
@@ -365,6 +389,7 @@ final class DashboardController {
     }
 
     private func drawFrame() {
+        prepareThread()
         isFrameScheduled = false
         guard isDirty, result == nil else { return }
         let cpu = Self.threadCPUSeconds()

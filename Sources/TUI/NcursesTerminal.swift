@@ -38,6 +38,9 @@ final class NcursesTerminal: Terminal {
             let reset = resetSequence()
             _ = reset.withUnsafeBufferPointer { jt_crash_guard_arm_terminal($0.baseAddress, $0.count) }
         }
+        // Anything written to stderr while the screen is drawn would garble it, then vanish
+        // with the alternate screen: it is kept and shown when the terminal is given back.
+        _ = jt_crash_guard_capture_stderr()
         return .success(terminal)
     }
 
@@ -104,6 +107,7 @@ final class NcursesTerminal: Terminal {
         jt_crash_guard_disarm_terminal()
         curs_set(1)
         endwin()
+        jt_crash_guard_release_stderr()
     }
 
     func draw(_ frame: Frame) {

@@ -46,9 +46,17 @@ struct CrashGuardTests {
         let coordinator = try JobtopProcess(
             ["--listen", "127.0.0.1:\(port)", "-j", "0", "--headless", "-c", Self.job], directory: scratch.path)
         let worker = try JobtopProcess(["worker", "--connect", "127.0.0.1:\(port)", "--slots", "1"], directory: scratch.path)
-        let started = try await waitForValue("the job's two pids") { () -> [pid_t]? in
-            let found = pids(in: scratch.file("pids"))
-            return found.count == 2 ? found : nil
+        let started: [pid_t]
+        do {
+            started = try await waitForValue("the job's two pids") { () -> [pid_t]? in
+                let found = pids(in: scratch.file("pids"))
+                return found.count == 2 ? found : nil
+            }
+        } catch {
+            // Not yet reaped, so the pids are still theirs.
+            worker.send(SIGKILL)
+            coordinator.send(SIGKILL)
+            throw error
         }
         // When the worker crashes
         worker.send(SIGSEGV)

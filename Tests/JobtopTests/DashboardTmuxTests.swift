@@ -198,10 +198,10 @@ struct DashboardTmuxTests {
         #expect(!afterInterrupt.contains { $0.contains("running") || $0.contains("Quit") })
     }
 
-    /// How the crash is caused: a Swift trap inside (the `!` key under JOBTOP_TEST_CRASH=1), or
-    /// a fatal signal sent from outside.
+    /// How the crash is caused: a Swift trap inside (the `!` key under JOBTOP_TEST_CRASH=1), a
+    /// stack overflow (`@`), or a fatal signal sent from outside.
     enum Crash: String, CustomTestStringConvertible, Sendable, CaseIterable {
-        case trap, segfaultSignal
+        case trap, stackOverflow, segfaultSignal
         var testDescription: String { rawValue }
     }
 
@@ -223,12 +223,15 @@ struct DashboardTmuxTests {
         switch crash {
         case .trap:
             tmux.keys("!")
+        case .stackOverflow:
+            tmux.keys("@")
         case .segfaultSignal:
             let jobtop = try #require(tmux.process(named: "jobtop"))
             kill(jobtop, SIGSEGV)
         }
 
         // Then it dies of the signal, says so in one line, the job's process is gone…
+        // A Swift trap is SIGILL on x86_64, SIGTRAP on arm64.
         let statuses = crash == .trap ? ["exit=132", "exit=133"] : ["exit=139"]
         let after = try await tmux.waitFor("the exit status and the prompt") { screen in
             screen.contains { statuses.contains($0) } && screen.last { !$0.isEmpty }?.hasPrefix("READY$") == true
@@ -237,6 +240,10 @@ struct DashboardTmuxTests {
         #expect(after.contains {
             $0.contains("jobtop: crashed \(crash == .trap ? "" : signal)") && $0.contains("job processes killed, terminal restored")
         }, "screen: \(after)")
+        if crash == .trap {
+            // The runtime's message, written while the dashboard drew, is shown on the restored screen.
+            #expect(after.contains { $0.contains("Fatal error: JOBTOP_TEST_CRASH") }, "screen: \(after)")
+        }
         _ = try await tmux.waitForValue("the job's process gone (ESRCH)") { () -> Bool? in
             kill(pid, 0) == -1 && errno == ESRCH ? true : nil
         }

@@ -17,7 +17,9 @@
 int jt_crash_guard_install(void);
 
 /// Gives the calling thread an alternate signal stack if it has none, so that a stack overflow
-/// on it still reaches the handler. Returns 0 or an errno value.
+/// on it still reaches the handler; the stack is released when the thread exits. Cheap once
+/// done (a thread-specific lookup), so code that runs on pool threads may call it each time.
+/// Returns 0 or an errno value.
 int jt_crash_guard_prepare_thread(void);
 
 /// Records a job's process group (its leader's pid, > 0). Lock-free. Returns 1 when recorded,
@@ -36,7 +38,9 @@ int jt_crash_guard_kill_groups(int signal_number);
 int jt_crash_guard_group_count(void);
 
 /// Saves the terminal modes of `fd` (tcgetattr) as they are now, before the dashboard changes
-/// them. Disarms any earlier terminal. Returns 0 or an errno value.
+/// them, and keeps a descriptor of its own for the restore: on a crash, `fd` itself is pointed
+/// at /dev/null first, so that a thread still drawing cannot write over the restored screen.
+/// Disarms any earlier terminal. Returns 0 or an errno value.
 int jt_crash_guard_capture_terminal(int fd);
 
 /// Arms the terminal restore: on a crash, `reset` (the terminal's own sequences to leave the
@@ -47,5 +51,16 @@ int jt_crash_guard_arm_terminal(const char *reset, size_t length);
 
 /// Disarms the terminal restore (the dashboard is giving the terminal back itself).
 void jt_crash_guard_disarm_terminal(void);
+
+/// While the dashboard draws, standard error goes to an in-memory file instead of the screen
+/// (a message there would garble the screen, and the alternate screen would then swallow it):
+/// among others the Swift runtime's "Fatal error: ..." line before a trap. A crash writes the
+/// end of it to the real standard error after the terminal is restored. Returns 0 or an errno
+/// value (standard error is then left alone).
+int jt_crash_guard_capture_stderr(void);
+
+/// Puts the real standard error back and copies what was written meanwhile to it (at most its
+/// last 64 KiB).
+void jt_crash_guard_release_stderr(void);
 
 #endif
