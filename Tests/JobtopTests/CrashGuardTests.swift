@@ -43,9 +43,13 @@ struct CrashGuardTests {
         // Given a coordinator with no local slots and one worker running its job
         let scratch = try Scratch()
         let port = try freePort()
+        // A token of its own: a worker of another test reconnecting to a port it used before must
+        // not be the one that gets this job.
+        let token = try scratch.write("token", "crash-guard-\(UUID().uuidString)\n")
         let coordinator = try JobtopProcess(
-            ["--listen", "127.0.0.1:\(port)", "-j", "0", "--headless", "-c", Self.job], directory: scratch.path)
-        let worker = try JobtopProcess(["worker", "--connect", "127.0.0.1:\(port)", "--slots", "1"], directory: scratch.path)
+            ["--listen", "127.0.0.1:\(port)", "--token-file", token, "-j", "0", "--headless", "-c", Self.job], directory: scratch.path)
+        let worker = try JobtopProcess(
+            ["worker", "--connect", "127.0.0.1:\(port)", "--token-file", token, "--slots", "1"], directory: scratch.path)
         let started: [pid_t]
         do {
             started = try await waitForValue("the job's two pids") { () -> [pid_t]? in
