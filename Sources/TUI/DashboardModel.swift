@@ -85,9 +85,6 @@ struct DashboardModel: Sendable {
 
     private var order: [JobID] = []
     private var orderStamp: (version: Int, sort: SortKey, filter: String)?
-    /// Submission order, for stable ties.
-    private var ordinals: [JobID: Int] = [:]
-    private var nextOrdinal = 0
 
     init(title: String = "jobtop") {
         self.title = title
@@ -95,26 +92,10 @@ struct DashboardModel: Sendable {
 
     // MARK: - Events
 
-    /// Applies a scheduler event.
+    /// Applies a scheduler event: O(1) for every kind but a snapshot (the board is a stored
+    /// property, changed in place, never copied).
     mutating func apply(_ event: SchedulerEvent) {
-        switch event.kind {
-        case .snapshot(let snapshot):
-            for job in snapshot.jobs where ordinals[job.id] == nil {
-                ordinals[job.id] = nextOrdinal
-                nextOrdinal &+= 1
-            }
-        case .submitted(let info):
-            if ordinals[info.id] == nil {
-                ordinals[info.id] = nextOrdinal
-                nextOrdinal &+= 1
-            }
-        default:
-            break
-        }
         board.apply(event)
-        if ordinals.count > board.jobs.count + 1_000 {
-            ordinals = ordinals.filter { board.jobs[$0.key] != nil }
-        }
     }
 
     /// Replaces the board with a fresh snapshot (after an event named an unknown job).
@@ -145,7 +126,7 @@ struct DashboardModel: Sendable {
 
     /// The table's jobs in display order (filtered and sorted), as of the last ``prepare(tableRows:reorder:)``.
     var orderedIDs: [JobID] {
-        orderStamp == nil ? Self.ordered(board.jobs.values, sort: sort, filter: filter, ordinals: ordinals) : order
+        orderStamp == nil ? Self.ordered(board.jobs.values, sort: sort, filter: filter, ordinals: board.ordinals) : order
     }
 
     /// Whether jobs changed state or priority since the order was last computed.
@@ -176,7 +157,7 @@ struct DashboardModel: Sendable {
         if let stamp = orderStamp, stamp.version == board.orderVersion, stamp.sort == sort, stamp.filter == filter {
             return
         }
-        order = Self.ordered(board.jobs.values, sort: sort, filter: filter, ordinals: ordinals)
+        order = Self.ordered(board.jobs.values, sort: sort, filter: filter, ordinals: board.ordinals)
         orderStamp = (board.orderVersion, sort, filter)
     }
 

@@ -39,9 +39,16 @@ struct JobBoard: Sendable {
     private(set) var needsSnapshot = false
     /// Finished jobs still in `jobs` (the counts also hold the dropped ones).
     private(set) var finishedKept = 0
-    /// How many times ``jobs`` was searched for old finished jobs to drop: each search is
-    /// O(jobs), so it must come once per batch of finished jobs, never once per event.
+    /// Finishes in the order they happened, oldest first: the next job to drop is at the front,
+    /// so dropping costs O(1) instead of a search of every job. An entry whose job finished
+    /// again since (after a retry) or is gone no longer matches it and is skipped.
+    private var finishOrder: Deque<(id: JobID, at: SchedulerTime)> = []
+    /// How many times all of ``jobs`` was searched for old finished jobs: an O(jobs) pass that
+    /// must never come once per event (only on a snapshot).
     private(set) var retentionSweeps = 0
+    /// Submission order, for stable ties in the table; dropped with the job.
+    private(set) var ordinals: [JobID: Int] = [:]
+    private var nextOrdinal = 0
 
     /// Finished jobs kept for display; older ones are dropped (counts keep them).
     var finishedRetention: Int
@@ -90,7 +97,8 @@ struct JobBoard: Sendable {
         case .submitted(let info):
             if let old = jobs[info.id] { leave(old.state, id: info.id) }
             jobs[info.id] = info
-            enter(info.state, id: info.id)
+            assignOrdinal(info.id)
+            enter(info.state, id: info.id, at: info.finishedAt ?? time)
             orderVersion &+= 1
             append(time, "\(info.id.short) submitted: \(info.displayName)", .queued)
         case .coalesced(let existing, let key):
@@ -207,12 +215,21 @@ struct JobBoard: Sendable {
         jobs.reserveCapacity(snapshot.jobs.count)
         running = []
         finishedKept = 0
+        var finished: [(id: JobID, at: SchedulerTime)] = []
         for job in snapshot.jobs {
             jobs[job.id] = job
             if case .running = job.state { running.insert(job.id) }
-            if job.state.isFinished { finishedKept += 1 }
+            if job.state.isFinished {
+                finishedKept += 1
+                finished.append((job.id, job.finishedAt ?? .zero))
+            }
         }
+        retentionSweeps += 1
+        finishOrder = Deque(finished.sorted { $0.at < $1.at })
+        // Ordinals: kept for the jobs still here, new ones in the snapshot's order.
+        ordinals = ordinals.filter { jobs[$0.key] != nil }
         self.jobs = jobs
+        for job in snapshot.jobs { assignOrdinal(job.id) }
         counts = snapshot.counts
         workers = snapshot.workers.map(\.descriptor)
         workerNames = Dictionary(workers.map { ($0.id, $0.name) }, uniquingKeysWith: { _, last in last })
@@ -240,16 +257,25 @@ struct JobBoard: Sendable {
         jobs[id] = job
         if old != new {
             leave(old, id: id)
-            enter(new, id: id)
+            enter(new, id: id, at: job.finishedAt ?? lastTime)
             if old.kind != new.kind { orderVersion &+= 1 }
         }
     }
 
-    /// A job in `jobs` entered `state`.
-    private mutating func enter(_ state: JobState, id: JobID) {
+    private mutating func assignOrdinal(_ id: JobID) {
+        guard ordinals[id] == nil else { return }
+        ordinals[id] = nextOrdinal
+        nextOrdinal &+= 1
+    }
+
+    /// A job in `jobs` entered `state` (at `time`, which a finished job records).
+    private mutating func enter(_ state: JobState, id: JobID, at time: SchedulerTime) {
         counts[state.kind, default: 0] = counts[state.kind, default: 0].saturatingAdd(1)
         if case .running = state { running.insert(id) }
-        if state.isFinished { finishedKept += 1 }
+        if state.isFinished {
+            finishedKept += 1
+            finishOrder.append((id, time))
+        }
     }
 
     /// A job in `jobs` left `state`.
@@ -266,22 +292,30 @@ struct JobBoard: Sendable {
         dropOldFinished()
     }
 
-    /// Drops the oldest finished jobs beyond the retention, in batches so it stays cheap.
+    /// Drops the oldest finished jobs beyond the retention: O(1) per job dropped.
     ///
-    /// The trigger is the number of finished jobs still here, not the counts (which keep the
-    /// dropped ones): going by the counts, every finish after the first batch searched the
-    /// whole table again, O(jobs) per event.
+    /// This once went by the counts (which keep the dropped jobs) and searched and sorted the
+    /// whole table to find the oldest: past the first batch, every finish searched it again,
+    /// O(jobs) per event. Now the finishes are queued in order, and the job to drop is at the
+    /// front.
     private mutating func dropOldFinished() {
-        let batch = max(100, finishedRetention / 10)
-        guard finishedKept > finishedRetention.saturatingAdd(batch) else { return }
-        retentionSweeps += 1
-        let kept = jobs.values.filter { $0.state.isFinished }
-        finishedKept = kept.count
-        guard kept.count > finishedRetention else { return }
-        let oldest = kept.sorted { ($0.finishedAt ?? .zero) < ($1.finishedAt ?? .zero) }
-        for job in oldest.prefix(kept.count - finishedRetention) { jobs[job.id] = nil }
-        finishedKept = finishedRetention
-        orderVersion &+= 1
+        var dropped = false
+        while finishedKept > finishedRetention, let oldest = finishOrder.popFirst() {
+            // A stale entry (the job ran again, or is gone) is only skipped.
+            guard let job = jobs[oldest.id], job.state.isFinished, (job.finishedAt ?? oldest.at) == oldest.at else { continue }
+            jobs[oldest.id] = nil
+            ordinals[oldest.id] = nil
+            finishedKept -= 1
+            dropped = true
+        }
+        // Stale entries pile up only with retries; they are cleared out once they outnumber
+        // the live ones, so the queue stays O(finished jobs kept).
+        if finishOrder.count > 2 * finishedKept + 1_024 {
+            finishOrder = Deque(finishOrder.filter { entry in
+                jobs[entry.id].map { $0.state.isFinished && ($0.finishedAt ?? entry.at) == entry.at } ?? false
+            })
+        }
+        if dropped { orderVersion &+= 1 }
     }
 
     private mutating func append(_ time: SchedulerTime, _ text: String, _ role: Role) {

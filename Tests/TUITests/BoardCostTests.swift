@@ -26,23 +26,42 @@ struct BoardCostTests {
         }
     }
 
-    @Test("Old finished jobs are dropped in batches: one pass over the table per batch, not one per finish")
-    func retentionSweepsPerBatch() {
-        // Given a board that keeps 100 finished jobs (batches of 100)
+    @Test("Old finished jobs are dropped oldest first without searching the table")
+    func retentionWithoutSweeps() {
+        // Given a board that keeps 100 finished jobs
         var feeder = Feeder(board: JobBoard(finishedRetention: 100, logLimit: 10))
         feeder.apply(.workerJoined(localOne))
         // When 5,000 jobs finish
         for n in 1...5_000 { feeder.run(n) }
-        // Then the counts keep them all, the table only the newest, and the table was searched
-        // about once per 100 finishes (going by the counts, it was searched on every finish
-        // after the first 200: 4,800 times)
+        // Then the counts keep them all, the table exactly the newest 100, and the table was
+        // never searched for them (going by the counts, it was searched on every finish after
+        // the first 200: 4,800 times)
         let board = feeder.board
         #expect(board.count(.succeeded) == 5_000)
-        #expect(board.finishedKept == board.jobs.count)
-        #expect(board.jobs.count <= 200)
-        #expect(board.jobs[jobID(5_000)] != nil)
-        #expect(board.jobs[jobID(1)] == nil)
-        #expect(board.retentionSweeps <= 5_000 / 100 + 1, "searched \(board.retentionSweeps) times")
+        #expect(board.finishedKept == 100)
+        #expect(Set(board.jobs.keys) == Set((4_901...5_000).map(jobID)))
+        #expect(Set(board.ordinals.keys) == Set(board.jobs.keys))
+        #expect(board.retentionSweeps == 0, "searched \(board.retentionSweeps) times")
+    }
+
+    @Test("A job that finished, ran again and finished again is kept as a new finish, not dropped by its old one")
+    func retriedJobKeepsItsPlace() {
+        // Given a board that keeps 3 finished jobs, and job 1 finished first
+        var feeder = Feeder(board: JobBoard(finishedRetention: 3, logLimit: 10))
+        feeder.apply(.workerJoined(localOne))
+        feeder.run(1)
+        feeder.run(2)
+        // When job 1 is retried and finishes again, then two more jobs finish
+        feeder.apply(.requeued(jobID(1), reason: "retried by the user"))
+        feeder.apply(.started(jobID(1), attempt: 1, maxAttempts: 1, worker: localOne.id))
+        feeder.apply(.failed(jobID(1), reason: .exitStatus(1), attempts: 1))
+        feeder.run(3)
+        feeder.run(4)
+        // Then job 2 (the oldest finish) is dropped, job 1 (finished after it) is kept
+        #expect(Set(feeder.board.jobs.keys) == [jobID(1), jobID(3), jobID(4)])
+        #expect(feeder.board.finishedKept == 3)
+        #expect(feeder.board.count(.failed) == 1)
+        #expect(feeder.board.count(.succeeded) == 3)
     }
 
     @Test("A job retried after it finished leaves the finished jobs kept, and a snapshot recounts them")
