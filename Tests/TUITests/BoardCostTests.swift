@@ -52,7 +52,7 @@ struct BoardCostTests {
         feeder.run(1)
         feeder.run(2)
         // When job 1 is retried and finishes again, then two more jobs finish
-        feeder.apply(.requeued(jobID(1), reason: "retried by the user"))
+        feeder.apply(.requeued(jobID(1), reason: .retriedByUser))
         feeder.apply(.started(jobID(1), attempt: 1, maxAttempts: 1, worker: localOne.id))
         feeder.apply(.failed(jobID(1), reason: .exitStatus(1), attempts: 1))
         feeder.run(3)
