@@ -14,9 +14,11 @@ import Scheduler
 final class DashboardController {
     /// The shortest time between two frames: at most 29 in any second (~30 per second).
     static let frameInterval: Duration = .milliseconds(35)
-    /// Tables with at least this many jobs are re-sorted at most every ``reorderInterval``.
+    /// Tables with at least this many jobs are re-sorted at most every ``reorderInterval``, and
+    /// at most ``reorderShare`` of the time: a sort that took 50 ms waits at least 500 ms.
     static let bigTable = 2_000
     static let reorderInterval: Duration = .milliseconds(250)
+    static let reorderShare = 0.1
     /// The signals the dashboard owns while it runs.
     static let ownedSignals: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGWINCH]
 
@@ -45,6 +47,8 @@ final class DashboardController {
     /// A key was handled since the last frame: the table reorders at once.
     private var hasKeyInput = false
     private var lastReorder: ContinuousClock.Instant
+    /// How long the last re-sort of the table took.
+    private var lastReorderCost: Duration = .zero
     private var isFrameScheduled = false
     private var lastFrame: ContinuousClock.Instant
     /// The scheduler's clock at a moment on ours, to tell its `now` between events.
@@ -409,10 +413,12 @@ final class DashboardController {
         let size = terminal.size
         // Sorting thousands of jobs on every frame would cost more than drawing them: a big
         // table follows the scheduler's changes a few times a second, a key at once.
-        let reorder = model.board.jobs.count < Self.bigTable || hasKeyInput || now - lastReorder >= Self.reorderInterval
+        let pause = max(Self.reorderInterval, lastReorderCost * (1 / Self.reorderShare))
+        let reorder = model.board.jobs.count < Self.bigTable || hasKeyInput || now - lastReorder >= pause
         if reorder { lastReorder = now }
         hasKeyInput = false
         model.prepare(tableRows: DashboardView.Layout(size: size).tableRows, reorder: reorder)
+        if reorder { lastReorderCost = clock.now - now }
         model.outputRows = max(1, size.rows - 2)
         terminal.draw(DashboardView.render(model, size: size, now: schedulerNow))
         countFrame(at: now)
