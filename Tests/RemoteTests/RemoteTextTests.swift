@@ -1,5 +1,6 @@
 import Testing
 
+@testable import Scheduler
 @testable import SchedulerRemote
 
 /// The pure parts: what a peer's text looks like when printed, which names are refused, and the
@@ -75,17 +76,11 @@ struct RemoteTextTests {
     }
 }
 
-/// SplitMix64: the same numbers for the same seed.
+/// The engine's seeded generator as a `RandomNumberGenerator`: the same numbers for the same seed.
 struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
+    private var generator: IdentifierGenerator
 
-    init(seed: UInt64) { state = seed }
+    init(seed: UInt64) { generator = IdentifierGenerator(seed: seed) }
 
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    mutating func next() -> UInt64 { generator.nextUInt64() }
 }
