@@ -52,6 +52,21 @@ struct HardeningTests {
         jobtop.closeStdin()
     }
 
+    @Test("A job printing 200 MB leaves jobtop's own peak memory bounded")
+    func twoHundredMegabytesOfOutputStayBounded() async throws {
+        // The job's last command reads the peak resident size (VmHWM) of its parent, the jobtop
+        // process, after all 2 million lines went through it. Measured on the binary, not on the
+        // test process, which runs other suites in parallel.
+        let scratch = try Scratch()
+        let line = String(repeating: "x", count: 99)
+        let command = "yes '\(line)' | head -n 2000000; grep VmHWM /proc/$PPID/status > hwm"
+        let run = try await JobtopProcess.run(["-c", command, "--log-format", "json"], directory: scratch.path)
+        #expect(run.status == 0, "\(run.stderr)")
+        let text = try #require(scratch.read("hwm"))
+        let kilobytes = try #require(Int(text.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? ""))
+        #expect(kilobytes / 1024 < 100, "jobtop's peak resident size: \(kilobytes / 1024) MB")
+    }
+
     @Test("A long list runs in a bounded window: the scheduler never holds more than the read-ahead of queued jobs")
     func aLongListStreamsThroughAWindow() async throws {
         let scratch = try Scratch()

@@ -16,17 +16,10 @@ struct OutputBoundTests {
         #expect(tail.lines.count == 1_000)
         #expect(tail.dropped == 2_000_000 - 1_000)
         #expect(tail.lines.reduce(0) { $0 + $1.text.utf8.count + 1 } <= 1 << 20)
-        // Memory stayed bounded: resident size well below what 200 MB of lines would need.
-        #expect(Self.residentMegabytes() < 150)
         await scheduler.shutdown(.graceful)
         await running
     }
-
-    static func residentMegabytes() -> Int {
-        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-              let kb = Int(line.split(separator: " ").dropFirst().first ?? "") else { return 0 }
-        return kb / 1024
-    }
+    // The memory bound is checked on the jobtop binary's own peak (`HeadlessRunTests`): this
+    // process runs other suites in parallel, so its resident size says nothing about this job.
 
 }
