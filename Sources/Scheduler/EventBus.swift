@@ -44,9 +44,7 @@ final class EventBus: Sendable {
             for (offset, kind) in kinds.enumerated() {
                 events.append(SchedulerEvent(seq: first + UInt64(offset), time: time, kind: kind))
             }
-            for token in state.subscribers.keys {
-                state.subscribers[token]!.deliver(events, into: &toResume)
-            }
+            state.subscribers.forEachInPlace { $0.deliver(events, into: &toResume) }
         }
         for waiter in toResume { waiter.resume() }
     }
@@ -172,9 +170,9 @@ final class EventBus: Sendable {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.isFinished = true
             var waiters: [CheckedContinuation<Void, Never>] = []
-            for token in state.subscribers.keys {
-                if let waiter = state.subscribers[token]!.waiter { waiters.append(waiter) }
-                state.subscribers[token]!.waiter = nil
+            state.subscribers.forEachInPlace { subscriber in
+                if let waiter = subscriber.waiter { waiters.append(waiter) }
+                subscriber.waiter = nil
             }
             return waiters
         }
@@ -203,6 +201,22 @@ extension EventBus.Subscriber {
         if let waiter {
             self.waiter = nil
             toResume.append(waiter)
+        }
+    }
+}
+
+extension Dictionary {
+    /// Changes every value in place.
+    ///
+    /// Looping over `keys` (or `values.indices`) while writing through a subscript keeps a
+    /// second reference to the storage, so the first write copies the whole dictionary, and with
+    /// it each value's buffers: a publish then cost O(events buffered) instead of O(new events).
+    /// Plain indices hold no reference.
+    fileprivate mutating func forEachInPlace(_ body: (inout Value) -> Void) {
+        var index = startIndex
+        while index != endIndex {
+            body(&values[index])
+            formIndex(after: &index)
         }
     }
 }

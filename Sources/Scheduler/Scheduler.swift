@@ -146,7 +146,7 @@ public actor Scheduler {
                 group.addTask { await self.timerLoop() }
                 while let batch = await launcher.take() {
                     for handle in batch {
-                        group.addTask { await self.drive(handle) }
+                        group.addTask { await self.runSlot(handle) }
                     }
                 }
             }
@@ -380,13 +380,38 @@ public actor Scheduler {
         }
     }
 
+    /// Runs a slot's attempts, starting with `first`, in a task of their own that a stop can
+    /// cancel (``SlotTask``); cancelling the caller cancels it.
+    private nonisolated func runSlot(_ first: JobAssignmentHandle) async {
+        let slot = SlotTask()
+        let task = Task {
+            await slot.waitUntilAttached()
+            await self.drive(first, in: slot)
+        }
+        slot.attach(task)
+        await withTaskCancellationHandler {
+            await task.value
+        } onCancel: {
+            task.cancel()
+        }
+    }
+
     /// Runs an attempt, then the next one the scheduler gives this worker, and so on: a slot
-    /// that frees up goes straight to the first waiting job without another task.
-    private nonisolated func drive(_ first: JobAssignmentHandle) async {
+    /// that frees up goes straight to the first waiting job without another task. Once a stop
+    /// has cancelled the slot's task, the next attempt goes to a fresh one.
+    private nonisolated func drive(_ first: JobAssignmentHandle, in slot: SlotTask) async {
         var next: JobAssignmentHandle? = first
         while let handle = next {
-            let termination = await handle.worker.execute(handle.assignment)
+            var assignment = handle.assignment
+            assignment.slotTask = (slot, slot.begin())
+            let termination = await handle.worker.execute(assignment)
+            let isCancelled = slot.end()
             next = await finished(handle, termination)
+            if isCancelled, let next {
+                // Never finished: the core counts it as running until it is reported.
+                launcher.send(next)
+                return
+            }
         }
     }
 
@@ -396,7 +421,7 @@ public actor Scheduler {
         let now = clock.now()
         let worker = handle.worker.descriptor.id
         let actions = core.jobFinished(
-            assignment.jobID, attempt: assignment.attempt, worker: worker, termination: termination,
+            handle.job, id: assignment.jobID, attempt: assignment.attempt, worker: worker, termination: termination,
             stopTookEffect: assignment.control.stopTookEffect, now: now)
         return perform(actions, now: now, continuing: worker)
     }
@@ -458,20 +483,21 @@ public actor Scheduler {
         var launches: [JobAssignmentHandle] = []
         var inline: JobAssignmentHandle?
         var stops: [(JobControl, StopReason)] = []
+        var started: [JobID] = []
         for action in actions {
             switch action {
             case .emit(let kind):
                 events.append(kind)
                 if kind.isFinal, let id = kind.jobID { ended.append(id) }
             case .start(let id, let attempt, let workerID):
-                guard let worker = workers[workerID], let spec = core.spec(of: id) else { continue }
+                guard let worker = workers[workerID], let (jobHandle, spec) = core.launchDetails(of: id) else { continue }
                 let control = JobControl()
                 controls[id] = control
-                store.attemptStarted(id)
+                started.append(id)
                 let reporter = JobReporter(jobID: id, attempt: attempt, store: store, bus: bus, clock: clock)
                 let handle = JobAssignmentHandle(
                     assignment: JobAssignment(jobID: id, attempt: attempt, spec: spec, reporter: reporter, control: control),
-                    worker: worker)
+                    worker: worker, job: jobHandle)
                 if inline == nil && workerID == preferred {
                     inline = handle
                 } else {
@@ -483,11 +509,10 @@ public actor Scheduler {
                 workers.removeValue(forKey: id)?.leave()
             }
         }
+        store.attemptsStarted(started)
         bus.publish(events, time: now)
-        for id in ended {
-            store.jobEnded(id)
-            controls[id] = nil
-        }
+        store.jobsEnded(ended)
+        for id in ended { controls[id] = nil }
         launcher.send(contentsOf: launches)
         for (control, reason) in stops { control.requestStop(reason, grace: configuration.gracePeriod) }
         rearmTimer()

@@ -38,6 +38,8 @@ public struct SchedulerCore: Sendable {
     }
 
     struct Job: Sendable {
+        /// Its place in ``jobs`` (and in the queue, the pool and timers).
+        let handle: JobHandle
         /// The spec as submitted, shared rather than copied each time the record is (its
         /// priority may be stale: `info.priority` is the job's priority).
         let submitted: SubmittedSpec
@@ -46,6 +48,8 @@ public struct SchedulerCore: Sendable {
         var workerLosses = 0
         /// The batch (run) it belongs to, if any.
         var batch: BatchID?
+        /// The worker it runs on while it runs (its state names the worker's id).
+        var worker: WorkerHandle?
     }
 
     /// A batch's bookkeeping: a count, never a list, so a batch of any size costs the same.
@@ -70,21 +74,38 @@ public struct SchedulerCore: Sendable {
     struct Timer: Comparable, Sendable {
         enum Purpose: Sendable { case retry, timeout }
         var time: SchedulerTime
-        var job: JobID
+        /// The job's handle, checked against `id` when the timer fires (the job may be gone).
+        var handle: JobHandle
+        var id: JobID
         var attempt: Int
         var purpose: Purpose
 
         static func < (a: Timer, b: Timer) -> Bool { a.time < b.time }
-        static func == (a: Timer, b: Timer) -> Bool { a.time == b.time && a.job == b.job && a.attempt == b.attempt }
+        static func == (a: Timer, b: Timer) -> Bool { a.time == b.time && a.id == b.id && a.attempt == b.attempt }
+    }
+
+    /// Jobs per state kind: an array indexed by kind, counted on every transition without hashing.
+    struct StateCounts: Sendable {
+        private var values = [Int](repeating: 0, count: JobStateKind.allCases.count)
+
+        subscript(kind: JobStateKind) -> Int {
+            get { values[kind.ordinal] }
+            set { values[kind.ordinal] = newValue }
+        }
+
+        /// Every kind with its count, zeros included.
+        var dictionary: [JobStateKind: Int] {
+            Dictionary(uniqueKeysWithValues: JobStateKind.allCases.map { ($0, self[$0]) })
+        }
     }
 
     let configuration: Configuration
     private(set) var jobs = JobTable<Job>()
-    private(set) var queue = JobQueue()
+    private(set) var queue = HandleQueue()
     private(set) var pool = WorkerPool()
     private var timers = Heap<Timer>()
     private var keys: [String: JobID] = [:]
-    private var finishedOrder: Deque<JobID> = []
+    private var finishedOrder: Deque<JobHandle> = []
     private var finishTimes: Deque<(second: Int64, count: Int)> = []
     private var random: IdentifierGenerator
     private var actions: [Action] = []
@@ -95,7 +116,8 @@ public struct SchedulerCore: Sendable {
     private var batchesToCheck: [BatchID] = []
 
     /// Jobs per state, including finished jobs no longer kept.
-    public private(set) var counts: [JobStateKind: Int] = [:]
+    public var counts: [JobStateKind: Int] { stateCounts.dictionary }
+    private var stateCounts = StateCounts()
     /// Whether dispatch is paused.
     public private(set) var isPaused = false
     /// State changes refused as illegal (a bug if ever above zero; the jobs kept their state).
@@ -125,6 +147,17 @@ public struct SchedulerCore: Sendable {
         return spec
     }
 
+    /// What the performer needs to launch a `.start` of job `id`: its handle (for
+    /// ``jobFinished(_:id:attempt:worker:termination:stopTookEffect:now:)``) and its spec with
+    /// its present priority. One hashed lookup.
+    func launchDetails(of id: JobID) -> (handle: JobHandle, spec: JobSpec)? {
+        guard let handle = jobs.handle(of: id) else { return nil }
+        let job = jobs[handle]
+        var spec = job.spec
+        spec.priority = job.info.priority
+        return (handle, spec)
+    }
+
     /// A batch as it stands, if it is known.
     public func batch(_ id: BatchID) -> BatchStatus? {
         guard let batch = batches[id] else { return nil }
@@ -135,10 +168,10 @@ public struct SchedulerCore: Sendable {
     public var nextDeadline: SchedulerTime? { timers.min?.time }
 
     /// The number of jobs running now.
-    public var runningCount: Int { counts[.running, default: 0] }
+    public var runningCount: Int { stateCounts[.running] }
 
     /// The queued jobs in run order.
-    public var queuedInOrder: [JobID] { queue.orderedIDs() }
+    public var queuedInOrder: [JobID] { queue.ordered().map { jobs.id(at: $0) } }
 
     /// All slots that take jobs.
     public var capacity: Int { pool.capacity }
@@ -156,7 +189,7 @@ public struct SchedulerCore: Sendable {
     public var isShutdownComplete: Bool {
         guard let mode = shutdownMode else { return false }
         if runningCount > 0 { return false }
-        if mode == .drain { return counts[.queued, default: 0] + counts[.waiting, default: 0] == 0 }
+        if mode == .drain { return stateCounts[.queued] + stateCounts[.waiting] == 0 }
         return true
     }
 
@@ -209,14 +242,14 @@ public struct SchedulerCore: Sendable {
                 id: id, name: spec.name, command: spec.work.description, priority: spec.priority,
                 state: .queued, attempts: 0, maxAttempts: spec.retry.maxAttempts, progress: nil,
                 submittedAt: now, startedAt: nil, finishedAt: nil, lastFailure: nil, key: spec.coalescingKey)
-            jobs[id] = Job(submitted: SubmittedSpec(spec), info: info, batch: batch)
-            counts[.queued, default: 0] += 1
+            let handle = jobs.insert(for: id) { Job(handle: $0, submitted: SubmittedSpec(spec), info: info, batch: batch) }
+            stateCounts[.queued] += 1
             if let batch {
                 batches[batch]!.unfinished += 1
                 batches[batch]!.hasSettled = false
             }
             if let key = spec.coalescingKey { keys[key] = id }
-            queue.insert(id, priority: spec.priority)
+            queue.insert(handle, priority: spec.priority)
             actions.append(.emit(.submitted(info)))
             result.append(id)
         }
@@ -267,8 +300,8 @@ public struct SchedulerCore: Sendable {
         let old = job.info.priority
         guard old != priority else { return [] }
         job.info.priority = priority
-        jobs[id] = job
-        queue.updatePriority(id, to: priority)
+        jobs[job.handle] = job
+        queue.updatePriority(job.handle, to: priority)
         actions.append(.emit(.reprioritized(id, from: old, to: priority)))
         return takeActions()
     }
@@ -290,7 +323,7 @@ public struct SchedulerCore: Sendable {
             }
             keys[key] = id
         }
-        finishedOrder.removeAll { $0 == id }
+        finishedOrder.removeAll { $0 == job.handle }
         if let batch = job.batch, batches[batch] != nil {
             batches[batch]!.unfinished += 1
             batches[batch]!.hasSettled = false
@@ -302,8 +335,8 @@ public struct SchedulerCore: Sendable {
         job.info.progress = nil
         job.info.finishedAt = nil
         job.workerLosses = 0
-        jobs[id] = job
-        queue.insert(id, priority: job.info.priority)
+        jobs[job.handle] = job
+        queue.insert(job.handle, priority: job.info.priority)
         actions.append(.emit(.requeued(id, reason: .retriedByUser)))
         dispatch(now: now)
         return takeActions()
@@ -339,10 +372,12 @@ public struct SchedulerCore: Sendable {
     /// job, then the attempt counts as failed); cancelled ones end `cancelled`.
     public mutating func workerLost(_ worker: WorkerID, reason: String, now: SchedulerTime) -> [Action] {
         // A worker that already left (retired, say) is not lost again.
-        guard pool.contains(worker) else { return [] }
-        let running = pool.remove(worker)
-        for id in running.sorted() {
-            guard var job = jobs[id], case .running(_, let attempt, _, let stopping) = job.info.state else { continue }
+        guard let handle = pool.handle(of: worker) else { return [] }
+        let running = pool.remove(handle).sorted { jobs.id(at: $0) < jobs.id(at: $1) }
+        for runningHandle in running {
+            jobs[runningHandle].worker = nil
+            var job = jobs[runningHandle]
+            guard case .running(_, let attempt, _, let stopping) = job.info.state else { continue }
             settle(&job, attempt: attempt, stopping: stopping, termination: .workerLost(reason), now: now)
         }
         actions.append(.emit(.workerLeft(worker, reason: reason)))
@@ -389,15 +424,16 @@ public struct SchedulerCore: Sendable {
         shutdownMode = mode
         actions.append(.emit(.shuttingDown(mode)))
         if mode == .cancelRunning {
-            for id in queue.orderedIDs() {
-                guard var job = jobs[id] else { continue }
-                queue.remove(id)
+            for handle in queue.ordered() {
+                var job = jobs[handle]
+                let id = job.info.id
+                queue.remove(handle)
                 finish(&job, as: .cancelled, now: now)
                 actions.append(.emit(.cancelled(id)))
             }
             let active = jobs.values.filter { !$0.info.state.isFinished && $0.info.state.kind != .queued }
             for job in active.sorted(by: { $0.info.submittedAt < $1.info.submittedAt }) {
-                _ = try? cancelInPlace(job.info.id, now: now)
+                _ = try? cancelInPlace(job.handle, now: now)
             }
         } else {
             dispatch(now: now)
@@ -417,11 +453,32 @@ public struct SchedulerCore: Sendable {
         _ id: JobID, attempt: Int, worker: WorkerID, termination: Termination, stopTookEffect: Bool = true,
         now: SchedulerTime
     ) -> [Action] {
-        guard var job = jobs[id],
-            case .running(let runningWorker, let runningAttempt, _, let stopping) = job.info.state,
-            runningWorker == worker, runningAttempt == attempt
-        else { return takeActions() }
-        let retiredReason = pool.checkIn(id, from: worker)
+        guard let handle = jobs.handle(of: id) else { return takeActions() }
+        finishAttempt(handle, attempt: attempt, worker: worker, termination: termination, stopTookEffect: stopTookEffect, now: now)
+        return takeActions()
+    }
+
+    /// ``jobFinished(_:attempt:worker:termination:stopTookEffect:now:)`` for a job the caller
+    /// knows by handle (checked against `id`): the scheduler's path, without a hashed lookup.
+    mutating func jobFinished(
+        _ handle: JobHandle, id: JobID, attempt: Int, worker: WorkerID, termination: Termination, stopTookEffect: Bool,
+        now: SchedulerTime
+    ) -> [Action] {
+        guard jobs.handle(handle, matches: id) else { return takeActions() }
+        finishAttempt(handle, attempt: attempt, worker: worker, termination: termination, stopTookEffect: stopTookEffect, now: now)
+        return takeActions()
+    }
+
+    private mutating func finishAttempt(
+        _ handle: JobHandle, attempt: Int, worker: WorkerID, termination: Termination, stopTookEffect: Bool,
+        now: SchedulerTime
+    ) {
+        guard case .running(let runningWorker, let runningAttempt, _, let stopping) = jobs[handle].info.state,
+            runningWorker == worker, runningAttempt == attempt, let workerHandle = jobs[handle].worker
+        else { return }
+        jobs[handle].worker = nil
+        var job = jobs[handle]
+        let retiredReason = pool.checkIn(handle, from: workerHandle)
         if let stopping, !stopTookEffect {
             settleUnstopped(&job, attempt: attempt, requested: stopping, termination: termination, now: now)
         } else {
@@ -433,25 +490,25 @@ public struct SchedulerCore: Sendable {
             actions.append(.emit(.workerLeft(worker, reason: reason)))
         }
         dispatch(now: now)
-        return takeActions()
     }
 
     /// Fires every timer due at `now`: retries become queued, timeouts stop their attempt.
     public mutating func timersDue(now: SchedulerTime) -> [Action] {
         while let timer = timers.min, timer.time <= now {
             _ = timers.popMin()
-            guard var job = jobs[timer.job] else { continue }
+            guard jobs.handle(timer.handle, matches: timer.id) else { continue }
+            var job = jobs[timer.handle]
             switch (timer.purpose, job.info.state) {
             case (.retry, .waitingForRetry(_, let failedAttempt, _)) where failedAttempt == timer.attempt:
                 guard transition(&job, to: .queued) else { continue }
-                jobs[timer.job] = job
-                queue.insert(timer.job, priority: job.info.priority)
-                actions.append(.emit(.requeued(timer.job, reason: .retryDue)))
+                jobs[timer.handle] = job
+                queue.insert(timer.handle, priority: job.info.priority)
+                actions.append(.emit(.requeued(timer.id, reason: .retryDue)))
             case (.timeout, .running(let worker, let attempt, let since, nil)) where attempt == timer.attempt:
                 guard transition(&job, to: .running(worker: worker, attempt: attempt, since: since, stopping: .timeout)) else { continue }
-                jobs[timer.job] = job
-                actions.append(.emit(.stopping(timer.job, .timeout)))
-                actions.append(.stop(timer.job, worker: worker, reason: .timeout))
+                jobs[timer.handle] = job
+                actions.append(.emit(.stopping(timer.id, .timeout)))
+                actions.append(.stop(timer.id, worker: worker, reason: .timeout))
             default:
                 continue  // stale: the job moved on
             }
@@ -483,14 +540,14 @@ public struct SchedulerCore: Sendable {
         }
         var list = running
         list.reserveCapacity(jobs.count)
-        list.append(contentsOf: queue.orderedIDs().compactMap { jobs[$0]?.info })
+        list.append(contentsOf: queue.ordered().map { jobs[$0].info })
         list.append(contentsOf: waiting)
-        list.append(contentsOf: finishedOrder.reversed().compactMap { jobs[$0]?.info })
+        list.append(contentsOf: finishedOrder.reversed().map { jobs[$0].info })
         let workers = pool.orderedMembers.map {
-            WorkerStatus(descriptor: $0.descriptor, running: $0.running.sorted(), isRetiring: $0.isRetiring)
+            WorkerStatus(descriptor: $0.descriptor, running: $0.running.map { jobs.id(at: $0) }.sorted(), isRetiring: $0.isRetiring)
         }
         return SchedulerSnapshot(
-            seq: seq, time: now, isPaused: isPaused, shutdown: shutdownMode, counts: counts,
+            seq: seq, time: now, isPaused: isPaused, shutdown: shutdownMode, counts: stateCounts.dictionary,
             localSlots: localCapacity, totalSlots: capacity, finishedPerSecond: finishRate(now: now),
             workers: workers, jobs: list)
     }
@@ -545,7 +602,7 @@ public struct SchedulerCore: Sendable {
         actions.append(.emit(.batchHalted(id, failedJob: job.info.id)))
         let others = jobs.values.filter { $0.batch == id && !$0.info.state.isFinished }
         for other in others.sorted(by: { $0.info.submittedAt < $1.info.submittedAt }) {
-            _ = try? cancelInPlace(other.info.id, now: now)
+            _ = try? cancelInPlace(other.handle, now: now)
         }
     }
 
@@ -564,8 +621,8 @@ public struct SchedulerCore: Sendable {
             return false
         }
         if current.kind != next.kind {
-            counts[current.kind, default: 0] -= 1
-            counts[next.kind, default: 0] += 1
+            stateCounts[current.kind] -= 1
+            stateCounts[next.kind] += 1
         }
         job.info.state = next
         return true
@@ -573,10 +630,17 @@ public struct SchedulerCore: Sendable {
 
     /// Cancels `id` without dispatching: the caller dispatches (or not) once it is done.
     private mutating func cancelInPlace(_ id: JobID, now: SchedulerTime) throws(SchedulerError) {
-        guard var job = jobs[id] else { throw unknown(id) }
+        guard let handle = jobs.handle(of: id) else { throw unknown(id) }
+        try cancelInPlace(handle, now: now)
+    }
+
+    /// Cancels the job at `handle` without dispatching.
+    private mutating func cancelInPlace(_ handle: JobHandle, now: SchedulerTime) throws(SchedulerError) {
+        var job = jobs[handle]
+        let id = job.info.id
         switch job.info.state {
         case .queued:
-            queue.remove(id)
+            queue.remove(handle)
             finish(&job, as: .cancelled, now: now)
             actions.append(.emit(.cancelled(id)))
         case .waitingForRetry:
@@ -587,7 +651,7 @@ public struct SchedulerCore: Sendable {
             guard transition(&job, to: .running(worker: worker, attempt: attempt, since: since, stopping: .cancel)) else {
                 throw SchedulerError(.notAllowed, "job \(id.short) cannot be stopped now")
             }
-            jobs[id] = job
+            jobs[handle] = job
             actions.append(.emit(.stopping(id, .cancel)))
             actions.append(.stop(id, worker: worker, reason: .cancel))
         case .succeeded, .failed, .cancelled:
@@ -597,23 +661,26 @@ public struct SchedulerCore: Sendable {
 
     private mutating func dispatch(now: SchedulerTime) {
         guard !isPaused, shutdownMode == nil || shutdownMode == .drain else { return }
-        while let head = queue.first, let worker = pool.checkOut(for: head) {
+        while let handle = queue.first, let workerHandle = pool.checkOut(for: handle) {
             _ = queue.popFirst()
-            guard var job = jobs[head] else { continue }
+            var job = jobs[handle]
+            let head = job.info.id
+            let worker = pool[workerHandle].descriptor.id
+            job.worker = workerHandle
             let attempt = job.info.attempts + 1
             job.info.attempts = attempt
             job.info.startedAt = now
             job.info.progress = nil
             guard transition(&job, to: .running(worker: worker, attempt: attempt, since: now, stopping: nil)) else {
-                _ = pool.checkIn(head, from: worker)
+                _ = pool.checkIn(handle, from: workerHandle)
                 continue
             }
             if let timeout = job.spec.timeout {
-                timers.insert(Timer(time: now + timeout, job: head, attempt: attempt, purpose: .timeout))
+                timers.insert(Timer(time: now + timeout, handle: handle, id: head, attempt: attempt, purpose: .timeout))
             }
             actions.append(.emit(.started(head, attempt: attempt, maxAttempts: job.info.maxAttempts, worker: worker)))
             actions.append(.start(head, attempt: attempt, worker: worker))
-            jobs[head] = job
+            jobs[handle] = job
         }
     }
 
@@ -643,8 +710,8 @@ public struct SchedulerCore: Sendable {
                 // The attempt did not really happen: give it back.
                 job.info.attempts = attempt - 1
                 guard transition(&job, to: .queued) else { return }
-                jobs[id] = job
-                queue.insert(id, priority: job.info.priority)
+                jobs[job.handle] = job
+                queue.insert(job.handle, priority: job.info.priority)
                 actions.append(.emit(.requeued(id, reason: .workerLost(why))))
                 return
             }
@@ -667,8 +734,8 @@ public struct SchedulerCore: Sendable {
             let delay = job.spec.retry.delay(afterAttempt: attempt, unit: random.nextUnit())
             let due = now + delay
             guard transition(&job, to: .waitingForRetry(until: due, failedAttempt: attempt, reason: reason)) else { return }
-            jobs[id] = job
-            timers.insert(Timer(time: due, job: id, attempt: attempt, purpose: .retry))
+            jobs[job.handle] = job
+            timers.insert(Timer(time: due, handle: job.handle, id: id, attempt: attempt, purpose: .retry))
             actions.append(.emit(.retryScheduled(id, failedAttempt: attempt, reason: reason, nextAttempt: attempt + 1, at: due)))
         } else {
             finish(&job, as: .failed(reason: reason, attempts: attempt), now: now)
@@ -681,7 +748,7 @@ public struct SchedulerCore: Sendable {
         guard transition(&job, to: state) else { return }
         job.info.finishedAt = now
         let id = job.info.id
-        jobs[id] = job
+        jobs[job.handle] = job
         if let key = job.spec.coalescingKey, keys[key] == id { keys[key] = nil }
         if let batch = job.batch, batches[batch] != nil {
             batches[batch]!.unfinished -= 1
@@ -694,9 +761,23 @@ public struct SchedulerCore: Sendable {
             finishTimes.append((second, 1))
             while let first = finishTimes.first, first.second <= second - 6 { finishTimes.removeFirst() }
         }
-        finishedOrder.append(id)
+        finishedOrder.append(job.handle)
         while finishedOrder.count > configuration.finishedRetention, let oldest = finishedOrder.popFirst() {
-            jobs[oldest] = nil
+            jobs.remove(oldest)
+        }
+    }
+}
+
+extension JobStateKind {
+    /// The kind's position in ``allCases``: an index for per-kind arrays.
+    fileprivate var ordinal: Int {
+        switch self {
+        case .queued: 0
+        case .running: 1
+        case .waiting: 2
+        case .succeeded: 3
+        case .failed: 4
+        case .cancelled: 5
         }
     }
 }
