@@ -39,12 +39,7 @@ final class EventBus: Sendable {
             let first = state.lastSeq + 1
             state.lastSeq += UInt64(kinds.count)
             guard !state.subscribers.isEmpty else { return }
-            var events: [SchedulerEvent] = []
-            events.reserveCapacity(kinds.count)
-            for (offset, kind) in kinds.enumerated() {
-                events.append(SchedulerEvent(seq: first + UInt64(offset), time: time, kind: kind))
-            }
-            state.subscribers.forEachInPlace { $0.deliver(events, into: &toResume) }
+            state.subscribers.forEachInPlace { $0.deliver(kinds, from: first, time: time, into: &toResume) }
         }
         for waiter in toResume { waiter.resume() }
     }
@@ -181,18 +176,21 @@ final class EventBus: Sendable {
 }
 
 extension EventBus.Subscriber {
-    fileprivate mutating func deliver(_ events: [SchedulerEvent], into toResume: inout [CheckedContinuation<Void, Never>]) {
+    /// Appends the events numbered from `first` straight into the buffer (no array of events
+    /// built first and copied).
+    fileprivate mutating func deliver(
+        _ kinds: [SchedulerEvent.Kind], from first: UInt64, time: SchedulerTime,
+        into toResume: inout [CheckedContinuation<Void, Never>]
+    ) {
         if let missed {
-            self.missed = missed + events.count
+            self.missed = missed + kinds.count
             return
         }
-        if includeOutput {
-            buffer.append(contentsOf: events)
-        } else {
-            for event in events {
-                if case .output = event.kind { continue }
-                buffer.append(event)
-            }
+        var seq = first
+        for kind in kinds {
+            defer { seq += 1 }
+            if !includeOutput, case .output = kind { continue }
+            buffer.append(SchedulerEvent(seq: seq, time: time, kind: kind))
         }
         if buffer.count > limit {
             missed = buffer.count

@@ -145,7 +145,7 @@ struct HandleQueue: Sendable {
 /// O(log n) rather than a scan.
 public struct JobQueue: Sendable {
     private var queue = HandleQueue()
-    private var table = JobTable<Void>()
+    private var table = JobTable<Void>(placeholder: ())
 
     /// An empty queue.
     public init() {}

@@ -18,11 +18,21 @@ struct JobHandle: Hashable, Sendable, Comparable {
 /// scatter them in memory and cost a hash per access; here growth moves small entries, the
 /// records stay packed, and a handle reaches its record (to read or change in place) with an
 /// array index. Freed indices are reused.
+///
+/// Records are stored as they are, not as optionals: reading a field through a force-unwrapped
+/// optional copies the whole record first. A removed record is overwritten with `placeholder`
+/// (so what it held is released), and `ids` says which indices hold a job.
 struct JobTable<Record>: Sendable where Record: Sendable {
     private var handles: [JobID: JobHandle] = [:]
-    private var records: [Record?] = []
+    private var records: [Record] = []
     private var ids: [JobID?] = []
     private var free: [Int32] = []
+    private let placeholder: Record
+
+    /// An empty table; `placeholder` fills the indices of removed records.
+    init(placeholder: Record) {
+        self.placeholder = placeholder
+    }
 
     /// The number of records.
     var count: Int { handles.count }
@@ -44,13 +54,13 @@ struct JobTable<Record>: Sendable where Record: Sendable {
 
     /// The record at `handle`, which must have one; read or changed in place.
     subscript(handle: JobHandle) -> Record {
-        _read { yield records[Int(handle.index)]! }
-        _modify { yield &records[Int(handle.index)]! }
+        _read { yield records[Int(handle.index)] }
+        _modify { yield &records[Int(handle.index)] }
     }
 
     /// The record of `id`, if any (a hashed lookup: for the edges).
     subscript(id: JobID) -> Record? {
-        handles[id].flatMap { records[Int($0.index)] }
+        handles[id].map { records[Int($0.index)] }
     }
 
     /// Adds a record for `id`, which must not have one.
@@ -80,7 +90,7 @@ struct JobTable<Record>: Sendable where Record: Sendable {
         let index = Int(handle.index)
         guard let id = ids[index] else { return }
         handles[id] = nil
-        records[index] = nil
+        records[index] = placeholder
         ids[index] = nil
         free.append(handle.index)
     }
@@ -89,10 +99,10 @@ struct JobTable<Record>: Sendable where Record: Sendable {
     var allHandles: [JobHandle] {
         var result: [JobHandle] = []
         result.reserveCapacity(count)
-        for index in records.indices where records[index] != nil { result.append(JobHandle(index: Int32(index))) }
+        for index in ids.indices where ids[index] != nil { result.append(JobHandle(index: Int32(index))) }
         return result
     }
 
     /// Every record, in no particular order.
-    var values: [Record] { records.compactMap { $0 } }
+    var values: [Record] { ids.indices.compactMap { ids[$0] == nil ? nil : records[$0] } }
 }

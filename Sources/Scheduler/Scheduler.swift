@@ -74,6 +74,12 @@ public actor Scheduler {
     private var ids: IdentifierGenerator
     private var workers: [WorkerID: any Worker] = [:]
     private var controls: [JobID: JobControl] = [:]
+    /// Buffers the steps reuse, so a step allocates no arrays of its own.
+    private var stepActions: [SchedulerCore.Action] = []
+    private var stepStarts: [SchedulerCore.Start] = []
+    private var stepEvents: [SchedulerEvent.Kind] = []
+    private var stepEnded: [JobID] = []
+    private var stepStarted: [JobID] = []
     private var localWorkersMade = 0
 
     private var timerSleeper: Task<Void, Never>?
@@ -420,10 +426,15 @@ public actor Scheduler {
         if controls[assignment.jobID] === assignment.control { controls[assignment.jobID] = nil }
         let now = clock.now()
         let worker = handle.worker.descriptor.id
-        let actions = core.jobFinished(
+        core.jobFinished(
             handle.job, id: assignment.jobID, attempt: assignment.attempt, worker: worker, termination: termination,
             stopTookEffect: assignment.control.stopTookEffect, now: now)
-        return perform(actions, now: now, continuing: worker)
+        core.moveActions(into: &stepActions, starts: &stepStarts)
+        defer {
+            stepActions.removeAll(keepingCapacity: true)
+            stepStarts.removeAll(keepingCapacity: true)
+        }
+        return perform(stepActions, starts: stepStarts, now: now, continuing: worker)
     }
 
     /// Resumes the ``waitForRoom(in:below:)`` callers whose batch has room now (or never will).
@@ -472,25 +483,44 @@ public actor Scheduler {
     /// Performs the core's actions. Events are published before any start is handed out, so a
     /// job's `started` always precedes its output. A start on `preferred` is returned instead of
     /// launched, for the caller to run in the task it already has.
+    ///
+    /// - Parameter starts: The handles of the jobs the `.start` actions name, in order, when
+    ///   the caller has them (``SchedulerCore/moveActions(into:starts:)``); else each is looked up.
     @discardableResult
     private func perform(
-        _ actions: [SchedulerCore.Action], now: SchedulerTime, continuing preferred: WorkerID? = nil
+        _ actions: [SchedulerCore.Action], starts: [SchedulerCore.Start]? = nil, now: SchedulerTime,
+        continuing preferred: WorkerID? = nil
     ) -> JobAssignmentHandle? {
         guard !actions.isEmpty else { return nil }
-        var events: [SchedulerEvent.Kind] = []
-        events.reserveCapacity(actions.count)
-        var ended: [JobID] = []
+        // Reused buffers (nothing here awaits, so no other step can use them meanwhile).
+        var events = stepEvents
+        var ended = stepEnded
+        var started = stepStarted
+        stepEvents = []
+        stepEnded = []
+        stepStarted = []
+        defer {
+            events.removeAll(keepingCapacity: true)
+            ended.removeAll(keepingCapacity: true)
+            started.removeAll(keepingCapacity: true)
+            stepEvents = events
+            stepEnded = ended
+            stepStarted = started
+        }
         var launches: [JobAssignmentHandle] = []
         var inline: JobAssignmentHandle?
         var stops: [(JobControl, StopReason)] = []
-        var started: [JobID] = []
+        var startIndex = 0
         for action in actions {
             switch action {
             case .emit(let kind):
                 events.append(kind)
                 if kind.isFinal, let id = kind.jobID { ended.append(id) }
             case .start(let id, let attempt, let workerID):
-                guard let worker = workers[workerID], let (jobHandle, spec) = core.launchDetails(of: id) else { continue }
+                let known = starts.map { $0[startIndex] }
+                startIndex += 1
+                guard let worker = workers[workerID], let (jobHandle, spec) = known.map({ ($0.handle, $0.spec) }) ?? core.launch(of: id)
+                else { continue }
                 let control = JobControl()
                 controls[id] = control
                 started.append(id)
@@ -517,7 +547,7 @@ public actor Scheduler {
         for (control, reason) in stops { control.requestStop(reason, grace: configuration.gracePeriod) }
         rearmTimer()
         if !roomWaiters.isEmpty { wakeRoomWaiters() }
-        if core.isShutdownComplete && !hasStopped {
+        if core.shutdownMode != nil && core.isShutdownComplete && !hasStopped {
             hasStopped = true
             launcher.finish()
             timerSleeper?.cancel()

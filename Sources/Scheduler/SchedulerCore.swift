@@ -1,5 +1,6 @@
 import DequeModule
 import HeapModule
+import struct Foundation.UUID
 
 /// Everything the scheduler decides, as a pure value: commands and results in, actions out.
 ///
@@ -50,6 +51,11 @@ public struct SchedulerCore: Sendable {
         var batch: BatchID?
         /// The worker it runs on while it runs (its state names the worker's id).
         var worker: WorkerHandle?
+
+        /// What fills the table's place of a removed record: holds nothing worth keeping.
+        static let placeholder = Job(
+            handle: JobHandle(index: -1), submitted: SubmittedSpec(JobSpec(work: .argv([]))),
+            info: JobInfo(id: JobID(uuid: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))), command: ""))
     }
 
     /// A batch's bookkeeping: a count, never a list, so a batch of any size costs the same.
@@ -100,7 +106,7 @@ public struct SchedulerCore: Sendable {
     }
 
     let configuration: Configuration
-    private(set) var jobs = JobTable<Job>()
+    private(set) var jobs = JobTable<Job>(placeholder: Job.placeholder)
     private(set) var queue = HandleQueue()
     private(set) var pool = WorkerPool()
     private var timers = Heap<Timer>()
@@ -109,6 +115,15 @@ public struct SchedulerCore: Sendable {
     private var finishTimes: Deque<(second: Int64, count: Int)> = []
     private var random: IdentifierGenerator
     private var actions: [Action] = []
+    /// For each `.start` in `actions`, in the same order, what the performer needs to launch it.
+    private var startedHandles: [Start] = []
+
+    /// What the performer needs to launch a `.start`: the job's handle (for reporting its end
+    /// without a hashed lookup) and its spec with its present priority.
+    struct Start: Sendable {
+        let handle: JobHandle
+        let spec: JobSpec
+    }
     private var batches: [BatchID: Batch] = [:]
     private var nextBatch: UInt64 = 1
     /// Batches whose last job may have ended in this step: checked once the step's other
@@ -147,25 +162,15 @@ public struct SchedulerCore: Sendable {
         return spec
     }
 
-    /// What the performer needs to launch a `.start` of job `id`: its handle (for
-    /// ``jobFinished(_:id:attempt:worker:termination:stopTookEffect:now:)``) and its spec with
-    /// its present priority. One hashed lookup.
-    func launchDetails(of id: JobID) -> (handle: JobHandle, spec: JobSpec)? {
-        guard let handle = jobs.handle(of: id) else { return nil }
-        let job = jobs[handle]
-        var spec = job.spec
-        spec.priority = job.info.priority
-        return (handle, spec)
-    }
-
     /// A batch as it stands, if it is known.
     public func batch(_ id: BatchID) -> BatchStatus? {
         guard let batch = batches[id] else { return nil }
         return BatchStatus(id: id, unfinished: batch.unfinished, isSealed: batch.isSealed, haltedBy: batch.haltedBy)
     }
 
-    /// The earliest pending timer (a retry becoming due or a timeout), if any.
-    public var nextDeadline: SchedulerTime? { timers.min?.time }
+    /// The earliest pending timer (a retry becoming due or a timeout), if any. Stored, not
+    /// computed, so the scheduler reads it after every step without a call into the core.
+    public private(set) var nextDeadline: SchedulerTime?
 
     /// The number of jobs running now.
     public var runningCount: Int { stateCounts[.running] }
@@ -376,9 +381,8 @@ public struct SchedulerCore: Sendable {
         let running = pool.remove(handle).sorted { jobs.id(at: $0) < jobs.id(at: $1) }
         for runningHandle in running {
             jobs[runningHandle].worker = nil
-            var job = jobs[runningHandle]
-            guard case .running(_, let attempt, _, let stopping) = job.info.state else { continue }
-            settle(&job, attempt: attempt, stopping: stopping, termination: .workerLost(reason), now: now)
+            guard case .running(_, let attempt, _, let stopping) = jobs[runningHandle].info.state else { continue }
+            settle(runningHandle, attempt: attempt, stopping: stopping, termination: .workerLost(reason), now: now)
         }
         actions.append(.emit(.workerLeft(worker, reason: reason)))
         actions.append(.emit(.slotsChanged(local: localCapacity, total: capacity)))
@@ -425,10 +429,9 @@ public struct SchedulerCore: Sendable {
         actions.append(.emit(.shuttingDown(mode)))
         if mode == .cancelRunning {
             for handle in queue.ordered() {
-                var job = jobs[handle]
-                let id = job.info.id
+                let id = jobs[handle].info.id
                 queue.remove(handle)
-                finish(&job, as: .cancelled, now: now)
+                finish(handle, as: .cancelled, now: now)
                 actions.append(.emit(.cancelled(id)))
             }
             let active = jobs.values.filter { !$0.info.state.isFinished && $0.info.state.kind != .queued }
@@ -460,13 +463,34 @@ public struct SchedulerCore: Sendable {
 
     /// ``jobFinished(_:attempt:worker:termination:stopTookEffect:now:)`` for a job the caller
     /// knows by handle (checked against `id`): the scheduler's path, without a hashed lookup.
+    /// The actions wait for ``moveActions(into:starts:)``.
     mutating func jobFinished(
         _ handle: JobHandle, id: JobID, attempt: Int, worker: WorkerID, termination: Termination, stopTookEffect: Bool,
         now: SchedulerTime
-    ) -> [Action] {
-        guard jobs.handle(handle, matches: id) else { return takeActions() }
+    ) {
+        guard jobs.handle(handle, matches: id) else { return }
         finishAttempt(handle, attempt: attempt, worker: worker, termination: termination, stopTookEffect: stopTookEffect, now: now)
-        return takeActions()
+    }
+
+    /// Moves the actions decided so far into `buffer`, and the handles of the jobs their
+    /// `.start`s name (in order) into `starts`. Both must be empty; they come back full and go
+    /// back empty next time, so the scheduler's steps reuse two buffers instead of allocating
+    /// an array each.
+    mutating func moveActions(into buffer: inout [Action], starts: inout [Start]) {
+        if !batchesToCheck.isEmpty { emitSettledBatches() }
+        nextDeadline = timers.min?.time
+        swap(&buffer, &actions)
+        swap(&starts, &startedHandles)
+    }
+
+    /// The handle of job `id`, if it is known (a hashed lookup).
+    func handle(of id: JobID) -> JobHandle? { jobs.handle(of: id) }
+
+    /// What the performer needs to launch a `.start` of job `id` (a hashed lookup), for actions
+    /// that came without their ``Start``s.
+    func launch(of id: JobID) -> (handle: JobHandle, spec: JobSpec)? {
+        guard let handle = jobs.handle(of: id), let spec = spec(of: id) else { return nil }
+        return (handle, spec)
     }
 
     private mutating func finishAttempt(
@@ -477,12 +501,11 @@ public struct SchedulerCore: Sendable {
             runningWorker == worker, runningAttempt == attempt, let workerHandle = jobs[handle].worker
         else { return }
         jobs[handle].worker = nil
-        var job = jobs[handle]
         let retiredReason = pool.checkIn(handle, from: workerHandle)
         if let stopping, !stopTookEffect {
-            settleUnstopped(&job, attempt: attempt, requested: stopping, termination: termination, now: now)
+            settleUnstopped(handle, attempt: attempt, requested: stopping, termination: termination, now: now)
         } else {
-            settle(&job, attempt: attempt, stopping: stopping, termination: termination, now: now)
+            settle(handle, attempt: attempt, stopping: stopping, termination: termination, now: now)
         }
         // The job's end comes first, then its retired worker leaves.
         if let reason = retiredReason {
@@ -564,7 +587,9 @@ public struct SchedulerCore: Sendable {
 
     private mutating func takeActions() -> [Action] {
         if !batchesToCheck.isEmpty { emitSettledBatches() }
-        defer { actions.removeAll(keepingCapacity: true) }
+        nextDeadline = timers.min?.time
+        startedHandles.removeAll(keepingCapacity: true)
+        defer { actions = [] }
         return actions
     }
 
@@ -581,25 +606,26 @@ public struct SchedulerCore: Sendable {
     /// outcome. A success is a success; a failure after a cancel is final (the user wanted it to
     /// stop, so it is not retried); after a timeout it is an ordinary failed attempt.
     private mutating func settleUnstopped(
-        _ job: inout Job, attempt: Int, requested: StopReason, termination: Termination, now: SchedulerTime
+        _ handle: JobHandle, attempt: Int, requested: StopReason, termination: Termination, now: SchedulerTime
     ) {
         guard requested == .cancel, !termination.isSuccess, !termination.isWorkerLoss else {
-            settle(&job, attempt: attempt, stopping: nil, termination: termination, now: now)
+            settle(handle, attempt: attempt, stopping: nil, termination: termination, now: now)
             return
         }
         let reason = FailureReason(termination)
-        job.info.lastFailure = reason
-        finish(&job, as: .failed(reason: reason, attempts: attempt), now: now)
-        actions.append(.emit(.failed(job.info.id, reason: reason, attempts: attempt)))
-        haltIfNeeded(after: job, now: now)
+        let (id, batch) = (jobs[handle].info.id, jobs[handle].batch)
+        jobs[handle].info.lastFailure = reason
+        finish(handle, as: .failed(reason: reason, attempts: attempt), now: now)
+        actions.append(.emit(.failed(id, reason: reason, attempts: attempt)))
+        haltIfNeeded(after: id, in: batch, now: now)
     }
 
-    /// Halts the batch of `job`, which just failed for good, if its batch halts on failure: in
+    /// Halts `batch`, whose job `failed` just failed for good, if the batch halts on failure: in
     /// this same step every other unfinished job of the batch is cancelled.
-    private mutating func haltIfNeeded(after job: Job, now: SchedulerTime) {
-        guard let id = job.batch, let batch = batches[id], batch.haltsOnFailure, batch.haltedBy == nil else { return }
-        batches[id]!.haltedBy = job.info.id
-        actions.append(.emit(.batchHalted(id, failedJob: job.info.id)))
+    private mutating func haltIfNeeded(after failed: JobID, in batch: BatchID?, now: SchedulerTime) {
+        guard let id = batch, let record = batches[id], record.haltsOnFailure, record.haltedBy == nil else { return }
+        batches[id]!.haltedBy = failed
+        actions.append(.emit(.batchHalted(id, failedJob: failed)))
         let others = jobs.values.filter { $0.batch == id && !$0.info.state.isFinished }
         for other in others.sorted(by: { $0.info.submittedAt < $1.info.submittedAt }) {
             _ = try? cancelInPlace(other.handle, now: now)
@@ -613,19 +639,32 @@ public struct SchedulerCore: Sendable {
     /// The one place a job changes state. An illegal move is refused, never a crash: the job
     /// keeps its state, the refusal is counted (``rejectedTransitions``), and the caller stops
     /// what it was doing with that job (a command throws).
-    @discardableResult
-    private mutating func transition(_ job: inout Job, to next: JobState) -> Bool {
+    private static func transition(
+        _ job: inout Job, to next: JobState, counts: inout StateCounts, rejected: inout Int
+    ) -> Bool {
         let current = job.info.state
         guard current.canTransition(to: next) else {
-            rejectedTransitions += 1
+            rejected += 1
             return false
         }
         if current.kind != next.kind {
-            stateCounts[current.kind] -= 1
-            stateCounts[next.kind] += 1
+            counts[current.kind] -= 1
+            counts[next.kind] += 1
         }
         job.info.state = next
         return true
+    }
+
+    /// ``transition(_:to:counts:rejected:)`` of a copy the caller writes back.
+    @discardableResult
+    private mutating func transition(_ job: inout Job, to next: JobState) -> Bool {
+        Self.transition(&job, to: next, counts: &stateCounts, rejected: &rejectedTransitions)
+    }
+
+    /// ``transition(_:to:counts:rejected:)`` of the record at `handle`, in place.
+    @discardableResult
+    private mutating func transition(_ handle: JobHandle, to next: JobState) -> Bool {
+        Self.transition(&jobs[handle], to: next, counts: &stateCounts, rejected: &rejectedTransitions)
     }
 
     /// Cancels `id` without dispatching: the caller dispatches (or not) once it is done.
@@ -636,89 +675,89 @@ public struct SchedulerCore: Sendable {
 
     /// Cancels the job at `handle` without dispatching.
     private mutating func cancelInPlace(_ handle: JobHandle, now: SchedulerTime) throws(SchedulerError) {
-        var job = jobs[handle]
-        let id = job.info.id
-        switch job.info.state {
+        let id = jobs[handle].info.id
+        switch jobs[handle].info.state {
         case .queued:
             queue.remove(handle)
-            finish(&job, as: .cancelled, now: now)
+            finish(handle, as: .cancelled, now: now)
             actions.append(.emit(.cancelled(id)))
         case .waitingForRetry:
-            finish(&job, as: .cancelled, now: now)
+            finish(handle, as: .cancelled, now: now)
             actions.append(.emit(.cancelled(id)))
         case .running(let worker, let attempt, let since, let stopping):
             guard stopping != .cancel else { return }
-            guard transition(&job, to: .running(worker: worker, attempt: attempt, since: since, stopping: .cancel)) else {
+            guard transition(handle, to: .running(worker: worker, attempt: attempt, since: since, stopping: .cancel)) else {
                 throw SchedulerError(.notAllowed, "job \(id.short) cannot be stopped now")
             }
-            jobs[handle] = job
             actions.append(.emit(.stopping(id, .cancel)))
             actions.append(.stop(id, worker: worker, reason: .cancel))
         case .succeeded, .failed, .cancelled:
-            throw SchedulerError(.notAllowed, "job \(id.short) has already ended (\(job.info.state.name))")
+            throw SchedulerError(.notAllowed, "job \(id.short) has already ended (\(jobs[handle].info.state.name))")
         }
     }
 
+    /// Starts queued jobs while slots are free. Records change in place: no job record is
+    /// copied on this path, which every job takes.
     private mutating func dispatch(now: SchedulerTime) {
         guard !isPaused, shutdownMode == nil || shutdownMode == .drain else { return }
         while let handle = queue.first, let workerHandle = pool.checkOut(for: handle) {
             _ = queue.popFirst()
-            var job = jobs[handle]
-            let head = job.info.id
+            let head = jobs[handle].info.id
             let worker = pool[workerHandle].descriptor.id
-            job.worker = workerHandle
-            let attempt = job.info.attempts + 1
-            job.info.attempts = attempt
-            job.info.startedAt = now
-            job.info.progress = nil
-            guard transition(&job, to: .running(worker: worker, attempt: attempt, since: now, stopping: nil)) else {
+            let attempt = jobs[handle].info.attempts + 1
+            guard transition(handle, to: .running(worker: worker, attempt: attempt, since: now, stopping: nil)) else {
                 _ = pool.checkIn(handle, from: workerHandle)
                 continue
             }
-            if let timeout = job.spec.timeout {
+            jobs[handle].worker = workerHandle
+            jobs[handle].info.attempts = attempt
+            jobs[handle].info.startedAt = now
+            jobs[handle].info.progress = nil
+            if let timeout = jobs[handle].submitted.spec.timeout {
                 timers.insert(Timer(time: now + timeout, handle: handle, id: head, attempt: attempt, purpose: .timeout))
             }
-            actions.append(.emit(.started(head, attempt: attempt, maxAttempts: job.info.maxAttempts, worker: worker)))
+            actions.append(.emit(.started(head, attempt: attempt, maxAttempts: jobs[handle].info.maxAttempts, worker: worker)))
             actions.append(.start(head, attempt: attempt, worker: worker))
-            jobs[handle] = job
+            var spec = jobs[handle].spec
+            spec.priority = jobs[handle].info.priority
+            startedHandles.append(Start(handle: handle, spec: spec))
         }
     }
 
-    /// Decides what an ended attempt means for its job.
+    /// Decides what an ended attempt means for the job at `handle` (in place).
     private mutating func settle(
-        _ job: inout Job, attempt: Int, stopping: StopReason?, termination: Termination, now: SchedulerTime
+        _ handle: JobHandle, attempt: Int, stopping: StopReason?, termination: Termination, now: SchedulerTime
     ) {
-        let id = job.info.id
+        let id = jobs[handle].info.id
         if stopping == .cancel {
-            finish(&job, as: .cancelled, now: now)
+            finish(handle, as: .cancelled, now: now)
             actions.append(.emit(.cancelled(id)))
             return
         }
         let reason: FailureReason
         switch (stopping, termination) {
         case (.timeout, _):
-            reason = .timeout(job.spec.timeout ?? .zero)
+            reason = .timeout(jobs[handle].submitted.spec.timeout ?? .zero)
         case (_, .workerLost(let why)):
-            job.workerLosses += 1
+            jobs[handle].workerLosses += 1
             if shutdownMode == .cancelRunning {
                 // Everything is being cancelled: the job ends here, with the attempt it had.
-                finish(&job, as: .cancelled, now: now)
+                finish(handle, as: .cancelled, now: now)
                 actions.append(.emit(.cancelled(id)))
                 return
             }
-            if job.workerLosses <= configuration.maxWorkerLossRequeues {
+            if jobs[handle].workerLosses <= configuration.maxWorkerLossRequeues {
                 // The attempt did not really happen: give it back.
-                job.info.attempts = attempt - 1
-                guard transition(&job, to: .queued) else { return }
-                jobs[job.handle] = job
-                queue.insert(job.handle, priority: job.info.priority)
+                guard transition(handle, to: .queued) else { return }
+                jobs[handle].info.attempts = attempt - 1
+                queue.insert(handle, priority: jobs[handle].info.priority)
                 actions.append(.emit(.requeued(id, reason: .workerLost(why))))
                 return
             }
             reason = .workerLost(why)
         case (_, .exit(0)):
-            job.info.lastFailure = nil
-            finish(&job, as: .succeeded(attempts: attempt), now: now)
+            jobs[handle].info.lastFailure = nil
+            finish(handle, as: .succeeded(attempts: attempt), now: now)
             actions.append(.emit(.succeeded(id, attempts: attempt)))
             return
         case (_, .exit(let code)):
@@ -728,29 +767,31 @@ public struct SchedulerCore: Sendable {
         case (_, .error(let message)):
             reason = .error(message)
         }
-        job.info.lastFailure = reason
-        let mayRetry = attempt < job.spec.retry.maxAttempts && (shutdownMode == nil || shutdownMode == .drain)
+        jobs[handle].info.lastFailure = reason
+        let retry = jobs[handle].submitted.spec.retry
+        let mayRetry = attempt < retry.maxAttempts && (shutdownMode == nil || shutdownMode == .drain)
         if mayRetry {
-            let delay = job.spec.retry.delay(afterAttempt: attempt, unit: random.nextUnit())
+            let delay = retry.delay(afterAttempt: attempt, unit: random.nextUnit())
             let due = now + delay
-            guard transition(&job, to: .waitingForRetry(until: due, failedAttempt: attempt, reason: reason)) else { return }
-            jobs[job.handle] = job
-            timers.insert(Timer(time: due, handle: job.handle, id: id, attempt: attempt, purpose: .retry))
+            guard transition(handle, to: .waitingForRetry(until: due, failedAttempt: attempt, reason: reason)) else { return }
+            timers.insert(Timer(time: due, handle: handle, id: id, attempt: attempt, purpose: .retry))
             actions.append(.emit(.retryScheduled(id, failedAttempt: attempt, reason: reason, nextAttempt: attempt + 1, at: due)))
         } else {
-            finish(&job, as: .failed(reason: reason, attempts: attempt), now: now)
+            let batch = jobs[handle].batch
+            finish(handle, as: .failed(reason: reason, attempts: attempt), now: now)
             actions.append(.emit(.failed(id, reason: reason, attempts: attempt)))
-            haltIfNeeded(after: job, now: now)
+            haltIfNeeded(after: id, in: batch, now: now)
         }
     }
 
-    private mutating func finish(_ job: inout Job, as state: JobState, now: SchedulerTime) {
-        guard transition(&job, to: state) else { return }
-        job.info.finishedAt = now
-        let id = job.info.id
-        jobs[job.handle] = job
-        if let key = job.spec.coalescingKey, keys[key] == id { keys[key] = nil }
-        if let batch = job.batch, batches[batch] != nil {
+    /// Ends the job at `handle` in `state`. Its record may be dropped here (the oldest finished
+    /// one beyond the retention), so callers read what they need first.
+    private mutating func finish(_ handle: JobHandle, as state: JobState, now: SchedulerTime) {
+        guard transition(handle, to: state) else { return }
+        jobs[handle].info.finishedAt = now
+        let id = jobs[handle].info.id
+        if let key = jobs[handle].submitted.spec.coalescingKey, keys[key] == id { keys[key] = nil }
+        if let batch = jobs[handle].batch, batches[batch] != nil {
             batches[batch]!.unfinished -= 1
             if batches[batch]!.unfinished == 0 { batchesToCheck.append(batch) }
         }
@@ -761,7 +802,7 @@ public struct SchedulerCore: Sendable {
             finishTimes.append((second, 1))
             while let first = finishTimes.first, first.second <= second - 6 { finishTimes.removeFirst() }
         }
-        finishedOrder.append(job.handle)
+        finishedOrder.append(handle)
         while finishedOrder.count > configuration.finishedRetention, let oldest = finishedOrder.popFirst() {
             jobs.remove(oldest)
         }
