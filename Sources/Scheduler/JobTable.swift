@@ -63,6 +63,13 @@ struct JobTable<Record>: Sendable where Record: Sendable {
         handles[id].map { records[Int($0.index)] }
     }
 
+    /// Makes room for `extra` more records at once, so a big submission grows the id map once
+    /// instead of rehashing it step by step.
+    mutating func reserve(_ extra: Int) {
+        let needed = handles.count + extra
+        if needed > handles.capacity { handles.reserveCapacity(max(needed, handles.capacity * 2)) }
+    }
+
     /// Adds a record for `id`, which must not have one.
     mutating func insert(_ record: Record, for id: JobID) -> JobHandle {
         insert(for: id) { _ in record }

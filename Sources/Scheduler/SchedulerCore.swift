@@ -237,6 +237,7 @@ public struct SchedulerCore: Sendable {
         }
         var result: [JobID] = []
         result.reserveCapacity(specs.count)
+        jobs.reserve(specs.count)
         for (spec, id) in zip(specs, ids) {
             if let key = spec.coalescingKey, let existing = keys[key] {
                 actions.append(.emit(.coalesced(existing: existing, key: key)))
