@@ -337,9 +337,9 @@ public struct SchedulerCore: Sendable {
         guard transition(&job, to: .queued) else {
             throw SchedulerError(.notAllowed, "job \(id.short) cannot go back to the queue from \(job.info.state.name)")
         }
-        job.info.attempts = 0
+        job.info.history.attempts = 0
         job.info.progress = nil
-        job.info.finishedAt = nil
+        job.info.history.finishedAt = nil
         job.workerLosses = 0
         jobs[job.handle] = job
         queue.insert(job.handle, priority: job.info.priority)
@@ -376,7 +376,7 @@ public struct SchedulerCore: Sendable {
 
     /// A worker is gone: its running jobs go back to the queue (a bounded number of times per
     /// job, then the attempt counts as failed); cancelled ones end `cancelled`.
-    public mutating func workerLost(_ worker: WorkerID, reason: String, now: SchedulerTime) -> [Action] {
+    public mutating func workerLost(_ worker: WorkerID, reason: WorkerLeaveReason, now: SchedulerTime) -> [Action] {
         // A worker that already left (retired, say) is not lost again.
         guard let handle = pool.handle(of: worker) else { return [] }
         let running = pool.remove(handle).sorted { jobs.id(at: $0) < jobs.id(at: $1) }
@@ -401,9 +401,9 @@ public struct SchedulerCore: Sendable {
         let candidates = local.filter { $0.running.isEmpty }.reversed() + local.filter { !$0.running.isEmpty }.reversed()
         for member in candidates where excess > 0 {
             excess -= member.descriptor.slots
-            if pool.retire(member.descriptor.id, reason: "slots reduced") {
+            if pool.retire(member.descriptor.id, reason: .slotsReduced) {
                 actions.append(.removeWorker(member.descriptor.id))
-                actions.append(.emit(.workerLeft(member.descriptor.id, reason: "slots reduced")))
+                actions.append(.emit(.workerLeft(member.descriptor.id, reason: .slotsReduced)))
             }
         }
         actions.append(.emit(.slotsChanged(local: localCapacity, total: capacity)))
@@ -412,7 +412,7 @@ public struct SchedulerCore: Sendable {
 
     /// A worker takes no new jobs and leaves when its running ones end (at once when idle): a
     /// remote worker that drains, say. Its jobs are not requeued.
-    public mutating func retireWorker(_ worker: WorkerID, reason: String, now: SchedulerTime) -> [Action] {
+    public mutating func retireWorker(_ worker: WorkerID, reason: WorkerLeaveReason, now: SchedulerTime) -> [Action] {
         guard pool.contains(worker) else { return [] }
         if pool.retire(worker, reason: reason) {
             actions.append(.removeWorker(worker))
@@ -615,7 +615,7 @@ public struct SchedulerCore: Sendable {
         }
         let reason = FailureReason(termination)
         let (id, batch) = (jobs[handle].info.id, jobs[handle].batch)
-        jobs[handle].info.lastFailure = reason
+        jobs[handle].info.history.lastFailure = reason
         finish(handle, as: .failed(reason: reason, attempts: attempt), now: now)
         actions.append(.emit(.failed(id, reason: reason, attempts: attempt)))
         haltIfNeeded(after: id, in: batch, now: now)
@@ -711,8 +711,8 @@ public struct SchedulerCore: Sendable {
                 continue
             }
             jobs[handle].worker = workerHandle
-            jobs[handle].info.attempts = attempt
-            jobs[handle].info.startedAt = now
+            jobs[handle].info.history.attempts = attempt
+            jobs[handle].info.history.startedAt = now
             jobs[handle].info.progress = nil
             if let timeout = jobs[handle].submitted.spec.timeout {
                 timers.insert(Timer(time: now + timeout, handle: handle, id: head, attempt: attempt, purpose: .timeout))
@@ -750,14 +750,14 @@ public struct SchedulerCore: Sendable {
             if jobs[handle].workerLosses <= configuration.maxWorkerLossRequeues {
                 // The attempt did not really happen: give it back.
                 guard transition(handle, to: .queued) else { return }
-                jobs[handle].info.attempts = attempt - 1
+                jobs[handle].info.history.attempts = attempt - 1
                 queue.insert(handle, priority: jobs[handle].info.priority)
                 actions.append(.emit(.requeued(id, reason: .workerLost(why))))
                 return
             }
             reason = .workerLost(why)
         case (_, .exit(0)):
-            jobs[handle].info.lastFailure = nil
+            jobs[handle].info.history.lastFailure = nil
             finish(handle, as: .succeeded(attempts: attempt), now: now)
             actions.append(.emit(.succeeded(id, attempts: attempt)))
             return
@@ -768,7 +768,7 @@ public struct SchedulerCore: Sendable {
         case (_, .error(let message)):
             reason = .error(message)
         }
-        jobs[handle].info.lastFailure = reason
+        jobs[handle].info.history.lastFailure = reason
         let retry = jobs[handle].submitted.spec.retry
         let mayRetry = attempt < retry.maxAttempts && (shutdownMode == nil || shutdownMode == .drain)
         if mayRetry {
@@ -789,7 +789,7 @@ public struct SchedulerCore: Sendable {
     /// one beyond the retention), so callers read what they need first.
     private mutating func finish(_ handle: JobHandle, as state: JobState, now: SchedulerTime) {
         guard transition(handle, to: state) else { return }
-        jobs[handle].info.finishedAt = now
+        jobs[handle].info.history.finishedAt = now
         let id = jobs[handle].info.id
         if let key = jobs[handle].submitted.spec.coalescingKey, keys[key] == id { keys[key] = nil }
         if let batch = jobs[handle].batch, batches[batch] != nil {

@@ -51,7 +51,7 @@ public struct WorkerPool: Sendable {
         /// The jobs it runs now: at most its slots, so a short list searched on removal.
         var running: [JobHandle] = []
         /// Why it leaves as soon as its last job ends (it gets no new jobs); `nil` while it stays.
-        var retireReason: String?
+        var retireReason: WorkerLeaveReason?
         var isRetiring: Bool { retireReason != nil }
     }
 
@@ -113,7 +113,7 @@ public struct WorkerPool: Sendable {
     func contains(_ worker: WorkerID) -> Bool { handles[worker] != nil }
 
     /// Gives back the slot `job` held. Returns why the worker retired when it has now left.
-    mutating func checkIn(_ job: JobHandle, from worker: WorkerHandle) -> String? {
+    mutating func checkIn(_ job: JobHandle, from worker: WorkerHandle) -> WorkerLeaveReason? {
         let index = Int(worker.index)
         guard index < members.count, members[index] != nil,
               let position = members[index]!.running.firstIndex(of: job)
@@ -147,7 +147,7 @@ public struct WorkerPool: Sendable {
 
     /// Marks a worker to leave when its jobs end; it gets no new ones. Returns true when it was
     /// idle and has left already.
-    mutating func retire(_ worker: WorkerID, reason: String) -> Bool {
+    mutating func retire(_ worker: WorkerID, reason: WorkerLeaveReason) -> Bool {
         guard let handle = handles[worker], let member = members[Int(handle.index)], !member.isRetiring else { return false }
         if member.running.isEmpty {
             remove(handle)
