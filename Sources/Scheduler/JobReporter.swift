@@ -52,7 +52,16 @@ public struct JobAssignment: Sendable {
     /// The attempt, from 1.
     public let attempt: Int
     /// What to run.
-    public let spec: JobSpec
+    public var spec: JobSpec {
+        var spec = submitted.spec
+        spec.priority = priority
+        return spec
+    }
+    /// The spec as submitted, shared with the core's record rather than copied into every
+    /// assignment (and every copy of one) on the way to its worker.
+    let submitted: SchedulerCore.SubmittedSpec
+    /// The job's priority now (it may have changed since it was submitted).
+    let priority: Int
     /// Where output and progress go.
     public let reporter: JobReporter
     /// How a cancel or timeout reaches the running work.

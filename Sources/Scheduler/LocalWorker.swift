@@ -28,7 +28,7 @@ public final class LocalWorker: Worker {
     }
 
     public func execute(_ assignment: JobAssignment) async -> Termination {
-        switch assignment.spec.work {
+        switch assignment.submitted.spec.work {
         case .closure(let body):
             return await runClosure(body, assignment)
         case .shell, .argv:

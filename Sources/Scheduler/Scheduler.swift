@@ -73,7 +73,10 @@ public actor Scheduler {
     private var core: SchedulerCore
     private var ids: IdentifierGenerator
     private var workers: [WorkerID: any Worker] = [:]
-    private var controls: [JobID: JobControl] = [:]
+    /// The control of each running attempt, by its job's handle index (no hashing per start):
+    /// set when the attempt starts, cleared when it is reported; a later job at the same index
+    /// replaces it when it starts.
+    private var controls: [JobControl?] = []
     /// Buffers the steps reuse, so a step allocates no arrays of its own.
     private var stepActions: [SchedulerCore.Action] = []
     private var stepStarts: [SchedulerCore.Start] = []
@@ -423,7 +426,8 @@ public actor Scheduler {
 
     private func finished(_ handle: JobAssignmentHandle, _ termination: Termination) -> JobAssignmentHandle? {
         let assignment = handle.assignment
-        if controls[assignment.jobID] === assignment.control { controls[assignment.jobID] = nil }
+        let index = Int(handle.job.index)
+        if controls[index] === assignment.control { controls[index] = nil }
         let now = clock.now()
         let worker = handle.worker.descriptor.id
         core.jobFinished(
@@ -519,22 +523,28 @@ public actor Scheduler {
             case .start(let id, let attempt, let workerID):
                 let known = starts.map { $0[startIndex] }
                 startIndex += 1
-                guard let worker = workers[workerID], let (jobHandle, spec) = known.map({ ($0.handle, $0.spec) }) ?? core.launch(of: id)
-                else { continue }
+                guard let worker = workers[workerID], let start = known ?? core.launch(of: id) else { continue }
                 let control = JobControl()
-                controls[id] = control
+                let index = Int(start.handle.index)
+                if index >= controls.count { controls.append(contentsOf: repeatElement(nil, count: index - controls.count + 1)) }
+                controls[index] = control
                 started.append(id)
                 let reporter = JobReporter(jobID: id, attempt: attempt, store: store, bus: bus, clock: clock)
                 let handle = JobAssignmentHandle(
-                    assignment: JobAssignment(jobID: id, attempt: attempt, spec: spec, reporter: reporter, control: control),
-                    worker: worker, job: jobHandle)
+                    assignment: JobAssignment(
+                        jobID: id, attempt: attempt, submitted: start.submitted, priority: start.priority,
+                        reporter: reporter, control: control),
+                    worker: worker, job: start.handle)
                 if inline == nil && workerID == preferred {
                     inline = handle
                 } else {
                     launches.append(handle)
                 }
             case .stop(let id, _, let reason):
-                if let control = controls[id] { stops.append((control, reason)) }
+                // A stop names a running job, whose control was set when it started.
+                if let index = core.handle(of: id).map({ Int($0.index) }), index < controls.count, let control = controls[index] {
+                    stops.append((control, reason))
+                }
             case .removeWorker(let id):
                 workers.removeValue(forKey: id)?.leave()
             }
@@ -542,7 +552,6 @@ public actor Scheduler {
         store.attemptsStarted(started)
         bus.publish(events, time: now)
         store.jobsEnded(ended)
-        for id in ended { controls[id] = nil }
         launcher.send(contentsOf: launches)
         for (control, reason) in stops { control.requestStop(reason, grace: configuration.gracePeriod) }
         rearmTimer()

@@ -119,10 +119,11 @@ public struct SchedulerCore: Sendable {
     private var startedHandles: [Start] = []
 
     /// What the performer needs to launch a `.start`: the job's handle (for reporting its end
-    /// without a hashed lookup) and its spec with its present priority.
+    /// without a hashed lookup), its spec as submitted and its present priority.
     struct Start: Sendable {
         let handle: JobHandle
-        let spec: JobSpec
+        let submitted: SubmittedSpec
+        let priority: Int
     }
     private var batches: [BatchID: Batch] = [:]
     private var nextBatch: UInt64 = 1
@@ -489,9 +490,9 @@ public struct SchedulerCore: Sendable {
 
     /// What the performer needs to launch a `.start` of job `id` (a hashed lookup), for actions
     /// that came without their ``Start``s.
-    func launch(of id: JobID) -> (handle: JobHandle, spec: JobSpec)? {
-        guard let handle = jobs.handle(of: id), let spec = spec(of: id) else { return nil }
-        return (handle, spec)
+    func launch(of id: JobID) -> Start? {
+        guard let handle = jobs.handle(of: id) else { return nil }
+        return Start(handle: handle, submitted: jobs[handle].submitted, priority: jobs[handle].info.priority)
     }
 
     private mutating func finishAttempt(
@@ -719,9 +720,7 @@ public struct SchedulerCore: Sendable {
             }
             actions.append(.emit(.started(head, attempt: attempt, maxAttempts: jobs[handle].info.maxAttempts, worker: worker)))
             actions.append(.start(head, attempt: attempt, worker: worker))
-            var spec = jobs[handle].spec
-            spec.priority = jobs[handle].info.priority
-            startedHandles.append(Start(handle: handle, spec: spec))
+            startedHandles.append(Start(handle: handle, submitted: jobs[handle].submitted, priority: jobs[handle].info.priority))
         }
     }
 
