@@ -417,7 +417,8 @@ public actor Scheduler {
             let isCancelled = slot.end()
             next = await finished(handle, termination)
             if isCancelled, let next {
-                // Never finished: the core counts it as running until it is reported.
+                // The core has started it on this worker already; this task is cancelled, so
+                // it runs in a fresh one (the mailbox is open: a job is running).
                 launcher.send(next)
                 return
             }
@@ -427,7 +428,7 @@ public actor Scheduler {
     private func finished(_ handle: JobAssignmentHandle, _ termination: Termination) -> JobAssignmentHandle? {
         let assignment = handle.assignment
         let index = Int(handle.job.index)
-        if controls[index] === assignment.control { controls[index] = nil }
+        if index < controls.count, controls[index] === assignment.control { controls[index] = nil }
         let now = clock.now()
         let worker = handle.worker.descriptor.id
         core.jobFinished(
@@ -488,8 +489,9 @@ public actor Scheduler {
     /// job's `started` always precedes its output. A start on `preferred` is returned instead of
     /// launched, for the caller to run in the task it already has.
     ///
-    /// - Parameter starts: The handles of the jobs the `.start` actions name, in order, when
-    ///   the caller has them (``SchedulerCore/moveActions(into:starts:)``); else each is looked up.
+    /// - Parameter starts: What launching each `.start` action needs (its job's handle and spec),
+    ///   in order, when the caller has it (``SchedulerCore/moveActions(into:starts:)``); else each
+    ///   job is looked up by id.
     @discardableResult
     private func perform(
         _ actions: [SchedulerCore.Action], starts: [SchedulerCore.Start]? = nil, now: SchedulerTime,
