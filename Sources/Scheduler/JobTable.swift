@@ -4,11 +4,9 @@
 /// Indices are reused once a record is removed, so a handle kept past its job's removal may name
 /// another job: whoever keeps one outside a single core step keeps the ``JobID`` with it and
 /// checks it (``JobTable/handle(_:matches:)``).
-struct JobHandle: Hashable, Sendable, Comparable {
+struct JobHandle: Hashable, Sendable {
     /// The index in the table.
     let index: Int32
-
-    static func < (a: JobHandle, b: JobHandle) -> Bool { a.index < b.index }
 }
 
 /// The core's job records: a dense array of records indexed by ``JobHandle``, and one map from
@@ -36,9 +34,6 @@ struct JobTable<Record>: Sendable where Record: Sendable {
 
     /// The number of records.
     var count: Int { handles.count }
-
-    /// One more than the highest handle ever given out: arrays indexed by handle need this size.
-    var capacity: Int { records.count }
 
     /// The handle of `id`, if it has a record. The one hashed lookup.
     func handle(of id: JobID) -> JobHandle? { handles[id] }
@@ -100,14 +95,6 @@ struct JobTable<Record>: Sendable where Record: Sendable {
         records[index] = placeholder
         ids[index] = nil
         free.append(handle.index)
-    }
-
-    /// Every handle with a record, in index order.
-    var allHandles: [JobHandle] {
-        var result: [JobHandle] = []
-        result.reserveCapacity(count)
-        for index in ids.indices where ids[index] != nil { result.append(JobHandle(index: Int32(index))) }
-        return result
     }
 
     /// Every record, in no particular order.
