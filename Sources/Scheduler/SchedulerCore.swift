@@ -136,6 +136,8 @@ public struct SchedulerCore: Sendable {
     private var stateCounts = StateCounts()
     /// Whether dispatch is paused.
     public private(set) var isPaused = false
+    /// New jobs wait while a lossless subscriber catches up (``holdDispatch(_:now:)``).
+    public private(set) var isDispatchHeld = false
     /// State changes refused as illegal (a bug if ever above zero; the jobs kept their state).
     public private(set) var rejectedTransitions = 0
     /// The shutdown under way.
@@ -363,6 +365,15 @@ public struct SchedulerCore: Sendable {
         isPaused = false
         actions.append(.emit(.resumed))
         dispatch(now: now)
+        return takeActions()
+    }
+
+    /// Holds back (or lets go) the start of new jobs while a lossless subscriber catches up with
+    /// the events. Not a pause: nobody asked for it, so no event says it, and running jobs go on.
+    public mutating func holdDispatch(_ held: Bool, now: SchedulerTime) -> [Action] {
+        guard held != isDispatchHeld else { return [] }
+        isDispatchHeld = held
+        if !held { dispatch(now: now) }
         return takeActions()
     }
 
@@ -701,7 +712,7 @@ public struct SchedulerCore: Sendable {
     /// Starts queued jobs while slots are free. Records change in place: no job record is
     /// copied on this path, which every job takes.
     private mutating func dispatch(now: SchedulerTime) {
-        guard !isPaused, shutdownMode == nil || shutdownMode == .drain else { return }
+        guard !isPaused, !isDispatchHeld, shutdownMode == nil || shutdownMode == .drain else { return }
         while let handle = queue.first, let workerHandle = pool.checkOut(for: handle) {
             _ = queue.popFirst()
             let head = jobs[handle].info.id
