@@ -83,7 +83,7 @@ public final class WorkerListener: Sendable {
         /// A worker was refused: the name it gave (escaped, see ``PeerText``) and why.
         case refused(name: String, reason: String)
         /// A worker left the pool: why (`drained`, `connection lost: ...`, `no heartbeat ...`).
-        case left(WorkerID, reason: String)
+        case left(WorkerID, reason: WorkerLeaveReason)
     }
 
     /// The configuration it was made with.
@@ -280,13 +280,13 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
                         liveness.touch()
                         if case .draining = message.kind {
                             // No new job may reach a draining worker; it leaves when its jobs end.
-                            await self.scheduler.retireWorker(worker.descriptor.id, reason: "drained")
+                            await self.scheduler.retireWorker(worker.descriptor.id, reason: .drained)
                         }
                         if worker.handle(message) { return .drained }
                     }
-                    return .lost("the worker closed its stream")
+                    return .lost(.closedByWorker)
                 } catch {
-                    return .lost("connection lost: \(PeerText.escaped(Self.describe(error)))")
+                    return .lost(.connectionLost(PeerText.escaped(Self.describe(error))))
                 }
             }
             group.addTask {
@@ -295,7 +295,7 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
                     while let batch = await outbox.next() { try await response.write(contentsOf: batch) }
                     return .closed  // finished by closeAll: the goodbye went out
                 } catch {
-                    return .lost("connection lost: \(PeerText.escaped(Self.describe(error)))")
+                    return .lost(.connectionLost(PeerText.escaped(Self.describe(error))))
                 }
             }
             group.addTask {
@@ -315,7 +315,7 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
                     guard now >= nextBeat else { continue }
                     nextBeat = now + interval
                     guard admission.worker != nil else { continue }
-                    if liveness.silence > limit { return .lost("no heartbeat for \(formatDuration(limit))") }
+                    if liveness.silence > limit { return .lost(.heartbeatMissed(limit)) }
                     outbox.send(.with { $0.heartbeat = .init() })
                 }
             }
@@ -328,18 +328,18 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
         let descriptor = worker.descriptor
         let name = descriptor.name  // checked at the hello: printable
         state.withLock { _ = $0.connections.removeValue(forKey: descriptor.id) }
-        let reason: String
+        let reason: WorkerLeaveReason
         switch end {
         case .drained where worker.markReleased():
             // Nothing of it runs: remove it (jobs parked meanwhile go back to the queue), then
             // tell it to go.
-            reason = "drained"
+            reason = .drained
             await scheduler.removeWorker(descriptor.id, reason: reason)
             worker.removed()
             try? await response.write(.with { $0.released = .init() })
             configuration.log("jobtop: worker '\(name)' drained and left")
         case .drained, .closed, .refused:
-            reason = "the coordinator is shutting down"
+            reason = .coordinatorShutdown
             worker.markLost(reason)
             await scheduler.removeWorker(descriptor.id, reason: reason)
             worker.removed()
@@ -428,7 +428,7 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
         /// The coordinator closed it.
         case closed
         /// Broken or silent.
-        case lost(String)
+        case lost(WorkerLeaveReason)
     }
 
     private func refuse(

@@ -106,7 +106,9 @@ final class DashboardController {
         commandRunner = Task { await self.runCommands(stream) }
         let client = client
         consumer = Task {
-            let events = await client.subscribe(bufferLimit: nil, includeOutput: false)
+            // A screen shows the present: one that falls behind skips ahead (a fresh snapshot)
+            // rather than slowing the jobs down.
+            let events = await client.subscribe(bufferLimit: nil, includeOutput: false, delivery: .latest)
             await self.consume(events)
         }
         markDirty()
@@ -320,7 +322,7 @@ final class DashboardController {
         // Output lines are not in the main stream; a second subscription, only while the view
         // is open, says when this job printed something.
         outputFollower = Task {
-            let events = await client.subscribe(bufferLimit: 4_096, includeOutput: true)
+            let events = await client.subscribe(bufferLimit: 4_096, includeOutput: true, delivery: .latest)
             await self.follow(events, id: id)
         }
         markDirty()

@@ -190,7 +190,10 @@ struct JobBoard: Sendable {
                 append(time, "worker \(descriptor.name) joined (\(descriptor.slots) slots)", .normal)
             }
         case .workerLeft(let id, let reason):
-            append(time, "worker \(leavingName ?? id.short) left: \(reason)", .dim)
+            // A local slot retired by lowering the slots: the slots line already says so.
+            if reason != .slotsReduced {
+                append(time, "worker \(leavingName ?? id.short) left: \(reason)", .dim)
+            }
         case .shuttingDown(let mode):
             append(time, "shutting down (\(mode.rawValue))", .dim)
         case .batchHalted(_, let failed):

@@ -45,12 +45,12 @@ struct RemoteWorkerTests {
         b.signal(SIGTERM)
         #expect(await a.wait() == 0)
         #expect(await b.wait() == 0)
-        var left: [String] = []
+        var left: [WorkerLeaveReason] = []
         for await event in coordinator.listenerEvents {
             if case .left(_, let reason) = event { left.append(reason) }
             if left.count == 2 { break }
         }
-        #expect(left == ["drained", "drained"])
+        #expect(left == [.drained, .drained])
         await coordinator.stop()
     }
 
@@ -68,7 +68,7 @@ struct RemoteWorkerTests {
         var finals: [JobID: Int] = [:]
         var succeeded = 0
         var requeuedForLoss = 0
-        var leftReason: String?
+        var leftReason: WorkerLeaveReason?
         for await event in events {
             switch event.kind {
             case .started(_, _, _, let worker) where worker == doomed.id && !killed:
@@ -92,7 +92,12 @@ struct RemoteWorkerTests {
         #expect(killed)
         #expect(await a.wait() == 128 + SIGKILL)
         #expect(requeuedForLoss >= 1)
-        #expect(leftReason?.contains("connection") == true || leftReason?.contains("closed") == true)
+        #expect({
+            switch leftReason {
+            case .connectionLost?, .closedByWorker?: true
+            default: false
+            }
+        }(), "\(String(describing: leftReason))")
         #expect(succeeded == 24)
 
         // And no job ends twice, even after everything settles.
@@ -272,7 +277,7 @@ struct RemoteWorkerTests {
         let joined = await coordinator.joined(1)
         worker.signal(SIGSTOP)
         let left = await coordinator.next { if case .left = $0 { true } else { false } }
-        #expect(left == .left(joined[0].id, reason: "no heartbeat for 600ms"))
+        #expect(left == .left(joined[0].id, reason: .heartbeatMissed(.milliseconds(600))))
         worker.signal(SIGKILL)
         _ = await worker.wait()
         await coordinator.stop()

@@ -280,8 +280,8 @@ struct DashboardControllerTests {
             return try await scheduler.perform(command)
         }
 
-        func subscribe(bufferLimit: Int?, includeOutput: Bool) async -> EventStream {
-            await scheduler.subscribe(bufferLimit: bufferLimit, includeOutput: includeOutput)
+        func subscribe(bufferLimit: Int?, includeOutput: Bool, delivery: EventDelivery) async -> EventStream {
+            await scheduler.subscribe(bufferLimit: bufferLimit, includeOutput: includeOutput, delivery: delivery)
         }
 
         func currentSnapshot() async -> SchedulerSnapshot { await scheduler.currentSnapshot() }

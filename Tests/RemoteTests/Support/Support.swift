@@ -70,7 +70,7 @@ final class JobtopProcess: Sendable {
             for pointer in envp { free(pointer) }
         }
         var pid: pid_t = 0
-        let status = jt_spawn(arguments[0], argv, envp, nil, fd, fd, &pid)
+        let status = jt_spawn(arguments[0], argv, envp, nil, fd, fd, &pid, nil)
         guard status == 0 else {
             throw SpawnError(message: "cannot start \(arguments[0]): \(String(cString: strerror(status)))")
         }
