@@ -247,6 +247,16 @@ struct DashboardControllerTests {
         await harness.finish()
     }
 
+    @Test("The terminal going away (its input closed) ends the dashboard as a SIGHUP would")
+    func inputClosed() async {
+        let harness = Harness(slots: 1)
+        await harness.terminal.frame(showing: "test")
+        harness.terminal.isInputClosed = true
+        harness.terminal.type()
+        #expect(await harness.exited() == .signal(SIGHUP))
+        await harness.finish()
+    }
+
     @Test("The output view shows a job's lines and follows new ones as they come")
     func outputFollows() async throws {
         // Given a running job that prints what the test sends it
