@@ -38,6 +38,8 @@ struct RunSession {
         // a socket client also offers.
         let client = scheduler
         var signals: SignalWatcher?
+        // The dashboard's signals come from the same watcher, as a stream it reads on the main actor.
+        var screenSignals: (stream: AsyncStream<Int32>, continuation: AsyncStream<Int32>.Continuation)?
         var isScreen = false
         var format: LogFormat?
         var logsOutput = false
@@ -52,6 +54,17 @@ struct RunSession {
                 StandardError.write(
                     "jobtop: the dashboard reads keys from a terminal, but stdin is not one and /dev/tty cannot be opened; use --headless\n")
                 return ExitStatus.usage
+            }
+            let (stream, continuation) = AsyncStream<Int32>.makeStream(bufferingPolicy: .bufferingNewest(64))
+            screenSignals = (stream, continuation)
+            signals = SignalWatcher(signals: Dashboard.signals) { number, _ in
+                // Once the dashboard has ended, its jobs are being cancelled (SIGTERM, SIGKILL
+                // after the grace period): a signal then kills them at once, as a second one
+                // does headless.
+                if case .terminated = continuation.yield(number), number != SIGWINCH {
+                    StandardError.write("jobtop: \(signalName(number)): killing every running job now\n")
+                    Scheduler.killAllJobProcessesNow()
+                }
             }
         }
 
@@ -87,8 +100,9 @@ struct RunSession {
         let feeding = Task { await Self.feed(plan, reader: reader, to: client, batch: batch, requiresJobs: requiresJobs) }
 
         var dashboardSignal: Int32?
-        if case .screen(let title) = presenter {
-            let exit = await Dashboard.run(scheduler: scheduler, options: DashboardOptions(title: title))
+        if case .screen(let title) = presenter, let screenSignals {
+            let exit = await Dashboard.run(client: client, signals: screenSignals.stream, options: DashboardOptions(title: title))
+            screenSignals.continuation.finish()
             if case .signal(let number) = exit { dashboardSignal = number }
             _ = try? await client.perform(.shutdown(.cancelRunning))
         }
@@ -101,7 +115,10 @@ struct RunSession {
         await running.value
         let followed = await following.value
         let wall = ContinuousClock.now - started
-        let summary = RunSummary(counts: followed.counts, wall: wall, signal: dashboardSignal ?? signals?.firstSignal)
+        // Under the dashboard, what a signal meant is what the dashboard made of it (SIGWINCH
+        // and a first SIGINT do not end a run).
+        let signal = isScreen ? dashboardSignal : signals?.firstSignal
+        let summary = RunSummary(counts: followed.counts, wall: wall, signal: signal)
         var isRefused = false
         if case .refused = fed { isRefused = true }
         // Bad input before any job: stdout stays empty, as for every other input error.
