@@ -150,8 +150,9 @@ public actor Scheduler {
 
     // MARK: - Running
 
-    /// Starts jobs until a shutdown completes. Every running attempt is a child of the task
-    /// group this method owns; cancelling the task that runs it cancels every job.
+    /// Starts jobs until a shutdown completes. Every running attempt runs in a slot's task that
+    /// a child of the task group this method owns awaits (``SlotTask``); cancelling the task that
+    /// runs this method cancels every job.
     public nonisolated func run() async {
         guard await beginRun() else { return }
         await withTaskCancellationHandler {
