@@ -56,20 +56,15 @@ final class EventBus: Sendable {
             let first = state.lastSeq + 1
             state.lastSeq += UInt64(kinds.count)
             guard !state.subscribers.isEmpty else { return nil }
-            var events: [SchedulerEvent] = []
-            events.reserveCapacity(kinds.count)
-            for (offset, kind) in kinds.enumerated() {
-                events.append(SchedulerEvent(seq: first + UInt64(offset), time: time, kind: kind))
-            }
             let wasCongested = state.congested
-            for token in state.subscribers.keys {
-                if state.subscribers[token]!.deliver(events, into: &toResume) {
-                    state.congested += 1
-                }
-                if state.subscribers[token]!.isLossless {
-                    state.mostUnread = max(state.mostUnread, state.subscribers[token]!.buffer.count)
-                }
+            var newlyCongested = 0
+            var mostUnread = state.mostUnread
+            state.subscribers.forEachInPlace { subscriber in
+                if subscriber.deliver(kinds, from: first, time: time, into: &toResume) { newlyCongested += 1 }
+                if subscriber.isLossless { mostUnread = max(mostUnread, subscriber.buffer.count) }
             }
+            state.congested += newlyCongested
+            state.mostUnread = mostUnread
             return wasCongested == 0 && state.congested > 0 ? state.nextFlowGeneration() : nil
         }
         if let flowChange { flow.set(closed: true, generation: flowChange) }
@@ -208,9 +203,9 @@ final class EventBus: Sendable {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.isFinished = true
             var waiters: [CheckedContinuation<Void, Never>] = []
-            for token in state.subscribers.keys {
-                if let waiter = state.subscribers[token]!.waiter { waiters.append(waiter) }
-                state.subscribers[token]!.waiter = nil
+            state.subscribers.forEachInPlace { subscriber in
+                if let waiter = subscriber.waiter { waiters.append(waiter) }
+                subscriber.waiter = nil
             }
             return waiters
         }
@@ -234,21 +229,23 @@ extension EventBus.State {
 }
 
 extension EventBus.Subscriber {
-    /// Appends `events` (a lagging subscriber only counts them).
+    /// Appends the events numbered from `first` straight into the buffer, no array of events
+    /// built first and copied (a lagging subscriber only counts them).
     ///
     /// - Returns: `true` when this made a lossless subscriber congested.
-    fileprivate mutating func deliver(_ events: [SchedulerEvent], into toResume: inout [CheckedContinuation<Void, Never>]) -> Bool {
+    fileprivate mutating func deliver(
+        _ kinds: [SchedulerEvent.Kind], from first: UInt64, time: SchedulerTime,
+        into toResume: inout [CheckedContinuation<Void, Never>]
+    ) -> Bool {
         if let missed {
-            self.missed = missed + events.count
+            self.missed = missed + kinds.count
             return false
         }
-        if includeOutput {
-            buffer.append(contentsOf: events)
-        } else {
-            for event in events {
-                if case .output = event.kind { continue }
-                buffer.append(event)
-            }
+        var seq = first
+        for kind in kinds {
+            defer { seq += 1 }
+            if !includeOutput, case .output = kind { continue }
+            buffer.append(SchedulerEvent(seq: seq, time: time, kind: kind))
         }
         var becameCongested = false
         if buffer.count > limit {
@@ -265,5 +262,21 @@ extension EventBus.Subscriber {
             toResume.append(waiter)
         }
         return becameCongested
+    }
+}
+
+extension Dictionary {
+    /// Changes every value in place.
+    ///
+    /// Looping over `keys` (or `values.indices`) while writing through a subscript keeps a
+    /// second reference to the storage, so the first write copies the whole dictionary, and with
+    /// it each value's buffers: a publish then cost O(events buffered) instead of O(new events).
+    /// Plain indices hold no reference.
+    fileprivate mutating func forEachInPlace(_ body: (inout Value) -> Void) {
+        var index = startIndex
+        while index != endIndex {
+            body(&values[index])
+            formIndex(after: &index)
+        }
     }
 }

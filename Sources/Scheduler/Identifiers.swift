@@ -25,9 +25,27 @@ public struct JobID: Hashable, Sendable, Comparable, CustomStringConvertible {
         hasher.combine(low)
     }
 
+    // What dictionaries and sets call (the standard library's hook for types that hash faster
+    // than through `Hasher`): every job's id is hashed when it is submitted and when its record
+    // is dropped, in a map as big as the queue, and setting up SipHash cost more than the rest of
+    // the lookup. The id is random already; one multiply-and-fold keyed by the table's own seed
+    // spreads it over the buckets (equal ids hash equally, which is all a table needs).
+    public func _rawHashValue(seed: Int) -> Int {
+        let (high, low) = words
+        return fold(high, low, seed: seed)
+    }
+
     private var words: (UInt64, UInt64) {
         withUnsafeBytes(of: uuid.uuid) { ($0.loadUnaligned(as: UInt64.self), $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self)) }
     }
+}
+
+/// Mixes 128 bits and a table's seed into a bucket hash: a multiply-fold (as in wyhash), cheap
+/// and well spread for random identifiers.
+private func fold(_ high: UInt64, _ low: UInt64, seed: Int) -> Int {
+    let product = (low ^ UInt64(bitPattern: Int64(seed)) ^ 0xA076_1D64_78BD_642F)
+        .multipliedFullWidth(by: high ^ 0xE703_7ED1_A0B4_28DB)
+    return Int(truncatingIfNeeded: product.high ^ product.low)
 }
 
 /// A worker's identity: a random version-4 UUID.
@@ -45,6 +63,24 @@ public struct WorkerID: Hashable, Sendable, CustomStringConvertible {
     public var short: String { String(uuid.uuidString.prefix(8)).lowercased() }
 
     public var description: String { uuid.uuidString.lowercased() }
+
+    public static func == (lhs: WorkerID, rhs: WorkerID) -> Bool { lhs.words == rhs.words }
+
+    public func hash(into hasher: inout Hasher) {
+        let (high, low) = words
+        hasher.combine(high)
+        hasher.combine(low)
+    }
+
+    // As for ``JobID``: the scheduler looks up a job's worker by id on every start.
+    public func _rawHashValue(seed: Int) -> Int {
+        let (high, low) = words
+        return fold(high, low, seed: seed)
+    }
+
+    private var words: (UInt64, UInt64) {
+        withUnsafeBytes(of: uuid.uuid) { ($0.loadUnaligned(as: UInt64.self), $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self)) }
+    }
 }
 
 /// A batch: the jobs of one run, followed as a whole (see ``SchedulerCore/openBatch(haltsOnFailure:)``).

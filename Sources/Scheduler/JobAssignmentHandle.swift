@@ -2,4 +2,6 @@
 struct JobAssignmentHandle: Sendable {
     let assignment: JobAssignment
     let worker: any Worker
+    /// The job's place in the core, for reporting its end without a hashed lookup.
+    let job: JobHandle
 }

@@ -46,8 +46,14 @@ final class JobOutputStore: Sendable {
         }
     }
 
-    func setProgress(_ progress: Double?, of job: JobID) {
-        state.withLock { $0.tails[job, default: Tail()].progress = progress }
+    /// Records `progress` unless it repeats the job's present progress (to 0.1%); returns
+    /// whether it was recorded (and so is worth publishing).
+    func setProgressIfChanged(_ progress: Double, of job: JobID) -> Bool {
+        state.withLock { state in
+            if let last = state.tails[job]?.progress, abs(last - progress) < 0.0005 { return false }
+            state.tails[job, default: Tail()].progress = progress
+            return true
+        }
     }
 
     func progress(of job: JobID) -> Double? {
@@ -62,18 +68,27 @@ final class JobOutputStore: Sendable {
         }
     }
 
-    /// A new attempt starts: its progress starts over, its output continues the tail.
-    func attemptStarted(_ job: JobID) {
-        state.withLock { $0.tails[job]?.progress = nil }
+    /// New attempts start: their progress starts over, their output continues the tail. One
+    /// lock for all of them.
+    func attemptsStarted(_ jobs: [JobID]) {
+        guard !jobs.isEmpty else { return }
+        state.withLock { state in
+            // Most jobs print nothing: no tail, nothing to reset, no lookup.
+            guard !state.tails.isEmpty else { return }
+            for job in jobs { state.tails[job]?.progress = nil }
+        }
     }
 
-    /// The job ended: keep its tail among the most recent finished ones.
-    func jobEnded(_ job: JobID) {
+    /// Jobs ended: keep their tails among the most recent finished ones. One lock for all.
+    func jobsEnded(_ jobs: [JobID]) {
+        guard !jobs.isEmpty else { return }
         state.withLock { state in
-            guard state.tails[job] != nil else { return }
-            state.finished.append(job)
-            while state.finished.count > limits.finishedTails, let oldest = state.finished.popFirst() {
-                state.tails[oldest] = nil
+            guard !state.tails.isEmpty else { return }
+            for job in jobs where state.tails[job] != nil {
+                state.finished.append(job)
+                while state.finished.count > limits.finishedTails, let oldest = state.finished.popFirst() {
+                    state.tails[oldest] = nil
+                }
             }
         }
     }

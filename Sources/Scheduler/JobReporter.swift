@@ -8,7 +8,6 @@ public final class JobReporter: Sendable {
     private let store: JobOutputStore
     private let bus: EventBus
     private let clock: SchedulerClock
-    private let lastProgress = Locked<Double?>(nil)
 
     init(jobID: JobID, attempt: Int, store: JobOutputStore, bus: EventBus, clock: SchedulerClock) {
         self.jobID = jobID
@@ -48,13 +47,9 @@ public final class JobReporter: Sendable {
     public func progress(_ fraction: Double) {
         guard fraction.isFinite else { return }
         let value = min(max(fraction, 0), 1)
-        let changed = lastProgress.withLock { last -> Bool in
-            if let last, abs(last - value) < 0.0005 { return false }
-            last = value
-            return true
-        }
-        guard changed else { return }
-        store.setProgress(value, of: jobID)
+        // The store keeps the job's progress (reset when an attempt starts): a repeat of it is
+        // not published. No lock of its own per reporter, so an attempt costs one allocation less.
+        guard store.setProgressIfChanged(value, of: jobID) else { return }
         bus.publish(.progress(jobID, value), time: clock.now())
     }
 }
@@ -66,9 +61,21 @@ public struct JobAssignment: Sendable {
     /// The attempt, from 1.
     public let attempt: Int
     /// What to run.
-    public let spec: JobSpec
+    public var spec: JobSpec {
+        var spec = submitted.spec
+        spec.priority = priority
+        return spec
+    }
+    /// The spec as submitted, shared with the core's record rather than copied into every
+    /// assignment (and every copy of one) on the way to its worker.
+    let submitted: SchedulerCore.SubmittedSpec
+    /// The job's priority now (it may have changed since it was submitted).
+    let priority: Int
     /// Where output and progress go.
     public let reporter: JobReporter
     /// How a cancel or timeout reaches the running work.
     public let control: JobControl
+    /// The slot task it runs in, when its slot's attempts share one task: a closure job then runs
+    /// directly in it, and a stop cancels that task (see ``SlotTask``).
+    var slotTask: (task: SlotTask, attempt: SlotTask.Attempt)?
 }

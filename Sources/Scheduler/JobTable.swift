@@ -1,40 +1,102 @@
-/// The core's job records: a dense array of records and a map from id to array index.
+/// A job's place in the core's tables: a dense index, so everything inside the core reaches a job
+/// without hashing its ``JobID``.
 ///
-/// A dictionary of the records themselves would move every (large) record each time it grows
-/// and scatter them in memory; here growth moves small index entries only and the records stay
-/// packed. Freed indices are reused.
+/// Indices are reused once a record is removed, so a handle kept past its job's removal may name
+/// another job: whoever keeps one outside a single core step keeps the ``JobID`` with it and
+/// checks it (``JobTable/handle(_:matches:)``).
+struct JobHandle: Hashable, Sendable {
+    /// The index in the table.
+    let index: Int32
+}
+
+/// The core's job records: a dense array of records indexed by ``JobHandle``, and one map from
+/// id to handle that only commands naming a job by its id use.
+///
+/// A dictionary of the records themselves would move every (large) record each time it grows,
+/// scatter them in memory and cost a hash per access; here growth moves small entries, the
+/// records stay packed, and a handle reaches its record (to read or change in place) with an
+/// array index. Freed indices are reused.
+///
+/// Records are stored as they are, not as optionals: reading a field through a force-unwrapped
+/// optional copies the whole record first. A removed record is overwritten with `placeholder`
+/// (so what it held is released), and `ids` says which indices hold a job.
 struct JobTable<Record>: Sendable where Record: Sendable {
-    private var indices: [JobID: Int] = [:]
-    private var records: [Record?] = []
-    private var free: [Int] = []
+    private var handles: [JobID: JobHandle] = [:]
+    private var records: [Record] = []
+    private var ids: [JobID?] = []
+    private var free: [Int32] = []
+    private let placeholder: Record
+
+    /// An empty table; `placeholder` fills the indices of removed records.
+    init(placeholder: Record) {
+        self.placeholder = placeholder
+    }
 
     /// The number of records.
-    var count: Int { indices.count }
+    var count: Int { handles.count }
 
-    /// The record of `id`; assigning `nil` removes it.
+    /// The handle of `id`, if it has a record. The one hashed lookup.
+    func handle(of id: JobID) -> JobHandle? { handles[id] }
+
+    /// Whether `handle` still names the job `id` (its index may have been reused).
+    func handle(_ handle: JobHandle, matches id: JobID) -> Bool {
+        let index = Int(handle.index)
+        return index < ids.count && ids[index] == id
+    }
+
+    /// The id of the job at `handle`, which must have a record.
+    func id(at handle: JobHandle) -> JobID { ids[Int(handle.index)]! }
+
+    /// The record at `handle`, which must have one; read or changed in place.
+    subscript(handle: JobHandle) -> Record {
+        _read { yield records[Int(handle.index)] }
+        _modify { yield &records[Int(handle.index)] }
+    }
+
+    /// The record of `id`, if any (a hashed lookup: for the edges).
     subscript(id: JobID) -> Record? {
-        get { indices[id].flatMap { records[$0] } }
-        set {
-            if let index = indices[id] {
-                if let newValue {
-                    records[index] = newValue
-                } else {
-                    indices[id] = nil
-                    records[index] = nil
-                    free.append(index)
-                }
-            } else if let newValue {
-                if let index = free.popLast() {
-                    records[index] = newValue
-                    indices[id] = index
-                } else {
-                    indices[id] = records.count
-                    records.append(newValue)
-                }
-            }
+        handles[id].map { records[Int($0.index)] }
+    }
+
+    /// Makes room for `extra` more records at once, so a big submission grows the id map once
+    /// instead of rehashing it step by step.
+    mutating func reserve(_ extra: Int) {
+        let needed = handles.count + extra
+        if needed > handles.capacity { handles.reserveCapacity(max(needed, handles.capacity * 2)) }
+    }
+
+    /// Adds a record for `id`, which must not have one.
+    mutating func insert(_ record: Record, for id: JobID) -> JobHandle {
+        insert(for: id) { _ in record }
+    }
+
+    /// Adds the record `make` builds from its handle for `id`, which must not have one.
+    mutating func insert(for id: JobID, _ make: (JobHandle) -> Record) -> JobHandle {
+        let handle: JobHandle
+        if let index = free.popLast() {
+            handle = JobHandle(index: index)
+            records[Int(index)] = make(handle)
+            ids[Int(index)] = id
+        } else {
+            handle = JobHandle(index: Int32(records.count))
+            records.append(make(handle))
+            ids.append(id)
         }
+        let previous = handles.updateValue(handle, forKey: id)
+        precondition(previous == nil, "job \(id) already has a record")
+        return handle
+    }
+
+    /// Removes the record at `handle`, which must have one; its index may be reused.
+    mutating func remove(_ handle: JobHandle) {
+        let index = Int(handle.index)
+        guard let id = ids[index] else { return }
+        handles[id] = nil
+        records[index] = placeholder
+        ids[index] = nil
+        free.append(handle.index)
     }
 
     /// Every record, in no particular order.
-    var values: [Record] { records.compactMap { $0 } }
+    var values: [Record] { ids.indices.compactMap { ids[$0] == nil ? nil : records[$0] } }
 }

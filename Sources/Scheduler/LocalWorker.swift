@@ -28,7 +28,7 @@ public final class LocalWorker: Worker {
     }
 
     public func execute(_ assignment: JobAssignment) async -> Termination {
-        switch assignment.spec.work {
+        switch assignment.submitted.spec.work {
         case .closure(let body):
             return await runClosure(body, assignment)
         case .shell, .argv:
@@ -42,6 +42,21 @@ public final class LocalWorker: Worker {
         _ body: @escaping @Sendable (JobContext) async throws -> Void, _ assignment: JobAssignment
     ) async -> Termination {
         let context = JobContext(jobID: assignment.jobID, attempt: assignment.attempt, reporter: assignment.reporter)
+        if let (slot, attempt) = assignment.slotTask {
+            // The slot's task is this attempt's alone while it runs: run the closure right here
+            // (no task per job); a stop cancels the slot's task, which then runs nothing more.
+            assignment.control.onStop { _ in slot.cancel(attempt) }
+            let result: Result<Void, any Error>
+            do {
+                try await body(context)
+                result = .success(())
+            } catch {
+                result = .failure(error)
+            }
+            assignment.control.workEnded()
+            assignment.control.onStop(nil)
+            return Self.termination(result)
+        }
         // An unstructured task so that a stop can cancel this job alone; it is awaited right
         // here, and a cancel of the scheduler's task group reaches it through the handler.
         let task = Task { try await body(context) }
@@ -53,10 +68,14 @@ public final class LocalWorker: Worker {
             task.cancel()
         }
         assignment.control.workEnded()
+        return Self.termination(result)
+    }
+
+    private static func termination(_ result: Result<Void, any Error>) -> Termination {
         switch result {
-        case .success: return .exit(0)
-        case .failure(let error as CancellationError): return .error("cancelled: \(error)")
-        case .failure(let error): return .error(String(describing: error))
+        case .success: .exit(0)
+        case .failure(let error as CancellationError): .error("cancelled: \(error)")
+        case .failure(let error): .error(String(describing: error))
         }
     }
 }

@@ -73,7 +73,16 @@ public actor Scheduler {
     private var core: SchedulerCore
     private var ids: IdentifierGenerator
     private var workers: [WorkerID: any Worker] = [:]
-    private var controls: [JobID: JobControl] = [:]
+    /// The control of each running attempt, by its job's handle index (no hashing per start):
+    /// set when the attempt starts, cleared when it is reported; a later job at the same index
+    /// replaces it when it starts.
+    private var controls: [JobControl?] = []
+    /// Buffers the steps reuse, so a step allocates no arrays of its own.
+    private var stepActions: [SchedulerCore.Action] = []
+    private var stepStarts: [SchedulerCore.Start] = []
+    private var stepEvents: [SchedulerEvent.Kind] = []
+    private var stepEnded: [JobID] = []
+    private var stepStarted: [JobID] = []
     private var localWorkersMade = 0
 
     private var timerSleeper: Task<Void, Never>?
@@ -141,8 +150,9 @@ public actor Scheduler {
 
     // MARK: - Running
 
-    /// Starts jobs until a shutdown completes. Every running attempt is a child of the task
-    /// group this method owns; cancelling the task that runs it cancels every job.
+    /// Starts jobs until a shutdown completes. Every running attempt runs in a slot's task that
+    /// a child of the task group this method owns awaits (``SlotTask``); cancelling the task that
+    /// runs this method cancels every job.
     public nonisolated func run() async {
         guard await beginRun() else { return }
         await withTaskCancellationHandler {
@@ -150,7 +160,7 @@ public actor Scheduler {
                 group.addTask { await self.timerLoop() }
                 while let batch = await launcher.take() {
                     for handle in batch {
-                        group.addTask { await self.drive(handle) }
+                        group.addTask { await self.runSlot(handle) }
                     }
                 }
             }
@@ -407,25 +417,57 @@ public actor Scheduler {
         }
     }
 
+    /// Runs a slot's attempts, starting with `first`, in a task of their own that a stop can
+    /// cancel (``SlotTask``); cancelling the caller cancels it.
+    private nonisolated func runSlot(_ first: JobAssignmentHandle) async {
+        let slot = SlotTask()
+        let task = Task {
+            await slot.waitUntilAttached()
+            await self.drive(first, in: slot)
+        }
+        slot.attach(task)
+        await withTaskCancellationHandler {
+            await task.value
+        } onCancel: {
+            task.cancel()
+        }
+    }
+
     /// Runs an attempt, then the next one the scheduler gives this worker, and so on: a slot
-    /// that frees up goes straight to the first waiting job without another task.
-    private nonisolated func drive(_ first: JobAssignmentHandle) async {
+    /// that frees up goes straight to the first waiting job without another task. Once a stop
+    /// has cancelled the slot's task, the next attempt goes to a fresh one.
+    private nonisolated func drive(_ first: JobAssignmentHandle, in slot: SlotTask) async {
         var next: JobAssignmentHandle? = first
         while let handle = next {
-            let termination = await handle.worker.execute(handle.assignment)
+            var assignment = handle.assignment
+            assignment.slotTask = (slot, slot.begin())
+            let termination = await handle.worker.execute(assignment)
+            let isCancelled = slot.end()
             next = await finished(handle, termination)
+            if isCancelled, let next {
+                // The core has started it on this worker already; this task is cancelled, so
+                // it runs in a fresh one (the mailbox is open: a job is running).
+                launcher.send(next)
+                return
+            }
         }
     }
 
     private func finished(_ handle: JobAssignmentHandle, _ termination: Termination) -> JobAssignmentHandle? {
         let assignment = handle.assignment
-        if controls[assignment.jobID] === assignment.control { controls[assignment.jobID] = nil }
+        let index = Int(handle.job.index)
+        if index < controls.count, controls[index] === assignment.control { controls[index] = nil }
         let now = clock.now()
         let worker = handle.worker.descriptor.id
-        let actions = core.jobFinished(
-            assignment.jobID, attempt: assignment.attempt, worker: worker, termination: termination,
+        core.jobFinished(
+            handle.job, id: assignment.jobID, attempt: assignment.attempt, worker: worker, termination: termination,
             stopTookEffect: assignment.control.stopTookEffect, now: now)
-        return perform(actions, now: now, continuing: worker)
+        core.moveActions(into: &stepActions, starts: &stepStarts)
+        defer {
+            stepActions.removeAll(keepingCapacity: true)
+            stepStarts.removeAll(keepingCapacity: true)
+        }
+        return perform(stepActions, starts: stepStarts, now: now, continuing: worker)
     }
 
     /// Resumes the ``waitForRoom(in:below:)`` callers whose batch has room now (or never will).
@@ -474,56 +516,81 @@ public actor Scheduler {
     /// Performs the core's actions. Events are published before any start is handed out, so a
     /// job's `started` always precedes its output. A start on `preferred` is returned instead of
     /// launched, for the caller to run in the task it already has.
+    ///
+    /// - Parameter starts: What launching each `.start` action needs (its job's handle and spec),
+    ///   in order, when the caller has it (``SchedulerCore/moveActions(into:starts:)``); else each
+    ///   job is looked up by id.
     @discardableResult
     private func perform(
-        _ actions: [SchedulerCore.Action], now: SchedulerTime, continuing preferred: WorkerID? = nil
+        _ actions: [SchedulerCore.Action], starts: [SchedulerCore.Start]? = nil, now: SchedulerTime,
+        continuing preferred: WorkerID? = nil
     ) -> JobAssignmentHandle? {
         guard !actions.isEmpty else { return nil }
-        var events: [SchedulerEvent.Kind] = []
-        events.reserveCapacity(actions.count)
-        var ended: [JobID] = []
+        // Reused buffers (nothing here awaits, so no other step can use them meanwhile).
+        var events = stepEvents
+        var ended = stepEnded
+        var started = stepStarted
+        stepEvents = []
+        stepEnded = []
+        stepStarted = []
+        defer {
+            events.removeAll(keepingCapacity: true)
+            ended.removeAll(keepingCapacity: true)
+            started.removeAll(keepingCapacity: true)
+            stepEvents = events
+            stepEnded = ended
+            stepStarted = started
+        }
         var launches: [JobAssignmentHandle] = []
         var inline: JobAssignmentHandle?
         var stops: [(JobControl, StopReason)] = []
+        var startIndex = 0
         for action in actions {
             switch action {
             case .emit(let kind):
                 events.append(kind)
                 if kind.isFinal, let id = kind.jobID { ended.append(id) }
             case .start(let id, let attempt, let workerID):
-                guard let worker = workers[workerID], let spec = core.spec(of: id) else { continue }
+                let known = starts.map { $0[startIndex] }
+                startIndex += 1
+                guard let worker = workers[workerID], let start = known ?? core.launch(of: id) else { continue }
                 let control = JobControl()
-                controls[id] = control
-                store.attemptStarted(id)
+                let index = Int(start.handle.index)
+                if index >= controls.count { controls.append(contentsOf: repeatElement(nil, count: index - controls.count + 1)) }
+                controls[index] = control
+                started.append(id)
                 let reporter = JobReporter(jobID: id, attempt: attempt, store: store, bus: bus, clock: clock)
                 let handle = JobAssignmentHandle(
-                    assignment: JobAssignment(jobID: id, attempt: attempt, spec: spec, reporter: reporter, control: control),
-                    worker: worker)
+                    assignment: JobAssignment(
+                        jobID: id, attempt: attempt, submitted: start.submitted, priority: start.priority,
+                        reporter: reporter, control: control),
+                    worker: worker, job: start.handle)
                 if inline == nil && workerID == preferred {
                     inline = handle
                 } else {
                     launches.append(handle)
                 }
             case .stop(let id, _, let reason):
-                if let control = controls[id] { stops.append((control, reason)) }
+                // A stop names a running job, whose control was set when it started.
+                if let index = core.handle(of: id).map({ Int($0.index) }), index < controls.count, let control = controls[index] {
+                    stops.append((control, reason))
+                }
             case .removeWorker(let id):
                 workers.removeValue(forKey: id)?.leave()
             }
         }
+        store.attemptsStarted(started)
         bus.publish(events, time: now)
         // These very events may have put a lossless subscriber behind: hold back the next job
         // now, not when the flow gate's observer gets the actor (jobs finishing in a tight loop
         // would get there first).
         if !core.isDispatchHeld && !bus.flow.isOpen { flowChanged() }
-        for id in ended {
-            store.jobEnded(id)
-            controls[id] = nil
-        }
+        store.jobsEnded(ended)
         launcher.send(contentsOf: launches)
         for (control, reason) in stops { control.requestStop(reason, grace: configuration.gracePeriod) }
         rearmTimer()
         if !roomWaiters.isEmpty { wakeRoomWaiters() }
-        if core.isShutdownComplete && !hasStopped {
+        if core.shutdownMode != nil && core.isShutdownComplete && !hasStopped {
             hasStopped = true
             launcher.finish()
             timerSleeper?.cancel()

@@ -1,5 +1,6 @@
 import DequeModule
 import HeapModule
+import struct Foundation.UUID
 
 /// Everything the scheduler decides, as a pure value: commands and results in, actions out.
 ///
@@ -38,6 +39,8 @@ public struct SchedulerCore: Sendable {
     }
 
     struct Job: Sendable {
+        /// Its place in ``jobs`` (and in the queue, the pool and timers).
+        let handle: JobHandle
         /// The spec as submitted, shared rather than copied each time the record is (its
         /// priority may be stale: `info.priority` is the job's priority).
         let submitted: SubmittedSpec
@@ -46,6 +49,13 @@ public struct SchedulerCore: Sendable {
         var workerLosses = 0
         /// The batch (run) it belongs to, if any.
         var batch: BatchID?
+        /// The worker it runs on while it runs (its state names the worker's id).
+        var worker: WorkerHandle?
+
+        /// What fills the table's place of a removed record: holds nothing worth keeping.
+        static let placeholder = Job(
+            handle: JobHandle(index: -1), submitted: SubmittedSpec(JobSpec(work: .argv([]))),
+            info: JobInfo(id: JobID(uuid: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))), command: ""))
     }
 
     /// A batch's bookkeeping: a count, never a list, so a batch of any size costs the same.
@@ -70,24 +80,51 @@ public struct SchedulerCore: Sendable {
     struct Timer: Comparable, Sendable {
         enum Purpose: Sendable { case retry, timeout }
         var time: SchedulerTime
-        var job: JobID
+        /// The job's handle, checked against `id` when the timer fires (the job may be gone).
+        var handle: JobHandle
+        var id: JobID
         var attempt: Int
         var purpose: Purpose
 
         static func < (a: Timer, b: Timer) -> Bool { a.time < b.time }
-        static func == (a: Timer, b: Timer) -> Bool { a.time == b.time && a.job == b.job && a.attempt == b.attempt }
+        static func == (a: Timer, b: Timer) -> Bool { a.time == b.time && a.id == b.id && a.attempt == b.attempt }
+    }
+
+    /// Jobs per state kind: an array indexed by kind, counted on every transition without hashing.
+    struct StateCounts: Sendable {
+        private var values = [Int](repeating: 0, count: JobStateKind.allCases.count)
+
+        subscript(kind: JobStateKind) -> Int {
+            get { values[kind.ordinal] }
+            set { values[kind.ordinal] = newValue }
+        }
+
+        /// Every kind with its count, zeros included.
+        var dictionary: [JobStateKind: Int] {
+            Dictionary(uniqueKeysWithValues: JobStateKind.allCases.map { ($0, self[$0]) })
+        }
     }
 
     let configuration: Configuration
-    private(set) var jobs = JobTable<Job>()
-    private(set) var queue = JobQueue()
+    private(set) var jobs = JobTable<Job>(placeholder: Job.placeholder)
+    private(set) var queue = HandleQueue()
     private(set) var pool = WorkerPool()
     private var timers = Heap<Timer>()
     private var keys: [String: JobID] = [:]
-    private var finishedOrder: Deque<JobID> = []
+    private var finishedOrder: Deque<JobHandle> = []
     private var finishTimes: Deque<(second: Int64, count: Int)> = []
     private var random: IdentifierGenerator
     private var actions: [Action] = []
+    /// For each `.start` in `actions`, in the same order, what the performer needs to launch it.
+    private var startedHandles: [Start] = []
+
+    /// What the performer needs to launch a `.start`: the job's handle (for reporting its end
+    /// without a hashed lookup), its spec as submitted and its present priority.
+    struct Start: Sendable {
+        let handle: JobHandle
+        let submitted: SubmittedSpec
+        let priority: Int
+    }
     private var batches: [BatchID: Batch] = [:]
     private var nextBatch: UInt64 = 1
     /// Batches whose last job may have ended in this step: checked once the step's other
@@ -95,7 +132,8 @@ public struct SchedulerCore: Sendable {
     private var batchesToCheck: [BatchID] = []
 
     /// Jobs per state, including finished jobs no longer kept.
-    public private(set) var counts: [JobStateKind: Int] = [:]
+    public var counts: [JobStateKind: Int] { stateCounts.dictionary }
+    private var stateCounts = StateCounts()
     /// Whether dispatch is paused.
     public private(set) var isPaused = false
     /// New jobs wait while a lossless subscriber catches up (``holdDispatch(_:now:)``).
@@ -133,14 +171,15 @@ public struct SchedulerCore: Sendable {
         return BatchStatus(id: id, unfinished: batch.unfinished, isSealed: batch.isSealed, haltedBy: batch.haltedBy)
     }
 
-    /// The earliest pending timer (a retry becoming due or a timeout), if any.
-    public var nextDeadline: SchedulerTime? { timers.min?.time }
+    /// The earliest pending timer (a retry becoming due or a timeout), if any. Stored, not
+    /// computed, so the scheduler reads it after every step without a call into the core.
+    public private(set) var nextDeadline: SchedulerTime?
 
     /// The number of jobs running now.
-    public var runningCount: Int { counts[.running, default: 0] }
+    public var runningCount: Int { stateCounts[.running] }
 
     /// The queued jobs in run order.
-    public var queuedInOrder: [JobID] { queue.orderedIDs() }
+    public var queuedInOrder: [JobID] { queue.ordered().map { jobs.id(at: $0) } }
 
     /// All slots that take jobs.
     public var capacity: Int { pool.capacity }
@@ -158,7 +197,7 @@ public struct SchedulerCore: Sendable {
     public var isShutdownComplete: Bool {
         guard let mode = shutdownMode else { return false }
         if runningCount > 0 { return false }
-        if mode == .drain { return counts[.queued, default: 0] + counts[.waiting, default: 0] == 0 }
+        if mode == .drain { return stateCounts[.queued] + stateCounts[.waiting] == 0 }
         return true
     }
 
@@ -201,6 +240,7 @@ public struct SchedulerCore: Sendable {
         }
         var result: [JobID] = []
         result.reserveCapacity(specs.count)
+        jobs.reserve(specs.count)
         for (spec, id) in zip(specs, ids) {
             if let key = spec.coalescingKey, let existing = keys[key] {
                 actions.append(.emit(.coalesced(existing: existing, key: key)))
@@ -211,14 +251,14 @@ public struct SchedulerCore: Sendable {
                 id: id, name: spec.name, command: spec.work.description, priority: spec.priority,
                 state: .queued, attempts: 0, maxAttempts: spec.retry.maxAttempts, progress: nil,
                 submittedAt: now, startedAt: nil, finishedAt: nil, lastFailure: nil, key: spec.coalescingKey)
-            jobs[id] = Job(submitted: SubmittedSpec(spec), info: info, batch: batch)
-            counts[.queued, default: 0] += 1
+            let handle = jobs.insert(for: id) { Job(handle: $0, submitted: SubmittedSpec(spec), info: info, batch: batch) }
+            stateCounts[.queued] += 1
             if let batch {
                 batches[batch]!.unfinished += 1
                 batches[batch]!.hasSettled = false
             }
             if let key = spec.coalescingKey { keys[key] = id }
-            queue.insert(id, priority: spec.priority)
+            queue.insert(handle, priority: spec.priority)
             actions.append(.emit(.submitted(info)))
             result.append(id)
         }
@@ -269,8 +309,8 @@ public struct SchedulerCore: Sendable {
         let old = job.info.priority
         guard old != priority else { return [] }
         job.info.priority = priority
-        jobs[id] = job
-        queue.updatePriority(id, to: priority)
+        jobs[job.handle] = job
+        queue.updatePriority(job.handle, to: priority)
         actions.append(.emit(.reprioritized(id, from: old, to: priority)))
         return takeActions()
     }
@@ -292,7 +332,7 @@ public struct SchedulerCore: Sendable {
             }
             keys[key] = id
         }
-        finishedOrder.removeAll { $0 == id }
+        finishedOrder.removeAll { $0 == job.handle }
         if let batch = job.batch, batches[batch] != nil {
             batches[batch]!.unfinished += 1
             batches[batch]!.hasSettled = false
@@ -304,8 +344,8 @@ public struct SchedulerCore: Sendable {
         job.info.progress = nil
         job.info.history.finishedAt = nil
         job.workerLosses = 0
-        jobs[id] = job
-        queue.insert(id, priority: job.info.priority)
+        jobs[job.handle] = job
+        queue.insert(job.handle, priority: job.info.priority)
         actions.append(.emit(.requeued(id, reason: .retriedByUser)))
         dispatch(now: now)
         return takeActions()
@@ -350,11 +390,12 @@ public struct SchedulerCore: Sendable {
     /// job, then the attempt counts as failed); cancelled ones end `cancelled`.
     public mutating func workerLost(_ worker: WorkerID, reason: WorkerLeaveReason, now: SchedulerTime) -> [Action] {
         // A worker that already left (retired, say) is not lost again.
-        guard pool.contains(worker) else { return [] }
-        let running = pool.remove(worker)
-        for id in running.sorted() {
-            guard var job = jobs[id], case .running(_, let attempt, _, let stopping) = job.info.state else { continue }
-            settle(&job, attempt: attempt, stopping: stopping, termination: .workerLost(reason), now: now)
+        guard let handle = pool.handle(of: worker) else { return [] }
+        let running = pool.remove(handle).sorted { jobs.id(at: $0) < jobs.id(at: $1) }
+        for runningHandle in running {
+            jobs[runningHandle].worker = nil
+            guard case .running(_, let attempt, _, let stopping) = jobs[runningHandle].info.state else { continue }
+            settle(runningHandle, attempt: attempt, stopping: stopping, termination: .workerLost(reason), now: now)
         }
         actions.append(.emit(.workerLeft(worker, reason: reason)))
         actions.append(.emit(.slotsChanged(local: localCapacity, total: capacity)))
@@ -400,15 +441,15 @@ public struct SchedulerCore: Sendable {
         shutdownMode = mode
         actions.append(.emit(.shuttingDown(mode)))
         if mode == .cancelRunning {
-            for id in queue.orderedIDs() {
-                guard var job = jobs[id] else { continue }
-                queue.remove(id)
-                finish(&job, as: .cancelled, now: now)
+            for handle in queue.ordered() {
+                let id = jobs[handle].info.id
+                queue.remove(handle)
+                finish(handle, as: .cancelled, now: now)
                 actions.append(.emit(.cancelled(id)))
             }
             let active = jobs.values.filter { !$0.info.state.isFinished && $0.info.state.kind != .queued }
             for job in active.sorted(by: { $0.info.submittedAt < $1.info.submittedAt }) {
-                _ = try? cancelInPlace(job.info.id, now: now)
+                _ = try? cancelInPlace(job.handle, now: now)
             }
         } else {
             dispatch(now: now)
@@ -428,15 +469,56 @@ public struct SchedulerCore: Sendable {
         _ id: JobID, attempt: Int, worker: WorkerID, termination: Termination, stopTookEffect: Bool = true,
         now: SchedulerTime
     ) -> [Action] {
-        guard var job = jobs[id],
-            case .running(let runningWorker, let runningAttempt, _, let stopping) = job.info.state,
-            runningWorker == worker, runningAttempt == attempt
-        else { return takeActions() }
-        let retiredReason = pool.checkIn(id, from: worker)
+        guard let handle = jobs.handle(of: id) else { return takeActions() }
+        finishAttempt(handle, attempt: attempt, worker: worker, termination: termination, stopTookEffect: stopTookEffect, now: now)
+        return takeActions()
+    }
+
+    /// ``jobFinished(_:attempt:worker:termination:stopTookEffect:now:)`` for a job the caller
+    /// knows by handle (checked against `id`): the scheduler's path, without a hashed lookup.
+    /// The actions wait for ``moveActions(into:starts:)``.
+    mutating func jobFinished(
+        _ handle: JobHandle, id: JobID, attempt: Int, worker: WorkerID, termination: Termination, stopTookEffect: Bool,
+        now: SchedulerTime
+    ) {
+        guard jobs.handle(handle, matches: id) else { return }
+        finishAttempt(handle, attempt: attempt, worker: worker, termination: termination, stopTookEffect: stopTookEffect, now: now)
+    }
+
+    /// Moves the actions decided so far into `buffer`, and the handles of the jobs their
+    /// `.start`s name (in order) into `starts`. Both must be empty; they come back full and go
+    /// back empty next time, so the scheduler's steps reuse two buffers instead of allocating
+    /// an array each.
+    mutating func moveActions(into buffer: inout [Action], starts: inout [Start]) {
+        if !batchesToCheck.isEmpty { emitSettledBatches() }
+        nextDeadline = timers.min?.time
+        swap(&buffer, &actions)
+        swap(&starts, &startedHandles)
+    }
+
+    /// The handle of job `id`, if it is known (a hashed lookup).
+    func handle(of id: JobID) -> JobHandle? { jobs.handle(of: id) }
+
+    /// What the performer needs to launch a `.start` of job `id` (a hashed lookup), for actions
+    /// that came without their ``Start``s.
+    func launch(of id: JobID) -> Start? {
+        guard let handle = jobs.handle(of: id) else { return nil }
+        return Start(handle: handle, submitted: jobs[handle].submitted, priority: jobs[handle].info.priority)
+    }
+
+    private mutating func finishAttempt(
+        _ handle: JobHandle, attempt: Int, worker: WorkerID, termination: Termination, stopTookEffect: Bool,
+        now: SchedulerTime
+    ) {
+        guard case .running(let runningWorker, let runningAttempt, _, let stopping) = jobs[handle].info.state,
+            runningWorker == worker, runningAttempt == attempt, let workerHandle = jobs[handle].worker
+        else { return }
+        jobs[handle].worker = nil
+        let retiredReason = pool.checkIn(handle, from: workerHandle)
         if let stopping, !stopTookEffect {
-            settleUnstopped(&job, attempt: attempt, requested: stopping, termination: termination, now: now)
+            settleUnstopped(handle, attempt: attempt, requested: stopping, termination: termination, now: now)
         } else {
-            settle(&job, attempt: attempt, stopping: stopping, termination: termination, now: now)
+            settle(handle, attempt: attempt, stopping: stopping, termination: termination, now: now)
         }
         // The job's end comes first, then its retired worker leaves.
         if let reason = retiredReason {
@@ -444,25 +526,25 @@ public struct SchedulerCore: Sendable {
             actions.append(.emit(.workerLeft(worker, reason: reason)))
         }
         dispatch(now: now)
-        return takeActions()
     }
 
     /// Fires every timer due at `now`: retries become queued, timeouts stop their attempt.
     public mutating func timersDue(now: SchedulerTime) -> [Action] {
         while let timer = timers.min, timer.time <= now {
             _ = timers.popMin()
-            guard var job = jobs[timer.job] else { continue }
+            guard jobs.handle(timer.handle, matches: timer.id) else { continue }
+            var job = jobs[timer.handle]
             switch (timer.purpose, job.info.state) {
             case (.retry, .waitingForRetry(_, let failedAttempt, _)) where failedAttempt == timer.attempt:
                 guard transition(&job, to: .queued) else { continue }
-                jobs[timer.job] = job
-                queue.insert(timer.job, priority: job.info.priority)
-                actions.append(.emit(.requeued(timer.job, reason: .retryDue)))
+                jobs[timer.handle] = job
+                queue.insert(timer.handle, priority: job.info.priority)
+                actions.append(.emit(.requeued(timer.id, reason: .retryDue)))
             case (.timeout, .running(let worker, let attempt, let since, nil)) where attempt == timer.attempt:
                 guard transition(&job, to: .running(worker: worker, attempt: attempt, since: since, stopping: .timeout)) else { continue }
-                jobs[timer.job] = job
-                actions.append(.emit(.stopping(timer.job, .timeout)))
-                actions.append(.stop(timer.job, worker: worker, reason: .timeout))
+                jobs[timer.handle] = job
+                actions.append(.emit(.stopping(timer.id, .timeout)))
+                actions.append(.stop(timer.id, worker: worker, reason: .timeout))
             default:
                 continue  // stale: the job moved on
             }
@@ -494,14 +576,14 @@ public struct SchedulerCore: Sendable {
         }
         var list = running
         list.reserveCapacity(jobs.count)
-        list.append(contentsOf: queue.orderedIDs().compactMap { jobs[$0]?.info })
+        list.append(contentsOf: queue.ordered().map { jobs[$0].info })
         list.append(contentsOf: waiting)
-        list.append(contentsOf: finishedOrder.reversed().compactMap { jobs[$0]?.info })
+        list.append(contentsOf: finishedOrder.reversed().map { jobs[$0].info })
         let workers = pool.orderedMembers.map {
-            WorkerStatus(descriptor: $0.descriptor, running: $0.running.sorted(), isRetiring: $0.isRetiring)
+            WorkerStatus(descriptor: $0.descriptor, running: $0.running.map { jobs.id(at: $0) }.sorted(), isRetiring: $0.isRetiring)
         }
         return SchedulerSnapshot(
-            seq: seq, time: now, isPaused: isPaused, shutdown: shutdownMode, counts: counts,
+            seq: seq, time: now, isPaused: isPaused, shutdown: shutdownMode, counts: stateCounts.dictionary,
             localSlots: localCapacity, totalSlots: capacity, finishedPerSecond: finishRate(now: now),
             workers: workers, jobs: list)
     }
@@ -518,7 +600,9 @@ public struct SchedulerCore: Sendable {
 
     private mutating func takeActions() -> [Action] {
         if !batchesToCheck.isEmpty { emitSettledBatches() }
-        defer { actions.removeAll(keepingCapacity: true) }
+        nextDeadline = timers.min?.time
+        startedHandles.removeAll(keepingCapacity: true)
+        defer { actions = [] }
         return actions
     }
 
@@ -535,28 +619,29 @@ public struct SchedulerCore: Sendable {
     /// outcome. A success is a success; a failure after a cancel is final (the user wanted it to
     /// stop, so it is not retried); after a timeout it is an ordinary failed attempt.
     private mutating func settleUnstopped(
-        _ job: inout Job, attempt: Int, requested: StopReason, termination: Termination, now: SchedulerTime
+        _ handle: JobHandle, attempt: Int, requested: StopReason, termination: Termination, now: SchedulerTime
     ) {
         guard requested == .cancel, !termination.isSuccess, !termination.isWorkerLoss else {
-            settle(&job, attempt: attempt, stopping: nil, termination: termination, now: now)
+            settle(handle, attempt: attempt, stopping: nil, termination: termination, now: now)
             return
         }
         let reason = FailureReason(termination)
-        job.info.history.lastFailure = reason
-        finish(&job, as: .failed(reason: reason, attempts: attempt), now: now)
-        actions.append(.emit(.failed(job.info.id, reason: reason, attempts: attempt)))
-        haltIfNeeded(after: job, now: now)
+        let (id, batch) = (jobs[handle].info.id, jobs[handle].batch)
+        jobs[handle].info.history.lastFailure = reason
+        finish(handle, as: .failed(reason: reason, attempts: attempt), now: now)
+        actions.append(.emit(.failed(id, reason: reason, attempts: attempt)))
+        haltIfNeeded(after: id, in: batch, now: now)
     }
 
-    /// Halts the batch of `job`, which just failed for good, if its batch halts on failure: in
+    /// Halts `batch`, whose job `failed` just failed for good, if the batch halts on failure: in
     /// this same step every other unfinished job of the batch is cancelled.
-    private mutating func haltIfNeeded(after job: Job, now: SchedulerTime) {
-        guard let id = job.batch, let batch = batches[id], batch.haltsOnFailure, batch.haltedBy == nil else { return }
-        batches[id]!.haltedBy = job.info.id
-        actions.append(.emit(.batchHalted(id, failedJob: job.info.id)))
+    private mutating func haltIfNeeded(after failed: JobID, in batch: BatchID?, now: SchedulerTime) {
+        guard let id = batch, let record = batches[id], record.haltsOnFailure, record.haltedBy == nil else { return }
+        batches[id]!.haltedBy = failed
+        actions.append(.emit(.batchHalted(id, failedJob: failed)))
         let others = jobs.values.filter { $0.batch == id && !$0.info.state.isFinished }
         for other in others.sorted(by: { $0.info.submittedAt < $1.info.submittedAt }) {
-            _ = try? cancelInPlace(other.info.id, now: now)
+            _ = try? cancelInPlace(other.handle, now: now)
         }
     }
 
@@ -567,102 +652,123 @@ public struct SchedulerCore: Sendable {
     /// The one place a job changes state. An illegal move is refused, never a crash: the job
     /// keeps its state, the refusal is counted (``rejectedTransitions``), and the caller stops
     /// what it was doing with that job (a command throws).
-    @discardableResult
-    private mutating func transition(_ job: inout Job, to next: JobState) -> Bool {
+    private static func transition(
+        _ job: inout Job, to next: JobState, counts: inout StateCounts, rejected: inout Int
+    ) -> Bool {
         let current = job.info.state
         guard current.canTransition(to: next) else {
-            rejectedTransitions += 1
+            rejected += 1
             return false
         }
         if current.kind != next.kind {
-            counts[current.kind, default: 0] -= 1
-            counts[next.kind, default: 0] += 1
+            counts[current.kind] -= 1
+            counts[next.kind] += 1
         }
         job.info.state = next
         return true
     }
 
+    /// ``transition(_:to:counts:rejected:)`` of a copy the caller writes back.
+    @discardableResult
+    private mutating func transition(_ job: inout Job, to next: JobState) -> Bool {
+        Self.transition(&job, to: next, counts: &stateCounts, rejected: &rejectedTransitions)
+    }
+
+    /// ``transition(_:to:counts:rejected:)`` of the record at `handle`, in place.
+    @discardableResult
+    private mutating func transition(_ handle: JobHandle, to next: JobState) -> Bool {
+        Self.transition(&jobs[handle], to: next, counts: &stateCounts, rejected: &rejectedTransitions)
+    }
+
     /// Cancels `id` without dispatching: the caller dispatches (or not) once it is done.
     private mutating func cancelInPlace(_ id: JobID, now: SchedulerTime) throws(SchedulerError) {
-        guard var job = jobs[id] else { throw unknown(id) }
-        switch job.info.state {
+        guard let handle = jobs.handle(of: id) else { throw unknown(id) }
+        try cancelInPlace(handle, now: now)
+    }
+
+    /// Cancels the job at `handle` without dispatching.
+    private mutating func cancelInPlace(_ handle: JobHandle, now: SchedulerTime) throws(SchedulerError) {
+        let id = jobs[handle].info.id
+        switch jobs[handle].info.state {
         case .queued:
-            queue.remove(id)
-            finish(&job, as: .cancelled, now: now)
+            queue.remove(handle)
+            finish(handle, as: .cancelled, now: now)
             actions.append(.emit(.cancelled(id)))
         case .waitingForRetry:
-            finish(&job, as: .cancelled, now: now)
+            finish(handle, as: .cancelled, now: now)
             actions.append(.emit(.cancelled(id)))
         case .running(let worker, let attempt, let since, let stopping):
             guard stopping != .cancel else { return }
-            guard transition(&job, to: .running(worker: worker, attempt: attempt, since: since, stopping: .cancel)) else {
+            guard transition(handle, to: .running(worker: worker, attempt: attempt, since: since, stopping: .cancel)) else {
                 throw SchedulerError(.notAllowed, "job \(id.short) cannot be stopped now")
             }
-            jobs[id] = job
             actions.append(.emit(.stopping(id, .cancel)))
             actions.append(.stop(id, worker: worker, reason: .cancel))
         case .succeeded, .failed, .cancelled:
-            throw SchedulerError(.notAllowed, "job \(id.short) has already ended (\(job.info.state.name))")
+            throw SchedulerError(.notAllowed, "job \(id.short) has already ended (\(jobs[handle].info.state.name))")
         }
     }
 
+    /// Starts queued jobs while slots are free. Records change in place: no job record is
+    /// copied on this path, which every job takes.
     private mutating func dispatch(now: SchedulerTime) {
         guard !isPaused, !isDispatchHeld, shutdownMode == nil || shutdownMode == .drain else { return }
-        while let head = queue.first, let worker = pool.checkOut(for: head) {
+        while let handle = queue.first, let workerHandle = pool.checkOut(for: handle) {
             _ = queue.popFirst()
-            guard var job = jobs[head] else { continue }
-            let attempt = job.info.attempts + 1
-            job.info.history.attempts = attempt
-            job.info.history.startedAt = now
-            job.info.progress = nil
-            guard transition(&job, to: .running(worker: worker, attempt: attempt, since: now, stopping: nil)) else {
-                _ = pool.checkIn(head, from: worker)
+            let head = jobs[handle].info.id
+            let worker = pool[workerHandle].descriptor.id
+            let attempt = jobs[handle].info.attempts + 1
+            guard transition(handle, to: .running(worker: worker, attempt: attempt, since: now, stopping: nil)) else {
+                _ = pool.checkIn(handle, from: workerHandle)
                 continue
             }
-            if let timeout = job.spec.timeout {
-                timers.insert(Timer(time: now + timeout, job: head, attempt: attempt, purpose: .timeout))
+            jobs[handle].worker = workerHandle
+            jobs[handle].info.history.attempts = attempt
+            jobs[handle].info.history.startedAt = now
+            jobs[handle].info.progress = nil
+            if let timeout = jobs[handle].submitted.spec.timeout {
+                timers.insert(Timer(time: now + timeout, handle: handle, id: head, attempt: attempt, purpose: .timeout))
             }
-            actions.append(.emit(.started(head, attempt: attempt, maxAttempts: job.info.maxAttempts, worker: worker)))
+            actions.append(.emit(.started(head, attempt: attempt, maxAttempts: jobs[handle].info.maxAttempts, worker: worker)))
             actions.append(.start(head, attempt: attempt, worker: worker))
-            jobs[head] = job
+            startedHandles.append(Start(handle: handle, submitted: jobs[handle].submitted, priority: jobs[handle].info.priority))
         }
     }
 
-    /// Decides what an ended attempt means for its job.
+    /// Decides what an ended attempt means for the job at `handle` (in place).
     private mutating func settle(
-        _ job: inout Job, attempt: Int, stopping: StopReason?, termination: Termination, now: SchedulerTime
+        _ handle: JobHandle, attempt: Int, stopping: StopReason?, termination: Termination, now: SchedulerTime
     ) {
-        let id = job.info.id
+        let id = jobs[handle].info.id
         if stopping == .cancel {
-            finish(&job, as: .cancelled, now: now)
+            finish(handle, as: .cancelled, now: now)
             actions.append(.emit(.cancelled(id)))
             return
         }
         let reason: FailureReason
         switch (stopping, termination) {
         case (.timeout, _):
-            reason = .timeout(job.spec.timeout ?? .zero)
+            reason = .timeout(jobs[handle].submitted.spec.timeout ?? .zero)
         case (_, .workerLost(let why)):
-            job.workerLosses += 1
+            jobs[handle].workerLosses += 1
             if shutdownMode == .cancelRunning {
                 // Everything is being cancelled: the job ends here, with the attempt it had.
-                finish(&job, as: .cancelled, now: now)
+                finish(handle, as: .cancelled, now: now)
                 actions.append(.emit(.cancelled(id)))
                 return
             }
-            if job.workerLosses <= configuration.maxWorkerLossRequeues {
+            if jobs[handle].workerLosses <= configuration.maxWorkerLossRequeues {
                 // The attempt did not really happen: give it back.
-                job.info.history.attempts = attempt - 1
-                guard transition(&job, to: .queued) else { return }
-                jobs[id] = job
-                queue.insert(id, priority: job.info.priority)
+                guard transition(handle, to: .queued) else { return }
+                jobs[handle].info.history.attempts = attempt - 1
+                queue.insert(handle, priority: jobs[handle].info.priority)
                 actions.append(.emit(.requeued(id, reason: .workerLost(why))))
                 return
             }
             reason = .workerLost(why)
         case (_, .exit(0)):
-            job.info.history.lastFailure = nil
-            finish(&job, as: .succeeded(attempts: attempt), now: now)
+            jobs[handle].info.history.lastFailure = nil
+            finish(handle, as: .succeeded(attempts: attempt), now: now)
             actions.append(.emit(.succeeded(id, attempts: attempt)))
             return
         case (_, .exit(let code)):
@@ -672,29 +778,31 @@ public struct SchedulerCore: Sendable {
         case (_, .error(let message)):
             reason = .error(message)
         }
-        job.info.history.lastFailure = reason
-        let mayRetry = attempt < job.spec.retry.maxAttempts && (shutdownMode == nil || shutdownMode == .drain)
+        jobs[handle].info.history.lastFailure = reason
+        let retry = jobs[handle].submitted.spec.retry
+        let mayRetry = attempt < retry.maxAttempts && (shutdownMode == nil || shutdownMode == .drain)
         if mayRetry {
-            let delay = job.spec.retry.delay(afterAttempt: attempt, unit: random.nextUnit())
+            let delay = retry.delay(afterAttempt: attempt, unit: random.nextUnit())
             let due = now + delay
-            guard transition(&job, to: .waitingForRetry(until: due, failedAttempt: attempt, reason: reason)) else { return }
-            jobs[id] = job
-            timers.insert(Timer(time: due, job: id, attempt: attempt, purpose: .retry))
+            guard transition(handle, to: .waitingForRetry(until: due, failedAttempt: attempt, reason: reason)) else { return }
+            timers.insert(Timer(time: due, handle: handle, id: id, attempt: attempt, purpose: .retry))
             actions.append(.emit(.retryScheduled(id, failedAttempt: attempt, reason: reason, nextAttempt: attempt + 1, at: due)))
         } else {
-            finish(&job, as: .failed(reason: reason, attempts: attempt), now: now)
+            let batch = jobs[handle].batch
+            finish(handle, as: .failed(reason: reason, attempts: attempt), now: now)
             actions.append(.emit(.failed(id, reason: reason, attempts: attempt)))
-            haltIfNeeded(after: job, now: now)
+            haltIfNeeded(after: id, in: batch, now: now)
         }
     }
 
-    private mutating func finish(_ job: inout Job, as state: JobState, now: SchedulerTime) {
-        guard transition(&job, to: state) else { return }
-        job.info.history.finishedAt = now
-        let id = job.info.id
-        jobs[id] = job
-        if let key = job.spec.coalescingKey, keys[key] == id { keys[key] = nil }
-        if let batch = job.batch, batches[batch] != nil {
+    /// Ends the job at `handle` in `state`. Its record may be dropped here (the oldest finished
+    /// one beyond the retention), so callers read what they need first.
+    private mutating func finish(_ handle: JobHandle, as state: JobState, now: SchedulerTime) {
+        guard transition(handle, to: state) else { return }
+        jobs[handle].info.history.finishedAt = now
+        let id = jobs[handle].info.id
+        if let key = jobs[handle].submitted.spec.coalescingKey, keys[key] == id { keys[key] = nil }
+        if let batch = jobs[handle].batch, batches[batch] != nil {
             batches[batch]!.unfinished -= 1
             if batches[batch]!.unfinished == 0 { batchesToCheck.append(batch) }
         }
@@ -705,9 +813,23 @@ public struct SchedulerCore: Sendable {
             finishTimes.append((second, 1))
             while let first = finishTimes.first, first.second <= second - 6 { finishTimes.removeFirst() }
         }
-        finishedOrder.append(id)
+        finishedOrder.append(handle)
         while finishedOrder.count > configuration.finishedRetention, let oldest = finishedOrder.popFirst() {
-            jobs[oldest] = nil
+            jobs.remove(oldest)
+        }
+    }
+}
+
+extension JobStateKind {
+    /// The kind's position in ``allCases``: an index for per-kind arrays.
+    fileprivate var ordinal: Int {
+        switch self {
+        case .queued: 0
+        case .running: 1
+        case .waiting: 2
+        case .succeeded: 3
+        case .failed: 4
+        case .cancelled: 5
         }
     }
 }

@@ -28,25 +28,39 @@ public struct WorkerDescriptor: Sendable, Equatable {
     }
 }
 
+/// A worker's place in the pool: a dense index, so the core reaches a worker without hashing
+/// its ``WorkerID``. Indices of workers that left are reused; a job keeps its worker's handle
+/// only while it runs there (so the worker is still in the pool).
+struct WorkerHandle: Hashable, Sendable {
+    /// The index in the pool.
+    let index: Int32
+}
+
 /// The free slots of every worker: a pure value the ``SchedulerCore`` owns.
 ///
 /// A free slot is handed out at once; when none is free, jobs wait in the core's queue, and a
 /// slot that is returned goes straight to the first of them (the core asks for a slot in the
 /// same transition that returns one, so nothing can overtake the waiting job). Free slots are
 /// handed out first in, first out, so work spreads over the workers.
+///
+/// Workers are reached by ``WorkerHandle`` (an array index); the one map from id to handle is
+/// for commands that name a worker by id.
 public struct WorkerPool: Sendable {
     struct Member: Sendable {
         var descriptor: WorkerDescriptor
-        var running: Set<JobID> = []
+        /// The jobs it runs now: at most its slots, so a short list searched on removal.
+        var running: [JobHandle] = []
         /// Why it leaves as soon as its last job ends (it gets no new jobs); `nil` while it stays.
         var retireReason: WorkerLeaveReason?
         var isRetiring: Bool { retireReason != nil }
     }
 
-    private(set) var members: [WorkerID: Member] = [:]
-    private var freeSlots: Deque<WorkerID> = []
+    private var members: [Member?] = []
+    private var handles: [WorkerID: WorkerHandle] = [:]
+    private var freeIndices: [Int32] = []
+    private var freeSlots: Deque<WorkerHandle> = []
     /// Join order, for stable display.
-    private(set) var order: [WorkerID] = []
+    private var order: [WorkerHandle] = []
 
     /// An empty pool.
     public init() {}
@@ -65,45 +79,66 @@ public struct WorkerPool: Sendable {
     /// The number of free slots.
     public var freeCount: Int { freeSlots.count }
 
+    /// The handle of the worker `id`, if it is in the pool (retiring ones included).
+    func handle(of id: WorkerID) -> WorkerHandle? { handles[id] }
+
+    /// The worker at `handle`, which must be in the pool.
+    subscript(handle: WorkerHandle) -> Member { members[Int(handle.index)]! }
+
     /// Adds a worker with all its slots free.
     mutating func join(_ descriptor: WorkerDescriptor) {
-        guard members[descriptor.id] == nil else { return }
-        members[descriptor.id] = Member(descriptor: descriptor)
+        guard handles[descriptor.id] == nil else { return }
+        let handle: WorkerHandle
+        if let index = freeIndices.popLast() {
+            handle = WorkerHandle(index: index)
+            members[Int(index)] = Member(descriptor: descriptor)
+        } else {
+            handle = WorkerHandle(index: Int32(members.count))
+            members.append(Member(descriptor: descriptor))
+        }
+        handles[descriptor.id] = handle
         count(descriptor, +1)
-        order.append(descriptor.id)
-        for _ in 0..<descriptor.slots { freeSlots.append(descriptor.id) }
+        order.append(handle)
+        for _ in 0..<descriptor.slots { freeSlots.append(handle) }
     }
 
-    /// Takes a free slot, or `nil` when none is free.
-    mutating func checkOut(for job: JobID) -> WorkerID? {
+    /// Takes a free slot for `job`, or `nil` when none is free.
+    mutating func checkOut(for job: JobHandle) -> WorkerHandle? {
         guard let worker = freeSlots.popFirst() else { return nil }
-        members[worker]?.running.insert(job)
+        members[Int(worker.index)]!.running.append(job)
         return worker
     }
 
     /// Whether `worker` is in the pool (retiring ones included).
-    func contains(_ worker: WorkerID) -> Bool { members[worker] != nil }
+    func contains(_ worker: WorkerID) -> Bool { handles[worker] != nil }
 
     /// Gives back the slot `job` held. Returns why the worker retired when it has now left.
-    mutating func checkIn(_ job: JobID, from worker: WorkerID) -> WorkerLeaveReason? {
-        guard var member = members[worker], member.running.remove(job) != nil else { return nil }
-        if let reason = member.retireReason {
-            if member.running.isEmpty {
+    mutating func checkIn(_ job: JobHandle, from worker: WorkerHandle) -> WorkerLeaveReason? {
+        let index = Int(worker.index)
+        guard index < members.count, members[index] != nil,
+              let position = members[index]!.running.firstIndex(of: job)
+        else { return nil }
+        members[index]!.running.swapAt(position, members[index]!.running.count - 1)
+        members[index]!.running.removeLast()
+        if let reason = members[index]!.retireReason {
+            if members[index]!.running.isEmpty {
                 remove(worker)
                 return reason
             }
-            members[worker] = member
             return nil
         }
-        members[worker] = member
         freeSlots.append(worker)
         return nil
     }
 
     /// Removes a worker at once; returns the jobs it was running.
     @discardableResult
-    mutating func remove(_ worker: WorkerID) -> Set<JobID> {
-        guard let member = members.removeValue(forKey: worker) else { return [] }
+    mutating func remove(_ worker: WorkerHandle) -> [JobHandle] {
+        let index = Int(worker.index)
+        guard index < members.count, let member = members[index] else { return [] }
+        members[index] = nil
+        handles[member.descriptor.id] = nil
+        freeIndices.append(worker.index)
         if !member.isRetiring { count(member.descriptor, -1) }
         freeSlots.removeAll { $0 == worker }
         order.removeAll { $0 == worker }
@@ -113,18 +148,17 @@ public struct WorkerPool: Sendable {
     /// Marks a worker to leave when its jobs end; it gets no new ones. Returns true when it was
     /// idle and has left already.
     mutating func retire(_ worker: WorkerID, reason: WorkerLeaveReason) -> Bool {
-        guard var member = members[worker], !member.isRetiring else { return false }
+        guard let handle = handles[worker], let member = members[Int(handle.index)], !member.isRetiring else { return false }
         if member.running.isEmpty {
-            remove(worker)
+            remove(handle)
             return true
         }
-        member.retireReason = reason
-        members[worker] = member
+        members[Int(handle.index)]!.retireReason = reason
         count(member.descriptor, -1)
-        freeSlots.removeAll { $0 == worker }
+        freeSlots.removeAll { $0 == handle }
         return false
     }
 
     /// The workers in join order.
-    var orderedMembers: [Member] { order.compactMap { members[$0] } }
+    var orderedMembers: [Member] { order.compactMap { members[Int($0.index)] } }
 }

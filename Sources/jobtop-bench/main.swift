@@ -31,6 +31,13 @@ func cpuSeconds() -> Double {
 
 func format(_ value: Double, _ digits: Int = 2) -> String { String(format: "%.\(digits)f", value) }
 
+/// The load averages (1, 5, 15 minutes) from /proc/loadavg, as `uptime` prints them: figures
+/// measured while other work keeps the machine busy are labelled with it.
+func loadAverage() -> String {
+    guard let text = try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8) else { return "unknown" }
+    return text.split(separator: " ").prefix(3).joined(separator: ", ")
+}
+
 /// Runs `count` jobs that do nothing, at most `width` at a time, in a bare task group.
 func rawTaskGroup(count: Int, width: Int) async {
     await withTaskGroup(of: Void.self) { group in
@@ -82,7 +89,7 @@ let countOverride = ProcessInfo.processInfo.environment["JOBTOP_BENCH_COUNT"].fl
 func benchClosures() async throws {
     let count = countOverride ?? 1_000_000
     let width = ProcessInfo.processInfo.activeProcessorCount
-    print("## 1,000,000 no-op closure jobs, \(width) slots, one subscriber")
+    print("## \(count) no-op closure jobs, \(width) slots, one subscriber (load average at start: \(loadAverage()))")
     var raw: [Double] = []
     var jobs: [Double] = []
     var rawCPU: [Double] = []
@@ -100,6 +107,7 @@ func benchClosures() async throws {
     print("raw TaskGroup (width \(width)): \(format(r)) s  = \(Int(Double(count) / r)) tasks/s  (CPU \(perTask(rawCPU)) µs/task)")
     print("scheduler:                 \(format(s)) s  = \(Int(Double(count) / s)) jobs/s  (CPU \(perTask(jobsCPU)) µs/job)")
     print("ratio scheduler/raw: \(format(s / r))x wall, \(format(median(jobsCPU) / median(rawCPU)))x CPU   (target <= 3x, >= 300k jobs/s)")
+    print("load average at end: \(loadAverage())")
     print()
 }
 
