@@ -2,7 +2,6 @@ import Foundation
 import GRPCCore
 import GRPCNIOTransportHTTP2Posix
 import Scheduler
-import Synchronization
 
 /// The worker process's side: joins a coordinator's pool and runs what it is assigned.
 ///
@@ -116,11 +115,10 @@ public final class WorkerAgent: Sendable {
         var attempt: Task<SessionEnd, Never>?
         /// The sleep between attempts (drain and stop end it).
         var pause: Task<Void, Never>?
-        var subscribers: [Int: AsyncStream<Event>.Continuation] = [:]
-        var nextSubscriber = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
+    private let subscribers = Subscribers<Event>()
     private let clock: SchedulerClock
 
     /// Creates an agent; nothing happens until ``run()``.
@@ -130,22 +128,9 @@ public final class WorkerAgent: Sendable {
     }
 
     /// What the agent goes through, from now on.
-    public var events: AsyncStream<Event> {
-        let (stream, continuation) = AsyncStream.makeStream(of: Event.self)
-        let id = state.withLock { state in
-            defer { state.nextSubscriber += 1 }
-            state.subscribers[state.nextSubscriber] = continuation
-            return state.nextSubscriber
-        }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) }
-        }
-        return stream
-    }
+    public var events: AsyncStream<Event> { subscribers.subscribe() }
 
-    private func publish(_ event: Event) {
-        for subscriber in state.withLock({ Array($0.subscribers.values) }) { subscriber.yield(event) }
-    }
+    private func publish(_ event: Event) { subscribers.publish(event) }
 
     /// Connects, serves, and reconnects until drained or stopped.
     ///
@@ -245,7 +230,10 @@ public final class WorkerAgent: Sendable {
     }
 
     private func connect(_ welcome: WelcomeDeadline) async -> SessionEnd {
-        let outbox = Outbox<WireWorkerMessage>()
+        // What the worker says, written by one writer loop in batches (one wake-up and one flush
+        // per batch). Not bounded: the messages are small, and a coordinator that stops reading
+        // is soon declared lost by the heartbeat watchdog, which ends the session.
+        let outbox = Mailbox<WireWorkerMessage>()
         let hello = WireWorkerMessage.with {
             $0.hello = .with {
                 $0.name = configuration.name
@@ -253,6 +241,7 @@ public final class WorkerAgent: Sendable {
                 $0.protocolVersion = RemoteProtocol.version
                 $0.token = configuration.token ?? ""
                 $0.softwareVersion = RemoteProtocol.softwareVersion
+                $0.features = [.keepBackground]
             }
         }
         do {
@@ -268,7 +257,7 @@ public final class WorkerAgent: Sendable {
                 options.waitForReady = false
                 return try await WirePool.Client(wrapping: client).connect(options: options, requestProducer: { writer in
                     try await writer.write(hello)
-                    while let batch = await outbox.next() { try await writer.write(contentsOf: batch) }
+                    while let batch = await outbox.take() { try await writer.write(contentsOf: batch) }
                 }, onResponse: { response in
                     defer { outbox.finish() }
                     return await self.serve(response.messages, outbox: outbox, welcome: welcome)
@@ -282,7 +271,7 @@ public final class WorkerAgent: Sendable {
 
     private func serve(
         _ messages: RPCAsyncSequence<WireCoordinatorMessage, any Error>,
-        outbox: Outbox<WireWorkerMessage>,
+        outbox: Mailbox<WireWorkerMessage>,
         welcome deadline: WelcomeDeadline
     ) async -> SessionEnd {
         let (inputs, input) = AsyncStream.makeStream(of: Input.self)
@@ -386,7 +375,7 @@ public final class WorkerAgent: Sendable {
     /// The one loop that handles the coordinator's messages and the local scheduler's events,
     /// in order: an attempt's id mapping exists before any of its events is handled.
     private func dispatch(
-        _ inputs: inout AsyncStream<Input>.Iterator, inner: Scheduler, outbox: Outbox<WireWorkerMessage>
+        _ inputs: inout AsyncStream<Input>.Iterator, inner: Scheduler, outbox: Mailbox<WireWorkerMessage>
     ) async -> SessionEnd {
         var byAttempt: [AttemptKey: JobID] = [:]
         var byJob: [JobID: AttemptKey] = [:]
@@ -430,10 +419,18 @@ public final class WorkerAgent: Sendable {
                         $0.output = .with {
                             $0.jobID = key.jobID
                             $0.attempt = key.attempt
-                            $0.lines = [.with {
-                                $0.stderr = line.stream == .stderr
-                                $0.text = line.text
-                            }]
+                            $0.lines = [.init(line)]
+                        }
+                    })
+                case .leftoverProcesses(let id, let count, let stopped):
+                    // Before the attempt's Finished: its final event comes after this one.
+                    guard let key = byJob[id] else { break }
+                    outbox.send(.with {
+                        $0.leftover = .with {
+                            $0.jobID = key.jobID
+                            $0.attempt = key.attempt
+                            $0.count = UInt32(clamping: count)
+                            $0.stopped = stopped
                         }
                     })
                 case .progress(let id, let fraction):
@@ -538,7 +535,7 @@ public final class WorkerAgent: Sendable {
 /// An attempt's race between the welcome and the hello deadline: whichever comes first wins.
 final class WelcomeDeadline: Sendable {
     private enum Outcome { case waiting, welcomed, expired }
-    private let outcome = Mutex(Outcome.waiting)
+    private let outcome = Locked(Outcome.waiting)
 
     /// The welcome came. - Returns: `false` when the deadline had already passed.
     func welcome() -> Bool {

@@ -1,5 +1,6 @@
 import Foundation
 import Scheduler
+import SchedulerRemote
 import TUI
 
 /// One run: its jobs go to the scheduler as one batch, and one presenter shows it — the
@@ -24,6 +25,8 @@ struct RunSession {
     let haltsOnFailure: Bool
     /// Wall-clock seconds since 1970 at which the scheduler's clock read zero.
     let epoch: Double
+    /// The remote workers' listener (`--listen`), stopped when the run is over.
+    var listener: WorkerListener?
 
     /// Runs `plan` to its end (or to a signal, or until the user quits the dashboard) and
     /// returns the exit status.
@@ -43,7 +46,11 @@ struct RunSession {
         case .log(let logFormat, let output):
             format = logFormat
             logsOutput = output
-            signals = SignalWatcher { _ in Task { _ = try? await client.perform(.shutdown(.cancelRunning)) } }
+            let listener = listener
+            signals = SignalWatcher(
+                onFirst: { _ in Task { _ = try? await client.perform(.shutdown(.cancelRunning)) } },
+                // A second signal ends the run at once: no waiting for remote workers either.
+                onAgain: { listener?.dropConnectionsNow() })
         case .screen:
             isScreen = true
             guard Self.keysComeFromTheTerminal() else {
@@ -95,7 +102,9 @@ struct RunSession {
         await running.value
         let followed = await following.value
         let wall = ContinuousClock.now - started
-        let summary = RunSummary(counts: followed.counts, wall: wall, signal: dashboardSignal ?? signals?.firstSignal)
+        let goodbyeSignal = await stopListening(signals: signals)
+        let summary = RunSummary(
+            counts: followed.counts, wall: wall, signal: dashboardSignal ?? signals?.firstSignal ?? goodbyeSignal)
         var isRefused = false
         if case .refused = fed { isRefused = true }
         // Bad input before any job: stdout stays empty, as for every other input error.
@@ -113,6 +122,28 @@ struct RunSession {
             Self.report(summary, followed, isScreen: isScreen)
         }
         return status
+    }
+
+    /// Says goodbye to the remote workers and waits for their connections to close, at most the
+    /// listener's shutdown grace (2 s). A signal meanwhile (a second Ctrl-C, or a first one that
+    /// comes now) ends the wait at once.
+    ///
+    /// - Parameter signals: The run's watcher (headless); under the dashboard, which has given
+    ///   its signals back by now, one is started for the wait.
+    /// - Returns: The signal that cut the wait short, if one did.
+    private func stopListening(signals: SignalWatcher?) async -> Int32? {
+        guard let listener else { return nil }
+        let interrupted = Locked<Int32?>(nil)
+        let onSignal: @Sendable (Int32, Int) -> Void = { number, _ in
+            StandardError.write("jobtop: \(signalName(number)): not waiting for remote workers to close their connections\n")
+            interrupted.withLock { $0 = $0 ?? number }
+            listener.dropConnectionsNow()
+        }
+        let watcher = signals ?? SignalWatcher(signals: [SIGINT, SIGTERM, SIGHUP]) { _, _ in }
+        watcher.replaceHandler(onSignal)
+        await listener.stop()
+        if signals == nil { watcher.stop() }
+        return interrupted.withLock { $0 }
     }
 
     /// What feeding the batch came to.
