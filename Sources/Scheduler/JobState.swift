@@ -87,6 +87,37 @@ public enum StopReason: String, Sendable, Equatable {
 }
 
 /// How an attempt ended, as the worker saw it.
+/// Why a worker left the pool. Data, not prose: rendered to text only at the edges (the log, the
+/// dashboard), so a client can tell a drained worker from a lost one without parsing words.
+public enum WorkerLeaveReason: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// A local slot retired because the user lowered the number of slots.
+    case slotsReduced
+    /// The worker finished its running jobs and left when asked to (`SIGTERM` on the worker).
+    case drained
+    /// The coordinator is shutting down and closed the worker's connection.
+    case coordinatorShutdown
+    /// Nothing was heard from the worker for this long.
+    case heartbeatMissed(Duration)
+    /// The worker closed its stream.
+    case closedByWorker
+    /// The connection broke; the transport's words (escaped, printable).
+    case connectionLost(String)
+    /// Removed by the program that embeds the scheduler, in its words.
+    case removed(String)
+
+    public var description: String {
+        switch self {
+        case .slotsReduced: "slots reduced"
+        case .drained: "drained"
+        case .coordinatorShutdown: "the coordinator is shutting down"
+        case .heartbeatMissed(let limit): "no heartbeat for \(formatDuration(limit))"
+        case .closedByWorker: "the worker closed its stream"
+        case .connectionLost(let why): "connection lost: \(why)"
+        case .removed(let why): why
+        }
+    }
+}
+
 public enum Termination: Sendable, Equatable, CustomStringConvertible {
     /// The process exited with this status (a closure job that returned is `exit(0)`).
     case exit(Int32)
@@ -95,7 +126,7 @@ public enum Termination: Sendable, Equatable, CustomStringConvertible {
     /// The work could not be started or threw: the message says why.
     case error(String)
     /// The worker running it went away (a remote worker lost): the attempt did not count.
-    case workerLost(String)
+    case workerLost(WorkerLeaveReason)
 
     /// Whether the attempt succeeded.
     public var isSuccess: Bool { self == .exit(0) }
@@ -127,7 +158,7 @@ public enum FailureReason: Sendable, Equatable, CustomStringConvertible {
     /// The command could not be run or the closure threw.
     case error(String)
     /// Its worker was lost too many times.
-    case workerLost(String)
+    case workerLost(WorkerLeaveReason)
 
     public var description: String {
         switch self {

@@ -307,13 +307,13 @@ public actor Scheduler {
 
     /// A worker takes no new jobs and leaves once its running jobs end (at once when idle), for
     /// a worker that drains. A later ``removeWorker(_:reason:)`` for it does nothing.
-    public func retireWorker(_ id: WorkerID, reason: String) {
+    public func retireWorker(_ id: WorkerID, reason: WorkerLeaveReason) {
         let now = clock.now()
         perform(core.retireWorker(id, reason: reason, now: now), now: now)
     }
 
     /// A worker is gone: its running jobs go back to the queue.
-    public func removeWorker(_ id: WorkerID, reason: String) {
+    public func removeWorker(_ id: WorkerID, reason: WorkerLeaveReason) {
         let now = clock.now()
         let actions = core.workerLost(id, reason: reason, now: now)
         if let worker = workers.removeValue(forKey: id) { worker.leave() }

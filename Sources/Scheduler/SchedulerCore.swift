@@ -298,9 +298,9 @@ public struct SchedulerCore: Sendable {
         guard transition(&job, to: .queued) else {
             throw SchedulerError(.notAllowed, "job \(id.short) cannot go back to the queue from \(job.info.state.name)")
         }
-        job.info.attempts = 0
+        job.info.history.attempts = 0
         job.info.progress = nil
-        job.info.finishedAt = nil
+        job.info.history.finishedAt = nil
         job.workerLosses = 0
         jobs[id] = job
         queue.insert(id, priority: job.info.priority)
@@ -337,7 +337,7 @@ public struct SchedulerCore: Sendable {
 
     /// A worker is gone: its running jobs go back to the queue (a bounded number of times per
     /// job, then the attempt counts as failed); cancelled ones end `cancelled`.
-    public mutating func workerLost(_ worker: WorkerID, reason: String, now: SchedulerTime) -> [Action] {
+    public mutating func workerLost(_ worker: WorkerID, reason: WorkerLeaveReason, now: SchedulerTime) -> [Action] {
         // A worker that already left (retired, say) is not lost again.
         guard pool.contains(worker) else { return [] }
         let running = pool.remove(worker)
@@ -361,9 +361,9 @@ public struct SchedulerCore: Sendable {
         let candidates = local.filter { $0.running.isEmpty }.reversed() + local.filter { !$0.running.isEmpty }.reversed()
         for member in candidates where excess > 0 {
             excess -= member.descriptor.slots
-            if pool.retire(member.descriptor.id, reason: "slots reduced") {
+            if pool.retire(member.descriptor.id, reason: .slotsReduced) {
                 actions.append(.removeWorker(member.descriptor.id))
-                actions.append(.emit(.workerLeft(member.descriptor.id, reason: "slots reduced")))
+                actions.append(.emit(.workerLeft(member.descriptor.id, reason: .slotsReduced)))
             }
         }
         actions.append(.emit(.slotsChanged(local: localCapacity, total: capacity)))
@@ -372,7 +372,7 @@ public struct SchedulerCore: Sendable {
 
     /// A worker takes no new jobs and leaves when its running ones end (at once when idle): a
     /// remote worker that drains, say. Its jobs are not requeued.
-    public mutating func retireWorker(_ worker: WorkerID, reason: String, now: SchedulerTime) -> [Action] {
+    public mutating func retireWorker(_ worker: WorkerID, reason: WorkerLeaveReason, now: SchedulerTime) -> [Action] {
         guard pool.contains(worker) else { return [] }
         if pool.retire(worker, reason: reason) {
             actions.append(.removeWorker(worker))
@@ -531,7 +531,7 @@ public struct SchedulerCore: Sendable {
             return
         }
         let reason = FailureReason(termination)
-        job.info.lastFailure = reason
+        job.info.history.lastFailure = reason
         finish(&job, as: .failed(reason: reason, attempts: attempt), now: now)
         actions.append(.emit(.failed(job.info.id, reason: reason, attempts: attempt)))
         haltIfNeeded(after: job, now: now)
@@ -601,8 +601,8 @@ public struct SchedulerCore: Sendable {
             _ = queue.popFirst()
             guard var job = jobs[head] else { continue }
             let attempt = job.info.attempts + 1
-            job.info.attempts = attempt
-            job.info.startedAt = now
+            job.info.history.attempts = attempt
+            job.info.history.startedAt = now
             job.info.progress = nil
             guard transition(&job, to: .running(worker: worker, attempt: attempt, since: now, stopping: nil)) else {
                 _ = pool.checkIn(head, from: worker)
@@ -641,7 +641,7 @@ public struct SchedulerCore: Sendable {
             }
             if job.workerLosses <= configuration.maxWorkerLossRequeues {
                 // The attempt did not really happen: give it back.
-                job.info.attempts = attempt - 1
+                job.info.history.attempts = attempt - 1
                 guard transition(&job, to: .queued) else { return }
                 jobs[id] = job
                 queue.insert(id, priority: job.info.priority)
@@ -650,7 +650,7 @@ public struct SchedulerCore: Sendable {
             }
             reason = .workerLost(why)
         case (_, .exit(0)):
-            job.info.lastFailure = nil
+            job.info.history.lastFailure = nil
             finish(&job, as: .succeeded(attempts: attempt), now: now)
             actions.append(.emit(.succeeded(id, attempts: attempt)))
             return
@@ -661,7 +661,7 @@ public struct SchedulerCore: Sendable {
         case (_, .error(let message)):
             reason = .error(message)
         }
-        job.info.lastFailure = reason
+        job.info.history.lastFailure = reason
         let mayRetry = attempt < job.spec.retry.maxAttempts && (shutdownMode == nil || shutdownMode == .drain)
         if mayRetry {
             let delay = job.spec.retry.delay(afterAttempt: attempt, unit: random.nextUnit())
@@ -679,7 +679,7 @@ public struct SchedulerCore: Sendable {
 
     private mutating func finish(_ job: inout Job, as state: JobState, now: SchedulerTime) {
         guard transition(&job, to: state) else { return }
-        job.info.finishedAt = now
+        job.info.history.finishedAt = now
         let id = job.info.id
         jobs[id] = job
         if let key = job.spec.coalescingKey, keys[key] == id { keys[key] = nil }

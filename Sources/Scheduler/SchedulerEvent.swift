@@ -66,7 +66,7 @@ public struct SchedulerEvent: Sendable {
         /// A worker joined the pool.
         case workerJoined(WorkerDescriptor)
         /// A worker left the pool.
-        case workerLeft(WorkerID, reason: String)
+        case workerLeft(WorkerID, reason: WorkerLeaveReason)
         /// The scheduler began to shut down.
         case shuttingDown(ShutdownMode)
         /// A job of a batch that halts on failure failed for good: every other job of the batch
@@ -134,7 +134,7 @@ public enum RequeueReason: Sendable, Equatable, CustomStringConvertible {
     /// A user retried the failed or cancelled job: a fresh retry budget (attempts back to 0).
     case retriedByUser
     /// Its worker went away mid-attempt: that attempt does not count (attempts one less).
-    case workerLost(String)
+    case workerLost(WorkerLeaveReason)
 
     public var description: String {
         switch self {

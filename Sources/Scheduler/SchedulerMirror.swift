@@ -60,8 +60,8 @@ public struct SchedulerMirror: Sendable {
             return info.id
         case .started(let id, let attempt, _, let worker):
             return update(id) { job in
-                job.attempts = attempt
-                job.startedAt = time
+                job.history.attempts = attempt
+                job.history.startedAt = time
                 job.progress = nil
                 job.state = .running(worker: worker, attempt: attempt, since: time, stopping: nil)
             }
@@ -74,7 +74,7 @@ public struct SchedulerMirror: Sendable {
             }
         case .retryScheduled(let id, let failedAttempt, let reason, _, let at):
             return update(id) { job in
-                job.lastFailure = reason
+                job.history.lastFailure = reason
                 job.state = .waitingForRetry(until: at, failedAttempt: failedAttempt, reason: reason)
             }
         case .requeued(let id, let reason):
@@ -83,32 +83,32 @@ public struct SchedulerMirror: Sendable {
                 switch reason {
                 case .retryDue: break
                 case .retriedByUser:
-                    job.attempts = 0
+                    job.history.attempts = 0
                     job.progress = nil
-                    job.finishedAt = nil
+                    job.history.finishedAt = nil
                 case .workerLost:
-                    job.attempts = max(0, job.attempts - 1)
+                    job.history.attempts = max(0, job.attempts - 1)
                 }
                 job.state = .queued
             }
         case .succeeded(let id, let attempts):
             defer { finished(id) }
             return update(id) { job in
-                job.lastFailure = nil
-                job.finishedAt = time
+                job.history.lastFailure = nil
+                job.history.finishedAt = time
                 job.state = .succeeded(attempts: attempts)
             }
         case .failed(let id, let reason, let attempts):
             defer { finished(id) }
             return update(id) { job in
-                job.lastFailure = reason
-                job.finishedAt = time
+                job.history.lastFailure = reason
+                job.history.finishedAt = time
                 job.state = .failed(reason: reason, attempts: attempts)
             }
         case .cancelled(let id):
             defer { finished(id) }
             return update(id) { job in
-                job.finishedAt = time
+                job.history.finishedAt = time
                 job.state = .cancelled
             }
         case .reprioritized(let id, _, let to):

@@ -43,7 +43,31 @@ public struct WorkerStatus: Sendable, Equatable {
 }
 
 /// A job as a screen shows it.
+///
+/// What the state says is taken from the state: ``attempts``, ``startedAt``, ``finishedAt`` and
+/// ``lastFailure`` are derived from ``state`` wherever it carries them, and fall back to
+/// ``history`` only in states that do not (a queued job's earlier attempts, say), so the two can
+/// never contradict each other.
 public struct JobInfo: Sendable, Equatable {
+    /// What happened to a job's earlier attempts: read only where its state does not say.
+    public struct History: Sendable, Equatable {
+        /// Attempts started and counted so far.
+        public var attempts: Int
+        /// When the current or last attempt started.
+        public var startedAt: SchedulerTime?
+        /// When the job last ended.
+        public var finishedAt: SchedulerTime?
+        /// Why the last counted attempt failed, if one did.
+        public var lastFailure: FailureReason?
+
+        public init(attempts: Int = 0, startedAt: SchedulerTime? = nil, finishedAt: SchedulerTime? = nil, lastFailure: FailureReason? = nil) {
+            self.attempts = attempts
+            self.startedAt = startedAt
+            self.finishedAt = finishedAt
+            self.lastFailure = lastFailure
+        }
+    }
+
     /// Its identity.
     public var id: JobID
     /// The given name, if any.
@@ -54,22 +78,45 @@ public struct JobInfo: Sendable, Equatable {
     public var priority: Int
     /// Where it is.
     public var state: JobState
-    /// Attempts started so far.
-    public var attempts: Int
     /// Attempts it may have.
     public var maxAttempts: Int
     /// The last progress reported in its current or last attempt (0...1).
     public var progress: Double?
     /// When it was submitted.
     public var submittedAt: SchedulerTime
-    /// When its current or last attempt started.
-    public var startedAt: SchedulerTime?
-    /// When it ended.
-    public var finishedAt: SchedulerTime?
-    /// Why its last attempt failed, if one did.
-    public var lastFailure: FailureReason?
     /// Its coalescing key.
     public var key: String?
+    /// Its earlier attempts.
+    public var history: History
+
+    /// Attempts started so far: the running, failed-and-waiting or final attempt where the state
+    /// names it.
+    public var attempts: Int {
+        switch state {
+        case .running(_, let attempt, _, _): attempt
+        case .waitingForRetry(_, let failedAttempt, _): failedAttempt
+        case .succeeded(let attempts), .failed(_, let attempts): attempts
+        case .queued, .cancelled: history.attempts
+        }
+    }
+
+    /// When its current or last attempt started.
+    public var startedAt: SchedulerTime? {
+        if case .running(_, _, let since, _) = state { return since }
+        return history.startedAt
+    }
+
+    /// When it ended; `nil` while it has not.
+    public var finishedAt: SchedulerTime? { state.isFinished ? history.finishedAt : nil }
+
+    /// Why its last attempt failed, if one did; `nil` once it succeeded.
+    public var lastFailure: FailureReason? {
+        switch state {
+        case .waitingForRetry(_, _, let reason), .failed(let reason, _): reason
+        case .succeeded: nil
+        case .queued, .running, .cancelled: history.lastFailure
+        }
+    }
 
     /// The name to show: the given name, else the command.
     public var displayName: String { name ?? command }
@@ -96,13 +143,10 @@ public struct JobInfo: Sendable, Equatable {
         self.command = command
         self.priority = priority
         self.state = state
-        self.attempts = attempts
         self.maxAttempts = maxAttempts
         self.progress = progress
         self.submittedAt = submittedAt
-        self.startedAt = startedAt
-        self.finishedAt = finishedAt
-        self.lastFailure = lastFailure
         self.key = key
+        self.history = History(attempts: attempts, startedAt: startedAt, finishedAt: finishedAt, lastFailure: lastFailure)
     }
 }

@@ -39,7 +39,7 @@ public struct WorkerPool: Sendable {
         var descriptor: WorkerDescriptor
         var running: Set<JobID> = []
         /// Why it leaves as soon as its last job ends (it gets no new jobs); `nil` while it stays.
-        var retireReason: String?
+        var retireReason: WorkerLeaveReason?
         var isRetiring: Bool { retireReason != nil }
     }
 
@@ -85,7 +85,7 @@ public struct WorkerPool: Sendable {
     func contains(_ worker: WorkerID) -> Bool { members[worker] != nil }
 
     /// Gives back the slot `job` held. Returns why the worker retired when it has now left.
-    mutating func checkIn(_ job: JobID, from worker: WorkerID) -> String? {
+    mutating func checkIn(_ job: JobID, from worker: WorkerID) -> WorkerLeaveReason? {
         guard var member = members[worker], member.running.remove(job) != nil else { return nil }
         if let reason = member.retireReason {
             if member.running.isEmpty {
@@ -112,7 +112,7 @@ public struct WorkerPool: Sendable {
 
     /// Marks a worker to leave when its jobs end; it gets no new ones. Returns true when it was
     /// idle and has left already.
-    mutating func retire(_ worker: WorkerID, reason: String) -> Bool {
+    mutating func retire(_ worker: WorkerID, reason: WorkerLeaveReason) -> Bool {
         guard var member = members[worker], !member.isRetiring else { return false }
         if member.running.isEmpty {
             remove(worker)

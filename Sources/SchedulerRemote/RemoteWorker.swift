@@ -32,7 +32,7 @@ public final class RemoteWorker: Worker {
         /// Finishes what it has; new jobs are parked until it is released.
         case draining
         /// Gone: pending calls end once the scheduler has removed it (`isRemoved`).
-        case lost(String)
+        case lost(WorkerLeaveReason)
     }
 
     private struct State {
@@ -173,7 +173,7 @@ public final class RemoteWorker: Worker {
 
     /// Marks the worker lost; the caller then removes it from the scheduler and calls
     /// ``removed()``.
-    func markLost(_ reason: String) {
+    func markLost(_ reason: WorkerLeaveReason) {
         state.withLock { state in
             if case .lost = state.phase { return }
             state.phase = .lost(reason)
@@ -185,7 +185,7 @@ public final class RemoteWorker: Worker {
         state.withLock { state in
             guard case .draining = state.phase, !state.isReleased else { return false }
             state.isReleased = true
-            state.phase = .lost("drained")
+            state.phase = .lost(.drained)
             return true
         }
     }
@@ -193,10 +193,10 @@ public final class RemoteWorker: Worker {
     /// The scheduler has removed the worker: every pending call ends as `workerLost` (the
     /// engine has already requeued those attempts, so these results are ignored there).
     func removed() {
-        let (ended, late, why) = state.withLock { state -> ([Pending], [CheckedContinuation<Termination, Never>], String) in
+        let (ended, late, why) = state.withLock { state -> ([Pending], [CheckedContinuation<Termination, Never>], WorkerLeaveReason) in
             state.isRemoved = true
-            let why: String
-            if case .lost(let reason) = state.phase { why = reason } else { why = "removed" }
+            let why: WorkerLeaveReason
+            if case .lost(let reason) = state.phase { why = reason } else { why = .removed("removed") }
             defer {
                 state.pending = [:]
                 state.lateCalls = []

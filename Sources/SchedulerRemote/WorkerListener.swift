@@ -81,8 +81,8 @@ public final class WorkerListener: Sendable {
         case joined(WorkerDescriptor)
         /// A worker was refused: the name it gave (escaped, see ``PeerText``) and why.
         case refused(name: String, reason: String)
-        /// A worker left the pool: why (`drained`, `connection lost: ...`, `no heartbeat ...`).
-        case left(WorkerID, reason: String)
+        /// A worker left the pool, and why (rendered as text only where it is shown).
+        case left(WorkerID, reason: WorkerLeaveReason)
     }
 
     /// The configuration it was made with.
@@ -283,13 +283,13 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
                         liveness.touch()
                         if case .draining = message.kind {
                             // No new job may reach a draining worker; it leaves when its jobs end.
-                            await self.scheduler.retireWorker(worker.descriptor.id, reason: "drained")
+                            await self.scheduler.retireWorker(worker.descriptor.id, reason: .drained)
                         }
                         if worker.handle(message) { return .drained }
                     }
-                    return .lost("the worker closed its stream")
+                    return .lost(.closedByWorker)
                 } catch {
-                    return .lost("connection lost: \(PeerText.escaped(Self.describe(error)))")
+                    return .lost(.connectionLost(PeerText.escaped(Self.describe(error))))
                 }
             }
             group.addTask {
@@ -298,7 +298,7 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
                     while let batch = await outbox.take() { try await response.write(contentsOf: batch) }
                     return .closed  // finished by closeAll: the goodbye went out
                 } catch {
-                    return .lost("connection lost: \(PeerText.escaped(Self.describe(error)))")
+                    return .lost(.connectionLost(PeerText.escaped(Self.describe(error))))
                 }
             }
             group.addTask {
@@ -318,7 +318,7 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
                     guard now >= nextBeat else { continue }
                     nextBeat = now + interval
                     guard admission.worker != nil else { continue }
-                    if liveness.silence > limit { return .lost("no heartbeat for \(formatDuration(limit))") }
+                    if liveness.silence > limit { return .lost(.heartbeatMissed(limit)) }
                     outbox.send(.with { $0.heartbeat = .init() })
                 }
             }
@@ -331,18 +331,18 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
         let descriptor = worker.descriptor
         let name = descriptor.name  // checked at the hello: printable
         state.withLock { _ = $0.connections.removeValue(forKey: descriptor.id) }
-        let reason: String
+        let reason: WorkerLeaveReason
         switch end {
         case .drained where worker.markReleased():
             // Nothing of it runs: remove it (jobs parked meanwhile go back to the queue), then
             // tell it to go.
-            reason = "drained"
+            reason = .drained
             await scheduler.removeWorker(descriptor.id, reason: reason)
             worker.removed()
             try? await response.write(.with { $0.released = .init() })
             configuration.log("jobtop: worker '\(name)' drained and left")
         case .drained, .closed, .refused:
-            reason = "the coordinator is shutting down"
+            reason = .coordinatorShutdown
             worker.markLost(reason)
             await scheduler.removeWorker(descriptor.id, reason: reason)
             worker.removed()
@@ -432,7 +432,7 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
         /// The coordinator closed it.
         case closed
         /// Broken or silent.
-        case lost(String)
+        case lost(WorkerLeaveReason)
     }
 
     private func refuse(

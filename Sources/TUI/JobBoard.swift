@@ -105,10 +105,10 @@ struct JobBoard: Sendable {
             append(time, "\(existing.short) already active for key \(key)", .dim)
         case .started(let id, let attempt, let maxAttempts, let worker):
             update(id) { job in
-                job.attempts = attempt
+                job.history.attempts = attempt
                 job.maxAttempts = maxAttempts
-                job.startedAt = time
-                job.finishedAt = nil
+                job.history.startedAt = time
+                job.history.finishedAt = nil
                 job.progress = nil
                 return .running(worker: worker, attempt: attempt, since: time, stopping: nil)
             }
@@ -130,38 +130,38 @@ struct JobBoard: Sendable {
             append(time, "\(id.short) stopping (\(reason == .cancel ? "cancel" : "timeout"))", .waiting)
         case .retryScheduled(let id, let failedAttempt, let reason, let nextAttempt, let at):
             update(id) { job in
-                job.lastFailure = reason
+                job.history.lastFailure = reason
                 return .waitingForRetry(until: at, failedAttempt: failedAttempt, reason: reason)
             }
             let delay = formatDuration(max(.zero, at - time))
             append(time, "\(id.short) attempt \(failedAttempt) failed (\(reason)); attempt \(nextAttempt) in \(delay)", .waiting)
         case .requeued(let id, let reason):
             update(id) { job in
-                job.finishedAt = nil
+                job.history.finishedAt = nil
                 job.progress = nil
                 return .queued
             }
             append(time, "\(id.short) requeued: \(reason)", .queued)
         case .succeeded(let id, let attempts):
             update(id) { job in
-                job.attempts = attempts
-                job.finishedAt = time
+                job.history.attempts = attempts
+                job.history.finishedAt = time
                 return .succeeded(attempts: attempts)
             }
             finished(at: time)
             append(time, "\(id.short) succeeded\(attempts > 1 ? " after \(attempts) attempts" : "")", .succeeded)
         case .failed(let id, let reason, let attempts):
             update(id) { job in
-                job.attempts = attempts
-                job.finishedAt = time
-                job.lastFailure = reason
+                job.history.attempts = attempts
+                job.history.finishedAt = time
+                job.history.lastFailure = reason
                 return .failed(reason: reason, attempts: attempts)
             }
             finished(at: time)
             append(time, "\(id.short) failed: \(reason)\(attempts > 1 ? " (\(attempts) attempts)" : "")", .failed)
         case .cancelled(let id):
             update(id) { job in
-                job.finishedAt = time
+                job.history.finishedAt = time
                 return .cancelled
             }
             finished(at: time)
@@ -195,7 +195,8 @@ struct JobBoard: Sendable {
             let name = workerNames[id] ?? id.short
             if workerNames.removeValue(forKey: id) != nil { workers.removeAll { $0.id == id } }
             retiring.remove(id)
-            if !name.hasPrefix("local-") || reason != "retired" {
+            // A local slot retired by lowering the slots: the slots line already says so.
+            if reason != .slotsReduced {
                 append(time, "worker \(name) left: \(reason)", .dim)
             }
         case .shuttingDown(let mode):

@@ -133,7 +133,7 @@ final class EventLogFormatter {
         case .workerLeft(let id, let reason):
             line.string("worker", workers[id] ?? id.short)
             line.string("worker_id", id.description)
-            line.string("reason", reason)
+            line.string("reason", reason.description)
         case .shuttingDown(let mode):
             line.string("mode", mode.rawValue)
         case .batchHalted(_, let failed):

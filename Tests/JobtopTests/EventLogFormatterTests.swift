@@ -42,7 +42,7 @@ struct EventLogFormatterTests {
             .requeued(job, reason: .retryDue),
             .failed(job, reason: .signal(9), attempts: 2),
             .cancelled(job), .paused, .resumed, .slotsChanged(local: 2, total: 2), .shuttingDown(.cancelRunning),
-            .workerLeft(worker.id, reason: "gone"), .lagged(missed: 7), .reprioritized(job, from: 1, to: 2),
+            .workerLeft(worker.id, reason: .removed("gone")), .lagged(missed: 7), .reprioritized(job, from: 1, to: 2),
             .coalesced(existing: job, key: "k"), .succeeded(job, attempts: 1),
         ]
         var lines: [String] = []

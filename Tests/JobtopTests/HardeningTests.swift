@@ -53,6 +53,41 @@ struct HardeningTests {
         jobtop.closeStdin()
     }
 
+    @Test("SIGINT while a 100,000-line list streams ends the run at once: every submitted job cancelled, status 130")
+    func sigintDuringAHugeList() async throws {
+        let scratch = try Scratch()
+        let list = try scratch.write("l.txt", String(repeating: "sleep 5\n", count: 100_000))
+        let jobtop = try JobtopProcess([list, "-j", "2", "--log-format", "json"])
+        _ = await jobtop.firstLine { $0.contains("\"event\":\"started\"") }
+        jobtop.send(SIGINT)
+        let run = await jobtop.wait()
+        #expect(run.status == 130)
+        let summary = try #require(try Log.json(run.lines).last)
+        #expect(summary["event"] as? String == "summary")
+        #expect(summary["succeeded"] as? Int == 0)
+        #expect((summary["cancelled"] as? Int ?? 0) == (summary["total"] as? Int ?? -1))
+        #expect((summary["total"] as? Int ?? 0) <= 10_000 + 1_024, "only the read-ahead window was ever submitted")
+    }
+
+    @Test("When stdout's reader goes away the jobs still run; one line on stderr says so and the status is 141")
+    func brokenStdout() async throws {
+        let scratch = try Scratch()
+        let list = try scratch.write("l.txt", (1...300).map { "touch f\($0)" }.joined(separator: "\n") + "\n")
+        // `jobtop l.txt | head -1`, with the reader closed after its first line.
+        let script = "\(JobtopProcess.binary) \(list) -j 2 | head -1 >/dev/null; echo \"status=${PIPESTATUS[0]}\" >&2"
+        let run = try await JobtopProcess(["-c", script], directory: scratch.path, executable: "/bin/bash").wait()
+        #expect(run.stderr.contains("stdout is closed"), "\(run.stderr)")
+        #expect(run.stderr.contains("status=141"), "\(run.stderr)")
+        #expect(scratch.read("f300") != nil, "the jobs went on")
+        let messages = run.stderr.split(separator: "\n").filter { $0.contains("stdout is closed") }
+        #expect(messages.count == 1)
+    }
+}
+
+/// Long runs (25,000 real processes; 200 MB through one job): about 30 s and 15 s on a quiet
+/// 2-core machine, minutes on a loaded one, so a suite of their own with a longer hang guard.
+@Suite("Hardening: long runs", .timeLimit(.minutes(8)))
+struct LongRunTests {
     @Test("A job printing 200 MB leaves jobtop's own peak memory bounded")
     func twoHundredMegabytesOfOutputStayBounded() async throws {
         // The job's last command reads the peak resident size (VmHWM) of its parent, the jobtop
@@ -85,35 +120,5 @@ struct HardeningTests {
             most = max(most, ahead)
         }
         #expect(most <= 10_000 + 1_024, "\(most) jobs were queued at once")
-    }
-
-    @Test("SIGINT while a 100,000-line list streams ends the run at once: every submitted job cancelled, status 130")
-    func sigintDuringAHugeList() async throws {
-        let scratch = try Scratch()
-        let list = try scratch.write("l.txt", String(repeating: "sleep 5\n", count: 100_000))
-        let jobtop = try JobtopProcess([list, "-j", "2", "--log-format", "json"])
-        _ = await jobtop.firstLine { $0.contains("\"event\":\"started\"") }
-        jobtop.send(SIGINT)
-        let run = await jobtop.wait()
-        #expect(run.status == 130)
-        let summary = try #require(try Log.json(run.lines).last)
-        #expect(summary["event"] as? String == "summary")
-        #expect(summary["succeeded"] as? Int == 0)
-        #expect((summary["cancelled"] as? Int ?? 0) == (summary["total"] as? Int ?? -1))
-        #expect((summary["total"] as? Int ?? 0) <= 10_000 + 1_024, "only the read-ahead window was ever submitted")
-    }
-
-    @Test("When stdout's reader goes away the jobs still run; one line on stderr says so and the status is 141")
-    func brokenStdout() async throws {
-        let scratch = try Scratch()
-        let list = try scratch.write("l.txt", (1...300).map { "touch f\($0)" }.joined(separator: "\n") + "\n")
-        // `jobtop l.txt | head -1`, with the reader closed after its first line.
-        let script = "\(JobtopProcess.binary) \(list) -j 2 | head -1 >/dev/null; echo \"status=${PIPESTATUS[0]}\" >&2"
-        let run = try await JobtopProcess(["-c", script], directory: scratch.path, executable: "/bin/bash").wait()
-        #expect(run.stderr.contains("stdout is closed"), "\(run.stderr)")
-        #expect(run.stderr.contains("status=141"), "\(run.stderr)")
-        #expect(scratch.read("f300") != nil, "the jobs went on")
-        let messages = run.stderr.split(separator: "\n").filter { $0.contains("stdout is closed") }
-        #expect(messages.count == 1)
     }
 }

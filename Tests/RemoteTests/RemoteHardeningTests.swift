@@ -202,7 +202,7 @@ struct RemoteHardeningTests {
         let left = await clock.ticking(by: .seconds(1)) {
             await coordinator.next { if case .left = $0 { true } else { false } }
         }
-        #expect(left == .left(joined[0].id, reason: "no heartbeat for 3s"))
+        #expect(left == .left(joined[0].id, reason: .heartbeatMissed(.seconds(3))))
         worker.send(SIGKILL)
         _ = await worker.wait()
         await coordinator.stop()

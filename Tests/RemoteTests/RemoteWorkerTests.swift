@@ -46,12 +46,12 @@ struct RemoteWorkerTests {
         b.send(SIGTERM)
         #expect(await a.wait().status == 0)
         #expect(await b.wait().status == 0)
-        var left: [String] = []
+        var left: [WorkerLeaveReason] = []
         for await event in coordinator.listenerEvents {
             if case .left(_, let reason) = event { left.append(reason) }
             if left.count == 2 { break }
         }
-        #expect(left == ["drained", "drained"])
+        #expect(left == [.drained, .drained])
         await coordinator.stop()
     }
 
@@ -69,7 +69,7 @@ struct RemoteWorkerTests {
         var finals: [JobID: Int] = [:]
         var succeeded = 0
         var requeuedForLoss = 0
-        var leftReason: String?
+        var leftReason: WorkerLeaveReason?
         for await event in events {
             switch event.kind {
             case .started(_, _, _, let worker) where worker == doomed.id && !killed:
@@ -93,7 +93,12 @@ struct RemoteWorkerTests {
         #expect(killed)
         #expect(await a.wait().status == 128 + SIGKILL)
         #expect(requeuedForLoss >= 1)
-        #expect(leftReason?.contains("connection") == true || leftReason?.contains("closed") == true)
+        #expect({
+            switch leftReason {
+            case .connectionLost?, .closedByWorker?: true
+            default: false
+            }
+        }(), "\(String(describing: leftReason))")
         #expect(succeeded == 24)
 
         // And no job ends twice, even after everything settles.

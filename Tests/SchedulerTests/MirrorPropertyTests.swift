@@ -113,7 +113,7 @@ import Testing
                 label = "worker lost"
                 let worker = world.workers.remove(at: random.below(world.workers.count))
                 world.running.removeAll { $0.2 == worker.id }
-                world.take(world.core.workerLost(worker.id, reason: "gone", now: world.now))
+                world.take(world.core.workerLost(worker.id, reason: .removed("gone"), now: world.now))
             case 92..<95:
                 label = "slots reduced"
                 world.take(world.core.reduceLocalSlots(to: random.below(3), now: world.now))

@@ -182,20 +182,20 @@ import Testing
         let id = ids.nextJobID()
         _ = try! core.submit(.shell("true"), id: id, now: .zero)
         _ = core.workerJoined(Self.w1, now: .zero)
-        let lost = core.workerLost(Self.w1.id, reason: "connection dropped", now: .seconds(1))
+        let lost = core.workerLost(Self.w1.id, reason: .connectionLost("dropped"), now: .seconds(1))
         #expect(Self.events(lost).contains("requeued"))
         #expect(core.state(of: id) == .queued)
         #expect(core.info(of: id)?.attempts == 0)
         _ = core.workerJoined(Self.w2, now: .seconds(2))
-        _ = core.workerLost(Self.w2.id, reason: "heartbeat missed", now: .seconds(3))
-        #expect(core.state(of: id) == .failed(reason: .workerLost("heartbeat missed"), attempts: 1))
+        _ = core.workerLost(Self.w2.id, reason: .heartbeatMissed(.seconds(3)), now: .seconds(3))
+        #expect(core.state(of: id) == .failed(reason: .workerLost(.heartbeatMissed(.seconds(3))), attempts: 1))
     }
 
     @Test mutating func aCancelledJobOnALostWorkerEndsCancelled() throws {
         _ = core.workerJoined(Self.w1, now: .zero)
         let (id, _) = submit()
         _ = try core.cancel(id, now: .seconds(1))
-        _ = core.workerLost(Self.w1.id, reason: "gone", now: .seconds(2))
+        _ = core.workerLost(Self.w1.id, reason: .removed("gone"), now: .seconds(2))
         #expect(core.state(of: id) == .cancelled)
     }
 
@@ -219,16 +219,16 @@ import Testing
         _ = core.workerJoined(Self.w1, now: .zero)
         let (running, _) = submit()
         let (queued, _) = submit()
-        let retired = core.retireWorker(Self.w1.id, reason: "drained", now: .seconds(1))
+        let retired = core.retireWorker(Self.w1.id, reason: .drained, now: .seconds(1))
         #expect(Self.starts(retired).isEmpty)
         #expect(core.capacity == 0)
         let finished = core.jobFinished(running, attempt: 1, worker: Self.w1.id, termination: .exit(0), now: .seconds(2))
         #expect(core.state(of: running) == .succeeded(attempts: 1))
         #expect(Self.starts(finished).isEmpty)
-        #expect(finished.contains { if case .emit(.workerLeft(Self.w1.id, "drained")) = $0 { true } else { false } })
+        #expect(finished.contains { if case .emit(.workerLeft(Self.w1.id, .drained)) = $0 { true } else { false } })
         #expect(core.state(of: queued) == .queued)
         // The connection closing afterwards is no second loss.
-        #expect(core.workerLost(Self.w1.id, reason: "closed", now: .seconds(3)).isEmpty)
+        #expect(core.workerLost(Self.w1.id, reason: .closedByWorker, now: .seconds(3)).isEmpty)
     }
 
     // MARK: pause, reprioritize, coalesce, retry, shutdown

@@ -83,7 +83,7 @@ struct BoardCostTests {
         feeder.apply(.workerJoined(localOne))
         #expect(feeder.board.workers.map(\.id) == [localTwo.id, localOne.id])
         #expect(feeder.board.workerName(localOne.id) == "local-1")
-        feeder.apply(.workerLeft(localOne.id, reason: "retired"))
+        feeder.apply(.workerLeft(localOne.id, reason: .slotsReduced))
         #expect(feeder.board.workerName(localOne.id) == nil)
         #expect(feeder.board.workers.map(\.id) == [localTwo.id])
     }
