@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "CProcess.h"
+#include "CrashGuard.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -20,12 +21,13 @@
 extern char **environ;
 
 int jt_spawn(const char *path, char *const argv[], char *const envp[], const char *cwd,
-             int stdout_fd, int stderr_fd, pid_t *pid_out) {
-    return jt_spawn_io(path, argv, envp, cwd, -1, stdout_fd, stderr_fd, 1, pid_out);
+             int stdout_fd, int stderr_fd, pid_t *pid_out, int *recorded) {
+    return jt_spawn_io(path, argv, envp, cwd, -1, stdout_fd, stderr_fd, 1, pid_out, recorded);
 }
 
 int jt_spawn_io(const char *path, char *const argv[], char *const envp[], const char *cwd,
-                int stdin_fd, int stdout_fd, int stderr_fd, int new_session, pid_t *pid_out) {
+                int stdin_fd, int stdout_fd, int stderr_fd, int new_session, pid_t *pid_out,
+                int *recorded) {
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attr;
     int rc = posix_spawn_file_actions_init(&actions);
@@ -57,7 +59,14 @@ int jt_spawn_io(const char *path, char *const argv[], char *const envp[], const 
     posix_spawn_file_actions_addclosefrom_np(&actions, 3);
     if (cwd != NULL) posix_spawn_file_actions_addchdir_np(&actions, cwd);
 
+    // Recorded for the crash guard before posix_spawn's caller sees the pid, and a crash in
+    // between waits for it (CrashGuard.c).
+    if (recorded != NULL) jt_crash_guard_spawn_begin();
     rc = posix_spawn(pid_out, path, &actions, &attr, argv, envp ? envp : environ);
+    if (recorded != NULL) {
+        *recorded = rc == 0 ? jt_crash_guard_add_group(*pid_out) : 0;
+        jt_crash_guard_spawn_end();
+    }
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attr);
     return rc;

@@ -27,6 +27,32 @@
 
 static _Atomic(pid_t) jt_groups[JT_GROUP_SLOTS];
 
+// Spawns under way: a job process exists from its exec on, but its group is recorded only once
+// posix_spawn has returned. A crash on another thread in between waits (briefly) for the
+// spawning thread to record it, so that it is killed too.
+static _Atomic int jt_spawns_in_flight;
+static _Thread_local int jt_this_thread_spawns;
+
+void jt_crash_guard_spawn_begin(void) {
+    jt_this_thread_spawns = 1;
+    atomic_fetch_add_explicit(&jt_spawns_in_flight, 1, memory_order_acq_rel);
+}
+
+void jt_crash_guard_spawn_end(void) {
+    atomic_fetch_sub_explicit(&jt_spawns_in_flight, 1, memory_order_acq_rel);
+    jt_this_thread_spawns = 0;
+}
+
+/// In the handler: up to 200 ms for spawns on other threads to record their groups (the
+/// crashing thread's own spawn, if it was spawning, cannot finish).
+static void jt_wait_for_spawns(void) {
+    int own = jt_this_thread_spawns ? 1 : 0;
+    struct timespec pause = {0, 200000};
+    for (int i = 0; i < 1000 && atomic_load_explicit(&jt_spawns_in_flight, memory_order_acquire) > own; i++) {
+        nanosleep(&pause, NULL);
+    }
+}
+
 static unsigned jt_group_start(pid_t group) {
     // Fibonacci hashing spreads consecutive pids over the table.
     return (unsigned)(((uint32_t)group * 2654435761u) >> 16) & (JT_GROUP_SLOTS - 1);
@@ -229,6 +255,7 @@ static int jt_is_terminal(int fd) {
 }
 
 static void jt_clean_up(int signal_number) {
+    jt_wait_for_spawns();
     int killed = jt_crash_guard_kill_groups(SIGKILL);
     int restored = 0;
     if (atomic_load_explicit(&jt_terminal_armed, memory_order_acquire)) {

@@ -5,13 +5,18 @@ import DequeModule
 /// Publishing numbers the events and appends them to each subscriber's bounded buffer under one
 /// short lock. A subscriber whose buffer is full is marked lagged: its buffer is dropped and it
 /// counts what it missed until it takes a fresh snapshot. Memory stays bounded and the publisher
-/// never blocks. Snapshots are built outside the lock (they are as big as the job table): the
+/// never blocks. A lossless subscriber (a log) is never dropped: when its buffer passes its limit
+/// the bus closes its ``FlowGate`` and the producers slow down at their source until it has read. Snapshots are built outside the lock (they are as big as the job table): the
 /// subscriber is registered first, and its snapshot put in front of whatever arrived meanwhile.
 final class EventBus: Sendable {
     fileprivate struct Subscriber {
         var buffer: [SchedulerEvent] = []
         let limit: Int
         let includeOutput: Bool
+        /// Never dropped: a full buffer closes the flow gate instead.
+        let isLossless: Bool
+        /// A lossless subscriber over its limit: it holds the flow gate closed.
+        var isCongested = false
         /// Events dropped since the subscriber fell behind; `nil` while it keeps up.
         var missed: Int?
         /// Its snapshot is being built: nothing is handed out until it is in front.
@@ -19,14 +24,26 @@ final class EventBus: Sendable {
         var waiter: CheckedContinuation<Void, Never>?
     }
 
-    private struct State {
+    fileprivate struct State {
         var lastSeq: UInt64 = 0
         var subscribers: [Int: Subscriber] = [:]
         var nextToken = 0
         var isFinished = false
+        /// Lossless subscribers over their limit.
+        var congested = 0
+        /// Counts the flow gate's changes (see ``FlowGate/set(closed:generation:)``).
+        var flowGeneration: UInt64 = 0
+        /// The most events any lossless subscriber has had unread (for tests).
+        var mostUnread = 0
     }
 
     private let state = Locked(State())
+
+    /// Closed while a lossless subscriber is behind.
+    let flow = FlowGate()
+
+    /// The most events a lossless subscriber has had unread at once.
+    var mostUnreadByLosslessSubscribers: Int { state.withLock { $0.mostUnread } }
 
     /// The number of the last event published.
     var lastSeq: UInt64 { state.withLock { $0.lastSeq } }
@@ -35,19 +52,27 @@ final class EventBus: Sendable {
     func publish(_ kinds: [SchedulerEvent.Kind], time: SchedulerTime) {
         guard !kinds.isEmpty else { return }
         var toResume: [CheckedContinuation<Void, Never>] = []
-        state.withLock { state in
+        let flowChange = state.withLock { state -> UInt64? in
             let first = state.lastSeq + 1
             state.lastSeq += UInt64(kinds.count)
-            guard !state.subscribers.isEmpty else { return }
+            guard !state.subscribers.isEmpty else { return nil }
             var events: [SchedulerEvent] = []
             events.reserveCapacity(kinds.count)
             for (offset, kind) in kinds.enumerated() {
                 events.append(SchedulerEvent(seq: first + UInt64(offset), time: time, kind: kind))
             }
+            let wasCongested = state.congested
             for token in state.subscribers.keys {
-                state.subscribers[token]!.deliver(events, into: &toResume)
+                if state.subscribers[token]!.deliver(events, into: &toResume) {
+                    state.congested += 1
+                }
+                if state.subscribers[token]!.isLossless {
+                    state.mostUnread = max(state.mostUnread, state.subscribers[token]!.buffer.count)
+                }
             }
+            return wasCongested == 0 && state.congested > 0 ? state.nextFlowGeneration() : nil
         }
+        if let flowChange { flow.set(closed: true, generation: flowChange) }
         for waiter in toResume { waiter.resume() }
     }
 
@@ -62,11 +87,14 @@ final class EventBus: Sendable {
     /// Call it from the one publisher of state changes (the scheduler's actor), so that no state
     /// change is published while the snapshot is built; output and progress published from other
     /// threads meanwhile follow the snapshot in order.
-    func subscribe(limit: Int, includeOutput: Bool, time: SchedulerTime, makeSnapshot: (UInt64) -> SchedulerSnapshot) -> Int {
+    func subscribe(
+        limit: Int, includeOutput: Bool, isLossless: Bool = false, time: SchedulerTime,
+        makeSnapshot: (UInt64) -> SchedulerSnapshot
+    ) -> Int {
         let (token, seq) = state.withLock { state -> (Int, UInt64) in
             let token = state.nextToken
             state.nextToken += 1
-            var subscriber = Subscriber(limit: max(16, limit), includeOutput: includeOutput)
+            var subscriber = Subscriber(limit: max(16, limit), includeOutput: includeOutput, isLossless: isLossless)
             subscriber.awaitsSnapshot = true
             // Even after a shutdown: a late subscriber still gets the final state, then the end.
             state.subscribers[token] = subscriber
@@ -145,25 +173,33 @@ final class EventBus: Sendable {
     }
 
     private func tryPull(_ token: Int) -> Pull? {
-        state.withLock { state in
-            guard var subscriber = state.subscribers[token] else { return .finished }
-            if subscriber.awaitsSnapshot { return nil }
-            if subscriber.missed != nil { return .lagged }
+        let (pull, flowChange) = state.withLock { state -> (Pull?, UInt64?) in
+            guard var subscriber = state.subscribers[token] else { return (.finished, nil) }
+            if subscriber.awaitsSnapshot { return (nil, nil) }
+            if subscriber.missed != nil { return (.lagged, nil) }
             if !subscriber.buffer.isEmpty {
                 let events = subscriber.buffer
                 // The next batch is likely as big: allocate it once instead of regrowing.
                 subscriber.buffer = []
                 subscriber.buffer.reserveCapacity(min(events.count, subscriber.limit))
+                let flowChange = subscriber.isCongested ? state.uncongest(&subscriber) : nil
                 state.subscribers[token] = subscriber
-                return .events(events)
+                return (.events(events), flowChange)
             }
-            return state.isFinished ? .finished : nil
+            return (state.isFinished ? .finished : nil, nil)
         }
+        if let flowChange { flow.set(closed: false, generation: flowChange) }
+        return pull
     }
 
     /// Removes a subscriber.
     func unsubscribe(_ token: Int) {
-        let waiter = state.withLock { $0.subscribers.removeValue(forKey: token)?.waiter }
+        let (waiter, flowChange) = state.withLock { state -> (CheckedContinuation<Void, Never>?, UInt64?) in
+            guard var subscriber = state.subscribers.removeValue(forKey: token) else { return (nil, nil) }
+            let flowChange = subscriber.isCongested ? state.uncongest(&subscriber) : nil
+            return (subscriber.waiter, flowChange)
+        }
+        if let flowChange { flow.set(closed: false, generation: flowChange) }
         waiter?.resume()
     }
 
@@ -182,11 +218,29 @@ final class EventBus: Sendable {
     }
 }
 
+extension EventBus.State {
+    fileprivate mutating func nextFlowGeneration() -> UInt64 {
+        flowGeneration += 1
+        return flowGeneration
+    }
+
+    /// Marks a congested subscriber as caught up; returns the flow gate's next generation when
+    /// that opens the gate.
+    fileprivate mutating func uncongest(_ subscriber: inout EventBus.Subscriber) -> UInt64? {
+        subscriber.isCongested = false
+        congested -= 1
+        return congested == 0 ? nextFlowGeneration() : nil
+    }
+}
+
 extension EventBus.Subscriber {
-    fileprivate mutating func deliver(_ events: [SchedulerEvent], into toResume: inout [CheckedContinuation<Void, Never>]) {
+    /// Appends `events` (a lagging subscriber only counts them).
+    ///
+    /// - Returns: `true` when this made a lossless subscriber congested.
+    fileprivate mutating func deliver(_ events: [SchedulerEvent], into toResume: inout [CheckedContinuation<Void, Never>]) -> Bool {
         if let missed {
             self.missed = missed + events.count
-            return
+            return false
         }
         if includeOutput {
             buffer.append(contentsOf: events)
@@ -196,13 +250,20 @@ extension EventBus.Subscriber {
                 buffer.append(event)
             }
         }
+        var becameCongested = false
         if buffer.count > limit {
-            missed = buffer.count
-            buffer = []
+            if isLossless {
+                becameCongested = !isCongested
+                isCongested = true
+            } else {
+                missed = buffer.count
+                buffer = []
+            }
         }
         if let waiter {
             self.waiter = nil
             toResume.append(waiter)
         }
+        return becameCongested
     }
 }

@@ -20,6 +20,14 @@ enum JobProcessGroups {
         }
     }
 
+    /// A job's process group was spawned by `jt_spawn`, which records it in the crash guard's
+    /// table itself (as early as it can); one that found no room there is kept here.
+    static func spawned(_ group: pid_t, recordedByTheGuard: Bool) {
+        if !recordedByTheGuard, group > 0 {
+            overflow.withLock { _ = $0.insert(group) }
+        }
+    }
+
     /// The group's leader is about to be reaped: after that its pid, and so the group id, may
     /// be reused and must not be signalled any more.
     static func ended(_ group: pid_t) {

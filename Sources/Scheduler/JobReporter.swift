@@ -18,6 +18,15 @@ public final class JobReporter: Sendable {
         self.clock = clock
     }
 
+    /// Whether its output may be read on: `false` while a lossless subscriber is behind. A reader
+    /// that can wait (the process reactor) stops reading until ``whenFlowing(_:)`` calls it back.
+    public var isFlowing: Bool { bus.flow.isOpen }
+
+    /// Calls `action` once output may be read on: at once when it may now.
+    public func whenFlowing(_ action: @escaping @Sendable () -> Void) {
+        bus.flow.whenOpen(action)
+    }
+
     /// Records a line the job printed (ended by a newline).
     public func line(_ text: String, stream: OutputLine.Stream) {
         line(OutputLine(stream: stream, text: text))

@@ -83,11 +83,13 @@ struct ProcessCommand {
             return Self.isLack(rc) ? .lacking(rc) : .failed(Failure(termination: .error("cannot create a pipe: \(String(cString: strerror(rc)))")))
         }
         var pid: pid_t = 0
+        var recorded: Int32 = 0
         rc = Self.withCStrings(arguments) { argv in
             Self.withOptionalCStrings(environment) { envp in
-                jt_spawn(path, argv, envp, directory, out[1], err[1], &pid)
+                jt_spawn(path, argv, envp, directory, out[1], err[1], &pid, &recorded)
             }
         }
+        if rc == 0 { JobProcessGroups.spawned(pid, recordedByTheGuard: recorded != 0) }
         close(out[1])
         close(err[1])
         guard rc == 0 else {

@@ -23,6 +23,8 @@ final class ProcessReactor: Sendable {
         /// Attempts whose process could not be spawned for lack of a resource (file descriptors,
         /// processes) and that wait to try again.
         var waitingForResources = 0
+        /// Processes whose output is not read for now: a lossless subscriber is behind.
+        var readingPaused = 0
     }
 
     /// The reactor every local worker of this process uses.
@@ -124,6 +126,8 @@ final class ProcessLoop: Sendable {
     fileprivate enum Message: Sendable {
         case start(ProcessStart)
         case stop(UInt64)
+        /// Read a paused process's output again.
+        case resumeReading(UInt64)
     }
 
     private struct Mailbox {
@@ -179,6 +183,10 @@ final class ProcessLoop: Sendable {
             return !mailbox.isWakePending
         }
         if needsWake { jt_eventfd_signal(wake) }
+    }
+
+    fileprivate func resumeReading(_ id: UInt64) {
+        post(.resumeReading(id))
     }
 
     fileprivate func takeMessages() -> [Message] {
@@ -263,16 +271,42 @@ private final class ProcessLoopThread {
                 switch message {
                 case .start(let start): pendingStarts.append(start)
                 case .stop(let id): stop(id)
+                case .resumeReading(let id): resumeReading(id)
                 }
             }
             return
         }
         guard let process = processes[token >> 2] else { return }
         switch token & 3 {
-        case 0: readOnce(process, .stdout)
-        case 1: readOnce(process, .stderr)
+        case 0, 1:
+            guard process.start.assignment.reporter.isFlowing else { return pauseReading(process) }
+            readOnce(process, token & 3 == 0 ? .stdout : .stderr)
         default: leaderExited(process)
         }
+    }
+
+    // MARK: - Flow
+
+    /// A lossless subscriber is behind: stop reading this process's output (it blocks on its
+    /// full pipe) until the events flow again. Its exit and timers are still watched; when its
+    /// group is gone, what its pipes hold is read as always.
+    private func pauseReading(_ process: RunningProcess) {
+        guard !process.isReadingPaused else { return }
+        process.isReadingPaused = true
+        if process.out >= 0 { _ = jt_epoll_remove(loop.epoll, process.out) }
+        if process.err >= 0 { _ = jt_epoll_remove(loop.epoll, process.err) }
+        loop.watch.update { $0.readingPaused += 1 }
+        let id = process.id
+        let loop = loop
+        process.start.assignment.reporter.whenFlowing { loop.resumeReading(id) }
+    }
+
+    private func resumeReading(_ id: UInt64) {
+        guard let process = processes[id], process.isReadingPaused else { return }
+        process.isReadingPaused = false
+        loop.watch.update { $0.readingPaused -= 1 }
+        if process.out >= 0 { _ = jt_epoll_add(loop.epoll, process.out, id << 2) }
+        if process.err >= 0 { _ = jt_epoll_add(loop.epoll, process.err, id << 2 | 1) }
     }
 
     /// Spawns the attempt's process, or ends the attempt when it cannot run. Returns false when
@@ -323,7 +357,7 @@ private final class ProcessLoopThread {
     }
 
     private func spawned(_ start: ProcessStart, pid: pid_t, out: Int32, err: Int32) {
-        JobProcessGroups.started(pid)
+        // Its group was recorded for the crash guard by the spawn itself.
         let pidfd = jt_pidfd_open(pid)
         let process = RunningProcess(start: start, pid: pid, pidfd: pidfd, out: out, err: err)
         processes[start.id] = process
@@ -594,7 +628,10 @@ private final class ProcessLoopThread {
         }
         unschedule(process)
         processes[process.id] = nil
-        loop.watch.update { $0.running -= 1 }
+        loop.watch.update {
+            $0.running -= 1
+            if process.isReadingPaused { $0.readingPaused -= 1 }
+        }
         let assignment = process.start.assignment
         if let leftovers { assignment.reporter.leftoverProcesses(count: leftovers.count, stopped: leftovers.stopped) }
         retryWaitingNow = !waiting.isEmpty
@@ -691,6 +728,8 @@ final class RunningProcess {
     var phase = Phase.running(killAt: nil)
     var status: Int32 = 0
     var deadline: ContinuousClock.Instant?
+    /// Its output is not read for now (see `pauseReading`).
+    var isReadingPaused = false
     private let parser: ProgressParser
 
     var id: UInt64 { start.id }

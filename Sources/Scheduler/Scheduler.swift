@@ -84,6 +84,7 @@ public actor Scheduler {
     private var hasRunEnded = false
     private var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
     private var roomWaiters: [(batch: BatchID, limit: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    private var heldWaiters: [CheckedContinuation<Void, Never>] = []
 
     /// Creates a scheduler with its local workers. Nothing runs until ``run()``.
     public init(configuration: Configuration = .init(), clock: some Clock<Duration> = ContinuousClock()) {
@@ -105,6 +106,9 @@ public actor Scheduler {
         localWorkersMade = configuration.localSlots
         self.core = core
         bus.publish(events, time: .zero)
+        // A lossless subscriber that falls behind holds back new jobs until it catches up (the
+        // gate also closes from other threads: output read by the reactor).
+        bus.flow.observe { [weak self] in Task { await self?.flowChanged() } }
     }
 
     /// Runs a scheduler for the duration of `body`, then shuts it down: gracefully when `body`
@@ -325,12 +329,15 @@ public actor Scheduler {
     /// Subscribes to events: the stream starts with a snapshot of the present.
     ///
     /// - Parameters:
-    ///   - bufferLimit: Unread events allowed before the subscriber is marked lagged.
+    ///   - bufferLimit: Unread events allowed before the subscriber is marked lagged (with
+    ///     ``EventDelivery/lossless``: before the jobs are slowed down).
     ///   - includeOutput: Whether job output lines are delivered (they still take sequence numbers).
-    public func events(bufferLimit: Int? = nil, includeOutput: Bool = true) -> EventStream {
+    ///   - delivery: Whether a subscriber that falls behind skips ahead or slows the jobs down.
+    public func events(bufferLimit: Int? = nil, includeOutput: Bool = true, delivery: EventDelivery = .latest) -> EventStream {
         let now = clock.now()
         let token = bus.subscribe(
-            limit: bufferLimit ?? configuration.subscriberBufferLimit, includeOutput: includeOutput, time: now
+            limit: bufferLimit ?? configuration.subscriberBufferLimit, includeOutput: includeOutput,
+            isLossless: delivery == .lossless, time: now
         ) { seq in
             core.snapshot(seq: seq, now: now, progress: store.progress(of:))
         }
@@ -368,10 +375,30 @@ public actor Scheduler {
         hasRunEnded = true
         for waiter in roomWaiters { waiter.continuation.resume() }
         roomWaiters = []
+        for waiter in heldWaiters { waiter.resume() }
+        heldWaiters = []
         bus.finish()
         for waiter in shutdownWaiters { waiter.resume() }
         shutdownWaiters = []
     }
+
+    private func flowChanged() {
+        let now = clock.now()
+        perform(core.holdDispatch(!bus.flow.isOpen, now: now), now: now)
+        if core.isDispatchHeld {
+            for waiter in heldWaiters { waiter.resume() }
+            heldWaiters = []
+        }
+    }
+
+    /// Returns once new jobs are held back for a lossless subscriber (or the run has ended).
+    func waitUntilDispatchIsHeld() async {
+        guard !core.isDispatchHeld, !hasRunEnded else { return }
+        await withCheckedContinuation { heldWaiters.append($0) }
+    }
+
+    /// The most events a lossless subscriber has had unread at once (for tests of the bound).
+    var mostUnreadByLosslessSubscribers: Int { bus.mostUnreadByLosslessSubscribers }
 
     private func resync(_ token: Int) {
         let now = clock.now()
@@ -484,6 +511,10 @@ public actor Scheduler {
             }
         }
         bus.publish(events, time: now)
+        // These very events may have put a lossless subscriber behind: hold back the next job
+        // now, not when the flow gate's observer gets the actor (jobs finishing in a tight loop
+        // would get there first).
+        if !core.isDispatchHeld && !bus.flow.isOpen { flowChanged() }
         for id in ended {
             store.jobEnded(id)
             controls[id] = nil

@@ -48,13 +48,16 @@ public protocol SchedulerClient: Sendable {
     ///   out of range, shutting down).
     func perform(_ command: SchedulerCommand) async throws(SchedulerError) -> SchedulerReply
 
-    /// Subscribes: a snapshot first, then every event in order (numbered; a lag marker and a
-    /// fresh snapshot when the subscriber fell behind).
+    /// Subscribes: a snapshot first, then every event in order (numbered; with
+    /// ``EventDelivery/latest``, a lag marker and a fresh snapshot when the subscriber fell
+    /// behind).
     ///
     /// - Parameters:
-    ///   - bufferLimit: Unread events allowed before the subscriber is marked lagged.
+    ///   - bufferLimit: Unread events allowed before the subscriber is marked lagged (or, with
+    ///     ``EventDelivery/lossless``, before the scheduler slows its jobs down).
     ///   - includeOutput: Whether job output lines are delivered.
-    func subscribe(bufferLimit: Int?, includeOutput: Bool) async -> Events
+    ///   - delivery: Whether a subscriber that falls behind skips ahead or slows the jobs down.
+    func subscribe(bufferLimit: Int?, includeOutput: Bool, delivery: EventDelivery) async -> Events
 
     /// The present state.
     func currentSnapshot() async -> SchedulerSnapshot
@@ -67,6 +70,24 @@ public protocol SchedulerClient: Sendable {
     ///
     /// - Returns: Whether the batch still takes jobs (`false` once halted, sealed or shutting down).
     func waitForRoom(in batch: BatchID, below limit: Int) async -> Bool
+}
+
+/// What happens when a subscriber falls behind the events.
+public enum EventDelivery: String, Sendable, Codable {
+    /// It skips ahead: what it missed is dropped and it gets a lag marker and a fresh snapshot.
+    /// For screens, which show the present.
+    case latest
+    /// Nothing is dropped: while it has more than its buffer limit unread, the scheduler starts
+    /// no new job and stops reading job output (the jobs block on their pipes), until it has
+    /// caught up. For logs, which must say everything. The scheduler itself never waits for it.
+    case lossless
+}
+
+extension SchedulerClient {
+    /// Subscribes with ``EventDelivery/latest``.
+    public func subscribe(bufferLimit: Int?, includeOutput: Bool) async -> Events {
+        await subscribe(bufferLimit: bufferLimit, includeOutput: includeOutput, delivery: .latest)
+    }
 }
 
 extension Scheduler: SchedulerClient {
@@ -97,8 +118,8 @@ extension Scheduler: SchedulerClient {
         return .done
     }
 
-    public func subscribe(bufferLimit: Int?, includeOutput: Bool) -> EventStream {
-        events(bufferLimit: bufferLimit, includeOutput: includeOutput)
+    public func subscribe(bufferLimit: Int?, includeOutput: Bool, delivery: EventDelivery) -> EventStream {
+        events(bufferLimit: bufferLimit, includeOutput: includeOutput, delivery: delivery)
     }
 
     public func currentSnapshot() -> SchedulerSnapshot {

@@ -98,6 +98,8 @@ public struct SchedulerCore: Sendable {
     public private(set) var counts: [JobStateKind: Int] = [:]
     /// Whether dispatch is paused.
     public private(set) var isPaused = false
+    /// New jobs wait while a lossless subscriber catches up (``holdDispatch(_:now:)``).
+    public private(set) var isDispatchHeld = false
     /// State changes refused as illegal (a bug if ever above zero; the jobs kept their state).
     public private(set) var rejectedTransitions = 0
     /// The shutdown under way.
@@ -323,6 +325,15 @@ public struct SchedulerCore: Sendable {
         isPaused = false
         actions.append(.emit(.resumed))
         dispatch(now: now)
+        return takeActions()
+    }
+
+    /// Holds back (or lets go) the start of new jobs while a lossless subscriber catches up with
+    /// the events. Not a pause: nobody asked for it, so no event says it, and running jobs go on.
+    public mutating func holdDispatch(_ held: Bool, now: SchedulerTime) -> [Action] {
+        guard held != isDispatchHeld else { return [] }
+        isDispatchHeld = held
+        if !held { dispatch(now: now) }
         return takeActions()
     }
 
@@ -596,7 +607,7 @@ public struct SchedulerCore: Sendable {
     }
 
     private mutating func dispatch(now: SchedulerTime) {
-        guard !isPaused, shutdownMode == nil || shutdownMode == .drain else { return }
+        guard !isPaused, !isDispatchHeld, shutdownMode == nil || shutdownMode == .drain else { return }
         while let head = queue.first, let worker = pool.checkOut(for: head) {
             _ = queue.popFirst()
             guard var job = jobs[head] else { continue }

@@ -42,7 +42,7 @@ struct Child {
         var pid: pid_t = 0
         let argv = arguments.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
-        let status = jt_spawn(arguments[0], argv, nil, nil, 1, 2, &pid)
+        let status = jt_spawn(arguments[0], argv, nil, nil, 1, 2, &pid, nil)
         precondition(status == 0, "cannot start \(arguments[0]): \(String(cString: strerror(status)))")
         return Child(pid: pid)
     }

@@ -5,8 +5,14 @@ import Scheduler
 /// full pipe) or disk never blocks Swift's cooperative pool, and the scheduler never waits.
 ///
 /// Each write is handed over at once and written as soon as the thread wakes; whatever piles up
-/// while it writes goes out in one `write(2)` per file the next time round.
+/// while it writes goes out in one `write(2)` per file the next time round. The queue is
+/// bounded: a producer that can wait calls ``waitForRoom()``, which returns once fewer than
+/// ``capacity`` bytes are queued (the log's events then wait in the scheduler, which slows the
+/// jobs down; see `EventDelivery.lossless`).
 final class LogWriter: Sendable {
+    /// Bytes queued above which ``waitForRoom()`` waits.
+    static let capacity = 4 << 20
+
     private enum Chunk {
         case write(Int32, [UInt8])
         case close(Int32)
@@ -16,6 +22,9 @@ final class LogWriter: Sendable {
         var chunks: [Chunk] = []
         var isFinished = false
         var hasStopped = false
+        /// Bytes handed over and not written yet.
+        var queuedBytes = 0
+        var roomWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
     private let state = Locked(State())
@@ -33,8 +42,23 @@ final class LogWriter: Sendable {
 
     /// Queues `bytes` for `fd`.
     func write(_ bytes: [UInt8], to fd: Int32) {
-        state.withLock { $0.chunks.append(.write(fd, bytes)) }
+        state.withLock {
+            $0.chunks.append(.write(fd, bytes))
+            $0.queuedBytes += bytes.count
+        }
         wakeup.signal()
+    }
+
+    /// Waits until fewer than ``capacity`` bytes are queued.
+    func waitForRoom() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let hasRoom = state.withLock { state -> Bool in
+                if state.queuedBytes < Self.capacity || state.hasStopped { return true }
+                state.roomWaiters.append(continuation)
+                return false
+            }
+            if hasRoom { continuation.resume() }
+        }
     }
 
     /// Queues a line (a newline is added) for stdout.
@@ -72,7 +96,20 @@ final class LogWriter: Sendable {
                 return (state.chunks, state.isFinished)
             }
             perform(chunks)
-            if isFinished && state.withLock({ $0.chunks.isEmpty }) {
+            let written = chunks.reduce(0) { total, chunk in
+                if case .write(_, let bytes) = chunk { return total + bytes.count }
+                return total
+            }
+            let (waiters, done) = state.withLock { state -> ([CheckedContinuation<Void, Never>], Bool) in
+                state.queuedBytes -= written
+                let done = isFinished && state.chunks.isEmpty
+                if done { state.hasStopped = true }
+                guard state.queuedBytes < Self.capacity || done else { return ([], done) }
+                defer { state.roomWaiters = [] }
+                return (state.roomWaiters, done)
+            }
+            for waiter in waiters { waiter.resume() }
+            if done {
                 stopped.signal()
                 return
             }

@@ -47,8 +47,16 @@ final class RunLog {
     func follow(
         _ events: some AsyncSequence<SchedulerEvent, Never>, batch: BatchID, client: some SchedulerClient, endsWithBatch: Bool
     ) async -> Result {
+        var sinceRoomCheck = 0
         for await event in events {
             if let formatter, let line = formatter.line(for: event) { writer.line(line) }
+            // Bounded: while the writer has a full queue, no more events are taken, so they wait
+            // in the scheduler, which then slows the jobs down (lossless delivery).
+            sinceRoomCheck += 1
+            if sinceRoomCheck >= 256 {
+                sinceRoomCheck = 0
+                await writer.waitForRoom()
+            }
             let name = event.kind.jobID.flatMap { mirror.jobs[$0]?.displayName }
             mirror.apply(event)
             switch event.kind {

@@ -18,6 +18,8 @@ struct RunSession {
     /// Unfinished jobs of a streamed list kept in the scheduler at most: the read-ahead window.
     /// A list of any length costs the memory of this many jobs plus the finished ones kept.
     static let readAhead = 10_000
+    /// Events the log may have unread before the jobs are slowed down.
+    static let logBuffer = 8_192
 
     let scheduler: Scheduler
     let presenter: Presenter
@@ -64,7 +66,11 @@ struct RunSession {
         let epoch = epoch
         let outputDirectory = outputDirectory
         let running = Task { await scheduler.run() }
-        let events = await client.subscribe(bufferLimit: Int.max / 2, includeOutput: logsOutput || outputDirectory != nil)
+        // The log and the output files must say everything: lossless, bounded by slowing the jobs
+        // down when it falls behind. Under the dashboard this subscription only feeds the output
+        // files and the closing summary; the screen has its own.
+        let events = await client.subscribe(
+            bufferLimit: Self.logBuffer, includeOutput: logsOutput || outputDirectory != nil, delivery: .lossless)
         guard case .batch(let batch)? = try? await client.perform(.openBatch(haltsOnFailure: haltsOnFailure)) else {
             StandardError.write("jobtop: the scheduler refused to open a batch\n")
             await scheduler.shutdown(.cancelRunning)

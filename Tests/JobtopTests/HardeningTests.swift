@@ -88,6 +88,29 @@ struct HardeningTests {
 /// 2-core machine, minutes on a loaded one, so a suite of their own with a longer hang guard.
 @Suite("Hardening: long runs", .timeLimit(.minutes(8)))
 struct LongRunTests {
+    @Test("--log-output of a job printing faster than the log is written: every line in the log, in order, memory bounded")
+    func theFullLogIsLosslessAndBounded() async throws {
+        // Before: the log subscribed with an unbounded buffer and an unbounded write queue (a
+        // slow stdout grew both); now the job is slowed down instead, and nothing is dropped.
+        let scratch = try Scratch()
+        let count = 200_000
+        let command = "seq 1 \(count); grep VmHWM /proc/$PPID/status > hwm"
+        let run = try await JobtopProcess.run(["-c", command, "--log-output", "--log-format", "json"], directory: scratch.path)
+        #expect(run.status == 0, "\(run.stderr)")
+        var expected = 1
+        var inOrder = true
+        for line in run.lines where line.contains("\"event\":\"output\"") {
+            if !line.hasSuffix("\"text\":\"\(expected)\"}") { inOrder = false }
+            expected += 1
+        }
+        #expect(expected - 1 == count, "every line of the job is in the log")
+        #expect(inOrder)
+        #expect(!run.stdout.contains("\"event\":\"lagged\""))
+        let text = try #require(scratch.read("hwm"))
+        let kilobytes = try #require(Int(text.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? ""))
+        #expect(kilobytes / 1024 < 100, "jobtop's peak resident size: \(kilobytes / 1024) MB")
+    }
+
     @Test("A job printing 200 MB leaves jobtop's own peak memory bounded")
     func twoHundredMegabytesOfOutputStayBounded() async throws {
         // The job's last command reads the peak resident size (VmHWM) of its parent, the jobtop

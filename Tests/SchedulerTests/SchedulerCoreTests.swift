@@ -51,6 +51,19 @@ import Testing
         #expect(core.queuedInOrder == [high, mid, low1, low2])
     }
 
+    @Test mutating func heldDispatchStartsNothingUntilLetGoAndIsNotAPause() {
+        _ = core.workerJoined(Self.w1, now: .zero)
+        let held = core.holdDispatch(true, now: .zero)
+        #expect(held.isEmpty, "holding says nothing: it is not a user's pause")
+        let (id, actions) = submit()
+        #expect(Self.starts(actions).isEmpty)
+        #expect(core.state(of: id) == .queued)
+        #expect(!core.isPaused)
+        let released = core.holdDispatch(false, now: .seconds(1))
+        #expect(Self.starts(released).map(\.0) == [id])
+        #expect(Self.events(released) == ["started"])
+    }
+
     // MARK: cancel in every state
 
     @Test mutating func cancellingAQueuedJobEndsItAtOnce() throws {

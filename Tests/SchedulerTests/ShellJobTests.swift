@@ -144,7 +144,8 @@ struct ShellJobTests {
     @Test func aTimeoutKillsTheGroupAndAGrandchildThatIgnoresSIGTERMGetsSIGKILL() async throws {
         let pidFile = Self.temporaryFile("pids")
         try await Self.withScheduler(grace: .milliseconds(300)) { scheduler, reader in
-            var spec = JobSpec.shell("sh -c 'trap \"\" TERM; echo $$ > \(pidFile); while :; do sleep 1; done' & sleep 0.1; echo ready; wait")
+            // The grandchild says "ready" itself once its pid is written and its trap set.
+            var spec = JobSpec.shell("sh -c 'trap \"\" TERM; echo $$ > \(pidFile); echo ready; while :; do sleep 1; done' & wait")
             // Long enough for the shells to start on a loaded machine under ThreadSanitizer.
             spec.timeout = .seconds(3)
             let id = try await scheduler.submit(spec)

@@ -98,7 +98,7 @@ public final class JobtopProcess: Sendable {
         }
         var child: pid_t = 0
         let rc = jt_spawn_io(
-            executable, cArguments, cEnvironment, directory, input[0], out[1], err[1], newSession ? 1 : 0, &child)
+            executable, cArguments, cEnvironment, directory, input[0], out[1], err[1], newSession ? 1 : 0, &child, nil)
         close(out[1])
         close(err[1])
         if input[0] >= 0 { close(input[0]) }

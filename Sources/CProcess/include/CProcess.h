@@ -11,14 +11,18 @@
 /// Spawns `path` with `argv` in a new session (so a new process group whose id is the pid),
 /// stdin from /dev/null, stdout/stderr onto the given write ends, in `cwd` when not NULL, with
 /// every signal reset to its default disposition and an empty signal mask.
-/// `envp` NULL means the current environment. Returns 0 or an errno value.
+/// `envp` NULL means the current environment. Returns 0 or an errno value. The new process group
+/// is recorded for the crash guard as soon as posix_spawn returns; `recorded` says whether the
+/// guard's table had room (1) or not (0: the caller keeps it elsewhere). With `recorded` NULL
+/// (a helper process, not a job) nothing is recorded.
 int jt_spawn(const char *path, char *const argv[], char *const envp[], const char *cwd,
-             int stdout_fd, int stderr_fd, pid_t *pid_out);
+             int stdout_fd, int stderr_fd, pid_t *pid_out, int *recorded);
 
 /// jt_spawn with stdin from `stdin_fd` (-1: /dev/null) and, when `new_session` is 0, in the
 /// caller's session and process group. Every descriptor above 2 is closed in the child.
 int jt_spawn_io(const char *path, char *const argv[], char *const envp[], const char *cwd,
-                int stdin_fd, int stdout_fd, int stderr_fd, int new_session, pid_t *pid_out);
+                int stdin_fd, int stdout_fd, int stderr_fd, int new_session, pid_t *pid_out,
+                int *recorded);
 
 /// pidfd_open(2); -1 with errno on failure (ENOSYS on old kernels).
 int jt_pidfd_open(pid_t pid);

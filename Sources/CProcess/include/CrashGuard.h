@@ -30,6 +30,11 @@ int jt_crash_guard_add_group(pid_t group);
 /// was recorded, 0 otherwise.
 int jt_crash_guard_remove_group(pid_t group);
 
+/// Marks the calling thread as spawning a job process (until jt_crash_guard_spawn_end): the crash
+/// handler waits for it to record the new group before killing the groups.
+void jt_crash_guard_spawn_begin(void);
+void jt_crash_guard_spawn_end(void);
+
 /// Sends `signal_number` to every recorded process group; returns how many were signalled.
 /// Async-signal-safe.
 int jt_crash_guard_kill_groups(int signal_number);

@@ -1,0 +1,63 @@
+import Testing
+@testable import Scheduler
+
+/// A lossless subscriber (the headless log) slower than the jobs: every event reaches it, in
+/// order, and what waits for it stays bounded because the jobs are slowed down at the source.
+@Suite("Lossless delivery", .timeLimit(.minutes(5)))
+struct LosslessDeliveryTests {
+    @Test("A subscriber that stops reading: the job's output is no longer read, nothing is dropped, unread events stay bounded")
+    func outputWaitsForALosslessSubscriber() async throws {
+        let scheduler = Scheduler(configuration: .init(localSlots: 1, seed: 3))
+        async let running: Void = scheduler.run()
+        let limit = 64
+        let events = await scheduler.events(bufferLimit: limit, includeOutput: true, delivery: .lossless)
+        let lines = 200_000
+        let id = try await scheduler.submit(.shell("seq 1 \(lines)"))
+        // Nobody reads yet: once the limit is passed, the reactor stops reading the job's pipe
+        // (the job blocks writing to it) instead of piling its lines up.
+        await ProcessReactor.shared.waitUntil { $0.readingPaused >= 1 }
+        // At most one read (64 KiB: at most 32,768 lines of "N\n") past the limit.
+        let bound = limit + 32_768 + 16
+        #expect(await scheduler.mostUnreadByLosslessSubscribers <= bound)
+
+        var reader = EventReader(events)
+        #expect(await reader.final(of: id)?.name == "succeeded")
+        let printed = reader.seen.compactMap { event -> String? in
+            if case .output(id, let line) = event.kind { line.text } else { nil }
+        }
+        #expect(printed.count == lines)
+        #expect(printed == (1...lines).map(String.init), "every line, in order")
+        let seqs = reader.seen.dropFirst().map(\.seq)
+        #expect(zip(seqs, seqs.dropFirst()).allSatisfy { $1 == $0 + 1 }, "no event missing")
+        #expect(!reader.seen.contains { if case .lagged = $0.kind { true } else { false } })
+        #expect(await scheduler.mostUnreadByLosslessSubscribers <= bound)
+        await scheduler.shutdown(.graceful)
+        await running
+    }
+
+    @Test("A subscriber behind holds back new jobs: they start again once it has read, and every event arrives once")
+    func newJobsWaitForALosslessSubscriber() async throws {
+        let scheduler = Scheduler(configuration: .init(localSlots: 2, seed: 4))
+        async let running: Void = scheduler.run()
+        let limit = 16
+        let events = await scheduler.events(bufferLimit: limit, includeOutput: false, delivery: .lossless)
+        let count = 2_000
+        let ids = try await scheduler.submit(contentsOf: (0..<count).map { _ in JobSpec(work: .closure { _ in }) })
+        // The 2,000 submitted events alone pass the limit: jobs stop being started.
+        await scheduler.waitUntilDispatchIsHeld()
+        let started = await scheduler.snapshot().jobs.filter { $0.state.kind != .queued }.count
+        #expect(started < count / 4, "\(started) of \(count) jobs started while the subscriber was behind")
+
+        var reader = EventReader(events)
+        await reader.finals(of: ids)
+        let finals = reader.seen.filter(\.kind.isFinal)
+        #expect(finals.count == count)
+        #expect(Set(finals.compactMap(\.kind.jobID)).count == count, "each job ends exactly once")
+        let seqs = reader.seen.dropFirst().map(\.seq)
+        #expect(zip(seqs, seqs.dropFirst()).allSatisfy { $1 == $0 + 1 }, "no event missing")
+        // Bounded: the submissions, the limit, and what the running jobs added meanwhile.
+        #expect(await scheduler.mostUnreadByLosslessSubscribers <= count + limit + 3 * started + 8)
+        await scheduler.shutdown(.graceful)
+        await running
+    }
+}
