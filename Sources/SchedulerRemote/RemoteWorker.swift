@@ -210,6 +210,41 @@ public final class RemoteWorker: Worker {
         for continuation in late { continuation.resume(returning: .workerLost(why)) }
     }
 
+    /// Returns once the scheduler's output may be read on (at once, mostly): while a lossless
+    /// subscriber is behind, the worker is not read (its writes wait, its jobs block on their
+    /// pipes), and its silence meanwhile is not held against it. Ends early when the calling task
+    /// is cancelled.
+    func waitUntilOutputFlows(_ liveness: Liveness) async {
+        guard let reporter = state.withLock({ $0.pending.values.first?.assignment.reporter }), !reporter.isFlowing else {
+            return
+        }
+        liveness.pause()
+        defer { liveness.resume() }
+        enum Wait { case waiting(CheckedContinuation<Void, Never>?), over }
+        let wait = Locked(Wait.waiting(nil))
+        @Sendable func end() {
+            let continuation = wait.withLock { wait -> CheckedContinuation<Void, Never>? in
+                defer { wait = .over }
+                if case .waiting(let continuation) = wait { return continuation }
+                return nil
+            }
+            continuation?.resume()
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                // Checked under the lock: a flow or a cancel that came first left `.over`.
+                let isOver = wait.withLock { wait -> Bool in
+                    if case .over = wait { return true }
+                    wait = .waiting(continuation)
+                    return false
+                }
+                if isOver { continuation.resume() } else { reporter.whenFlowing(end) }
+            }
+        } onCancel: {
+            end()
+        }
+    }
+
     /// Attempts sent to the worker and not yet finished.
     var runningCount: Int { state.withLock { $0.pending.values.count { !$0.isParked } } }
 

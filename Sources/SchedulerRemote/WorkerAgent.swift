@@ -82,6 +82,10 @@ public final class WorkerAgent: Sendable {
     /// The configuration it was made with.
     public let configuration: Configuration
 
+    /// Messages the worker's outbox holds before job output waits for room (a line is at most
+    /// 16 KiB, so at most a few MiB).
+    static let outboxCapacity = 256
+
     private enum Input: Sendable {
         case message(WireCoordinatorMessage)
         case event(SchedulerEvent)
@@ -231,9 +235,10 @@ public final class WorkerAgent: Sendable {
 
     private func connect(_ welcome: WelcomeDeadline) async -> SessionEnd {
         // What the worker says, written by one writer loop in batches (one wake-up and one flush
-        // per batch). Not bounded: the messages are small, and a coordinator that stops reading
-        // is soon declared lost by the heartbeat watchdog, which ends the session.
-        let outbox = Mailbox<WireWorkerMessage>()
+        // per batch). Job output waits for room in it (see `serve`), so it stays near its
+        // capacity however fast the jobs write and however slowly the coordinator reads; the few
+        // other messages (acks, heartbeats, results) never wait.
+        let outbox = Mailbox<WireWorkerMessage>(capacity: Self.outboxCapacity)
         let hello = WireWorkerMessage.with {
             $0.hello = .with {
                 $0.name = configuration.name
@@ -333,10 +338,17 @@ public final class WorkerAgent: Sendable {
             let interval = Duration.milliseconds(max(10, Int(welcome.heartbeatIntervalMs)))
             let inner = Scheduler(configuration: .init(
                 localSlots: configuration.slots, gracePeriod: .milliseconds(Int(welcome.gracePeriodMs))))
-            let events = await inner.events()
+            // Lossless, as the coordinator's log is: when the coordinator reads slowly (its own
+            // log is behind), the outbox fills, this loop waits for room, the subscription falls
+            // behind and the local scheduler stops reading the jobs' output, so the jobs block on
+            // their pipes; nothing is dropped and nothing grows without bound on either side.
+            let events = await inner.events(bufferLimit: Self.outboxCapacity, delivery: .lossless)
             group.addTask { await inner.run() }
             group.addTask {
-                for await event in events { input.yield(.event(event)) }
+                for await event in events {
+                    await outbox.waitForRoom()
+                    input.yield(.event(event))
+                }
             }
             group.addTask {
                 let limit = interval * 3

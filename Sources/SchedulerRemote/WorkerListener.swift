@@ -286,6 +286,10 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
                             await self.scheduler.retireWorker(worker.descriptor.id, reason: .drained)
                         }
                         if worker.handle(message) { return .drained }
+                        // A lossless subscriber that is behind (the headless log) slows remote
+                        // jobs as it slows local ones: no more of their output is read until it
+                        // catches up, and the worker's writes wait meanwhile.
+                        await worker.waitUntilOutputFlows(liveness)
                     }
                     return .lost(.closedByWorker)
                 } catch {
@@ -463,20 +467,43 @@ private final class Admission: Sendable {
     var worker: RemoteWorker? { value.withLock { $0 } }
 }
 
-/// When the peer was last heard from, on the injected clock.
+/// When the peer was last heard from, on the injected clock; a silence we caused (not reading
+/// while ``pause()``d) does not count.
 final class Liveness: Sendable {
+    private struct State {
+        var last: SchedulerTime
+        var isPaused = false
+    }
+
     private let clock: SchedulerClock
-    private let last: Locked<SchedulerTime>
+    private let state: Locked<State>
 
     init(clock: SchedulerClock) {
         self.clock = clock
-        last = Locked(clock.now())
+        state = Locked(State(last: clock.now()))
     }
 
     func touch() {
         let now = clock.now()
-        last.withLock { $0 = now }
+        state.withLock { $0.last = now }
     }
 
-    var silence: Duration { clock.now() - last.withLock { $0 } }
+    /// We stop reading the peer: its silence is not its fault until ``resume()``.
+    func pause() {
+        state.withLock { $0.isPaused = true }
+    }
+
+    /// We read the peer again; the silence counts from now.
+    func resume() {
+        let now = clock.now()
+        state.withLock { state in
+            state.isPaused = false
+            state.last = now
+        }
+    }
+
+    var silence: Duration {
+        let now = clock.now()
+        return state.withLock { $0.isPaused ? .zero : now - $0.last }
+    }
 }

@@ -119,6 +119,37 @@ struct RemoteParityTests {
         await coordinator.stop()
     }
 
+    @Test("A lossless subscriber with a tiny buffer gets every line of a remote job, in order: the job is slowed down, not cut short, and its worker is not taken for lost")
+    func remoteOutputIsLossless() async throws {
+        let coordinator = try await Coordinator.start()
+        let worker = try JobtopProcess.worker(connect: coordinator.address, slots: 1, name: "w")
+        _ = await coordinator.joined(1)
+        // A log's subscription, 16 events behind at most before the jobs are held back.
+        let events = await coordinator.scheduler.events(bufferLimit: 16, delivery: .lossless)
+        let id = try await coordinator.scheduler.submit(.shell("seq 1 20000"))
+        var numbers: [Int] = []
+        var lagged = false
+        var ended: SchedulerEvent.Kind?
+        for await event in events {
+            switch event.kind {
+            case .output(id, let line): numbers.append(Int(line.text) ?? -1)
+            case .lagged: lagged = true
+            case .workerLeft(_, let reason): Issue.record("the worker left: \(reason)")
+            default: break
+            }
+            if event.kind.isFinal && event.kind.jobID == id {
+                ended = event.kind
+                break
+            }
+        }
+        #expect(!lagged)
+        #expect(numbers == Array(1...20_000))
+        if case .succeeded? = ended {} else { Issue.record("the job ended \(String(describing: ended))") }
+        worker.send(SIGTERM)
+        #expect(await worker.wait().status == 0)
+        await coordinator.stop()
+    }
+
     // MARK: - Helpers
 
     /// The output lines of `command`, run on a local slot or on a `jobtop worker`.

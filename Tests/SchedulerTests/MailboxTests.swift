@@ -80,3 +80,41 @@ struct MailboxTests {
         #expect(await mailbox.take() == nil)
     }
 }
+
+extension MailboxTests {
+    @Test("waitForRoom holds a task while the mailbox is full, until the consumer takes")
+    func waitForRoomWaitsForTheConsumer() async {
+        // Given a full mailbox (capacity 2) and a producer task that waits for room before it sends.
+        let mailbox = Mailbox<Int>(capacity: 2)
+        mailbox.send(contentsOf: [1, 2])
+        let producing = Task {
+            await mailbox.waitForRoom()
+            mailbox.send(3)
+        }
+        // Then nothing more was put in before the consumer took the first two...
+        #expect(await mailbox.take() == [1, 2])
+        // ...and the producer goes on once there is room.
+        await producing.value
+        #expect(await mailbox.take() == [3])
+    }
+
+    @Test("waitForRoom returns at once with room, and ends when the mailbox is finished or the task cancelled")
+    func waitForRoomEnds() async {
+        let roomy = Mailbox<Int>(capacity: 2)
+        roomy.send(1)
+        await roomy.waitForRoom()
+
+        let finished = Mailbox<Int>(capacity: 1)
+        finished.send(1)
+        let waiting = Task { await finished.waitForRoom() }
+        finished.finish()
+        await waiting.value
+
+        let full = Mailbox<Int>(capacity: 1)
+        full.send(1)
+        let cancelled = Task { await full.waitForRoom() }
+        cancelled.cancel()
+        await cancelled.value
+        #expect(await full.take() == [1])
+    }
+}
