@@ -191,6 +191,14 @@ public struct JobContext: Sendable {
     public func log(_ line: String) {
         reporter.line(line, stream: .stdout)
     }
+
+    /// Waits while a lossless subscriber (a log) is behind the events. A closure that reports a
+    /// lot of output calls it between lines, and is then slowed down as a process writing to a
+    /// full pipe is; otherwise nothing holds back what it reports.
+    public func waitUntilOutputFlows() async {
+        guard !reporter.isFlowing else { return }
+        await withCheckedContinuation { continuation in reporter.whenFlowing { continuation.resume() } }
+    }
 }
 
 extension JobSpec {

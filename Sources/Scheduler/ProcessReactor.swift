@@ -241,6 +241,9 @@ private final class ProcessLoopThread {
     func run() -> Never {
         // Named, so that `top -H` and /proc show which threads these are.
         jt_set_thread_name(loop.name)
+        // A stack overflow here (or any crash) still reaches the crash guard's handler, which
+        // needs an alternate signal stack on the crashing thread.
+        _ = jt_crash_guard_prepare_thread()
         var ready = [UInt64](repeating: 0, count: 256)
         while true {
             let timeout = millisecondsToNextTimer()

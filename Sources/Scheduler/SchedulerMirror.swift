@@ -23,6 +23,15 @@ public struct SchedulerMirror: Sendable {
     public private(set) var totalSlots = 0
     /// The workers that are in the pool, in the order they joined.
     public private(set) var workers: [WorkerDescriptor] = []
+    /// The running jobs (what the workers are busy with: each one's worker is in its state).
+    public private(set) var runningJobs: Set<JobID> = []
+    /// Workers known to leave once their jobs end. No event says when a busy worker begins to
+    /// retire (only its `workerLeft` when it is gone), so this is what the last snapshot said,
+    /// less the workers that left since.
+    public private(set) var retiringWorkers: Set<WorkerID> = []
+    /// The workers by id: the dashboard names a worker on every start, and a search of
+    /// ``workers`` would cost O(workers) per event (thousands with a big `-j`).
+    private var workersByID: [WorkerID: WorkerDescriptor] = [:]
     /// The number of the last event applied.
     public private(set) var lastSeq: UInt64 = 0
     /// Whether a lag marker came and the snapshot that repairs it has not yet.
@@ -39,11 +48,27 @@ public struct SchedulerMirror: Sendable {
     /// The number of jobs in `kind`.
     public func count(_ kind: JobStateKind) -> Int { counts[kind, default: 0] }
 
+    /// The worker with id `id`, if it is in the pool.
+    public func worker(_ id: WorkerID) -> WorkerDescriptor? { workersByID[id] }
+
     /// Applies one event.
     ///
     /// - Returns: The job it changed, if any.
     @discardableResult
     public mutating func apply(_ event: SchedulerEvent) -> JobID? {
+        apply(event) { _ in }
+    }
+
+    /// Applies one event, and names each finished job it stops keeping (the oldest beyond
+    /// ``finishedRetention``), so that a view keeping something per job can drop it too.
+    ///
+    /// - Parameters:
+    ///   - event: The event.
+    ///   - evicted: Called with each job dropped from ``jobs`` by this event (not for a snapshot,
+    ///     which replaces the whole table).
+    /// - Returns: The job it changed, if any.
+    @discardableResult
+    public mutating func apply(_ event: SchedulerEvent, evicted: (JobID) -> Void) -> JobID? {
         lastSeq = max(lastSeq, event.seq)
         let time = event.time
         switch event.kind {
@@ -54,9 +79,13 @@ public struct SchedulerMirror: Sendable {
             isResyncing = true
             return nil
         case .submitted(let info):
-            if let old = jobs[info.id] { counts[old.state.kind, default: 0] -= 1 }
+            if let old = jobs[info.id] {
+                counts[old.state.kind, default: 0] -= 1
+                if old.state.kind == .running { runningJobs.remove(info.id) }
+            }
             jobs[info.id] = info
             counts[info.state.kind, default: 0] += 1
+            if info.state.kind == .running { runningJobs.insert(info.id) }
             return info.id
         case .started(let id, let attempt, _, let worker):
             return update(id) { job in
@@ -92,21 +121,21 @@ public struct SchedulerMirror: Sendable {
                 job.state = .queued
             }
         case .succeeded(let id, let attempts):
-            defer { finished(id) }
+            defer { finished(id, evicted: evicted) }
             return update(id) { job in
                 job.history.lastFailure = nil
                 job.history.finishedAt = time
                 job.state = .succeeded(attempts: attempts)
             }
         case .failed(let id, let reason, let attempts):
-            defer { finished(id) }
+            defer { finished(id, evicted: evicted) }
             return update(id) { job in
                 job.history.lastFailure = reason
                 job.history.finishedAt = time
                 job.state = .failed(reason: reason, attempts: attempts)
             }
         case .cancelled(let id):
-            defer { finished(id) }
+            defer { finished(id, evicted: evicted) }
             return update(id) { job in
                 job.history.finishedAt = time
                 job.state = .cancelled
@@ -121,10 +150,13 @@ public struct SchedulerMirror: Sendable {
             localSlots = local
             totalSlots = total
         case .workerJoined(let descriptor):
-            workers.removeAll { $0.id == descriptor.id }
+            // A search of the list only for a worker that joins again.
+            if workersByID[descriptor.id] != nil { workers.removeAll { $0.id == descriptor.id } }
             workers.append(descriptor)
+            workersByID[descriptor.id] = descriptor
         case .workerLeft(let id, _):
-            workers.removeAll { $0.id == id }
+            if workersByID.removeValue(forKey: id) != nil { workers.removeAll { $0.id == id } }
+            retiringWorkers.remove(id)
         case .shuttingDown(let mode):
             shutdown = mode
         case .coalesced, .output, .leftoverProcesses, .batchHalted, .batchSettled:
@@ -141,15 +173,18 @@ public struct SchedulerMirror: Sendable {
         if old != new {
             counts[old, default: 0] -= 1
             counts[new, default: 0] += 1
+            if old == .running { runningJobs.remove(id) }
+            if new == .running { runningJobs.insert(id) }
         }
         return id
     }
 
-    private mutating func finished(_ id: JobID) {
+    private mutating func finished(_ id: JobID, evicted: (JobID) -> Void) {
         guard jobs[id] != nil else { return }
         finishedOrder.append(id)
         while finishedOrder.count > finishedRetention, let oldest = finishedOrder.popFirst() {
             jobs[oldest] = nil
+            evicted(oldest)
         }
     }
 
@@ -161,6 +196,9 @@ public struct SchedulerMirror: Sendable {
         localSlots = snapshot.localSlots
         totalSlots = snapshot.totalSlots
         workers = snapshot.workers.map(\.descriptor)
+        workersByID = Dictionary(workers.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last })
+        retiringWorkers = Set(snapshot.workers.filter(\.isRetiring).map(\.descriptor.id))
+        runningJobs = Set(snapshot.jobs.lazy.filter { $0.state.kind == .running }.map(\.id))
         lastSeq = snapshot.seq
         isResyncing = false
         // The snapshot lists finished jobs newest first.

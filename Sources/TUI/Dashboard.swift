@@ -30,16 +30,19 @@ public enum Dashboard {
     /// Runs the dashboard on the terminal until the user quits; restores the terminal on every
     /// path.
     ///
-    /// The scheduler's `run()` must already be running; the caller shuts it down after. While
-    /// the dashboard runs it owns SIGINT, SIGTERM, SIGHUP and SIGWINCH; their previous handlers
-    /// are put back when it returns. When the terminal cannot be used at all, a message goes to
-    /// standard error and it returns `.quit` at once.
+    /// The scheduler must already be running; the caller shuts it down after. The dashboard
+    /// does not touch signal handlers: the caller watches SIGINT, SIGTERM, SIGHUP and SIGWINCH
+    /// (the way it does for a headless run) and hands them over as they arrive. When the
+    /// terminal cannot be used at all, a message goes to standard error and it returns `.quit`
+    /// at once.
     ///
     /// - Parameters:
-    ///   - scheduler: The scheduler to show and steer.
+    ///   - client: The scheduler to show and steer: the in-process one, or one across a socket.
+    ///   - signals: SIGWINCH (relayout), SIGINT (like Ctrl-C: quit, asking first while jobs are
+    ///     active; a second forces), SIGTERM and SIGHUP (end at once), as they arrive.
     ///   - options: How to set it up.
     /// - Returns: Why it ended.
-    public static func run(scheduler: Scheduler, options: DashboardOptions) async -> DashboardExit {
+    public static func run(client: any SchedulerClient, signals: AsyncStream<Int32>, options: DashboardOptions) async -> DashboardExit {
         let terminal: NcursesTerminal
         switch NcursesTerminal.open() {
         case .success(let opened): terminal = opened
@@ -47,7 +50,10 @@ public enum Dashboard {
             FileOutput.standardError("jobtop: cannot open the dashboard: \(error)\n")
             return .quit
         }
-        let controller = DashboardController(scheduler: scheduler, terminal: terminal, options: options)
+        let controller = DashboardController(client: client, terminal: terminal, signals: signals, options: options)
         return await controller.run()
     }
+
+    /// The signals the caller should watch and hand to ``run(client:signals:options:)``.
+    public nonisolated static let signals: [Int32] = DashboardController.handledSignals
 }

@@ -6,10 +6,13 @@ import Scheduler
 /// The dashboard's loop on the main actor: input → action → state change → mark dirty → one
 /// coalesced redraw.
 ///
-/// Nothing here polls. Keys wake it through a read source on stdin, signals through a read
-/// source on a self-pipe, scheduler events through their stream. A change marks the screen
-/// dirty; a frame is drawn at most every ``frameInterval`` and only when something changed.
-/// While jobs run (or wait to retry), a 1 Hz tick keeps elapsed times moving; idle, it stops.
+/// It knows the scheduler only as a ``SchedulerClient`` (the in-process actor, or one across a
+/// socket) and the screen only as a ``Terminal`` (ncurses, or a fake in tests). Nothing here
+/// polls: the terminal says when keys are waiting, signals come as a stream from whoever runs
+/// the dashboard (the same dispatch sources the headless run uses), scheduler events through
+/// their subscription. A change marks the screen dirty; a frame is drawn at most every
+/// ``frameInterval`` and only when something changed. While jobs run (or wait to retry), a
+/// 1 Hz tick keeps elapsed times moving; idle, it stops.
 @MainActor
 final class DashboardController {
     /// The shortest time between two frames: at most 29 in any second (~30 per second).
@@ -19,11 +22,12 @@ final class DashboardController {
     static let bigTable = 2_000
     static let reorderInterval: Duration = .milliseconds(250)
     static let reorderShare = 0.1
-    /// The signals the dashboard owns while it runs.
-    static let ownedSignals: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGWINCH]
+    /// The signals the dashboard acts on: SIGWINCH relayouts, SIGINT is Ctrl-C, the others end it.
+    nonisolated static let handledSignals: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGWINCH]
 
-    private let scheduler: Scheduler
-    private let terminal: NcursesTerminal
+    private let client: any SchedulerClient
+    private let terminal: any Terminal
+    private let signals: AsyncStream<Int32>
     private let options: DashboardOptions
     private var model: DashboardModel
     private let clock = ContinuousClock()
@@ -31,9 +35,7 @@ final class DashboardController {
     private var exitContinuation: CheckedContinuation<DashboardExit, Never>?
     private var result: DashboardExit?
 
-    private var inputSource: (any DispatchSourceRead)?
-    private var signalSource: (any DispatchSourceRead)?
-    private var signalPipe: Int32 = -1
+    private var signalConsumer: Task<Void, Never>?
     private var consumer: Task<Void, Never>?
     private var commandRunner: Task<Void, Never>?
     private var commands: AsyncStream<DashboardCommand>.Continuation?
@@ -63,9 +65,15 @@ final class DashboardController {
     /// The part of ``busySeconds`` spent drawing frames.
     private var frameSeconds = 0.0
 
-    init(scheduler: Scheduler, terminal: NcursesTerminal, options: DashboardOptions) {
-        self.scheduler = scheduler
+    /// - Parameters:
+    ///   - client: The scheduler to show and steer.
+    ///   - terminal: The screen and keyboard; closed when the dashboard ends.
+    ///   - signals: The signals of ``handledSignals`` as they arrive.
+    ///   - options: How to set it up.
+    init(client: any SchedulerClient, terminal: any Terminal, signals: AsyncStream<Int32>, options: DashboardOptions) {
+        self.client = client
         self.terminal = terminal
+        self.signals = signals
         self.options = options
         model = DashboardModel(title: options.title)
         let now = clock.now
@@ -89,35 +97,25 @@ final class DashboardController {
     // MARK: - Setup and teardown
 
     private func start() {
-        installSignals()
-        let input = DispatchSource.makeReadSource(fileDescriptor: STDIN_FILENO, queue: .main)
-        input.setEventHandler { [weak self] in
-            MainActor.assumeIsolated { self?.drainKeys() }
-        }
-        input.resume()
-        inputSource = input
+        let signals = signals
+        signalConsumer = Task { await self.consumeSignals(signals) }
+        terminal.watchInput { [weak self] in self?.drainKeys() }
 
         let (stream, continuation) = AsyncStream<DashboardCommand>.makeStream()
         commands = continuation
         commandRunner = Task { await self.runCommands(stream) }
-        let scheduler = scheduler
+        let client = client
         consumer = Task {
-            let events = await scheduler.events(includeOutput: false)
+            // A screen shows the present: one that falls behind skips ahead (a fresh snapshot)
+            // rather than slowing the jobs down.
+            let events = await client.subscribe(bufferLimit: nil, includeOutput: false, delivery: .latest)
             await self.consume(events)
         }
         markDirty()
     }
 
     private func stop() {
-        inputSource?.cancel()
-        inputSource = nil
-        signalSource?.cancel()
-        signalSource = nil
-        terminal.restoreSignals(Self.ownedSignals)
-        if signalPipe >= 0 {
-            close(signalPipe)
-            signalPipe = -1
-        }
+        signalConsumer?.cancel()
         consumer?.cancel()
         ticker?.cancel()
         outputFollower?.cancel()
@@ -132,19 +130,6 @@ final class DashboardController {
         result = exit
         exitContinuation?.resume(returning: exit)
         exitContinuation = nil
-    }
-
-    /// Signals reach the main actor through a pipe: the C handler writes the signal number,
-    /// a read source here acts on it.
-    private func installSignals() {
-        guard let readEnd = terminal.installSignalPipe(for: Self.ownedSignals) else { return }
-        signalPipe = readEnd
-        let source = DispatchSource.makeReadSource(fileDescriptor: readEnd, queue: .main)
-        source.setEventHandler { [weak self] in
-            MainActor.assumeIsolated { self?.drainSignals() }
-        }
-        source.resume()
-        signalSource = source
     }
 
     // MARK: - Input
@@ -164,13 +149,7 @@ final class DashboardController {
             handle(key)
         }
         // Standard input closed (the terminal went away): nothing more can be typed.
-        if result == nil, isStdinGone() { finish(.signal(SIGHUP)) }
-    }
-
-    private func isStdinGone() -> Bool {
-        var descriptor = pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0)
-        guard poll(&descriptor, 1, 0) == 1 else { return false }
-        return descriptor.revents & Int16(POLLHUP | POLLNVAL) != 0
+        if result == nil, terminal.isInputClosed { finish(.signal(SIGHUP)) }
     }
 
     /// `JOBTOP_TEST_CRASH=1` makes `!` a Swift runtime trap and `@` a stack overflow, the ways
@@ -206,24 +185,23 @@ final class DashboardController {
         for command in commands { perform(command) }
     }
 
-    private func drainSignals() {
-        var buffer = [UInt8](repeating: 0, count: 64)
-        while result == nil {
-            let count = read(signalPipe, &buffer, buffer.count)
-            guard count > 0 else { return }
-            for byte in buffer.prefix(count) {
-                let number = Int32(byte)
-                switch number {
-                case SIGWINCH:
-                    terminal.updateSize()
-                    markDirty()
-                case SIGINT:
-                    // Like Ctrl-C typed: quit, asking first while jobs are active; twice forces.
-                    handle(.control("c"))
-                default:
-                    finish(.signal(number))
-                }
-            }
+    private func consumeSignals(_ signals: AsyncStream<Int32>) async {
+        for await number in signals {
+            guard result == nil else { return }
+            received(signal: number)
+        }
+    }
+
+    private func received(signal number: Int32) {
+        switch number {
+        case SIGWINCH:
+            terminal.updateSize()
+            markDirty()
+        case SIGINT:
+            // Like Ctrl-C typed: quit, asking first while jobs are active; twice forces.
+            handle(.control("c"))
+        default:
+            finish(.signal(number))
         }
     }
 
@@ -250,37 +228,36 @@ final class DashboardController {
     }
 
     private func execute(_ command: DashboardCommand) async -> Segment? {
-        let scheduler = scheduler
+        let request: SchedulerCommand
+        switch command {
+        case .submit(let text, let priority): request = .submit([.shell(text, priority: priority)], batch: nil)
+        case .cancel(let id): request = .cancel(id)
+        case .reprioritize(let id, let priority): request = .setPriority(id, priority)
+        case .retry(let id): request = .retry(id)
+        case .pause: request = .pause
+        case .resume: request = .resume
+        case .setLocalSlots(let slots): request = .setLocalSlots(slots)
+        case .showOutput, .quit, .forceQuit: return nil
+        }
+        let reply: SchedulerReply
         do {
-            switch command {
-            case .submit(let text, let priority):
-                let id = try await scheduler.submit(.shell(text, priority: priority))
-                return Segment("submitted \(id.short): \(text)", .message)
-            case .cancel(let id):
-                try await scheduler.cancel(id)
-            case .reprioritize(let id, let priority):
-                try await scheduler.reprioritize(id, to: priority)
-            case .retry(let id):
-                try await scheduler.retry(id)
-                return Segment("\(id.short) queued again", .message)
-            case .pause:
-                await scheduler.pause()
-            case .resume:
-                await scheduler.resume()
-            case .setLocalSlots(let slots):
-                try await scheduler.setLocalSlots(slots)
-            case .showOutput, .quit, .forceQuit:
-                break
-            }
+            reply = try await client.perform(request)
         } catch {
             return Segment(error.description, .error)
         }
-        return nil
+        switch (command, reply) {
+        case (.submit(let text, _), .submitted(let ids)):
+            return Segment("submitted \(ids.first?.short ?? "?"): \(text)", .message)
+        case (.retry(let id), _):
+            return Segment("\(id.short) queued again", .message)
+        default:
+            return nil
+        }
     }
 
     // MARK: - Scheduler events
 
-    private func consume(_ events: EventStream) async {
+    private func consume(_ events: some AsyncSequence<SchedulerEvent, Never>) async {
         for await event in events {
             apply(event)
         }
@@ -303,9 +280,9 @@ final class DashboardController {
     private func fetchSnapshot() {
         guard !isFetchingSnapshot else { return }
         isFetchingSnapshot = true
-        let scheduler = scheduler
+        let client = client
         Task {
-            let snapshot = await scheduler.snapshot()
+            let snapshot = await client.currentSnapshot()
             self.isFetchingSnapshot = false
             self.anchor = (snapshot.time, self.clock.now)
             self.model.apply(snapshot: snapshot, seq: snapshot.seq)
@@ -341,17 +318,17 @@ final class DashboardController {
     private func showOutput(of id: JobID) {
         outputFollower?.cancel()
         isOutputStale = true
-        let scheduler = scheduler
+        let client = client
         // Output lines are not in the main stream; a second subscription, only while the view
         // is open, says when this job printed something.
         outputFollower = Task {
-            let events = await scheduler.events(bufferLimit: 4_096, includeOutput: true)
+            let events = await client.subscribe(bufferLimit: 4_096, includeOutput: true, delivery: .latest)
             await self.follow(events, id: id)
         }
         markDirty()
     }
 
-    private func follow(_ events: EventStream, id: JobID) async {
+    private func follow(_ events: some AsyncSequence<SchedulerEvent, Never>, id: JobID) async {
         for await event in events {
             guard model.outputJob == id else { return }
             if case .output(id, _) = event.kind {
@@ -365,9 +342,9 @@ final class DashboardController {
         guard isOutputStale, !isFetchingOutput, let id = model.outputJob else { return }
         isOutputStale = false
         isFetchingOutput = true
-        let scheduler = scheduler
+        let client = client
         Task {
-            let tail = await scheduler.output(of: id)
+            let tail = await client.outputTail(of: id)
             self.isFetchingOutput = false
             self.model.setOutput(of: id, lines: tail.lines, dropped: tail.dropped)
             self.markDirty()

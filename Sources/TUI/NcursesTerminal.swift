@@ -8,7 +8,8 @@ import Glibc
 /// The real terminal, through wide-character ncurses: the only code that calls it.
 ///
 /// Everything runs on the main actor (ncurses is not thread-safe). Keys are read in no-delay
-/// mode, so ``readKey()`` never waits.
+/// mode, so ``readKey()`` never waits; a read source on stdin says when there are some.
+/// Signals are not its business: whoever runs the dashboard watches them and hands them over.
 @MainActor
 final class NcursesTerminal: Terminal {
     /// How colors are drawn.
@@ -21,7 +22,8 @@ final class NcursesTerminal: Terminal {
     private var styles: [Role: (attributes: attr_t, pair: Int16)] = [:]
     private var isOpen = true
     private var cursorShown = false
-    private var signalWriteEnd: Int32 = -1
+    /// Wakes the dashboard when stdin has keys to read.
+    private var inputSource: (any DispatchSourceRead)?
 
     /// Takes over the terminal, or returns `nil` (with the reason) when it cannot be used.
     static func open() -> Result<NcursesTerminal, TerminalError> {
@@ -104,6 +106,8 @@ final class NcursesTerminal: Terminal {
     func close() {
         guard isOpen else { return }
         isOpen = false
+        inputSource?.cancel()
+        inputSource = nil
         jt_crash_guard_disarm_terminal()
         curs_set(1)
         endwin()
@@ -160,31 +164,22 @@ final class NcursesTerminal: Terminal {
         clearok(cn_stdscr(), true)
     }
 
-    // MARK: - Signals
+    // MARK: - Input
 
-    /// Routes `signals` to a pipe and returns its read end: the C handler only writes the
-    /// signal's number there, and the main actor acts on it when the pipe is readable.
-    /// The previous handlers are kept for ``restoreSignals(_:)``.
-    func installSignalPipe(for signals: [Int32]) -> Int32? {
-        var fds: [Int32] = [-1, -1]
-        guard cn_pipe(&fds) == 0 else { return nil }
-        signalWriteEnd = fds[1]
-        cn_set_signal_pipe(fds[1])
-        for number in signals {
-            _ = cn_install_signal(number)
-            _ = cn_unblock_signal(number)
+    func watchInput(_ onInput: @escaping @MainActor @Sendable () -> Void) {
+        inputSource?.cancel()
+        let source = DispatchSource.makeReadSource(fileDescriptor: STDIN_FILENO, queue: .main)
+        source.setEventHandler {
+            MainActor.assumeIsolated { onInput() }
         }
-        return fds[0]
+        source.resume()
+        inputSource = source
     }
 
-    /// Puts back the handlers ``installSignalPipe(for:)`` replaced and closes the pipe's write end.
-    func restoreSignals(_ signals: [Int32]) {
-        for number in signals { _ = cn_restore_signal(number) }
-        cn_set_signal_pipe(-1)
-        if signalWriteEnd >= 0 {
-            Glibc.close(signalWriteEnd)
-            signalWriteEnd = -1
-        }
+    var isInputClosed: Bool {
+        var descriptor = pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0)
+        guard poll(&descriptor, 1, 0) == 1 else { return false }
+        return descriptor.revents & Int16(POLLHUP | POLLNVAL) != 0
     }
 
     // MARK: - Keys

@@ -62,7 +62,7 @@ struct TerminalSize: Equatable, Sendable {
 }
 
 /// The screen and keyboard. ``NcursesTerminal`` is the one real implementation and the only
-/// code that calls ncurses; tests draw on a grid instead.
+/// code that calls ncurses; tests script keys and sizes and capture the frames instead.
 @MainActor
 protocol Terminal: AnyObject {
     /// The current size.
@@ -73,4 +73,12 @@ protocol Terminal: AnyObject {
     func readKey() -> Key?
     /// Re-reads the size from the kernel after a resize signal.
     func updateSize()
+    /// From now on calls `onInput` whenever typed keys may be waiting (the caller then reads
+    /// them with ``readKey()`` until there are none). Nothing polls: the real terminal wakes on
+    /// its input becoming readable.
+    func watchInput(_ onInput: @escaping @MainActor @Sendable () -> Void)
+    /// Whether the input is gone for good (the terminal closed): no key will ever come.
+    var isInputClosed: Bool { get }
+    /// Gives the terminal back as it was; stops watching the input. Called on every way out.
+    func close()
 }

@@ -41,6 +41,8 @@ struct RunSession {
         // a socket client also offers.
         let client = scheduler
         var signals: SignalWatcher?
+        // The dashboard's signals come from the same watcher, as a stream it reads on the main actor.
+        var screenSignals: (stream: AsyncStream<Int32>, continuation: AsyncStream<Int32>.Continuation)?
         var isScreen = false
         var format: LogFormat?
         var logsOutput = false
@@ -59,6 +61,19 @@ struct RunSession {
                 StandardError.write(
                     "jobtop: the dashboard reads keys from a terminal, but stdin is not one and /dev/tty cannot be opened; use --headless\n")
                 return ExitStatus.usage
+            }
+            let (stream, continuation) = AsyncStream<Int32>.makeStream(bufferingPolicy: .bufferingNewest(64))
+            screenSignals = (stream, continuation)
+            let listener = listener
+            signals = SignalWatcher(signals: Dashboard.signals) { number, _ in
+                // Once the dashboard has ended, its jobs are being cancelled (SIGTERM, SIGKILL
+                // after the grace period): a signal then kills them at once, as a second one
+                // does headless, and the remote workers' goodbye will not be waited for.
+                if case .terminated = continuation.yield(number), number != SIGWINCH {
+                    StandardError.write("jobtop: \(signalName(number)): killing every running job now\n")
+                    Scheduler.killAllJobProcessesNow()
+                    listener?.dropConnectionsNow()
+                }
             }
         }
 
@@ -94,8 +109,9 @@ struct RunSession {
         let feeding = Task { await Self.feed(plan, reader: reader, to: client, batch: batch, requiresJobs: requiresJobs) }
 
         var dashboardSignal: Int32?
-        if case .screen(let title) = presenter {
-            let exit = await Dashboard.run(scheduler: scheduler, options: DashboardOptions(title: title))
+        if case .screen(let title) = presenter, let screenSignals {
+            let exit = await Dashboard.run(client: client, signals: screenSignals.stream, options: DashboardOptions(title: title))
+            screenSignals.continuation.finish()
             if case .signal(let number) = exit { dashboardSignal = number }
             _ = try? await client.perform(.shutdown(.cancelRunning))
         }
@@ -109,8 +125,10 @@ struct RunSession {
         let followed = await following.value
         let wall = ContinuousClock.now - started
         let goodbyeSignal = await stopListening(signals: signals)
-        let summary = RunSummary(
-            counts: followed.counts, wall: wall, signal: dashboardSignal ?? signals?.firstSignal ?? goodbyeSignal)
+        // Under the dashboard, what a signal meant is what the dashboard made of it (SIGWINCH
+        // and a first SIGINT do not end a run); a signal during the workers' goodbye ends it.
+        let signal = (isScreen ? dashboardSignal : signals?.firstSignal) ?? goodbyeSignal
+        let summary = RunSummary(counts: followed.counts, wall: wall, signal: signal)
         var isRefused = false
         if case .refused = fed { isRefused = true }
         // Bad input before any job: stdout stays empty, as for every other input error.
@@ -131,22 +149,21 @@ struct RunSession {
     }
 
     /// Says goodbye to the remote workers and waits for their connections to close, at most the
-    /// listener's shutdown grace (2 s). A signal meanwhile (a second Ctrl-C, or a first one that
-    /// comes now) ends the wait at once.
+    /// listener's shutdown grace (2 s). A termination signal meanwhile (a second Ctrl-C, or a
+    /// first one that comes now) ends the wait at once.
     ///
-    /// - Parameter signals: The run's watcher (headless); under the dashboard, which has given
-    ///   its signals back by now, one is started for the wait.
+    /// - Parameter signals: The run's watcher, which now hands its signals here.
     /// - Returns: The signal that cut the wait short, if one did.
     private func stopListening(signals: SignalWatcher?) async -> Int32? {
         guard let listener else { return nil }
         let interrupted = Locked<Int32?>(nil)
-        let onSignal: @Sendable (Int32, Int) -> Void = { number, _ in
+        let watcher = signals ?? SignalWatcher(signals: [SIGINT, SIGTERM, SIGHUP]) { _, _ in }
+        watcher.replaceHandler { number, _ in
+            guard [SIGINT, SIGTERM, SIGHUP].contains(number) else { return }  // SIGWINCH, under the dashboard
             StandardError.write("jobtop: \(signalName(number)): not waiting for remote workers to close their connections\n")
             interrupted.withLock { $0 = $0 ?? number }
             listener.dropConnectionsNow()
         }
-        let watcher = signals ?? SignalWatcher(signals: [SIGINT, SIGTERM, SIGHUP]) { _, _ in }
-        watcher.replaceHandler(onSignal)
         await listener.stop()
         if signals == nil { watcher.stop() }
         return interrupted.withLock { $0 }

@@ -3,9 +3,10 @@ import Foundation
 import Scheduler
 
 
-/// Watches termination signals with dispatch sources and tells a handler each one, numbered:
-/// the first asks for a gentle stop, a second for a hard one. Headless runs and `jobtop worker`
-/// decide what that means; under the dashboard none is installed (the dashboard owns signals).
+/// Watches signals with dispatch sources and tells a handler each one, numbered: the one
+/// signal path of jobtop. Headless runs and `jobtop worker` decide what the first (a gentle
+/// stop) and a second (a hard one) mean; under the dashboard the handler hands them to the
+/// dashboard as a stream (SIGWINCH included), and the dashboard decides.
 final class SignalWatcher {
     /// What the handlers share: the signals received, in order, and what to do with the next.
     private final class Received: Sendable {

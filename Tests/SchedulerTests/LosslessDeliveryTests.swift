@@ -60,4 +60,29 @@ struct LosslessDeliveryTests {
         await scheduler.shutdown(.graceful)
         await running
     }
+
+    @Test("A closure job that waits for the flow between lines is slowed down like a process: unread events stay bounded")
+    func aClosureJobWaitsForTheFlow() async throws {
+        let scheduler = Scheduler(configuration: .init(localSlots: 1, seed: 5))
+        async let running: Void = scheduler.run()
+        let limit = 64
+        let events = await scheduler.events(bufferLimit: limit, includeOutput: true, delivery: .lossless)
+        let lines = 20_000
+        let id = try await scheduler.submit(JobSpec(work: .closure { context in
+            for line in 1...lines {
+                await context.waitUntilOutputFlows()
+                context.log("\(line)")
+            }
+        }))
+        var reader = EventReader(events)
+        #expect(await reader.final(of: id)?.name == "succeeded")
+        let printed = reader.seen.compactMap { event -> String? in
+            if case .output(id, let line) = event.kind { line.text } else { nil }
+        }
+        #expect(printed == (1...lines).map(String.init))
+        // One line past the limit at most, plus the job's own start and end.
+        #expect(await scheduler.mostUnreadByLosslessSubscribers <= limit + 8)
+        await scheduler.shutdown(.graceful)
+        await running
+    }
 }

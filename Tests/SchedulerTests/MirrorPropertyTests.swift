@@ -34,7 +34,12 @@ import Testing
                 switch action {
                 case .emit(let kind):
                     seq += 1
-                    mirror.apply(SchedulerEvent(seq: seq, time: now, kind: kind))
+                    // Every job that leaves the table is named as it goes, and no other.
+                    let before = Set(mirror.jobs.keys)
+                    var evicted: [JobID] = []
+                    mirror.apply(SchedulerEvent(seq: seq, time: now, kind: kind)) { evicted.append($0) }
+                    let vanished = before.subtracting(mirror.jobs.keys)
+                    #expect(evicted.count == vanished.count && Set(evicted) == vanished, "evicted \(evicted), vanished \(vanished)")
                     if case .submitted(let info) = kind { known.append(info.id) }
                 case .start(let id, let attempt, let worker):
                     running.append((id, attempt, worker))
@@ -58,6 +63,13 @@ import Testing
             #expect(mirror.isPaused == snapshot.isPaused && mirror.shutdown == snapshot.shutdown, "\(step)")
             #expect(mirror.localSlots == snapshot.localSlots && mirror.totalSlots == snapshot.totalSlots, "\(step)")
             #expect(mirror.workers.map(\.id) == snapshot.workers.map(\.descriptor.id), "\(step): workers")
+            for worker in snapshot.workers {
+                #expect(mirror.worker(worker.descriptor.id) == worker.descriptor, "\(step): worker \(worker.descriptor.name) by id")
+            }
+            #expect(mirror.runningJobs == Set(snapshot.workers.flatMap(\.running)), "\(step): running jobs")
+            // No event says a busy worker began to retire: the mirror knows only what a snapshot
+            // said, and never more than the engine.
+            #expect(mirror.retiringWorkers.isSubset(of: Set(snapshot.workers.filter(\.isRetiring).map(\.descriptor.id))), "\(step): retiring")
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import JobtopTestSupport
 import Testing
 @testable import Scheduler
 
@@ -8,10 +9,10 @@ import Testing
 struct ShellJobTests {
     /// Runs `body` with a real scheduler and a subscriber that sees every event.
     static func withScheduler(
-        slots: Int = 2, grace: Duration = .seconds(5),
+        slots: Int = 2, grace: Duration = .seconds(5), clock: some Clock<Duration> = ContinuousClock(),
         _ body: (Scheduler, inout EventReader) async throws -> Void
     ) async throws {
-        let scheduler = Scheduler(configuration: .init(localSlots: slots, gracePeriod: grace, seed: 11))
+        let scheduler = Scheduler(configuration: .init(localSlots: slots, gracePeriod: grace, seed: 11), clock: clock)
         async let running: Void = scheduler.run()
         var reader = EventReader(await scheduler.events())
         do {
@@ -143,13 +144,16 @@ struct ShellJobTests {
 
     @Test func aTimeoutKillsTheGroupAndAGrandchildThatIgnoresSIGTERMGetsSIGKILL() async throws {
         let pidFile = Self.temporaryFile("pids")
-        try await Self.withScheduler(grace: .milliseconds(300)) { scheduler, reader in
+        // The timeout runs on a manual clock: it fires once the grandchild is ready, however
+        // slowly the shells start on a loaded machine.
+        let clock = ManualClock()
+        try await Self.withScheduler(grace: .milliseconds(300), clock: clock) { scheduler, reader in
             // The grandchild says "ready" itself once its pid is written and its trap set.
             var spec = JobSpec.shell("sh -c 'trap \"\" TERM; echo $$ > \(pidFile); echo ready; while :; do sleep 1; done' & wait")
-            // Long enough for the shells to start on a loaded machine under ThreadSanitizer.
             spec.timeout = .seconds(3)
             let id = try await scheduler.submit(spec)
             let pids = await Self.pids(in: pidFile, count: 1, reader: &reader, job: id)
+            clock.advance(by: .seconds(3))
             guard case .failed(_, .timeout(.seconds(3)), 1)? = await reader.final(of: id) else {
                 Issue.record("expected a timeout failure")
                 return

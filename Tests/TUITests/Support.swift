@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 import Scheduler
 @testable import TUI
 
@@ -45,7 +46,8 @@ struct ModelBuilder {
 }
 
 /// A grid of cells that draws frames the way a terminal does: a wide character takes two
-/// cells, and nothing may run past the right edge.
+/// cells, and nothing may run past the right edge. Keys and sizes are scripted; every frame is
+/// captured, and a test can await the first frame that shows what it expects.
 @MainActor
 final class FakeTerminal: Terminal {
     var size: TerminalSize
@@ -53,9 +55,22 @@ final class FakeTerminal: Terminal {
     var keys: [Key] = []
     /// Rows whose text was wider than the screen.
     private(set) var overflows: [Int] = []
+    /// The size the "kernel" reports: ``updateSize()`` takes it (after a resize).
+    var kernelSize: TerminalSize
+    var isInputClosed = false
+    /// Whether the dashboard gave the terminal back.
+    private(set) var isClosed = false
+    /// Frames drawn so far.
+    private(set) var frameCount = 0
+    /// Where the last frame put the cursor.
+    private(set) var cursor: ScreenPosition?
+    private var onInput: (@MainActor @Sendable () -> Void)?
+    private var waiters: [Int: (matches: ([String]) -> Bool, continuation: CheckedContinuation<[String], Never>)] = [:]
+    private var nextWaiter = 0
 
     init(rows: Int, columns: Int) {
         size = TerminalSize(rows: rows, columns: columns)
+        kernelSize = size
         cells = Array(repeating: Array(repeating: " ", count: columns), count: rows)
     }
 
@@ -79,11 +94,72 @@ final class FakeTerminal: Terminal {
                 column += width
             }
         }
+        cursor = frame.cursor
+        frameCount += 1
+        let lines = lines
+        for (key, waiter) in waiters where waiter.matches(lines) {
+            waiters[key] = nil
+            waiter.continuation.resume(returning: lines)
+        }
     }
 
     func readKey() -> Key? { keys.isEmpty ? nil : keys.removeFirst() }
 
-    func updateSize() {}
+    func updateSize() { size = kernelSize }
+
+    func watchInput(_ onInput: @escaping @MainActor @Sendable () -> Void) { self.onInput = onInput }
+
+    func close() {
+        isClosed = true
+        onInput = nil
+    }
+
+    /// Types `keys`: they wait to be read, and the dashboard is told, as a readable stdin would.
+    func type(_ keys: Key...) {
+        self.keys.append(contentsOf: keys)
+        onInput?()
+    }
+
+    /// Types each character of `text`.
+    func type(_ text: String) {
+        keys.append(contentsOf: text.map(Key.char))
+        onInput?()
+    }
+
+    /// The first frame, from the present one on, that `matches`; waits for the dashboard to draw
+    /// it. A test's time limit is the guard against one that never comes: cancelled, the wait
+    /// records an issue with the last screen and returns it.
+    @discardableResult
+    func frame(
+        where matches: @escaping ([String]) -> Bool, sourceLocation: SourceLocation = #_sourceLocation
+    ) async -> [String] {
+        if frameCount > 0, matches(lines) { return lines }
+        let key = nextWaiter
+        nextWaiter += 1
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                if Task.isCancelled {
+                    continuation.resume(returning: lines)
+                } else {
+                    waiters[key] = (matches, continuation)
+                }
+            }
+        } onCancel: {
+            Task { @MainActor in self.giveUp(key, sourceLocation: sourceLocation) }
+        }
+    }
+
+    private func giveUp(_ key: Int, sourceLocation: SourceLocation) {
+        guard let waiter = waiters.removeValue(forKey: key) else { return }
+        Issue.record("no frame as expected came; the last one:\n\(lines.joined(separator: "\n"))", sourceLocation: sourceLocation)
+        waiter.continuation.resume(returning: lines)
+    }
+
+    /// The first frame with a row that contains every one of `parts`.
+    @discardableResult
+    func frame(showing parts: String..., sourceLocation: SourceLocation = #_sourceLocation) async -> [String] {
+        await frame(where: { lines in lines.contains { line in parts.allSatisfy(line.contains) } }, sourceLocation: sourceLocation)
+    }
 
     /// The screen's rows as text.
     var lines: [String] { cells.map { $0.joined() } }
