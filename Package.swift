@@ -90,9 +90,16 @@ let package = Package(
             name: "jobtop-dashboard-bench",
             dependencies: ["TUI"]
         ),
+        // What the test targets share: the manual clock, running the built binary, scratch
+        // directories, process checks. Only test targets depend on it (never a product).
+        .target(
+            name: "JobtopTestSupport",
+            dependencies: ["Scheduler", "CProcess"],
+            path: "Tests/TestSupport"
+        ),
         .testTarget(
             name: "SchedulerTests",
-            dependencies: ["Scheduler"]
+            dependencies: ["Scheduler", "JobtopTestSupport"]
         ),
         .testTarget(
             name: "TUITests",
@@ -101,12 +108,12 @@ let package = Package(
         // Remote workers end to end: real worker processes on loopback.
         .testTarget(
             name: "RemoteTests",
-            dependencies: ["Scheduler", "SchedulerRemote", "CProcess", "jobtop"]
+            dependencies: ["Scheduler", "SchedulerRemote", "CProcess", "JobtopTestSupport", "jobtop"]
         ),
         // End-to-end tests of the built binary (jobtop is a dependency so `swift test` builds it).
         .testTarget(
             name: "JobtopTests",
-            dependencies: ["jobtop"]
+            dependencies: ["jobtop", "JobtopTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

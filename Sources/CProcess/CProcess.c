@@ -22,6 +22,12 @@ extern char **environ;
 
 int jt_spawn(const char *path, char *const argv[], char *const envp[], const char *cwd,
              int stdout_fd, int stderr_fd, pid_t *pid_out, int *recorded) {
+    return jt_spawn_io(path, argv, envp, cwd, -1, stdout_fd, stderr_fd, 1, pid_out, recorded);
+}
+
+int jt_spawn_io(const char *path, char *const argv[], char *const envp[], const char *cwd,
+                int stdin_fd, int stdout_fd, int stderr_fd, int new_session, pid_t *pid_out,
+                int *recorded) {
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attr;
     int rc = posix_spawn_file_actions_init(&actions);
@@ -34,11 +40,17 @@ int jt_spawn(const char *path, char *const argv[], char *const envp[], const cha
     sigemptyset(&none);
     posix_spawnattr_setsigdefault(&attr, &all);
     posix_spawnattr_setsigmask(&attr, &none);
+    short flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK;
     // A new session: the job gets its own process group (pgid == pid) and no controlling
     // terminal, so it can neither read the dashboard's keys nor be hit by its Ctrl-C.
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+    if (new_session) flags |= POSIX_SPAWN_SETSID;
+    posix_spawnattr_setflags(&attr, flags);
 
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    if (stdin_fd >= 0) {
+        posix_spawn_file_actions_adddup2(&actions, stdin_fd, 0);
+    } else {
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    }
     posix_spawn_file_actions_adddup2(&actions, stdout_fd, 1);
     posix_spawn_file_actions_adddup2(&actions, stderr_fd, 2);
     // Nothing else crosses into the job: SwiftNIO opens its sockets without O_CLOEXEC, so a job

@@ -96,3 +96,25 @@ struct LineSplitter {
         return OutputLine(stream: stream, text: String(decoding: bytes, as: UTF8.self), ending: ending, bytes: Array(bytes))
     }
 }
+
+extension OutputLine {
+    /// The lines that `bytes` followed by `ending` make, cut exactly as a job's own output is
+    /// (at `\n`, `\r\n` and a lone `\r`; pieces of at most 16 KiB): for output that arrives
+    /// already split, from a peer that is not trusted to have split it right (a remote worker).
+    ///
+    /// - Parameters:
+    ///   - bytes: One line's bytes, without its end.
+    ///   - stream: The stream it came from.
+    ///   - ending: How it ended.
+    /// - Returns: The line, or the lines and pieces it holds; none when `bytes` is empty and
+    ///   `ending` is ``Ending/none``. Their ``rawBytes`` put together are `bytes` and `ending`.
+    public static func lines(of bytes: some Collection<UInt8>, stream: Stream, ending: Ending) -> [OutputLine] {
+        var splitter = LineSplitter(stream: stream)
+        var lines: [OutputLine] = []
+        var all = Array(bytes)
+        all.append(contentsOf: ending.bytes)
+        all.withUnsafeBufferPointer { splitter.feed($0) { lines.append($0) } }
+        splitter.flush { lines.append($0) }
+        return lines
+    }
+}

@@ -4,10 +4,10 @@ import Dispatch
 /// The one mailbox type: producers put elements in, one consumer takes everything there is at
 /// once, waiting (asynchronously) while it is empty.
 ///
-/// Taking whole batches makes a burst cost one wake-up. Putting never waits, except with
-/// ``sendBlocking(contentsOf:)``, which a producer on a thread of its own (a file reader) uses
-/// for back-pressure: it blocks while the mailbox holds `capacity` elements or more. Never call
-/// that from Swift's cooperative pool.
+/// Taking whole batches makes a burst cost one wake-up. Putting never waits. A producer that
+/// wants back-pressure waits for room first: on a thread of its own (a file reader) with
+/// ``sendBlocking(contentsOf:)``, which blocks while the mailbox holds `capacity` elements or more
+/// (never call that from Swift's cooperative pool); in a task with ``waitForRoom()``.
 public final class Mailbox<Element: Sendable>: Sendable {
     private struct State {
         var items: Deque<Element> = []
@@ -15,6 +15,9 @@ public final class Mailbox<Element: Sendable>: Sendable {
         var isFinished = false
         /// Threads blocked in `sendBlocking`, waiting for room.
         var blockedSenders = 0
+        /// Tasks in `waitForRoom`.
+        var roomWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
+        var nextWaiterID = 0
     }
 
     private let state = Locked(State())
@@ -75,16 +78,20 @@ public final class Mailbox<Element: Sendable>: Sendable {
     ///   and empty, or when the waiting task is cancelled.
     public func take() async -> [Element]? {
         while true {
-            let (ready, wake) = state.withLock { state -> ([Element]??, Int) in
+            let (ready, wake, roomWaiters) = state.withLock { state -> ([Element]??, Int, [CheckedContinuation<Void, Never>]) in
                 if !state.items.isEmpty {
                     let items = Array(state.items)
                     state.items.removeAll(keepingCapacity: true)
-                    defer { state.blockedSenders = 0 }
-                    return (.some(items), state.blockedSenders)
+                    defer {
+                        state.blockedSenders = 0
+                        state.roomWaiters = [:]
+                    }
+                    return (.some(items), state.blockedSenders, Array(state.roomWaiters.values))
                 }
-                return (state.isFinished ? .some(nil) : nil, 0)
+                return (state.isFinished ? .some(nil) : nil, 0, [])
             }
             for _ in 0..<wake { room.signal() }
+            for waiter in roomWaiters { waiter.resume() }
             if let ready { return ready }
             if Task.isCancelled { return nil }
             await withTaskCancellationHandler {
@@ -108,18 +115,45 @@ public final class Mailbox<Element: Sendable>: Sendable {
         }
     }
 
+    /// Waits (asynchronously) while the mailbox holds `capacity` elements or more: until the
+    /// consumer takes them, the mailbox is finished or the waiting task is cancelled. A producer
+    /// in a task calls it before it sends, for back-pressure.
+    public func waitForRoom() async {
+        let id = state.withLock { state in
+            defer { state.nextWaiterID += 1 }
+            return state.nextWaiterID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = state.withLock { state -> Bool in
+                    // Checked under the lock: a take, finish or cancel that came before the
+                    // waiter was stored found nothing to resume.
+                    if state.isFinished || state.items.count < capacity || Task.isCancelled { return true }
+                    state.roomWaiters[id] = continuation
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            let waiter = state.withLock { $0.roomWaiters.removeValue(forKey: id) }
+            waiter?.resume()
+        }
+    }
+
     /// Ends the mailbox: the consumer gets what is in it, then `nil`; senders are refused and
-    /// blocked senders let go.
+    /// blocked senders (and tasks waiting for room) let go.
     public func finish() {
-        let (waiter, blocked) = state.withLock { state -> (CheckedContinuation<Void, Never>?, Int) in
+        let (waiter, blocked, roomWaiters) = state.withLock { state -> (CheckedContinuation<Void, Never>?, Int, [CheckedContinuation<Void, Never>]) in
             state.isFinished = true
             defer {
                 state.waiter = nil
                 state.blockedSenders = 0
+                state.roomWaiters = [:]
             }
-            return (state.waiter, state.blockedSenders)
+            return (state.waiter, state.blockedSenders, Array(state.roomWaiters.values))
         }
         waiter?.resume()
         for _ in 0..<blocked { room.signal() }
+        for waiter in roomWaiters { waiter.resume() }
     }
 }

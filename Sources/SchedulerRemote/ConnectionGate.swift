@@ -1,6 +1,5 @@
 import NIOCore
 import Scheduler
-import Synchronization
 
 /// Every TCP connection the listener accepted, from accept to close: who may stay, and for how
 /// long, before showing a token.
@@ -42,7 +41,7 @@ final class ConnectionGate: Sendable {
         var unloggedExpiries = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let clock: SchedulerClock
     private let limits: Limits
     private let log: @Sendable (String) -> Void

@@ -45,6 +45,7 @@ extension Jobtop_Remote_V1_JobSpec {
         workingDirectory = spec.workingDirectory ?? ""
         progressPattern = spec.progressPattern?.pattern ?? ""
         name = spec.name ?? ""
+        keepBackground = spec.keepBackground
     }
 
     /// The spec to run on this machine: no retry, no timeout (the coordinator owns both).
@@ -68,7 +69,44 @@ extension Jobtop_Remote_V1_JobSpec {
             work: body,
             environment: environment,
             workingDirectory: workingDirectory.isEmpty ? nil : workingDirectory,
-            progressPattern: pattern)
+            progressPattern: pattern,
+            keepBackground: keepBackground)
+    }
+}
+
+extension Jobtop_Remote_V1_Output.Line {
+    /// A line as it travels: its text when it is UTF-8, else its exact bytes; and its ending.
+    init(_ line: OutputLine) {
+        self.init()
+        stderr = line.stream == .stderr
+        if let bytes = line.bytes {
+            raw = Data(bytes)
+        } else {
+            text = line.text
+        }
+        ending = switch line.ending {
+        case .newline: .newline
+        case .carriageReturn: .carriageReturn
+        case .carriageReturnNewline: .carriageReturnNewline
+        case .none: .none
+        }
+    }
+
+    /// The line as the engine reports it. A peer's line is cut again as a local job's output is,
+    /// so a line end inside it cannot pass two lines off as one, and its text is derived from
+    /// its bytes, so the two cannot disagree.
+    var engineLines: [OutputLine] {
+        let stream: OutputLine.Stream = stderr ? .stderr : .stdout
+        let ending: OutputLine.Ending = switch self.ending {
+        case .newline: .newline
+        case .carriageReturn: .carriageReturn
+        case .carriageReturnNewline: .carriageReturnNewline
+        case .none: .none
+        // A later peer's ending this build does not know: a line end is the safe reading.
+        case .UNRECOGNIZED: .newline
+        }
+        if raw.isEmpty { return OutputLine.lines(of: text.utf8, stream: stream, ending: ending) }
+        return OutputLine.lines(of: raw, stream: stream, ending: ending)
     }
 }
 

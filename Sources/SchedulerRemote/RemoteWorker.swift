@@ -1,13 +1,14 @@
 import Scheduler
-import Synchronization
 
 /// A `jobtop worker` process as the coordinator's pool sees it: the engine awaits `execute`
 /// exactly as for a local slot, and the transport stays behind this type.
 ///
 /// Each `execute` queues an `Assign` on the worker's stream and suspends until the worker
-/// sends `Finished` for that attempt, or until the worker is lost. Output and progress the
-/// worker streams back go to the assignment's reporter, so they look like a local job's. A
-/// stop (cancel, timeout) becomes a `Cancel` message.
+/// sends `Finished` for that attempt, or until the worker is lost. Output (line endings and
+/// bytes that are not UTF-8 included), progress and leftover processes the worker streams back
+/// go to the assignment's reporter, so they look like a local job's. A stop (cancel, timeout)
+/// becomes a `Cancel` message. A `keep_background` job is not sent to a worker too old to honour
+/// it: its attempt fails with an error instead.
 ///
 /// Losing the worker is ordered: the listener first removes the worker from the scheduler
 /// (which requeues its running jobs), and only then are the pending `execute` calls resumed
@@ -43,15 +44,21 @@ public final class RemoteWorker: Worker {
         var lateCalls: [CheckedContinuation<Termination, Never>] = []
     }
 
-    private let state = Mutex(State())
-    private let outbox: Outbox<WireCoordinatorMessage>
+    private let state = Locked(State())
+    private let outbox: Mailbox<WireCoordinatorMessage>
+    /// What the worker said it can do beyond the first protocol version 1 (its hello).
+    private let features: Set<Jobtop_Remote_V1_Feature>
     private let gracePeriod: Duration
     private let roundTrips: RoundTripRecorder?
     private let clock = ContinuousClock()
 
-    init(descriptor: WorkerDescriptor, outbox: Outbox<WireCoordinatorMessage>, gracePeriod: Duration, roundTrips: RoundTripRecorder?) {
+    init(
+        descriptor: WorkerDescriptor, outbox: Mailbox<WireCoordinatorMessage>, features: Set<Jobtop_Remote_V1_Feature>,
+        gracePeriod: Duration, roundTrips: RoundTripRecorder?
+    ) {
         self.descriptor = descriptor
         self.outbox = outbox
+        self.features = features
         self.gracePeriod = gracePeriod
         self.roundTrips = roundTrips
     }
@@ -61,6 +68,10 @@ public final class RemoteWorker: Worker {
     public func execute(_ assignment: JobAssignment) async -> Termination {
         guard let spec = Jobtop_Remote_V1_JobSpec(assignment.spec) else {
             return .error("a Swift closure job cannot run on remote worker '\(descriptor.name)'")
+        }
+        if assignment.spec.keepBackground && !features.contains(.keepBackground) {
+            // Sent anyway, an older worker would stop what the job means to leave running.
+            return .error("remote worker '\(descriptor.name)' runs an older jobtop that cannot keep background processes (keep_background); upgrade it")
         }
         let key = AttemptKey(assignment)
         return await withTaskCancellationHandler {
@@ -128,17 +139,13 @@ public final class RemoteWorker: Worker {
             let key = AttemptKey(jobID: output.jobID, attempt: output.attempt)
             guard let reporter = state.withLock({ $0.pending[key]?.assignment.reporter }) else { break }
             for line in output.lines {
-                let stream: OutputLine.Stream = line.stderr ? .stderr : .stdout
-                // A line never holds a newline (a local job's never does); a worker that sends
-                // one gets it split, so it cannot pass one line off as two events' worth.
-                if line.text.utf8.contains(UInt8(ascii: "\n")) {
-                    for part in line.text.split(separator: "\n", omittingEmptySubsequences: false) {
-                        reporter.line(String(part), stream: stream)
-                    }
-                } else {
-                    reporter.line(line.text, stream: stream)
-                }
+                for piece in line.engineLines { reporter.line(piece) }
             }
+        case .leftover(let leftover):
+            // Before the attempt's Finished on the same stream, so before its final event.
+            let key = AttemptKey(jobID: leftover.jobID, attempt: leftover.attempt)
+            state.withLock { $0.pending[key]?.assignment.reporter }?
+                .leftoverProcesses(count: Int(leftover.count), stopped: leftover.stopped)
         case .progress(let progress):
             let key = AttemptKey(jobID: progress.jobID, attempt: progress.attempt)
             state.withLock { $0.pending[key]?.assignment.reporter }?.progress(progress.fraction)
@@ -201,6 +208,41 @@ public final class RemoteWorker: Worker {
             pending.continuation.resume(returning: .workerLost(why))
         }
         for continuation in late { continuation.resume(returning: .workerLost(why)) }
+    }
+
+    /// Returns once the scheduler's output may be read on (at once, mostly): while a lossless
+    /// subscriber is behind, the worker is not read (its writes wait, its jobs block on their
+    /// pipes), and its silence meanwhile is not held against it. Ends early when the calling task
+    /// is cancelled.
+    func waitUntilOutputFlows(_ liveness: Liveness) async {
+        guard let reporter = state.withLock({ $0.pending.values.first?.assignment.reporter }), !reporter.isFlowing else {
+            return
+        }
+        liveness.pause()
+        defer { liveness.resume() }
+        enum Wait { case waiting(CheckedContinuation<Void, Never>?), over }
+        let wait = Locked(Wait.waiting(nil))
+        @Sendable func end() {
+            let continuation = wait.withLock { wait -> CheckedContinuation<Void, Never>? in
+                defer { wait = .over }
+                if case .waiting(let continuation) = wait { return continuation }
+                return nil
+            }
+            continuation?.resume()
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                // Checked under the lock: a flow or a cancel that came first left `.over`.
+                let isOver = wait.withLock { wait -> Bool in
+                    if case .over = wait { return true }
+                    wait = .waiting(continuation)
+                    return false
+                }
+                if isOver { continuation.resume() } else { reporter.whenFlowing(end) }
+            }
+        } onCancel: {
+            end()
+        }
     }
 
     /// Attempts sent to the worker and not yet finished.

@@ -1,9 +1,9 @@
-import Synchronization
+import Scheduler
 
 /// Collects assign → ack round trips (for the benchmark): the time from queueing an `Assign`
 /// on the coordinator to reading the worker's `Ack`, which the worker sends before it spawns.
 public final class RoundTripRecorder: Sendable {
-    private let samples = Mutex<[Duration]>([])
+    private let samples = Locked<[Duration]>([])
 
     /// Creates an empty recorder.
     public init() {}

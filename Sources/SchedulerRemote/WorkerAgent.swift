@@ -2,7 +2,6 @@ import Foundation
 import GRPCCore
 import GRPCNIOTransportHTTP2Posix
 import Scheduler
-import Synchronization
 
 /// The worker process's side: joins a coordinator's pool and runs what it is assigned.
 ///
@@ -83,6 +82,10 @@ public final class WorkerAgent: Sendable {
     /// The configuration it was made with.
     public let configuration: Configuration
 
+    /// Messages the worker's outbox holds before job output waits for room (a line is at most
+    /// 16 KiB, so at most a few MiB).
+    static let outboxCapacity = 256
+
     private enum Input: Sendable {
         case message(WireCoordinatorMessage)
         case event(SchedulerEvent)
@@ -116,11 +119,10 @@ public final class WorkerAgent: Sendable {
         var attempt: Task<SessionEnd, Never>?
         /// The sleep between attempts (drain and stop end it).
         var pause: Task<Void, Never>?
-        var subscribers: [Int: AsyncStream<Event>.Continuation] = [:]
-        var nextSubscriber = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
+    private let subscribers = Subscribers<Event>()
     private let clock: SchedulerClock
 
     /// Creates an agent; nothing happens until ``run()``.
@@ -130,22 +132,9 @@ public final class WorkerAgent: Sendable {
     }
 
     /// What the agent goes through, from now on.
-    public var events: AsyncStream<Event> {
-        let (stream, continuation) = AsyncStream.makeStream(of: Event.self)
-        let id = state.withLock { state in
-            defer { state.nextSubscriber += 1 }
-            state.subscribers[state.nextSubscriber] = continuation
-            return state.nextSubscriber
-        }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) }
-        }
-        return stream
-    }
+    public var events: AsyncStream<Event> { subscribers.subscribe() }
 
-    private func publish(_ event: Event) {
-        for subscriber in state.withLock({ Array($0.subscribers.values) }) { subscriber.yield(event) }
-    }
+    private func publish(_ event: Event) { subscribers.publish(event) }
 
     /// Connects, serves, and reconnects until drained or stopped.
     ///
@@ -245,7 +234,11 @@ public final class WorkerAgent: Sendable {
     }
 
     private func connect(_ welcome: WelcomeDeadline) async -> SessionEnd {
-        let outbox = Outbox<WireWorkerMessage>()
+        // What the worker says, written by one writer loop in batches (one wake-up and one flush
+        // per batch). Job output waits for room in it (see `serve`), so it stays near its
+        // capacity however fast the jobs write and however slowly the coordinator reads; the few
+        // other messages (acks, heartbeats, results) never wait.
+        let outbox = Mailbox<WireWorkerMessage>(capacity: Self.outboxCapacity)
         let hello = WireWorkerMessage.with {
             $0.hello = .with {
                 $0.name = configuration.name
@@ -253,6 +246,7 @@ public final class WorkerAgent: Sendable {
                 $0.protocolVersion = RemoteProtocol.version
                 $0.token = configuration.token ?? ""
                 $0.softwareVersion = RemoteProtocol.softwareVersion
+                $0.features = [.keepBackground]
             }
         }
         do {
@@ -268,7 +262,7 @@ public final class WorkerAgent: Sendable {
                 options.waitForReady = false
                 return try await WirePool.Client(wrapping: client).connect(options: options, requestProducer: { writer in
                     try await writer.write(hello)
-                    while let batch = await outbox.next() { try await writer.write(contentsOf: batch) }
+                    while let batch = await outbox.take() { try await writer.write(contentsOf: batch) }
                 }, onResponse: { response in
                     defer { outbox.finish() }
                     return await self.serve(response.messages, outbox: outbox, welcome: welcome)
@@ -282,7 +276,7 @@ public final class WorkerAgent: Sendable {
 
     private func serve(
         _ messages: RPCAsyncSequence<WireCoordinatorMessage, any Error>,
-        outbox: Outbox<WireWorkerMessage>,
+        outbox: Mailbox<WireWorkerMessage>,
         welcome deadline: WelcomeDeadline
     ) async -> SessionEnd {
         let (inputs, input) = AsyncStream.makeStream(of: Input.self)
@@ -344,10 +338,17 @@ public final class WorkerAgent: Sendable {
             let interval = Duration.milliseconds(max(10, Int(welcome.heartbeatIntervalMs)))
             let inner = Scheduler(configuration: .init(
                 localSlots: configuration.slots, gracePeriod: .milliseconds(Int(welcome.gracePeriodMs))))
-            let events = await inner.events()
+            // Lossless, as the coordinator's log is: when the coordinator reads slowly (its own
+            // log is behind), the outbox fills, this loop waits for room, the subscription falls
+            // behind and the local scheduler stops reading the jobs' output, so the jobs block on
+            // their pipes; nothing is dropped and nothing grows without bound on either side.
+            let events = await inner.events(bufferLimit: Self.outboxCapacity, delivery: .lossless)
             group.addTask { await inner.run() }
             group.addTask {
-                for await event in events { input.yield(.event(event)) }
+                for await event in events {
+                    await outbox.waitForRoom()
+                    input.yield(.event(event))
+                }
             }
             group.addTask {
                 let limit = interval * 3
@@ -386,7 +387,7 @@ public final class WorkerAgent: Sendable {
     /// The one loop that handles the coordinator's messages and the local scheduler's events,
     /// in order: an attempt's id mapping exists before any of its events is handled.
     private func dispatch(
-        _ inputs: inout AsyncStream<Input>.Iterator, inner: Scheduler, outbox: Outbox<WireWorkerMessage>
+        _ inputs: inout AsyncStream<Input>.Iterator, inner: Scheduler, outbox: Mailbox<WireWorkerMessage>
     ) async -> SessionEnd {
         var byAttempt: [AttemptKey: JobID] = [:]
         var byJob: [JobID: AttemptKey] = [:]
@@ -430,10 +431,18 @@ public final class WorkerAgent: Sendable {
                         $0.output = .with {
                             $0.jobID = key.jobID
                             $0.attempt = key.attempt
-                            $0.lines = [.with {
-                                $0.stderr = line.stream == .stderr
-                                $0.text = line.text
-                            }]
+                            $0.lines = [.init(line)]
+                        }
+                    })
+                case .leftoverProcesses(let id, let count, let stopped):
+                    // Before the attempt's Finished: its final event comes after this one.
+                    guard let key = byJob[id] else { break }
+                    outbox.send(.with {
+                        $0.leftover = .with {
+                            $0.jobID = key.jobID
+                            $0.attempt = key.attempt
+                            $0.count = UInt32(clamping: count)
+                            $0.stopped = stopped
                         }
                     })
                 case .progress(let id, let fraction):
@@ -538,7 +547,7 @@ public final class WorkerAgent: Sendable {
 /// An attempt's race between the welcome and the hello deadline: whichever comes first wins.
 final class WelcomeDeadline: Sendable {
     private enum Outcome { case waiting, welcomed, expired }
-    private let outcome = Mutex(Outcome.waiting)
+    private let outcome = Locked(Outcome.waiting)
 
     /// The welcome came. - Returns: `false` when the deadline had already passed.
     func welcome() -> Bool {

@@ -2,7 +2,6 @@ import Foundation
 import GRPCCore
 import GRPCNIOTransportHTTP2Posix
 import Scheduler
-import Synchronization
 
 /// The coordinator's side of remote workers: a gRPC server that admits `jobtop worker`
 /// processes into a scheduler's pool.
@@ -82,7 +81,7 @@ public final class WorkerListener: Sendable {
         case joined(WorkerDescriptor)
         /// A worker was refused: the name it gave (escaped, see ``PeerText``) and why.
         case refused(name: String, reason: String)
-        /// A worker left the pool: why (`drained`, `connection lost: ...`, `no heartbeat ...`).
+        /// A worker left the pool, and why (rendered as text only where it is shown).
         case left(WorkerID, reason: WorkerLeaveReason)
     }
 
@@ -91,7 +90,8 @@ public final class WorkerListener: Sendable {
     private let scheduler: Scheduler
     private let service: PoolService
     private let gate: ConnectionGate
-    private let server: Mutex<(GRPCServer<HTTP2ServerTransport.Posix>, Task<Void, Never>)?> = Mutex(nil)
+    private let shutdownGrace = ShutdownGrace()
+    private let server: Locked<(GRPCServer<HTTP2ServerTransport.Posix>, Task<Void, Never>)?> = Locked(nil)
 
     /// Creates a listener; nothing listens until ``start()``.
     ///
@@ -134,7 +134,7 @@ public final class WorkerListener: Sendable {
             transport: .http2NIOPosix(
                 listeningSocketDescriptor: Int(socket), transportSecurity: .plaintext, config: transportConfig),
             services: [service])
-        let failure = Mutex<String?>(nil)
+        let failure = Locked<String?>(nil)
         let task = Task {
             do {
                 try await server.serve()
@@ -160,28 +160,39 @@ public final class WorkerListener: Sendable {
     ///
     /// Connections without a worker are closed at once; a worker that does not close its
     /// connection within ``Configuration/shutdownGrace`` of the goodbye (stopped, cut off) has
-    /// it dropped.
+    /// it dropped, and so has every connection still open when ``dropConnectionsNow()`` is
+    /// called.
     public func stop() async {
         guard let (server, task) = self.server.withLock({ value in defer { value = nil }; return value }) else { return }
         gate.close()
-        await service.closeAll(reason: "the coordinator is shutting down")
+        let workers = await service.closeAll(reason: "the coordinator is shutting down")
         server.beginGracefulShutdown()
-        let (clock, grace, gate, log) = (scheduler.clock, configuration.shutdownGrace, gate, configuration.log)
+        let (clock, grace, gate, log, shutdownGrace) = (scheduler.clock, configuration.shutdownGrace, gate, configuration.log, shutdownGrace)
+        if workers > 0 && !shutdownGrace.isCut {
+            log("jobtop: said goodbye to \(workers) worker\(workers == 1 ? "" : "s"); waiting up to \(formatDuration(grace)) for \(workers == 1 ? "its connection" : "their connections") to close")
+        }
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
-                do {
-                    try await clock.sleep(clock.now() + grace)
-                } catch {
-                    return  // everything closed in time
-                }
+                // Cancelled when every connection closed in time.
+                guard let ending = await shutdownGrace.wait(grace, on: clock) else { return }
                 let dropped = gate.closeAll()
-                if dropped > 0 {
-                    log("jobtop: dropped \(dropped) connection\(dropped == 1 ? "" : "s") still open \(formatDuration(grace)) after the goodbye")
+                guard dropped > 0 else { return }
+                let connections = "\(dropped) connection\(dropped == 1 ? "" : "s")"
+                switch ending {
+                case .expired: log("jobtop: dropped \(connections) still open \(formatDuration(grace)) after the goodbye")
+                case .cut: log("jobtop: dropped \(connections) still open after the goodbye, without waiting any longer")
                 }
             }
             await task.value
             group.cancelAll()
         }
+    }
+
+    /// Ends the wait of a ``stop()`` under way, or of the next one, at once: connections still
+    /// open after the goodbye are dropped without waiting for the shutdown grace. For a second
+    /// Ctrl-C; safe to call from any thread.
+    public func dropConnectionsNow() {
+        shutdownGrace.cut()
     }
 
     /// Writes one line to standard error.
@@ -204,16 +215,15 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
     private let gate: ConnectionGate
     private struct State {
         var connections: [WorkerID: Connection] = [:]
-        var subscribers: [Int: AsyncStream<WorkerListener.Event>.Continuation] = [:]
-        var nextSubscriber = 0
         var isClosed = false
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
+    private let subscribers = Subscribers<WorkerListener.Event>()
 
     /// A joined worker's stream.
     struct Connection: Sendable {
         let worker: RemoteWorker
-        let outbox: Outbox<WireCoordinatorMessage>
+        let outbox: Mailbox<WireCoordinatorMessage>
     }
 
     init(scheduler: Scheduler, configuration: WorkerListener.Configuration, gate: ConnectionGate) {
@@ -222,24 +232,13 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
         self.gate = gate
     }
 
-    func subscribe() -> AsyncStream<WorkerListener.Event> {
-        let (stream, continuation) = AsyncStream.makeStream(of: WorkerListener.Event.self)
-        let id = state.withLock { state in
-            defer { state.nextSubscriber += 1 }
-            state.subscribers[state.nextSubscriber] = continuation
-            return state.nextSubscriber
-        }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) }
-        }
-        return stream
-    }
+    func subscribe() -> AsyncStream<WorkerListener.Event> { subscribers.subscribe() }
 
-    private func publish(_ event: WorkerListener.Event) {
-        for subscriber in state.withLock({ Array($0.subscribers.values) }) { subscriber.yield(event) }
-    }
+    private func publish(_ event: WorkerListener.Event) { subscribers.publish(event) }
 
-    func closeAll(reason: String) async {
+    /// Says goodbye to every joined worker and admits no more.
+    /// - Returns: The number of workers told.
+    func closeAll(reason: String) async -> Int {
         let connections = state.withLock { state in
             state.isClosed = true
             return Array(state.connections.values)
@@ -248,6 +247,7 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
             connection.outbox.send(.with { $0.goodbye = .with { $0.reason = reason } })
             connection.outbox.finish()
         }
+        return connections.count
     }
 
     func connect(
@@ -256,7 +256,10 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
         context: ServerContext
     ) async throws {
         let peer = context.remotePeer
-        let outbox = Outbox<WireCoordinatorMessage>()
+        // What the coordinator says to this worker, written by one writer loop in batches (one
+        // wake-up and one flush per batch). Not bounded: the messages are small, and a worker
+        // that stops reading is soon declared lost by the heartbeat watchdog.
+        let outbox = Mailbox<WireCoordinatorMessage>()
         let admission = Admission()
         let clock = scheduler.clock
         let liveness = Liveness(clock: clock)
@@ -283,6 +286,10 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
                             await self.scheduler.retireWorker(worker.descriptor.id, reason: .drained)
                         }
                         if worker.handle(message) { return .drained }
+                        // A lossless subscriber that is behind (the headless log) slows remote
+                        // jobs as it slows local ones: no more of their output is read until it
+                        // catches up, and the worker's writes wait meanwhile.
+                        await worker.waitUntilOutputFlows(liveness)
                     }
                     return .lost(.closedByWorker)
                 } catch {
@@ -292,7 +299,7 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
             group.addTask {
                 // The only writer of this stream once the worker is in.
                 do {
-                    while let batch = await outbox.next() { try await response.write(contentsOf: batch) }
+                    while let batch = await outbox.take() { try await response.write(contentsOf: batch) }
                     return .closed  // finished by closeAll: the goodbye went out
                 } catch {
                     return .lost(.connectionLost(PeerText.escaped(Self.describe(error))))
@@ -357,7 +364,7 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
     /// - Returns: The worker, or `nil` when refused.
     private func admit(
         _ first: WireWorkerMessage, peer: String, response: RPCWriter<WireCoordinatorMessage>,
-        outbox: Outbox<WireCoordinatorMessage>, admission: Admission, liveness: Liveness
+        outbox: Mailbox<WireCoordinatorMessage>, admission: Admission, liveness: Liveness
     ) async throws -> RemoteWorker? {
         guard case .hello(let hello) = first.kind else {
             try await refuse(response, .badHello, name: "?", peer: peer, "the first message must be a hello")
@@ -399,7 +406,8 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
         }
         let descriptor = WorkerDescriptor(id: WorkerID(), name: name, kind: .remote, slots: Int(hello.slots))
         let worker = RemoteWorker(
-            descriptor: descriptor, outbox: outbox, gracePeriod: scheduler.configuration.gracePeriod,
+            descriptor: descriptor, outbox: outbox, features: Set(hello.features),
+            gracePeriod: scheduler.configuration.gracePeriod,
             roundTrips: configuration.roundTrips)
         try await response.write(.with {
             $0.welcome = .with {
@@ -454,25 +462,48 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
 
 /// The worker a stream admitted, once it is admitted.
 private final class Admission: Sendable {
-    private let value = Mutex<RemoteWorker?>(nil)
+    private let value = Locked<RemoteWorker?>(nil)
     func set(_ worker: RemoteWorker) { value.withLock { $0 = worker } }
     var worker: RemoteWorker? { value.withLock { $0 } }
 }
 
-/// When the peer was last heard from, on the injected clock.
+/// When the peer was last heard from, on the injected clock; a silence we caused (not reading
+/// while ``pause()``d) does not count.
 final class Liveness: Sendable {
+    private struct State {
+        var last: SchedulerTime
+        var isPaused = false
+    }
+
     private let clock: SchedulerClock
-    private let last: Mutex<SchedulerTime>
+    private let state: Locked<State>
 
     init(clock: SchedulerClock) {
         self.clock = clock
-        last = Mutex(clock.now())
+        state = Locked(State(last: clock.now()))
     }
 
     func touch() {
         let now = clock.now()
-        last.withLock { $0 = now }
+        state.withLock { $0.last = now }
     }
 
-    var silence: Duration { clock.now() - last.withLock { $0 } }
+    /// We stop reading the peer: its silence is not its fault until ``resume()``.
+    func pause() {
+        state.withLock { $0.isPaused = true }
+    }
+
+    /// We read the peer again; the silence counts from now.
+    func resume() {
+        let now = clock.now()
+        state.withLock { state in
+            state.isPaused = false
+            state.last = now
+        }
+    }
+
+    var silence: Duration {
+        let now = clock.now()
+        return state.withLock { $0.isPaused ? .zero : now - $0.last }
+    }
 }

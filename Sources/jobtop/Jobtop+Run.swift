@@ -141,9 +141,8 @@ extension Jobtop {
                 presenter: headless
                     ? .log(format: logFormat, logsOutput: logOutput)
                     : .screen(title: file.map { "jobtop: \($0)" } ?? "jobtop"),
-                outputDirectory: outputDir, haltsOnFailure: haltOnFailure, epoch: epoch)
+                outputDirectory: outputDir, haltsOnFailure: haltOnFailure, epoch: epoch, listener: listener)
             let status = await session.run(plan)
-            await listener?.stop()
             if status != ExitStatus.success { throw ExitCode(status) }
         }
     }

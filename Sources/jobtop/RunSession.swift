@@ -1,5 +1,6 @@
 import Foundation
 import Scheduler
+import SchedulerRemote
 import TUI
 
 /// One run: its jobs go to the scheduler as one batch, and one presenter shows it — the
@@ -26,6 +27,8 @@ struct RunSession {
     let haltsOnFailure: Bool
     /// Wall-clock seconds since 1970 at which the scheduler's clock read zero.
     let epoch: Double
+    /// The remote workers' listener (`--listen`), stopped when the run is over.
+    var listener: WorkerListener?
 
     /// Runs `plan` to its end (or to a signal, or until the user quits the dashboard) and
     /// returns the exit status.
@@ -47,7 +50,11 @@ struct RunSession {
         case .log(let logFormat, let output):
             format = logFormat
             logsOutput = output
-            signals = SignalWatcher { _ in Task { _ = try? await client.perform(.shutdown(.cancelRunning)) } }
+            let listener = listener
+            signals = SignalWatcher(
+                onFirst: { _ in Task { _ = try? await client.perform(.shutdown(.cancelRunning)) } },
+                // A second signal ends the run at once: no waiting for remote workers either.
+                onAgain: { listener?.dropConnectionsNow() })
         case .screen:
             isScreen = true
             guard Self.keysComeFromTheTerminal() else {
@@ -57,13 +64,15 @@ struct RunSession {
             }
             let (stream, continuation) = AsyncStream<Int32>.makeStream(bufferingPolicy: .bufferingNewest(64))
             screenSignals = (stream, continuation)
+            let listener = listener
             signals = SignalWatcher(signals: Dashboard.signals) { number, _ in
                 // Once the dashboard has ended, its jobs are being cancelled (SIGTERM, SIGKILL
                 // after the grace period): a signal then kills them at once, as a second one
-                // does headless.
+                // does headless, and the remote workers' goodbye will not be waited for.
                 if case .terminated = continuation.yield(number), number != SIGWINCH {
                     StandardError.write("jobtop: \(signalName(number)): killing every running job now\n")
                     Scheduler.killAllJobProcessesNow()
+                    listener?.dropConnectionsNow()
                 }
             }
         }
@@ -115,9 +124,10 @@ struct RunSession {
         await running.value
         let followed = await following.value
         let wall = ContinuousClock.now - started
+        let goodbyeSignal = await stopListening(signals: signals)
         // Under the dashboard, what a signal meant is what the dashboard made of it (SIGWINCH
-        // and a first SIGINT do not end a run).
-        let signal = isScreen ? dashboardSignal : signals?.firstSignal
+        // and a first SIGINT do not end a run); a signal during the workers' goodbye ends it.
+        let signal = (isScreen ? dashboardSignal : signals?.firstSignal) ?? goodbyeSignal
         let summary = RunSummary(counts: followed.counts, wall: wall, signal: signal)
         var isRefused = false
         if case .refused = fed { isRefused = true }
@@ -136,6 +146,27 @@ struct RunSession {
             Self.report(summary, followed, isScreen: isScreen)
         }
         return status
+    }
+
+    /// Says goodbye to the remote workers and waits for their connections to close, at most the
+    /// listener's shutdown grace (2 s). A termination signal meanwhile (a second Ctrl-C, or a
+    /// first one that comes now) ends the wait at once.
+    ///
+    /// - Parameter signals: The run's watcher, which now hands its signals here.
+    /// - Returns: The signal that cut the wait short, if one did.
+    private func stopListening(signals: SignalWatcher?) async -> Int32? {
+        guard let listener else { return nil }
+        let interrupted = Locked<Int32?>(nil)
+        let watcher = signals ?? SignalWatcher(signals: [SIGINT, SIGTERM, SIGHUP]) { _, _ in }
+        watcher.replaceHandler { number, _ in
+            guard [SIGINT, SIGTERM, SIGHUP].contains(number) else { return }  // SIGWINCH, under the dashboard
+            StandardError.write("jobtop: \(signalName(number)): not waiting for remote workers to close their connections\n")
+            interrupted.withLock { $0 = $0 ?? number }
+            listener.dropConnectionsNow()
+        }
+        await listener.stop()
+        if signals == nil { watcher.stop() }
+        return interrupted.withLock { $0 }
     }
 
     /// What feeding the batch came to.

@@ -8,25 +8,39 @@ import Scheduler
 /// stop) and a second (a hard one) mean; under the dashboard the handler hands them to the
 /// dashboard as a stream (SIGWINCH included), and the dashboard decides.
 final class SignalWatcher {
-    /// What the handlers share: the signals received, in order.
+    /// What the handlers share: the signals received, in order, and what to do with the next.
     private final class Received: Sendable {
-        private let state = Locked<[Int32]>([])
+        private struct State {
+            var signals: [Int32] = []
+            var handler: @Sendable (_ number: Int32, _ count: Int) -> Void
+        }
+
+        private let state: Locked<State>
+
+        init(handler: @escaping @Sendable (_ number: Int32, _ count: Int) -> Void) {
+            state = Locked(State(handler: handler))
+        }
 
         /// The signal received as number `position` (from 1), if that many came.
         func signal(_ position: Int) -> Int32? {
-            state.withLock { position <= $0.count ? $0[position - 1] : nil }
+            state.withLock { position <= $0.signals.count ? $0.signals[position - 1] : nil }
         }
 
-        /// Records `number`; returns how many signals have come, this one included.
-        func record(_ number: Int32) -> Int {
-            state.withLock { received in
-                received.append(number)
-                return received.count
+        /// Records `number`; returns how many signals have come, this one included, and the
+        /// handler to call.
+        func record(_ number: Int32) -> (Int, @Sendable (Int32, Int) -> Void) {
+            state.withLock { state in
+                state.signals.append(number)
+                return (state.signals.count, state.handler)
             }
+        }
+
+        func replaceHandler(_ handler: @escaping @Sendable (Int32, Int) -> Void) {
+            state.withLock { $0.handler = handler }
         }
     }
 
-    private let received = Received()
+    private let received: Received
     private let sources: [any DispatchSourceSignal]
 
     /// The first signal received, if any.
@@ -42,11 +56,15 @@ final class SignalWatcher {
     ///   - onSignal: Called on a private queue with each signal and how many have come so far.
     init(signals: [Int32], onSignal: @escaping @Sendable (_ number: Int32, _ count: Int) -> Void) {
         let queue = DispatchQueue(label: "jobtop.signals")
-        let received = received
+        let received = Received(handler: onSignal)
+        self.received = received
         sources = signals.map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler { onSignal(number, received.record(number)) }
+            source.setEventHandler {
+                let (count, handler) = received.record(number)
+                handler(number, count)
+            }
             source.resume()
             return source
         }
@@ -54,8 +72,8 @@ final class SignalWatcher {
 
     /// Headless mode: the first of SIGINT, SIGTERM or SIGHUP calls `onFirst` (the caller cancels
     /// the run: SIGTERM to the process groups, SIGKILL after the grace period); a second kills
-    /// every job's process group at once.
-    convenience init(onFirst: @escaping @Sendable (Int32) -> Void) {
+    /// every job's process group at once and calls `onAgain` (which ends what else is waited for).
+    convenience init(onFirst: @escaping @Sendable (Int32) -> Void, onAgain: @escaping @Sendable () -> Void = {}) {
         self.init(signals: [SIGINT, SIGTERM, SIGHUP]) { number, count in
             if count == 1 {
                 StandardError.write(
@@ -64,8 +82,15 @@ final class SignalWatcher {
             } else {
                 StandardError.write("jobtop: \(signalName(number)) again: killing every running job now\n")
                 Scheduler.killAllJobProcessesNow()
+                onAgain()
             }
         }
+    }
+
+    /// Makes `handler` what the signals received from now on do (a later phase of the run
+    /// means something else by them). The count goes on from the signals already received.
+    func replaceHandler(_ handler: @escaping @Sendable (_ number: Int32, _ count: Int) -> Void) {
+        received.replaceHandler(handler)
     }
 
     /// Stops watching (the signals stay ignored: jobtop is about to exit).

@@ -1,4 +1,5 @@
 import Foundation
+import JobtopTestSupport
 import Testing
 
 /// Bad input gets a clear message on stderr, exit status 2, and nothing starts.

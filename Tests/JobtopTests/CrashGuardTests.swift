@@ -1,4 +1,5 @@
 import Foundation
+import JobtopTestSupport
 import Testing
 
 #if canImport(Glibc)

@@ -1,4 +1,5 @@
 import Foundation
+import JobtopTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -273,21 +274,7 @@ final class TmuxSession: Sendable {
     static let isAvailable: Bool = (try? TmuxSession.tmux(["-V"], socket: nil).status) == 0
 
     /// The jobtop binary next to the test bundle.
-    static let binary: String = {
-        var directories: [URL] = []
-        if let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
-            directories.append(URL(fileURLWithPath: exe).deletingLastPathComponent())
-        }
-        directories.append(Bundle.main.bundleURL.deletingLastPathComponent())
-        directories.append(Bundle.main.bundleURL)
-        for directory in directories {
-            for candidate in [directory, directory.deletingLastPathComponent()] {
-                let path = candidate.appendingPathComponent("jobtop").path
-                if FileManager.default.isExecutableFile(atPath: path) { return path }
-            }
-        }
-        return directories[0].appendingPathComponent("jobtop").path
-    }()
+    static let binary = JobtopProcess.binary
 
     let socket: String
     let directory: String

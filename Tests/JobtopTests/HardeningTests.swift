@@ -1,4 +1,5 @@
 import Foundation
+import JobtopTestSupport
 import Testing
 
 /// What a hostile trial broke in the command line, each as a run of the real binary.

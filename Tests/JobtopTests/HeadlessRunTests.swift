@@ -1,4 +1,5 @@
 import Foundation
+import JobtopTestSupport
 import Testing
 
 /// The built binary, run headless as a user or a script would.

@@ -1,4 +1,5 @@
 import Foundation
+import JobtopTestSupport
 import Scheduler
 import Testing
 @testable import jobtop

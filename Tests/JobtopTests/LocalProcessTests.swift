@@ -1,4 +1,5 @@
 import Foundation
+import JobtopTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -23,7 +24,7 @@ struct LocalProcessTests {
         defer { for pointer in cArguments { free(pointer) } }
         var pid: pid_t = 0
         let rc = posix_spawn(&pid, argv[0], &actions, nil, &cArguments, environ)
-        guard rc == 0 else { throw JobtopProcess.SpawnError(message: "cannot run /bin/sh: \(String(cString: strerror(rc)))") }
+        guard rc == 0 else { throw SpawnError(message: "cannot run /bin/sh: \(String(cString: strerror(rc)))") }
         let child = pid
         let status = await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in
             Thread {

@@ -1,4 +1,5 @@
 import Foundation
+import JobtopTestSupport
 import Testing
 
 /// `cat list | jobtop` on a terminal: the list comes in on stdin, and the dashboard still reads

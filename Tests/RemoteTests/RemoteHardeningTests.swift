@@ -1,4 +1,5 @@
 import Foundation
+import JobtopTestSupport
 import Scheduler
 import Testing
 
@@ -23,8 +24,8 @@ struct RemoteHardeningTests {
         defer { close(silent) }
         try coordinator.go()
         // Then the coordinator exits 0 on its own (it used to live as long as the connection).
-        let status = await coordinator.process.wait(atMost: .seconds(30))
-        #expect(status == 0, "jobtop run did not exit; log:\n\(coordinator.process.log)")
+        let status = await coordinator.process.wait(atMost: .seconds(30))?.status
+        #expect(status == 0, "jobtop run did not exit; log:\n\(coordinator.process.output)")
         // And the silent client's connection was closed.
         #expect(await RawTCP.waitForClose(silent))
     }
@@ -32,20 +33,48 @@ struct RemoteHardeningTests {
     @Test("A coordinator whose run is over exits promptly although a joined worker is stopped (SIGSTOP)")
     func stoppedWorkerDoesNotKeepTheCoordinatorAlive() async throws {
         let coordinator = try await CoordinatorProcess.start()
-        let worker = try JobtopProcess(
-            ["worker", "--connect", "127.0.0.1:\(coordinator.port)", "--slots", "1", "--name", "frozen",
-             "--token-file", coordinator.tokenFile],
-            logName: "worker")
-        #expect(await eventually { coordinator.process.log.contains("worker 'frozen' joined") })
-        worker.signal(SIGSTOP)
+        let worker = try coordinator.worker(name: "frozen")
+        #expect(await eventually { coordinator.process.output.contains("worker 'frozen' joined") })
+        worker.send(SIGSTOP)
         try coordinator.go()
-        let status = await coordinator.process.wait(atMost: .seconds(30))
-        #expect(status == 0, "jobtop run did not exit; log:\n\(coordinator.process.log)")
-        #expect(coordinator.process.log.contains("dropped 1 connection still open 2s after the goodbye"))
-        worker.signal(SIGKILL)
+        let status = await coordinator.process.wait(atMost: .seconds(30))?.status
+        #expect(status == 0, "jobtop run did not exit; log:\n\(coordinator.process.output)")
+        #expect(coordinator.process.output.contains("dropped 1 connection still open 2s after the goodbye"))
+        worker.send(SIGKILL)
         _ = await worker.wait()
     }
 
+
+    @Test(
+        "Ctrl-C while the coordinator waits for a stopped worker to close its connection ends the wait at once: the first during the wait, or the second after one that cancelled the run",
+        arguments: [1, 2])
+    func signalEndsTheWaitForWorkers(ctrlCs: Int) async throws {
+        // Given a `jobtop run --listen` with a joined worker that will never close its connection.
+        let coordinator = try await CoordinatorProcess.start()
+        let worker = try coordinator.worker(name: "frozen")
+        defer { worker.send(SIGKILL) }
+        #expect(await eventually { coordinator.process.output.contains("worker 'frozen' joined") })
+        worker.send(SIGSTOP)
+        // When the run ends (its job is done, or a first Ctrl-C cancelled it) and the coordinator
+        // has said goodbye and waits for the connection...
+        if ctrlCs == 1 {
+            try coordinator.go()
+        } else {
+            coordinator.process.send(SIGINT)
+        }
+        let waiting = "said goodbye to 1 worker; waiting up to 2s for its connection to close"
+        #expect(await eventually { coordinator.process.output.contains(waiting) }, "\(coordinator.process.output)")
+        // ...and Ctrl-C comes.
+        coordinator.process.send(SIGINT)
+
+        // Then the connection is dropped without waiting out the 2 s, and jobtop exits as interrupted.
+        let outcome = try #require(await coordinator.process.wait(atMost: .seconds(30)))
+        #expect(outcome.status == 130, "\(coordinator.process.output)")
+        #expect(outcome.stderr.contains("jobtop: SIGINT: not waiting for remote workers to close their connections"))
+        #expect(outcome.stderr.contains("jobtop: dropped 1 connection still open after the goodbye, without waiting any longer"))
+        #expect(!outcome.stderr.contains("2s after the goodbye"), "\(outcome.stderr)")
+        #expect(outcome.lines.last?.contains("exit_status=130") == true, "\(outcome.lines.last ?? "")")
+    }
 
     @Test("A connection that brings no worker in is closed at the hello deadline, on the scheduler's clock")
     func silentConnectionIsClosedAtTheHelloDeadline() async throws {
@@ -80,13 +109,25 @@ struct RemoteHardeningTests {
         let third = try RawTCP.connect(port: coordinator.address.port)
         defer { close(third) }
         #expect(await RawTCP.waitForClose(third))
-        // And a worker that comes now is turned away too, until the silent two run out of time.
-        let worker = try WorkerProcess(connect: coordinator.address, slots: 1, name: "patient")
-        #expect(await eventually { worker.log.contains("cannot reach the coordinator") })
+        // And a worker that comes now is turned away too (its agent on a clock of its own)...
+        let agentClock = ManualClock()
+        let agent = WorkerAgent(configuration: .init(
+            coordinator: coordinator.address, name: "patient", slots: 1, clock: agentClock, log: { _ in }))
+        var agentEvents = agent.events.makeAsyncIterator()
+        let running = Task { try await agent.run() }
+        guard case .unreachable? = await agentEvents.next(), case .retrying(let delay)? = await agentEvents.next() else {
+            Issue.record("the worker was not turned away")
+            agent.stop()
+            return
+        }
+        // ...until the silent two run out of time; its next attempt then gets in.
         clock.advance(by: .seconds(5))
         #expect(await RawTCP.waitForClose(first))
         #expect(await RawTCP.waitForClose(second))
+        await agentClock.waitForSleeper(until: agentClock.now.advanced(by: delay))
+        agentClock.advance(by: delay)
         _ = await coordinator.joined(1)
+        #expect(await agentEvents.next() == .joined)
         // The cap was logged once, however many connections it turned away, and the two that
         // ran out of time together got one line.
         #expect(log.all.count { $0.contains("connections are waiting to say hello") } == 1)
@@ -102,8 +143,8 @@ struct RemoteHardeningTests {
             break
         }
         if case .succeeded? = ended {} else { Issue.record("the job ended \(String(describing: ended))") }
-        worker.signal(SIGTERM)
-        #expect(await worker.wait() == 0)
+        agent.drain()
+        try await running.value
         await coordinator.stop()
     }
 
@@ -136,9 +177,9 @@ struct RemoteHardeningTests {
         let log = LogLines()
         let coordinator = try await Coordinator.start(
             heartbeat: .seconds(60), clock: clock, shutdownGrace: .seconds(2), log: log)
-        let worker = try WorkerProcess(connect: coordinator.address, slots: 1, name: "frozen")
+        let worker = try JobtopProcess.worker(connect: coordinator.address, slots: 1, name: "frozen")
         _ = await coordinator.joined(1)
-        worker.signal(SIGSTOP)
+        worker.send(SIGSTOP)
         async let stopped: Void = coordinator.listener.stop()
         await clock.waitForSleeper(until: .init(offset: .seconds(2)))
         clock.advance(by: .seconds(2))
@@ -146,7 +187,7 @@ struct RemoteHardeningTests {
         #expect(log.all.contains("jobtop: dropped 1 connection still open 2s after the goodbye"))
         await coordinator.scheduler.shutdown(.cancelRunning)
         await coordinator.running.value
-        worker.signal(SIGKILL)
+        worker.send(SIGKILL)
         _ = await worker.wait()
     }
 
@@ -154,15 +195,15 @@ struct RemoteHardeningTests {
     func silentWorkerIsLostOnTheClock() async throws {
         let clock = ManualClock()
         let coordinator = try await Coordinator.start(heartbeat: .seconds(1), clock: clock)
-        let worker = try WorkerProcess(connect: coordinator.address, slots: 1, name: "frozen")
+        let worker = try JobtopProcess.worker(connect: coordinator.address, slots: 1, name: "frozen")
         let joined = await coordinator.joined(1)
-        worker.signal(SIGSTOP)
+        worker.send(SIGSTOP)
         // Heartbeat intervals pass, one at a time, until the coordinator gives the worker up.
         let left = await clock.ticking(by: .seconds(1)) {
             await coordinator.next { if case .left = $0 { true } else { false } }
         }
         #expect(left == .left(joined[0].id, reason: .heartbeatMissed(.seconds(3))))
-        worker.signal(SIGKILL)
+        worker.send(SIGKILL)
         _ = await worker.wait()
         await coordinator.stop()
     }
@@ -205,36 +246,49 @@ struct RemoteHardeningTests {
         #expect(log.all.allSatisfy { !$0.contains("retrying in") })
     }
 
-    @Test("A worker whose coordinator finished its run reconnects with backoff, quietly, instead of spinning")
+    @Test("A worker whose coordinator finished its run reconnects with backoff on its clock, quietly, instead of spinning")
     func workerDoesNotSpinAfterItsCoordinatorLeaves() async throws {
-        // Given a worker joined to a coordinator that then ends normally.
-        let coordinator = try await Coordinator.start()
-        let worker = try WorkerProcess(connect: coordinator.address, slots: 1, name: "loyal")
-        _ = await coordinator.joined(1)
+        // Given an agent on a manual clock joined to a coordinator that then ends normally.
+        let coordinator = try await Coordinator.start(clock: ManualClock())
+        let clock = ManualClock()
+        let log = LogLines()
+        let agent = WorkerAgent(configuration: .init(
+            coordinator: coordinator.address, name: "loyal", slots: 1,
+            initialBackoff: .milliseconds(100), maxBackoff: .seconds(5), clock: clock, log: log.sink))
+        var events = agent.events.makeAsyncIterator()
+        let running = Task { try await agent.run() }
+        #expect(await events.next() == .joined)
         await coordinator.stop()
+        #expect(await events.next() == .disconnected("the coordinator is shutting down"))
+
         // When its attempts to come back land on a port that closes every connection.
-        let port: TCPListener
-        do {
-            port = try TCPListener(port: coordinator.address.port, mode: .closeAtOnce)
-        } catch {
-            worker.signal(SIGKILL)  // never left behind reconnecting
-            _ = await worker.wait()
-            throw error
-        }
+        let port = try TCPListener(port: coordinator.address.port, mode: .closeAtOnce)
         defer { port.close() }
-        await port.waitForAccepts(5)
-        // Then the attempts were spread out by the backoff (a lower bound: a busy machine only
-        // makes the gaps longer), and the log said it once.
-        let accepts = port.accepts
-        for (index, minimum) in [50, 100, 200, 400].enumerated() where index + 1 < accepts.count {
-            let gap = accepts[index + 1] - accepts[index]
-            #expect(gap >= .milliseconds(minimum), "gap \(index + 1) was \(gap)")
+
+        // Then each attempt waits for its clock: a delay from the doubling (jittered down by at
+        // most half, reset after the loss), and no connection before the clock says so.
+        let bases: [Duration] = [100, 200, 400, 800, 1600].map { .milliseconds($0) }
+        for (attempt, base) in bases.enumerated() {
+            guard case .retrying(let delay)? = await events.next() else {
+                Issue.record("no backoff before attempt \(attempt + 1)")
+                break
+            }
+            #expect(delay >= base / 2 && delay <= base, "delay \(delay) before attempt \(attempt + 1)")
+            #expect(port.accepts.count == attempt)
+            await clock.waitForSleeper(until: clock.now.advanced(by: delay))
+            clock.advance(by: delay)
+            await port.waitForAccepts(attempt + 1)
+            guard case .unreachable? = await events.next() else {
+                Issue.record("attempt \(attempt + 1) did not fail")
+                break
+            }
         }
-        let lines = worker.lines
+        // And the log said it once, not once per attempt.
+        let lines = log.all
         #expect(lines.count { $0.contains("closed the connection (the coordinator is shutting down); reconnecting with backoff") } == 1, "\(lines)")
         #expect(lines.count { $0.contains("cannot reach") || $0.contains("retrying in") } == 0, "\(lines)")
-        worker.signal(SIGTERM)
-        #expect(await worker.wait() == 0)
+        agent.stop()
+        try await running.value
     }
 
     @Test("A coordinator that accepts the connection and never answers is given up at the hello deadline")
@@ -318,11 +372,11 @@ struct RemoteHardeningTests {
             (String(repeating: "n", count: 300), "300 bytes long; the most is 255"),
         ])
     func badNameIsRefusedLocally(name: String, problem: String) async throws {
-        let worker = try JobtopProcess(["worker", "--connect", "127.0.0.1:9", "--name", name], logName: "worker")
-        #expect(await worker.wait(atMost: .seconds(30)) == 2)
-        #expect(worker.log.contains("--name"))
-        #expect(worker.log.contains(problem), "\(worker.log)")
-        #expect(!worker.log.contains("\u{1B}"))
+        let worker = try JobtopProcess(["worker", "--connect", "127.0.0.1:9", "--name", name], newSession: true)
+        #expect(await worker.wait(atMost: .seconds(30))?.status == 2)
+        #expect(worker.output.contains("--name"))
+        #expect(worker.output.contains(problem), "\(worker.output)")
+        #expect(!worker.output.contains("\u{1B}"))
     }
 
     @Test("Text a coordinator sends (a refusal) is escaped in the worker's log")
@@ -330,44 +384,11 @@ struct RemoteHardeningTests {
         let fake = try await FakeCoordinator.start(
             .refuse(.badToken, "nope\njobtop worker: joined the coordinator\u{1B}]0;pwned\u{07}"))
         let worker = try JobtopProcess(
-            ["worker", "--connect", "127.0.0.1:\(fake.port)", "--name", "w"], logName: "worker")
-        #expect(await worker.wait(atMost: .seconds(30)) == 1)
-        let lines = worker.lines
+            ["worker", "--connect", "127.0.0.1:\(fake.port)", "--name", "w"], newSession: true)
+        #expect(await worker.wait(atMost: .seconds(30))?.status == 1)
+        let lines = worker.outputLines
         #expect(lines.count == 1, "\(lines)")
         #expect(lines.first?.hasSuffix("refused this worker: nope\\njobtop worker: joined the coordinator\\u{1B}]0;pwned\\u{7}") == true, "\(lines)")
         await fake.stop()
-    }
-}
-
-/// `jobtop run --listen 127.0.0.1:0` with a token, headless, whose one job runs until ``go()``.
-struct CoordinatorProcess {
-    let process: JobtopProcess
-    let port: Int
-    let tokenFile: String
-    let goFile: String
-
-    static func start() async throws -> CoordinatorProcess {
-        let directory = try temporaryDirectory()
-        let tokenFile = directory.appendingPathComponent("token").path
-        try "the-token\n".write(toFile: tokenFile, atomically: true, encoding: .utf8)
-        let goFile = directory.appendingPathComponent("go").path
-        let process = try JobtopProcess(
-            ["run", "--listen", "127.0.0.1:0", "--token-file", tokenFile, "-j", "1", "--headless",
-             "-c", "while [ ! -e '\(goFile)' ]; do sleep 0.02; done"],
-            logName: "coordinator", directory: directory)
-        let marker = "accepting workers on 127.0.0.1:"
-        guard await eventually({ process.log.contains(marker) }),
-            let line = process.lines.first(where: { $0.contains(marker) }),
-            let port = Int(line[line.range(of: marker)!.upperBound...].prefix { $0.isNumber })
-        else {
-            process.signal(SIGKILL)
-            throw SpawnError(message: "the coordinator did not say where it listens:\n\(process.log)")
-        }
-        return CoordinatorProcess(process: process, port: port, tokenFile: tokenFile, goFile: goFile)
-    }
-
-    /// Lets the job end, and with it the run.
-    func go() throws {
-        try "".write(toFile: goFile, atomically: true, encoding: .utf8)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import JobtopTestSupport
 import Scheduler
 import Testing
 
@@ -15,8 +16,8 @@ struct RemoteWorkerTests {
     func twoWorkersRunTwoHundredJobs() async throws {
         // Given a coordinator with no local slots and two workers.
         let coordinator = try await Coordinator.start()
-        let a = try WorkerProcess(connect: coordinator.address, slots: 2, name: "a")
-        let b = try WorkerProcess(connect: coordinator.address, slots: 2, name: "b")
+        let a = try JobtopProcess.worker(connect: coordinator.address, slots: 2, name: "a")
+        let b = try JobtopProcess.worker(connect: coordinator.address, slots: 2, name: "b")
         let workers = await coordinator.joined(2)
         let events = await coordinator.scheduler.events(includeOutput: false)
 
@@ -41,10 +42,10 @@ struct RemoteWorkerTests {
         #expect(startedOn.values.allSatisfy { $0 > 0 })
 
         // And SIGTERM drains each worker: it leaves cleanly and exits 0.
-        a.signal(SIGTERM)
-        b.signal(SIGTERM)
-        #expect(await a.wait() == 0)
-        #expect(await b.wait() == 0)
+        a.send(SIGTERM)
+        b.send(SIGTERM)
+        #expect(await a.wait().status == 0)
+        #expect(await b.wait().status == 0)
         var left: [WorkerLeaveReason] = []
         for await event in coordinator.listenerEvents {
             if case .left(_, let reason) = event { left.append(reason) }
@@ -57,8 +58,8 @@ struct RemoteWorkerTests {
     @Test("kill -9 of a worker running jobs: every job still ends exactly once, succeeded")
     func killedWorkerJobsAreRequeued() async throws {
         let coordinator = try await Coordinator.start()
-        let a = try WorkerProcess(connect: coordinator.address, slots: 2, name: "doomed")
-        let b = try WorkerProcess(connect: coordinator.address, slots: 2, name: "survivor")
+        let a = try JobtopProcess.worker(connect: coordinator.address, slots: 2, name: "doomed")
+        let b = try JobtopProcess.worker(connect: coordinator.address, slots: 2, name: "survivor")
         let workers = await coordinator.joined(2)
         let doomed = try #require(workers.first { $0.name == "doomed" })
         let events = await coordinator.scheduler.events(includeOutput: false)
@@ -73,7 +74,7 @@ struct RemoteWorkerTests {
             switch event.kind {
             case .started(_, _, _, let worker) where worker == doomed.id && !killed:
                 // When the worker dies while it runs jobs.
-                a.signal(SIGKILL)
+                a.send(SIGKILL)
                 killed = true
             case .requeued(_, .workerLost):
                 requeuedForLoss += 1
@@ -90,7 +91,7 @@ struct RemoteWorkerTests {
         }
         // Then its jobs went back to the queue and ran on the survivor.
         #expect(killed)
-        #expect(await a.wait() == 128 + SIGKILL)
+        #expect(await a.wait().status == 128 + SIGKILL)
         #expect(requeuedForLoss >= 1)
         #expect({
             switch leftReason {
@@ -101,8 +102,8 @@ struct RemoteWorkerTests {
         #expect(succeeded == 24)
 
         // And no job ends twice, even after everything settles.
-        b.signal(SIGTERM)
-        #expect(await b.wait() == 0)
+        b.send(SIGTERM)
+        #expect(await b.wait().status == 0)
         await coordinator.scheduler.shutdown(.graceful)
         for await event in events where event.kind.isFinal {
             if let id = event.kind.jobID { finals[id, default: 0] += 1 }
@@ -115,9 +116,10 @@ struct RemoteWorkerTests {
     @Test("Cancelling a remote `sleep 1000 & wait` cancels the job and kills the sleep")
     func cancelKillsTheRemoteProcessGroup() async throws {
         let coordinator = try await Coordinator.start()
-        let worker = try WorkerProcess(connect: coordinator.address, slots: 1, name: "w")
+        let worker = try JobtopProcess.worker(connect: coordinator.address, slots: 1, name: "w")
         _ = await coordinator.joined(1)
-        let pidFile = try temporaryDirectory().appendingPathComponent("pids").path
+        let scratch = try Scratch()
+        let pidFile = scratch.file("pids")
         let events = await coordinator.scheduler.events()
         let id = try await coordinator.scheduler.submit(
             .shell("echo $$ > \(pidFile); sleep 1000 & echo $! >> \(pidFile); echo ready; wait"))
@@ -140,19 +142,20 @@ struct RemoteWorkerTests {
         let pids = try String(contentsOfFile: pidFile, encoding: .utf8).split(separator: "\n").compactMap { pid_t($0) }
         #expect(pids.count == 2)
         for pid in pids {
-            #expect(await eventually { isGone(pid) }, "pid \(pid) survived the cancel")
+            #expect(await eventually { !isRunning(pid) }, "pid \(pid) survived the cancel")
         }
-        worker.signal(SIGTERM)
-        #expect(await worker.wait() == 0)
+        worker.send(SIGTERM)
+        #expect(await worker.wait().status == 0)
         await coordinator.stop()
     }
 
     @Test("A timeout reaches the remote worker: the job fails as timed out and its process is gone")
     func timeoutStopsTheRemoteJob() async throws {
         let coordinator = try await Coordinator.start()
-        let worker = try WorkerProcess(connect: coordinator.address, slots: 1, name: "w")
+        let worker = try JobtopProcess.worker(connect: coordinator.address, slots: 1, name: "w")
         _ = await coordinator.joined(1)
-        let pidFile = try temporaryDirectory().appendingPathComponent("pid").path
+        let scratch = try Scratch()
+        let pidFile = scratch.file("pid")
         let events = await coordinator.scheduler.events(includeOutput: false)
         var spec = JobSpec.shell("echo $$ > \(pidFile); exec sleep 1000")
         spec.timeout = .milliseconds(300)
@@ -168,9 +171,9 @@ struct RemoteWorkerTests {
         }
         #expect(attempts == 1)
         let pid = try #require(pid_t(String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
-        #expect(await eventually { isGone(pid) }, "pid \(pid) survived the timeout")
-        worker.signal(SIGTERM)
-        #expect(await worker.wait() == 0)
+        #expect(await eventually { !isRunning(pid) }, "pid \(pid) survived the timeout")
+        worker.send(SIGTERM)
+        #expect(await worker.wait().status == 0)
         await coordinator.stop()
     }
 
@@ -178,12 +181,12 @@ struct RemoteWorkerTests {
     func wrongTokenIsRefused() async throws {
         let coordinator = try await Coordinator.start(token: "the-right-token")
         let id = try await coordinator.scheduler.submit(.shell("true"))
-        let worker = try WorkerProcess(
+        let worker = try JobtopProcess.worker(
             connect: coordinator.address, name: "intruder", environment: ["JOBTOP_TOKEN": "a-wrong-token"])
 
         // The worker gives up with status 1 and says why.
-        #expect(await worker.wait() == 1)
-        #expect(worker.log.contains("refused this worker: wrong token"))
+        #expect(await worker.wait().status == 1)
+        #expect(worker.output.contains("refused this worker: wrong token"))
         // The coordinator logged it, and the job never started.
         let refusal = await coordinator.next { if case .refused = $0 { true } else { false } }
         #expect(refusal == .refused(name: "intruder", reason: "wrong token"))
@@ -191,62 +194,97 @@ struct RemoteWorkerTests {
         await coordinator.stop()
     }
 
-    @Test("A worker started before its coordinator joins when the coordinator comes up")
+    @Test("A worker started before its coordinator joins when the coordinator comes up, at the next attempt its clock allows")
     func workerWaitsForTheCoordinator() async throws {
-        // A port that was free a moment ago.
+        // Given a port that was free a moment ago, and an agent on a manual clock knocking there.
         let probe = try await Coordinator.start()
         let port = probe.address.port
         await probe.stop()
+        let clock = ManualClock()
+        let log = LogLines()
+        let agent = WorkerAgent(configuration: .init(
+            coordinator: RemoteAddress(host: "127.0.0.1", port: port), name: "early", slots: 1, clock: clock, log: log.sink))
+        var events = agent.events.makeAsyncIterator()
+        let running = Task { try await agent.run() }
+        guard case .unreachable? = await events.next(), case .retrying(let delay)? = await events.next() else {
+            Issue.record("the agent did not fail its first attempt and back off")
+            agent.stop()
+            return
+        }
+        #expect(log.all.count { $0.contains("cannot reach the coordinator") } == 1)
 
-        let worker = try WorkerProcess(connect: RemoteAddress(host: "127.0.0.1", port: port), slots: 1, name: "early")
-        #expect(await eventually { worker.log.contains("cannot reach the coordinator") })
+        // When the coordinator comes up (its own clock stands still: no heartbeat deadline
+        // passes while the agent's clock is held) and the agent's backoff delay passes.
+        let coordinator = try await Coordinator.start(port: port, clock: ManualClock())
+        await clock.waitForSleeper(until: clock.now.advanced(by: delay))
+        clock.advance(by: delay)
 
-        let coordinator = try await Coordinator.start(port: port)
+        // Then it joins and runs a job.
         _ = await coordinator.joined(1)
-        let events = await coordinator.scheduler.events(includeOutput: false)
+        #expect(await events.next() == .joined)
+        let jobs = await coordinator.scheduler.events(includeOutput: false)
         let id = try await coordinator.scheduler.submit(.shell("true"))
         var ended: SchedulerEvent.Kind?
-        for await event in events where event.kind.isFinal && event.kind.jobID == id {
+        for await event in jobs where event.kind.isFinal && event.kind.jobID == id {
             ended = event.kind
             break
         }
         if case .succeeded? = ended {} else { Issue.record("the job ended \(String(describing: ended))") }
-        worker.signal(SIGTERM)
-        #expect(await worker.wait() == 0)
+        agent.drain()
+        try await running.value
         await coordinator.stop()
     }
 
-    @Test("When the coordinator goes away the worker stops its jobs, then joins the next coordinator")
+    @Test("When the coordinator goes away the worker stops its jobs, then joins the next coordinator at the next attempt its clock allows")
     func workerSurvivesItsCoordinator() async throws {
-        let first = try await Coordinator.start()
+        // Given an agent on a manual clock, joined to a coordinator, running a job.
+        let first = try await Coordinator.start(clock: ManualClock())
         let port = first.address.port
-        let worker = try WorkerProcess(connect: first.address, slots: 1, name: "loyal")
-        _ = await first.joined(1)
-        let pidFile = try temporaryDirectory().appendingPathComponent("pid").path
-        let events = await first.scheduler.events()
+        let clock = ManualClock()
+        let log = LogLines()
+        let agent = WorkerAgent(configuration: .init(
+            coordinator: first.address, name: "loyal", slots: 1, clock: clock, log: log.sink))
+        var events = agent.events.makeAsyncIterator()
+        let running = Task { try await agent.run() }
+        #expect(await events.next() == .joined)
+        let scratch = try Scratch()
+        let pidFile = scratch.file("pid")
+        let jobs = await first.scheduler.events()
         let id = try await first.scheduler.submit(.shell("echo $$ > \(pidFile); echo ready; exec sleep 1000"))
-        for await event in events {
+        for await event in jobs {
             if case .output(id, let line) = event.kind, line.text == "ready" { break }
         }
-        // The coordinator leaves while the job runs: the worker kills it (nobody wants its result).
-        await first.listener.stop()
-        let pid = try #require(pid_t(String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
-        #expect(await eventually { isGone(pid) }, "pid \(pid) outlived its coordinator")
-        await first.stop()
 
-        // And a coordinator on the same address gets the worker back.
-        let second = try await Coordinator.start(port: port)
+        // When the coordinator leaves while the job runs.
+        await first.listener.stop()
+
+        // Then the agent kills the job (nobody wants its result) and backs off.
+        #expect(await events.next() == .disconnected("the coordinator is shutting down"))
+        let pid = try #require(pids(in: pidFile).first)
+        #expect(await eventually { !isRunning(pid) }, "pid \(pid) outlived its coordinator")
+        guard case .retrying(let delay)? = await events.next() else {
+            Issue.record("the agent did not back off")
+            agent.stop()
+            return
+        }
+        await first.stop()
+        #expect(log.all.contains { $0.contains("closed the connection (the coordinator is shutting down); reconnecting with backoff") })
+
+        // And a coordinator on the same address gets it back once the delay has passed.
+        let second = try await Coordinator.start(port: port, clock: ManualClock())
+        await clock.waitForSleeper(until: clock.now.advanced(by: delay))
+        clock.advance(by: delay)
         _ = await second.joined(1)
-        #expect(worker.log.contains("closed the connection (the coordinator is shutting down)"))
-        worker.signal(SIGTERM)
-        #expect(await worker.wait() == 0)
+        #expect(await events.next() == .joined)
+        agent.drain()
+        try await running.value
         await second.stop()
     }
 
     @Test("Progress and output of a remote job reach the coordinator's event stream")
     func progressReachesTheCoordinator() async throws {
         let coordinator = try await Coordinator.start()
-        let worker = try WorkerProcess(connect: coordinator.address, slots: 1, name: "w")
+        let worker = try JobtopProcess.worker(connect: coordinator.address, slots: 1, name: "w")
         _ = await coordinator.joined(1)
         let events = await coordinator.scheduler.events()
         let id = try await coordinator.scheduler.submit(.shell("echo 'step 25%'; echo 'step 50%'; echo done >&2"))
@@ -265,28 +303,15 @@ struct RemoteWorkerTests {
             OutputLine(stream: .stdout, text: "step 25%"), OutputLine(stream: .stdout, text: "step 50%"),
             OutputLine(stream: .stderr, text: "done"),
         ])
-        worker.signal(SIGTERM)
-        #expect(await worker.wait() == 0)
-        await coordinator.stop()
-    }
-
-    @Test("A worker that stops answering is lost after three heartbeat intervals")
-    func silentWorkerIsLost() async throws {
-        let coordinator = try await Coordinator.start(heartbeat: .milliseconds(200))
-        let worker = try WorkerProcess(connect: coordinator.address, slots: 1, name: "frozen")
-        let joined = await coordinator.joined(1)
-        worker.signal(SIGSTOP)
-        let left = await coordinator.next { if case .left = $0 { true } else { false } }
-        #expect(left == .left(joined[0].id, reason: .heartbeatMissed(.milliseconds(600))))
-        worker.signal(SIGKILL)
-        _ = await worker.wait()
+        worker.send(SIGTERM)
+        #expect(await worker.wait().status == 0)
         await coordinator.stop()
     }
 
     @Test("SIGTERM drains: the running job finishes, a job handed over meanwhile never runs there and goes back to the queue")
     func drainFinishesRunningJobs() async throws {
         let coordinator = try await Coordinator.start()
-        let worker = try WorkerProcess(connect: coordinator.address, slots: 1, name: "drainer")
+        let worker = try JobtopProcess.worker(connect: coordinator.address, slots: 1, name: "drainer")
         _ = await coordinator.joined(1)
         let events = await coordinator.scheduler.events()
         let first = try await coordinator.scheduler.submit(.shell("echo running; sleep 0.5"))
@@ -296,7 +321,7 @@ struct RemoteWorkerTests {
         for await event in events {
             switch event.kind {
             case .output(first, let line) where line.text == "running":
-                worker.signal(SIGTERM)
+                worker.send(SIGTERM)
             case .succeeded(first, _), .failed(first, _, _), .cancelled(first):
                 firstEnded = event.kind
             case .requeued(second, let reason):
@@ -311,8 +336,8 @@ struct RemoteWorkerTests {
             if case .workerLeft = event.kind { break }
         }
         if case .succeeded? = firstEnded {} else { Issue.record("the running job ended \(String(describing: firstEnded))") }
-        #expect(await worker.wait() == 0)
-        #expect(worker.log.contains("drained; leaving the pool"))
+        #expect(await worker.wait().status == 0)
+        #expect(worker.output.contains("drained; leaving the pool"))
         // The second job never ran anywhere: it waits for another worker.
         #expect(secondRequeue == nil || secondRequeue == "worker lost: drained")
         #expect(await coordinator.scheduler.info(of: second)?.state == .queued)

@@ -1,5 +1,6 @@
 import CProcess
 import Foundation
+import JobtopTestSupport
 import Testing
 @testable import Scheduler
 
@@ -95,7 +96,7 @@ struct ProcessReactorTests {
             // When it ends
             #expect(await reader.final(of: id)?.name == "succeeded")
             // Then the child was stopped and an event said so, before the job's end
-            let pid = try #require(Self.pids(in: pidFile).first)
+            let pid = try #require(pids(in: pidFile).first)
             #expect(!ShellJobTests.isAlive(pid), "the background sleep \(pid) outlived its job")
             let leftover = reader.seen.firstIndex { if case .leftoverProcesses(id, 1, true) = $0.kind { true } else { false } }
             let final = reader.seen.firstIndex { $0.kind.isFinal && $0.kind.jobID == id }
@@ -110,7 +111,7 @@ struct ProcessReactorTests {
             let id = try await scheduler.submit(.shell(
                 "sh -c 'trap \"\" TERM; echo $$ > \(pidFile); while :; do sleep 1; done' & until [ -s \(pidFile) ]; do :; done"))
             #expect(await reader.final(of: id)?.name == "succeeded")
-            let pid = try #require(Self.pids(in: pidFile).first)
+            let pid = try #require(pids(in: pidFile).first)
             #expect(!ShellJobTests.isAlive(pid), "the TERM-ignoring leftover \(pid) survived")
             let reported = reader.seen.contains { if case .leftoverProcesses(id, let count, true) = $0.kind { count >= 1 } else { false } }
             #expect(reported)
@@ -124,7 +125,7 @@ struct ProcessReactorTests {
             spec.keepBackground = true
             let id = try await scheduler.submit(spec)
             #expect(await reader.final(of: id)?.name == "succeeded")
-            let pid = try #require(Self.pids(in: pidFile).first)
+            let pid = try #require(pids(in: pidFile).first)
             defer { kill(pid, SIGKILL) }
             #expect(ShellJobTests.isAlive(pid), "a kept background process was stopped")
             #expect(reader.seen.contains { if case .leftoverProcesses(id, 1, false) = $0.kind { true } else { false } })
@@ -137,10 +138,6 @@ struct ProcessReactorTests {
             await reader.finals(of: ids)
             #expect(!reader.seen.contains { $0.kind.name == "leftover" })
         }
-    }
-
-    static func pids(in path: String) -> [pid_t] {
-        ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n").compactMap { pid_t($0) }
     }
 
     // MARK: - Lacking resources

@@ -1,3 +1,4 @@
+import JobtopTestSupport
 import Testing
 @testable import Scheduler
 

@@ -1,4 +1,5 @@
 import Foundation
+import JobtopTestSupport
 import Testing
 @testable import Scheduler
 

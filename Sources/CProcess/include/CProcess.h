@@ -18,6 +18,12 @@
 int jt_spawn(const char *path, char *const argv[], char *const envp[], const char *cwd,
              int stdout_fd, int stderr_fd, pid_t *pid_out, int *recorded);
 
+/// jt_spawn with stdin from `stdin_fd` (-1: /dev/null) and, when `new_session` is 0, in the
+/// caller's session and process group. Every descriptor above 2 is closed in the child.
+int jt_spawn_io(const char *path, char *const argv[], char *const envp[], const char *cwd,
+                int stdin_fd, int stdout_fd, int stderr_fd, int new_session, pid_t *pid_out,
+                int *recorded);
+
 /// pidfd_open(2); -1 with errno on failure (ENOSYS on old kernels).
 int jt_pidfd_open(pid_t pid);
 

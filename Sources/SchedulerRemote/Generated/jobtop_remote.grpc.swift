@@ -10,11 +10,16 @@
 ///   Ack(job, attempt)                   -->  (at once, before the process is spawned)
 ///   Output / Progress (job, attempt)    -->
 ///                                       <--  Cancel(job, attempt, reason, grace)
+///   Leftover(job, attempt, count, ...)  -->  (processes the attempt left behind; before Finished)
 ///   Finished(job, attempt, termination) -->
 ///   Heartbeat                          <-->  Heartbeat (every interval, both ways; any message counts)
 ///   Draining                            -->  (worker got SIGTERM: send no new jobs)
 ///                                       <--  Released (no job left on this worker: leave now)
 ///                                       <--  Goodbye(reason) (coordinator shutting down)
+///
+/// Fields and messages added since version 1 first shipped are additive: an older peer ignores
+/// them (output lines' raw bytes and endings, Leftover), and what an older worker cannot do
+/// (keep_background) is announced in Hello.features, so a coordinator never relies on it.
 ///
 /// Regenerate the Swift code with Scripts/generate-protos.sh.
 

@@ -20,14 +20,24 @@
 ///   Ack(job, attempt)                   -->  (at once, before the process is spawned)
 ///   Output / Progress (job, attempt)    -->
 ///                                       <--  Cancel(job, attempt, reason, grace)
+///   Leftover(job, attempt, count, ...)  -->  (processes the attempt left behind; before Finished)
 ///   Finished(job, attempt, termination) -->
 ///   Heartbeat                          <-->  Heartbeat (every interval, both ways; any message counts)
 ///   Draining                            -->  (worker got SIGTERM: send no new jobs)
 ///                                       <--  Released (no job left on this worker: leave now)
 ///                                       <--  Goodbye(reason) (coordinator shutting down)
 ///
+/// Fields and messages added since version 1 first shipped are additive: an older peer ignores
+/// them (output lines' raw bytes and endings, Leftover), and what an older worker cannot do
+/// (keep_background) is announced in Hello.features, so a coordinator never relies on it.
+///
 /// Regenerate the Swift code with Scripts/generate-protos.sh.
 
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import SwiftProtobuf
 
 // If the compiler emits an error on this type, it is because this file
@@ -38,6 +48,43 @@ import SwiftProtobuf
 fileprivate nonisolated struct _GeneratedWithProtocGenSwiftVersion: SwiftProtobuf.ProtobufAPIVersionCheck {
   struct _2: SwiftProtobuf.ProtobufAPIVersion_2 {}
   typealias Version = _2
+}
+
+/// Additions to protocol version 1 that an older worker lacks; each is listed in its Hello.
+nonisolated enum Jobtop_Remote_V1_Feature: SwiftProtobuf.Enum, Swift.CaseIterable {
+  typealias RawValue = Int
+  case unspecified // = 0
+
+  /// Honours JobSpec.keep_background (and sends Leftover).
+  case keepBackground // = 1
+  case UNRECOGNIZED(Int)
+
+  init() {
+    self = .unspecified
+  }
+
+  init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .keepBackground
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .keepBackground: return 1
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  static let allCases: [Jobtop_Remote_V1_Feature] = [
+    .unspecified,
+    .keepBackground,
+  ]
+
 }
 
 /// Everything a worker sends.
@@ -104,6 +151,14 @@ nonisolated struct Jobtop_Remote_V1_WorkerMessage: Sendable {
     set {kind = .draining(newValue)}
   }
 
+  var leftover: Jobtop_Remote_V1_Leftover {
+    get {
+      if case .leftover(let v)? = kind {return v}
+      return Jobtop_Remote_V1_Leftover()
+    }
+    set {kind = .leftover(newValue)}
+  }
+
   var unknownFields = SwiftProtobuf.UnknownStorage()
 
   nonisolated enum OneOf_Kind: Equatable, Sendable {
@@ -114,6 +169,7 @@ nonisolated struct Jobtop_Remote_V1_WorkerMessage: Sendable {
     case finished(Jobtop_Remote_V1_Finished)
     case heartbeat(Jobtop_Remote_V1_Heartbeat)
     case draining(Jobtop_Remote_V1_Draining)
+    case leftover(Jobtop_Remote_V1_Leftover)
 
   }
 
@@ -221,6 +277,9 @@ nonisolated struct Jobtop_Remote_V1_Hello: Sendable {
 
   /// The jobtop version of the worker, for logs.
   var softwareVersion: String = String()
+
+  /// What the worker can do beyond protocol version 1 as first shipped (empty from older workers).
+  var features: [Jobtop_Remote_V1_Feature] = []
 
   var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -381,6 +440,11 @@ nonisolated struct Jobtop_Remote_V1_JobSpec: Sendable {
   /// A display name, for the worker's logs.
   var name: String = String()
 
+  /// Let processes the job leaves in its process group run on once its main process has ended;
+  /// false (the default): the worker stops them (SIGTERM, the grace period, SIGKILL) before the
+  /// attempt ends. Sent only to workers that list FEATURE_KEEP_BACKGROUND.
+  var keepBackground: Bool = false
+
   var unknownFields = SwiftProtobuf.UnknownStorage()
 
   nonisolated enum OneOf_Work: Equatable, Sendable {
@@ -474,7 +538,8 @@ nonisolated struct Jobtop_Remote_V1_Cancel: Sendable {
   init() {}
 }
 
-/// Lines a job printed, in order.
+/// Lines a job printed, in order. Put back together, each line followed by its ending, the lines
+/// of one stream are exactly the bytes the job wrote there.
 nonisolated struct Jobtop_Remote_V1_Output: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -488,6 +553,57 @@ nonisolated struct Jobtop_Remote_V1_Output: Sendable {
 
   var unknownFields = SwiftProtobuf.UnknownStorage()
 
+  nonisolated enum Ending: SwiftProtobuf.Enum, Swift.CaseIterable {
+    typealias RawValue = Int
+
+    /// `\n`: the default, and what every line from a worker older than this field ended with.
+    case newline // = 0
+
+    /// `\r` alone (progress counters redraw a line this way).
+    case carriageReturn // = 1
+
+    /// `\r\n`.
+    case carriageReturnNewline // = 2
+
+    /// No end: a piece of a longer line (the rest follows), or the last bytes of the output
+    /// when it does not end with a newline.
+    case none // = 3
+    case UNRECOGNIZED(Int)
+
+    init() {
+      self = .newline
+    }
+
+    init?(rawValue: Int) {
+      switch rawValue {
+      case 0: self = .newline
+      case 1: self = .carriageReturn
+      case 2: self = .carriageReturnNewline
+      case 3: self = .none
+      default: self = .UNRECOGNIZED(rawValue)
+      }
+    }
+
+    var rawValue: Int {
+      switch self {
+      case .newline: return 0
+      case .carriageReturn: return 1
+      case .carriageReturnNewline: return 2
+      case .none: return 3
+      case .UNRECOGNIZED(let i): return i
+      }
+    }
+
+    // The compiler won't synthesize support with the UNRECOGNIZED case.
+    static let allCases: [Jobtop_Remote_V1_Output.Ending] = [
+      .newline,
+      .carriageReturn,
+      .carriageReturnNewline,
+      .none,
+    ]
+
+  }
+
   nonisolated struct Line: Sendable {
     // SwiftProtobuf.Message conformance is added in an extension below. See the
     // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -495,7 +611,16 @@ nonisolated struct Jobtop_Remote_V1_Output: Sendable {
 
     var stderr: Bool = false
 
+    /// The line without its end, when it is valid UTF-8 (`raw` is then empty). It holds no
+    /// `\n` or `\r`: a line ends at the first of them.
     var text: String = String()
+
+    /// The line's exact bytes without its end, when they are not valid UTF-8 (`text` is then
+    /// empty).
+    var raw: Data = Data()
+
+    /// How the line ended.
+    var ending: Jobtop_Remote_V1_Output.Ending = .newline
 
     var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -576,6 +701,28 @@ nonisolated struct Jobtop_Remote_V1_Finished: Sendable {
   init() {}
 }
 
+/// The attempt's main process ended and left `count` processes running in its process group.
+/// Sent before the attempt's Finished, by workers that list FEATURE_KEEP_BACKGROUND.
+nonisolated struct Jobtop_Remote_V1_Leftover: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  var jobID: String = String()
+
+  var attempt: UInt32 = 0
+
+  var count: UInt32 = 0
+
+  /// true: the worker stopped them (SIGTERM, the grace period, SIGKILL); false: keep_background
+  /// left them running.
+  var stopped: Bool = false
+
+  var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  init() {}
+}
+
 /// I am alive.
 nonisolated struct Jobtop_Remote_V1_Heartbeat: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
@@ -626,9 +773,13 @@ nonisolated struct Jobtop_Remote_V1_Goodbye: Sendable {
 
 fileprivate nonisolated let _protobuf_package = "jobtop.remote.v1"
 
+nonisolated extension Jobtop_Remote_V1_Feature: SwiftProtobuf._ProtoNameProviding {
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0FEATURE_UNSPECIFIED\0\u{1}FEATURE_KEEP_BACKGROUND\0")
+}
+
 nonisolated extension Jobtop_Remote_V1_WorkerMessage: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   static let protoMessageName: String = _protobuf_package + ".WorkerMessage"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{1}ack\0\u{1}output\0\u{1}progress\0\u{1}finished\0\u{1}heartbeat\0\u{1}draining\0")
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{1}ack\0\u{1}output\0\u{1}progress\0\u{1}finished\0\u{1}heartbeat\0\u{1}draining\0\u{1}leftover\0")
 
   mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -727,6 +878,19 @@ nonisolated extension Jobtop_Remote_V1_WorkerMessage: SwiftProtobuf.Message, Swi
           self.kind = .draining(v)
         }
       }()
+      case 8: try {
+        var v: Jobtop_Remote_V1_Leftover?
+        var hadOneofValue = false
+        if let current = self.kind {
+          hadOneofValue = true
+          if case .leftover(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.kind = .leftover(v)
+        }
+      }()
       default: break
       }
     }
@@ -765,6 +929,10 @@ nonisolated extension Jobtop_Remote_V1_WorkerMessage: SwiftProtobuf.Message, Swi
     case .draining?: try {
       guard case .draining(let v)? = self.kind else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
+    }()
+    case .leftover?: try {
+      guard case .leftover(let v)? = self.kind else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 8)
     }()
     case nil: break
     }
@@ -932,7 +1100,7 @@ nonisolated extension Jobtop_Remote_V1_CoordinatorMessage: SwiftProtobuf.Message
 
 nonisolated extension Jobtop_Remote_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   static let protoMessageName: String = _protobuf_package + ".Hello"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{1}slots\0\u{3}protocol_version\0\u{1}token\0\u{3}software_version\0")
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{1}slots\0\u{3}protocol_version\0\u{1}token\0\u{3}software_version\0\u{1}features\0")
 
   mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -945,6 +1113,7 @@ nonisolated extension Jobtop_Remote_V1_Hello: SwiftProtobuf.Message, SwiftProtob
       case 3: try { try decoder.decodeSingularUInt32Field(value: &self.protocolVersion) }()
       case 4: try { try decoder.decodeSingularStringField(value: &self.token) }()
       case 5: try { try decoder.decodeSingularStringField(value: &self.softwareVersion) }()
+      case 6: try { try decoder.decodeRepeatedEnumField(value: &self.features) }()
       default: break
       }
     }
@@ -966,6 +1135,9 @@ nonisolated extension Jobtop_Remote_V1_Hello: SwiftProtobuf.Message, SwiftProtob
     if !self.softwareVersion.isEmpty {
       try visitor.visitSingularStringField(value: self.softwareVersion, fieldNumber: 5)
     }
+    if !self.features.isEmpty {
+      try visitor.visitPackedEnumField(value: self.features, fieldNumber: 6)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -975,6 +1147,7 @@ nonisolated extension Jobtop_Remote_V1_Hello: SwiftProtobuf.Message, SwiftProtob
     if lhs.protocolVersion != rhs.protocolVersion {return false}
     if lhs.token != rhs.token {return false}
     if lhs.softwareVersion != rhs.softwareVersion {return false}
+    if lhs.features != rhs.features {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1110,7 +1283,7 @@ nonisolated extension Jobtop_Remote_V1_Assign: SwiftProtobuf.Message, SwiftProto
 
 nonisolated extension Jobtop_Remote_V1_JobSpec: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   static let protoMessageName: String = _protobuf_package + ".JobSpec"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}shell\0\u{1}argv\0\u{1}environment\0\u{3}working_directory\0\u{3}progress_pattern\0\u{1}name\0")
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}shell\0\u{1}argv\0\u{1}environment\0\u{3}working_directory\0\u{3}progress_pattern\0\u{1}name\0\u{3}keep_background\0")
 
   mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1143,6 +1316,7 @@ nonisolated extension Jobtop_Remote_V1_JobSpec: SwiftProtobuf.Message, SwiftProt
       case 4: try { try decoder.decodeSingularStringField(value: &self.workingDirectory) }()
       case 5: try { try decoder.decodeSingularStringField(value: &self.progressPattern) }()
       case 6: try { try decoder.decodeSingularStringField(value: &self.name) }()
+      case 7: try { try decoder.decodeSingularBoolField(value: &self.keepBackground) }()
       default: break
       }
     }
@@ -1176,6 +1350,9 @@ nonisolated extension Jobtop_Remote_V1_JobSpec: SwiftProtobuf.Message, SwiftProt
     if !self.name.isEmpty {
       try visitor.visitSingularStringField(value: self.name, fieldNumber: 6)
     }
+    if self.keepBackground != false {
+      try visitor.visitSingularBoolField(value: self.keepBackground, fieldNumber: 7)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1185,6 +1362,7 @@ nonisolated extension Jobtop_Remote_V1_JobSpec: SwiftProtobuf.Message, SwiftProt
     if lhs.workingDirectory != rhs.workingDirectory {return false}
     if lhs.progressPattern != rhs.progressPattern {return false}
     if lhs.name != rhs.name {return false}
+    if lhs.keepBackground != rhs.keepBackground {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1344,9 +1522,13 @@ nonisolated extension Jobtop_Remote_V1_Output: SwiftProtobuf.Message, SwiftProto
   }
 }
 
+nonisolated extension Jobtop_Remote_V1_Output.Ending: SwiftProtobuf._ProtoNameProviding {
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ENDING_NEWLINE\0\u{1}ENDING_CARRIAGE_RETURN\0\u{1}ENDING_CARRIAGE_RETURN_NEWLINE\0\u{1}ENDING_NONE\0")
+}
+
 nonisolated extension Jobtop_Remote_V1_Output.Line: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   static let protoMessageName: String = Jobtop_Remote_V1_Output.protoMessageName + ".Line"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}stderr\0\u{1}text\0")
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}stderr\0\u{1}text\0\u{1}raw\0\u{1}ending\0")
 
   mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1356,6 +1538,8 @@ nonisolated extension Jobtop_Remote_V1_Output.Line: SwiftProtobuf.Message, Swift
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularBoolField(value: &self.stderr) }()
       case 2: try { try decoder.decodeSingularStringField(value: &self.text) }()
+      case 3: try { try decoder.decodeSingularBytesField(value: &self.raw) }()
+      case 4: try { try decoder.decodeSingularEnumField(value: &self.ending) }()
       default: break
       }
     }
@@ -1368,12 +1552,20 @@ nonisolated extension Jobtop_Remote_V1_Output.Line: SwiftProtobuf.Message, Swift
     if !self.text.isEmpty {
       try visitor.visitSingularStringField(value: self.text, fieldNumber: 2)
     }
+    if !self.raw.isEmpty {
+      try visitor.visitSingularBytesField(value: self.raw, fieldNumber: 3)
+    }
+    if self.ending != .newline {
+      try visitor.visitSingularEnumField(value: self.ending, fieldNumber: 4)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   static func ==(lhs: Jobtop_Remote_V1_Output.Line, rhs: Jobtop_Remote_V1_Output.Line) -> Bool {
     if lhs.stderr != rhs.stderr {return false}
     if lhs.text != rhs.text {return false}
+    if lhs.raw != rhs.raw {return false}
+    if lhs.ending != rhs.ending {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1493,6 +1685,51 @@ nonisolated extension Jobtop_Remote_V1_Finished: SwiftProtobuf.Message, SwiftPro
     if lhs.jobID != rhs.jobID {return false}
     if lhs.attempt != rhs.attempt {return false}
     if lhs.termination != rhs.termination {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Jobtop_Remote_V1_Leftover: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  static let protoMessageName: String = _protobuf_package + ".Leftover"
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}job_id\0\u{1}attempt\0\u{1}count\0\u{1}stopped\0")
+
+  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.jobID) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.attempt) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.count) }()
+      case 4: try { try decoder.decodeSingularBoolField(value: &self.stopped) }()
+      default: break
+      }
+    }
+  }
+
+  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.jobID.isEmpty {
+      try visitor.visitSingularStringField(value: self.jobID, fieldNumber: 1)
+    }
+    if self.attempt != 0 {
+      try visitor.visitSingularUInt32Field(value: self.attempt, fieldNumber: 2)
+    }
+    if self.count != 0 {
+      try visitor.visitSingularUInt32Field(value: self.count, fieldNumber: 3)
+    }
+    if self.stopped != false {
+      try visitor.visitSingularBoolField(value: self.stopped, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  static func ==(lhs: Jobtop_Remote_V1_Leftover, rhs: Jobtop_Remote_V1_Leftover) -> Bool {
+    if lhs.jobID != rhs.jobID {return false}
+    if lhs.attempt != rhs.attempt {return false}
+    if lhs.count != rhs.count {return false}
+    if lhs.stopped != rhs.stopped {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -1,5 +1,6 @@
 import GRPCCore
 import GRPCNIOTransportHTTP2Posix
+import Scheduler
 
 @testable import SchedulerRemote
 
@@ -30,6 +31,49 @@ enum RawClient {
                 return nil
             })
         }
+    }
+}
+
+extension RawClient {
+    /// Joins as a worker of protocol version 1 as it first shipped (no features listed), runs
+    /// `body` while joined, then leaves.
+    ///
+    /// - Returns: Every message the coordinator sent meanwhile.
+    static func asOlderWorker(
+        port: Int, _ body: @escaping @Sendable (AsyncStream<Jobtop_Remote_V1_CoordinatorMessage>) async throws -> Void
+    ) async throws -> [Jobtop_Remote_V1_CoordinatorMessage] {
+        let (messages, received) = AsyncStream.makeStream(of: Jobtop_Remote_V1_CoordinatorMessage.self)
+        let (leaving, leave) = AsyncStream.makeStream(of: Void.self)
+        let seen = Locked<[Jobtop_Remote_V1_CoordinatorMessage]>([])
+        try await withGRPCClient(
+            transport: .http2NIOPosix(target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext)
+        ) { client in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    try await WirePool.Client(wrapping: client).connect(requestProducer: { writer in
+                        try await writer.write(.with {
+                            $0.hello = .with {
+                                $0.name = "old-timer"
+                                $0.slots = 1
+                                $0.protocolVersion = 1
+                                $0.softwareVersion = "0.1.0"
+                            }
+                        })
+                        for await _ in leaving {}  // the stream stays open until the test is done
+                    }, onResponse: { response in
+                        for try await message in response.messages {
+                            seen.withLock { $0.append(message) }
+                            received.yield(message)
+                        }
+                        received.finish()
+                    })
+                }
+                try await body(messages)
+                leave.finish()
+                try await group.waitForAll()
+            }
+        }
+        return seen.withLock { $0 }
     }
 }
 

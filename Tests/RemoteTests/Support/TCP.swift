@@ -1,5 +1,6 @@
 import Foundation
-import Synchronization
+import JobtopTestSupport
+import Scheduler
 
 #if canImport(Glibc)
 import Glibc
@@ -70,7 +71,7 @@ final class TCPListener: Sendable {
 
     let port: Int
     private let fd: Int32
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Listens on 127.0.0.1:`port` (0: any free port).
     init(port: Int = 0, mode: Mode) throws {

@@ -1,16 +1,20 @@
-@testable import Scheduler
+import Scheduler
 
-/// A clock that moves only when a test advances it, so heartbeats, deadlines and backoff are
-/// tested without sleeping. Sleepers whose deadline is reached are resumed by ``advance(by:)``.
-///
-/// SchedulerTests' ManualClock, plus waits for a sleeper with a given deadline and
-/// ``ticking(by:_:)``; its waits end when the waiting task is cancelled.
-final class ManualClock: Clock, Sendable {
-    struct Instant: InstantProtocol {
-        var offset: Duration
-        func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
-        func duration(to other: Instant) -> Duration { other.offset - offset }
-        static func < (a: Instant, b: Instant) -> Bool { a.offset < b.offset }
+/// A clock that moves only when a test advances it, so backoff, timeouts, heartbeats and
+/// deadlines are tested without sleeping. Sleepers whose deadline is reached are resumed by
+/// ``advance(by:)``. A test waits for something to sleep on it (``waitForSleepers(_:)``,
+/// ``waitForSleeper(until:)``) before it moves time on; those waits end early when the waiting
+/// task is cancelled.
+public final class ManualClock: Clock, Sendable {
+    /// A point on the clock: the time since it was made.
+    public struct Instant: InstantProtocol {
+        /// The time since the clock was made.
+        public var offset: Duration
+        /// The instant `offset` after the clock was made.
+        public init(offset: Duration) { self.offset = offset }
+        public func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
+        public func duration(to other: Instant) -> Duration { other.offset - offset }
+        public static func < (a: Instant, b: Instant) -> Bool { a.offset < b.offset }
     }
 
     fileprivate struct Sleeper {
@@ -32,13 +36,16 @@ final class ManualClock: Clock, Sendable {
 
     private let state = Locked(State())
 
-    var now: Instant { state.withLock { $0.now } }
-    var minimumResolution: Duration { .zero }
+    /// A clock at zero.
+    public init() {}
+
+    public var now: Instant { state.withLock { $0.now } }
+    public var minimumResolution: Duration { .zero }
 
     /// The number of tasks sleeping on this clock.
-    var sleeperCount: Int { state.withLock { $0.sleepers.count } }
+    public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
 
-    func sleep(until deadline: Instant, tolerance: Duration?) async throws {
+    public func sleep(until deadline: Instant, tolerance: Duration?) async throws {
         let token = state.withLock { state -> Int in
             defer { state.nextToken += 1 }
             return state.nextToken
@@ -63,7 +70,7 @@ final class ManualClock: Clock, Sendable {
     }
 
     /// Moves time forward and wakes every sleeper whose deadline has come.
-    func advance(by duration: Duration) {
+    public func advance(by duration: Duration) {
         let due = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
             state.now = state.now.advanced(by: duration)
             let now = state.now
@@ -75,19 +82,19 @@ final class ManualClock: Clock, Sendable {
     }
 
     /// Waits until at least `count` tasks sleep on the clock (a gate, not a timed wait).
-    func waitForSleepers(_ count: Int = 1) async {
+    public func waitForSleepers(_ count: Int = 1) async {
         await waitUntil { state in state.sleepers.count >= count }
     }
 
     /// Waits until a task sleeps until exactly `deadline`: tells one sleeper from others that
     /// come and go. Ends early when the waiting task is cancelled.
-    func waitForSleeper(until deadline: Instant) async {
+    public func waitForSleeper(until deadline: Instant) async {
         await waitUntil { state in state.sleepers.values.contains { $0.deadline == deadline } }
     }
 
     /// Runs `body` while moving time on by `step` each time something sleeps until one step
     /// from now (a heartbeat, say), however many steps `body` takes to finish.
-    func ticking<Result: Sendable>(by step: Duration, _ body: @Sendable () async -> Result) async -> Result {
+    public func ticking<Result: Sendable>(by step: Duration, _ body: @Sendable () async -> Result) async -> Result {
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 while !Task.isCancelled {

@@ -6,7 +6,7 @@ import Glibc
 
 /// Whether a process runs: it exists and is not a zombie waiting for a parent that is not
 /// reaping (orphans go to PID 1, which in a container may never reap them).
-func isRunning(_ pid: pid_t) -> Bool {
+public func isRunning(_ pid: pid_t) -> Bool {
     guard kill(pid, 0) == 0 else { return errno != ESRCH }
     guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
         let close = stat.lastIndex(of: ")")
@@ -16,6 +16,18 @@ func isRunning(_ pid: pid_t) -> Bool {
 }
 
 /// The pids written one per line into `file`.
-func pids(in file: String) -> [pid_t] {
+public func pids(in file: String) -> [pid_t] {
     ((try? String(contentsOfFile: file, encoding: .utf8)) ?? "").split(whereSeparator: \.isNewline).compactMap { pid_t($0) }
+}
+
+/// Polls `condition` until it holds or `limit` passes: for what has no event to wait for (a
+/// process is gone, a file appeared, a line was logged by another process). `limit` is a hang
+/// guard, never what a test measures.
+public func eventually(within limit: Duration = .seconds(20), _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + limit
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+    return condition()
 }
