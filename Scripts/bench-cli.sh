@@ -27,6 +27,7 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cc -O2 -o "$work/floor" Scripts/bench-floor.c
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 awk -v n="$N" 'BEGIN { for (i = 0; i < n; i++) print "true" }' > "$work/jobs.txt"
 
 now() { date +%s.%N; }
@@ -56,8 +57,8 @@ done
 lines=$(wc -l < "$work/jobtop.log")
 summary=$(tail -n 1 "$work/jobtop.log")
 awk -v n="$N" -v r="$R" -v cores="$(nproc)" -v j="${times[jobtop]}" -v x="${times[xargs]}" -v p="${times[parallel]}" \
-    -v f="${times[floor]}" -v load="$(cut -d' ' -f1-3 /proc/loadavg)" 'BEGIN {
-    printf "%d jobs of `true`, 2 at a time, best of %d rounds (%d cores, load average %s)\n", n, r, cores, load
+    -v f="${times[floor]}" -v load0="$load_start" -v load1="$(cut -d' ' -f1-3 /proc/loadavg)" 'BEGIN {
+    printf "%d jobs of `true`, 2 at a time, best of %d rounds (%d cores; load average before: %s, after: %s)\n", n, r, cores, load0, load1
     printf "  %-9s %8.3f s  %7.0f jobs/s  %5.2f ms/job\n", "floor", f, n / f, 1000 * f / n
     printf "  %-9s %8.3f s  %7.0f jobs/s  %5.2f ms/job\n", "jobtop", j, n / j, 1000 * j / n
     printf "  %-9s %8.3f s  %7.0f jobs/s  %5.2f ms/job\n", "xargs", x, n / x, 1000 * x / n

@@ -6,8 +6,9 @@ import DequeModule
 /// short lock. A subscriber whose buffer is full is marked lagged: its buffer is dropped and it
 /// counts what it missed until it takes a fresh snapshot. Memory stays bounded and the publisher
 /// never blocks. A lossless subscriber (a log) is never dropped: when its buffer passes its limit
-/// the bus closes its ``FlowGate`` and the producers slow down at their source until it has read. Snapshots are built outside the lock (they are as big as the job table): the
-/// subscriber is registered first, and its snapshot put in front of whatever arrived meanwhile.
+/// the bus closes its ``FlowGate`` and the producers slow down at their source until it has read.
+/// Snapshots are built outside the lock (they are as big as the job table): the subscriber is
+/// registered first, and its snapshot put in front of whatever arrived meanwhile.
 final class EventBus: Sendable {
     fileprivate struct Subscriber {
         var buffer: [SchedulerEvent] = []
@@ -49,13 +50,17 @@ final class EventBus: Sendable {
     var lastSeq: UInt64 { state.withLock { $0.lastSeq } }
 
     /// Publishes events in order.
-    func publish(_ kinds: [SchedulerEvent.Kind], time: SchedulerTime) {
-        guard !kinds.isEmpty else { return }
+    ///
+    /// - Returns: Whether a lossless subscriber is behind now (the flow gate is closed): the
+    ///   publisher of state changes holds back new jobs at once instead of asking the gate.
+    @discardableResult
+    func publish(_ kinds: [SchedulerEvent.Kind], time: SchedulerTime) -> Bool {
+        guard !kinds.isEmpty else { return false }
         var toResume: [CheckedContinuation<Void, Never>] = []
-        let flowChange = state.withLock { state -> UInt64? in
+        let (flowChange, isBehind) = state.withLock { state -> (UInt64?, Bool) in
             let first = state.lastSeq + 1
             state.lastSeq += UInt64(kinds.count)
-            guard !state.subscribers.isEmpty else { return nil }
+            guard !state.subscribers.isEmpty else { return (nil, false) }
             let wasCongested = state.congested
             var newlyCongested = 0
             var mostUnread = state.mostUnread
@@ -65,10 +70,12 @@ final class EventBus: Sendable {
             }
             state.congested += newlyCongested
             state.mostUnread = mostUnread
-            return wasCongested == 0 && state.congested > 0 ? state.nextFlowGeneration() : nil
+            let isBehind = state.congested > 0
+            return (wasCongested == 0 && isBehind ? state.nextFlowGeneration() : nil, isBehind)
         }
         if let flowChange { flow.set(closed: true, generation: flowChange) }
         for waiter in toResume { waiter.resume() }
+        return isBehind
     }
 
     /// Publishes one event.

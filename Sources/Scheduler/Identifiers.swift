@@ -1,21 +1,19 @@
 import Foundation
 
-/// A job's identity: a random version-4 UUID, never a guessable counter.
-public struct JobID: Hashable, Sendable, Comparable, CustomStringConvertible {
+/// An identity that is a random version-4 UUID, never a guessable counter (``JobID``,
+/// ``WorkerID``): compared and hashed as two machine words.
+public protocol RandomIdentifier: Hashable, Sendable, CustomStringConvertible {
     /// The full identifier.
-    public let uuid: UUID
+    var uuid: UUID { get }
+}
 
-    /// Wraps an existing UUID (for example one read back from a log or the wire).
-    public init(uuid: UUID) { self.uuid = uuid }
-
-    /// The first 8 hex digits: enough to tell jobs apart on a screen or in a log line.
+extension RandomIdentifier {
+    /// The first 8 hex digits: enough to tell them apart on a screen or in a log line.
     public var short: String { String(uuid.uuidString.prefix(8)).lowercased() }
 
     public var description: String { uuid.uuidString.lowercased() }
 
-    public static func < (lhs: JobID, rhs: JobID) -> Bool { lhs.uuid.uuidString < rhs.uuid.uuidString }
-
-    public static func == (lhs: JobID, rhs: JobID) -> Bool { lhs.words == rhs.words }
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.words == rhs.words }
 
     // Hashing the UUID byte by byte is a measurable share of every scheduling decision; the
     // same 128 bits as two words hash several times faster.
@@ -27,12 +25,15 @@ public struct JobID: Hashable, Sendable, Comparable, CustomStringConvertible {
 
     // What dictionaries and sets call (the standard library's hook for types that hash faster
     // than through `Hasher`): every job's id is hashed when it is submitted and when its record
-    // is dropped, in a map as big as the queue, and setting up SipHash cost more than the rest of
-    // the lookup. The id is random already; one multiply-and-fold keyed by the table's own seed
-    // spreads it over the buckets (equal ids hash equally, which is all a table needs).
+    // is dropped, in a map as big as the queue, and a job's worker is looked up on every start;
+    // setting up SipHash cost more than the rest of the lookup. The id is random already; one
+    // multiply-and-fold keyed by the table's own seed (as in wyhash) spreads it over the buckets
+    // (equal ids hash equally, which is all a table needs).
     public func _rawHashValue(seed: Int) -> Int {
         let (high, low) = words
-        return fold(high, low, seed: seed)
+        let product = (low ^ UInt64(bitPattern: Int64(seed)) ^ 0xA076_1D64_78BD_642F)
+            .multipliedFullWidth(by: high ^ 0xE703_7ED1_A0B4_28DB)
+        return Int(truncatingIfNeeded: product.high ^ product.low)
     }
 
     private var words: (UInt64, UInt64) {
@@ -40,17 +41,18 @@ public struct JobID: Hashable, Sendable, Comparable, CustomStringConvertible {
     }
 }
 
-/// Mixes 128 bits and a table's seed into a bucket hash: a multiply-fold (as in wyhash), cheap
-/// and well spread for random identifiers.
-private func fold(_ high: UInt64, _ low: UInt64, seed: Int) -> Int {
-    let product = (low ^ UInt64(bitPattern: Int64(seed)) ^ 0xA076_1D64_78BD_642F)
-        .multipliedFullWidth(by: high ^ 0xE703_7ED1_A0B4_28DB)
-    return Int(truncatingIfNeeded: product.high ^ product.low)
+/// A job's identity.
+public struct JobID: RandomIdentifier, Comparable {
+    public let uuid: UUID
+
+    /// Wraps an existing UUID (for example one read back from a log or the wire).
+    public init(uuid: UUID) { self.uuid = uuid }
+
+    public static func < (lhs: JobID, rhs: JobID) -> Bool { lhs.uuid.uuidString < rhs.uuid.uuidString }
 }
 
-/// A worker's identity: a random version-4 UUID.
-public struct WorkerID: Hashable, Sendable, CustomStringConvertible {
-    /// The full identifier.
+/// A worker's identity.
+public struct WorkerID: RandomIdentifier {
     public let uuid: UUID
 
     /// Wraps an existing UUID.
@@ -58,29 +60,6 @@ public struct WorkerID: Hashable, Sendable, CustomStringConvertible {
 
     /// Makes a new random identifier.
     public init() { self.uuid = UUID() }
-
-    /// The first 8 hex digits.
-    public var short: String { String(uuid.uuidString.prefix(8)).lowercased() }
-
-    public var description: String { uuid.uuidString.lowercased() }
-
-    public static func == (lhs: WorkerID, rhs: WorkerID) -> Bool { lhs.words == rhs.words }
-
-    public func hash(into hasher: inout Hasher) {
-        let (high, low) = words
-        hasher.combine(high)
-        hasher.combine(low)
-    }
-
-    // As for ``JobID``: the scheduler looks up a job's worker by id on every start.
-    public func _rawHashValue(seed: Int) -> Int {
-        let (high, low) = words
-        return fold(high, low, seed: seed)
-    }
-
-    private var words: (UInt64, UInt64) {
-        withUnsafeBytes(of: uuid.uuid) { ($0.loadUnaligned(as: UInt64.self), $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self)) }
-    }
 }
 
 /// A batch: the jobs of one run, followed as a whole (see ``SchedulerCore/openBatch(haltsOnFailure:)``).

@@ -16,8 +16,7 @@ public final class Mailbox<Element: Sendable>: Sendable {
         /// Threads blocked in `sendBlocking`, waiting for room.
         var blockedSenders = 0
         /// Tasks in `waitForRoom`.
-        var roomWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
-        var nextWaiterID = 0
+        var roomWaiters = Waiters()
     }
 
     private let state = Locked(State())
@@ -82,11 +81,8 @@ public final class Mailbox<Element: Sendable>: Sendable {
                 if !state.items.isEmpty {
                     let items = Array(state.items)
                     state.items.removeAll(keepingCapacity: true)
-                    defer {
-                        state.blockedSenders = 0
-                        state.roomWaiters = [:]
-                    }
-                    return (.some(items), state.blockedSenders, Array(state.roomWaiters.values))
+                    defer { state.blockedSenders = 0 }
+                    return (.some(items), state.blockedSenders, state.roomWaiters.takeAll())
                 }
                 return (state.isFinished ? .some(nil) : nil, 0, [])
             }
@@ -119,25 +115,7 @@ public final class Mailbox<Element: Sendable>: Sendable {
     /// consumer takes them, the mailbox is finished or the waiting task is cancelled. A producer
     /// in a task calls it before it sends, for back-pressure.
     public func waitForRoom() async {
-        let id = state.withLock { state in
-            defer { state.nextWaiterID += 1 }
-            return state.nextWaiterID
-        }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let resumeNow = state.withLock { state -> Bool in
-                    // Checked under the lock: a take, finish or cancel that came before the
-                    // waiter was stored found nothing to resume.
-                    if state.isFinished || state.items.count < capacity || Task.isCancelled { return true }
-                    state.roomWaiters[id] = continuation
-                    return false
-                }
-                if resumeNow { continuation.resume() }
-            }
-        } onCancel: {
-            let waiter = state.withLock { $0.roomWaiters.removeValue(forKey: id) }
-            waiter?.resume()
-        }
+        await state.wait(in: \.roomWaiters) { $0.isFinished || $0.items.count < capacity }
     }
 
     /// Ends the mailbox: the consumer gets what is in it, then `nil`; senders are refused and
@@ -148,9 +126,8 @@ public final class Mailbox<Element: Sendable>: Sendable {
             defer {
                 state.waiter = nil
                 state.blockedSenders = 0
-                state.roomWaiters = [:]
             }
-            return (state.waiter, state.blockedSenders, Array(state.roomWaiters.values))
+            return (state.waiter, state.blockedSenders, state.roomWaiters.takeAll())
         }
         waiter?.resume()
         for _ in 0..<blocked { room.signal() }

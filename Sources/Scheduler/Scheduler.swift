@@ -580,11 +580,10 @@ public actor Scheduler {
             }
         }
         store.attemptsStarted(started)
-        bus.publish(events, time: now)
         // These very events may have put a lossless subscriber behind: hold back the next job
         // now, not when the flow gate's observer gets the actor (jobs finishing in a tight loop
         // would get there first).
-        if !core.isDispatchHeld && !bus.flow.isOpen { flowChanged() }
+        if bus.publish(events, time: now) && !core.isDispatchHeld { flowChanged() }
         store.jobsEnded(ended)
         launcher.send(contentsOf: launches)
         for (control, reason) in stops { control.requestStop(reason, grace: configuration.gracePeriod) }

@@ -13,8 +13,7 @@ final class ShutdownGrace: Sendable {
 
     private struct State {
         var isCut = false
-        var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
-        var nextID = 0
+        var waiters = Waiters()
     }
 
     private let state = Locked(State())
@@ -23,8 +22,7 @@ final class ShutdownGrace: Sendable {
     func cut() {
         let waiters = state.withLock { state in
             state.isCut = true
-            defer { state.waiters = [:] }
-            return Array(state.waiters.values)
+            return state.waiters.takeAll()
         }
         for waiter in waiters { waiter.resume() }
     }
@@ -58,24 +56,6 @@ final class ShutdownGrace: Sendable {
 
     /// Returns once ``cut()`` was called or the calling task is cancelled.
     private func cutOrCancelled() async {
-        let id = state.withLock { state in
-            defer { state.nextID += 1 }
-            return state.nextID
-        }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let resumeNow = state.withLock { state -> Bool in
-                    // Checked under the lock: a cut or a cancel that came before the waiter was
-                    // stored found nothing to resume.
-                    if state.isCut || Task.isCancelled { return true }
-                    state.waiters[id] = continuation
-                    return false
-                }
-                if resumeNow { continuation.resume() }
-            }
-        } onCancel: {
-            let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
-            waiter?.resume()
-        }
+        await state.wait(in: \.waiters) { $0.isCut }
     }
 }

@@ -24,7 +24,9 @@ final class LogWriter: Sendable {
         var hasStopped = false
         /// Bytes handed over and not written yet.
         var queuedBytes = 0
-        var roomWaiters: [CheckedContinuation<Void, Never>] = []
+        var roomWaiters = Waiters()
+
+        var hasRoom: Bool { queuedBytes < LogWriter.capacity || hasStopped }
     }
 
     private let state = Locked(State())
@@ -51,15 +53,11 @@ final class LogWriter: Sendable {
 
     /// Waits until fewer than ``capacity`` bytes are queued.
     func waitForRoom() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let hasRoom = state.withLock { state -> Bool in
-                if state.queuedBytes < Self.capacity || state.hasStopped { return true }
-                state.roomWaiters.append(continuation)
-                return false
-            }
-            if hasRoom { continuation.resume() }
-        }
+        await state.wait(in: \.roomWaiters) { $0.hasRoom }
     }
+
+    /// Whether fewer than ``capacity`` bytes are queued (or the thread has stopped).
+    var hasRoom: Bool { state.withLock { $0.hasRoom } }
 
     /// Queues a line (a newline is added) for stdout.
     func line(_ text: String) {
@@ -104,9 +102,8 @@ final class LogWriter: Sendable {
                 state.queuedBytes -= written
                 let done = isFinished && state.chunks.isEmpty
                 if done { state.hasStopped = true }
-                guard state.queuedBytes < Self.capacity || done else { return ([], done) }
-                defer { state.roomWaiters = [] }
-                return (state.roomWaiters, done)
+                guard state.hasRoom || done else { return ([], done) }
+                return (state.roomWaiters.takeAll(), done)
             }
             for waiter in waiters { waiter.resume() }
             if done {

@@ -99,14 +99,6 @@ final class OutputDirectory {
         if let fd = open.removeValue(forKey: id) { writer.close(fd) }
     }
 
-    /// A note in every open file (after a lag lost output lines).
-    func noteInOpenFiles(_ note: String, writer: LogWriter) {
-        for (id, fd) in open {
-            let start = midLine.remove(id) != nil ? "\n" : ""
-            writer.write(Array("\(start)--- jobtop: \(note) ---\n".utf8), to: fd)
-        }
-    }
-
     /// Closes every file still open.
     func closeAll(writer: LogWriter) {
         for fd in open.values { writer.close(fd) }

@@ -64,8 +64,6 @@ final class RunLog {
                 for info in snapshot.jobs where !info.state.isFinished {
                     outputDirectory?.jobSubmitted(info)
                 }
-            case .lagged(let missed):
-                outputDirectory?.noteInOpenFiles("the log fell behind; \(missed) events (output lines) were lost here", writer: writer)
             case .submitted(let info):
                 outputDirectory?.jobSubmitted(info)
             case .started(let id, let attempt, _, _):

@@ -135,13 +135,7 @@ struct RemoteHardeningTests {
 
         // Then a joined worker is not a pending connection: past its deadline it stays and runs jobs.
         clock.advance(by: .seconds(10))
-        let events = await coordinator.scheduler.events(includeOutput: false)
-        let id = try await coordinator.scheduler.submit(.shell("true"))
-        var ended: SchedulerEvent.Kind?
-        for await event in events where event.kind.isFinal && event.kind.jobID == id {
-            ended = event.kind
-            break
-        }
+        let ended = try await coordinator.run(.shell("true"))
         if case .succeeded? = ended {} else { Issue.record("the job ended \(String(describing: ended))") }
         agent.drain()
         try await running.value

@@ -156,15 +156,9 @@ struct RemoteWorkerTests {
         _ = await coordinator.joined(1)
         let scratch = try Scratch()
         let pidFile = scratch.file("pid")
-        let events = await coordinator.scheduler.events(includeOutput: false)
         var spec = JobSpec.shell("echo $$ > \(pidFile); exec sleep 1000")
         spec.timeout = .milliseconds(300)
-        let id = try await coordinator.scheduler.submit(spec)
-        var ended: SchedulerEvent.Kind?
-        for await event in events where event.kind.isFinal && event.kind.jobID == id {
-            ended = event.kind
-            break
-        }
+        let ended = try await coordinator.run(spec)
         guard case .failed(_, .timeout, let attempts)? = ended else {
             Issue.record("the job ended \(String(describing: ended)), not timed out")
             return
@@ -222,13 +216,7 @@ struct RemoteWorkerTests {
         // Then it joins and runs a job.
         _ = await coordinator.joined(1)
         #expect(await events.next() == .joined)
-        let jobs = await coordinator.scheduler.events(includeOutput: false)
-        let id = try await coordinator.scheduler.submit(.shell("true"))
-        var ended: SchedulerEvent.Kind?
-        for await event in jobs where event.kind.isFinal && event.kind.jobID == id {
-            ended = event.kind
-            break
-        }
+        let ended = try await coordinator.run(.shell("true"))
         if case .succeeded? = ended {} else { Issue.record("the job ended \(String(describing: ended))") }
         agent.drain()
         try await running.value

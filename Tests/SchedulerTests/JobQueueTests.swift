@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import Scheduler
 
@@ -78,5 +79,31 @@ import Testing
         _ = queue.popFirst()
         #expect(queue.first == ids[1])
         #expect(queue.count == 99_998)
+    }
+}
+
+@Suite struct IdentifierTests {
+    @Test("Ids compare and hash as their two words, through the witnesses dictionaries use")
+    func idsHashAsTwoWords() {
+        let uuid = UUID()
+        let words = withUnsafeBytes(of: uuid.uuid) {
+            ($0.loadUnaligned(as: UInt64.self), $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+        }
+        func expected() -> Int {
+            var hasher = Hasher()
+            hasher.combine(words.0)
+            hasher.combine(words.1)
+            return hasher.finalize()
+        }
+        func hashed(_ value: some Hashable) -> Int {
+            var hasher = Hasher()
+            hasher.combine(value)
+            return hasher.finalize()
+        }
+        #expect(hashed(JobID(uuid: uuid)) == expected())
+        #expect(hashed(WorkerID(uuid: uuid)) == expected())
+        #expect(JobID(uuid: uuid) == JobID(uuid: uuid) && JobID(uuid: uuid) != JobID(uuid: UUID()))
+        #expect(Set([JobID(uuid: uuid), JobID(uuid: uuid)]).count == 1)
+        #expect(JobID(uuid: uuid).short == String(uuid.uuidString.prefix(8)).lowercased())
     }
 }

@@ -22,13 +22,10 @@ struct LosslessDeliveryTests {
 
         var reader = EventReader(events)
         #expect(await reader.final(of: id)?.name == "succeeded")
-        let printed = reader.seen.compactMap { event -> String? in
-            if case .output(id, let line) = event.kind { line.text } else { nil }
-        }
+        let printed = reader.outputTexts(of: id)
         #expect(printed.count == lines)
         #expect(printed == (1...lines).map(String.init), "every line, in order")
-        let seqs = reader.seen.dropFirst().map(\.seq)
-        #expect(zip(seqs, seqs.dropFirst()).allSatisfy { $1 == $0 + 1 }, "no event missing")
+        #expect(reader.hasNoGaps, "no event missing")
         #expect(!reader.seen.contains { if case .lagged = $0.kind { true } else { false } })
         #expect(await scheduler.mostUnreadByLosslessSubscribers <= bound)
         await scheduler.shutdown(.graceful)
@@ -53,8 +50,7 @@ struct LosslessDeliveryTests {
         let finals = reader.seen.filter(\.kind.isFinal)
         #expect(finals.count == count)
         #expect(Set(finals.compactMap(\.kind.jobID)).count == count, "each job ends exactly once")
-        let seqs = reader.seen.dropFirst().map(\.seq)
-        #expect(zip(seqs, seqs.dropFirst()).allSatisfy { $1 == $0 + 1 }, "no event missing")
+        #expect(reader.hasNoGaps, "no event missing")
         // Bounded: the submissions, the limit, and what the running jobs added meanwhile.
         #expect(await scheduler.mostUnreadByLosslessSubscribers <= count + limit + 3 * started + 8)
         await scheduler.shutdown(.graceful)
@@ -76,9 +72,7 @@ struct LosslessDeliveryTests {
         }))
         var reader = EventReader(events)
         #expect(await reader.final(of: id)?.name == "succeeded")
-        let printed = reader.seen.compactMap { event -> String? in
-            if case .output(id, let line) = event.kind { line.text } else { nil }
-        }
+        let printed = reader.outputTexts(of: id)
         #expect(printed == (1...lines).map(String.init))
         // One line past the limit at most, plus the job's own start and end.
         #expect(await scheduler.mostUnreadByLosslessSubscribers <= limit + 8)

@@ -73,6 +73,15 @@ struct Coordinator {
         return nil
     }
 
+    /// Submits `spec` and waits for how the job ends (subscribed before the submission, so the
+    /// end cannot be missed).
+    func run(_ spec: JobSpec) async throws -> SchedulerEvent.Kind? {
+        let events = await scheduler.events(includeOutput: false)
+        let id = try await scheduler.submit(spec)
+        for await event in events where event.kind.isFinal && event.kind.jobID == id { return event.kind }
+        return nil
+    }
+
     func stop() async {
         await listener.stop()
         await scheduler.shutdown(.cancelRunning)

@@ -40,6 +40,18 @@ struct EventReader {
         }
     }
 
+    /// The text of every line `id` printed, in order.
+    func outputTexts(of id: JobID) -> [String] {
+        seen.compactMap { if case .output(id, let line) = $0.kind { line.text } else { nil } }
+    }
+
+    /// Whether every event after the first (the snapshot) is numbered one more than the one
+    /// before it: none was missed (for a subscription that includes output).
+    var hasNoGaps: Bool {
+        let seqs = seen.dropFirst().map(\.seq)
+        return zip(seqs, seqs.dropFirst()).allSatisfy { $1 == $0 + 1 }
+    }
+
     /// The jobs whose attempts started, in order.
     var startedJobs: [JobID] {
         seen.compactMap { if case .started(let id, _, _, _) = $0.kind { id } else { nil } }
