@@ -112,7 +112,7 @@ struct RemoteHardeningTests {
         // And a worker that comes now is turned away too (its agent on a clock of its own)...
         let agentClock = ManualClock()
         let agent = WorkerAgent(configuration: .init(
-            coordinator: coordinator.address, name: "patient", slots: 1, clock: agentClock, log: { _ in }))
+            coordinator: coordinator.address, name: "patient", slots: 1, token: coordinator.token, clock: agentClock, log: { _ in }))
         var agentEvents = agent.events.makeAsyncIterator()
         let running = Task { try await agent.run() }
         guard case .unreachable? = await agentEvents.next(), case .retrying(let delay)? = await agentEvents.next() else {
@@ -171,7 +171,7 @@ struct RemoteHardeningTests {
         let log = LogLines()
         let coordinator = try await Coordinator.start(
             heartbeat: .seconds(60), clock: clock, shutdownGrace: .seconds(2), log: log)
-        let worker = try JobtopProcess.worker(connect: coordinator.address, slots: 1, name: "frozen")
+        let worker = try JobtopProcess.worker(for: coordinator, slots: 1, name: "frozen")
         _ = await coordinator.joined(1)
         worker.send(SIGSTOP)
         async let stopped: Void = coordinator.listener.stop()
@@ -189,7 +189,7 @@ struct RemoteHardeningTests {
     func silentWorkerIsLostOnTheClock() async throws {
         let clock = ManualClock()
         let coordinator = try await Coordinator.start(heartbeat: .seconds(1), clock: clock)
-        let worker = try JobtopProcess.worker(connect: coordinator.address, slots: 1, name: "frozen")
+        let worker = try JobtopProcess.worker(for: coordinator, slots: 1, name: "frozen")
         let joined = await coordinator.joined(1)
         worker.send(SIGSTOP)
         // Heartbeat intervals pass, one at a time, until the coordinator gives the worker up.
@@ -247,7 +247,7 @@ struct RemoteHardeningTests {
         let clock = ManualClock()
         let log = LogLines()
         let agent = WorkerAgent(configuration: .init(
-            coordinator: coordinator.address, name: "loyal", slots: 1,
+            coordinator: coordinator.address, name: "loyal", slots: 1, token: coordinator.token,
             initialBackoff: .milliseconds(100), maxBackoff: .seconds(5), clock: clock, log: log.sink))
         var events = agent.events.makeAsyncIterator()
         let running = Task { try await agent.run() }

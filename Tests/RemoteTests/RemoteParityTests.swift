@@ -43,7 +43,7 @@ struct RemoteParityTests {
     @Test("keep_background on a remote worker: what the job leaves running runs on, and the coordinator hears of it before the job ends")
     func keepBackgroundIsHonoured() async throws {
         let coordinator = try await Coordinator.start()
-        let worker = try JobtopProcess.worker(connect: coordinator.address, slots: 1, name: "w")
+        let worker = try JobtopProcess.worker(for: coordinator, slots: 1, name: "w")
         _ = await coordinator.joined(1)
         let scratch = try Scratch()
         let pidFile = scratch.file("pid")
@@ -73,7 +73,7 @@ struct RemoteParityTests {
     @Test("Without keep_background a remote job's leftover processes are stopped, and reported as stopped before the job ends")
     func leftoversAreStoppedAndReported() async throws {
         let coordinator = try await Coordinator.start()
-        let worker = try JobtopProcess.worker(connect: coordinator.address, slots: 1, name: "w")
+        let worker = try JobtopProcess.worker(for: coordinator, slots: 1, name: "w")
         _ = await coordinator.joined(1)
         let scratch = try Scratch()
         let pidFile = scratch.file("pid")
@@ -100,7 +100,7 @@ struct RemoteParityTests {
     func olderWorkerGetsNoKeepBackgroundJob() async throws {
         // Given a coordinator whose clock stands still (the raw worker sends no heartbeats).
         let coordinator = try await Coordinator.start(clock: ManualClock())
-        let received = try await RawClient.asOlderWorker(port: coordinator.address.port) { _ in
+        let received = try await RawClient.asOlderWorker(port: coordinator.address.port, token: coordinator.token) { _ in
             _ = await coordinator.joined(1)
             var spec = JobSpec.shell("sleep 1000 &")
             spec.keepBackground = true
@@ -122,7 +122,7 @@ struct RemoteParityTests {
     @Test("A lossless subscriber with a tiny buffer gets every line of a remote job, in order: the job is slowed down, not cut short, and its worker is not taken for lost")
     func remoteOutputIsLossless() async throws {
         let coordinator = try await Coordinator.start()
-        let worker = try JobtopProcess.worker(connect: coordinator.address, slots: 1, name: "w")
+        let worker = try JobtopProcess.worker(for: coordinator, slots: 1, name: "w")
         _ = await coordinator.joined(1)
         // A log's subscription, 16 events behind at most before the jobs are held back.
         let events = await coordinator.scheduler.events(bufferLimit: 16, delivery: .lossless)
@@ -155,7 +155,7 @@ struct RemoteParityTests {
     /// The output lines of `command`, run on a local slot or on a `jobtop worker`.
     static func output(of command: String, remote: Bool) async throws -> [OutputLine] {
         let coordinator = try await Coordinator.start(localSlots: remote ? 0 : 1)
-        let worker = remote ? try JobtopProcess.worker(connect: coordinator.address, slots: 1, name: "w") : nil
+        let worker = remote ? try JobtopProcess.worker(for: coordinator, slots: 1, name: "w") : nil
         if remote { _ = await coordinator.joined(1) }
         let events = await coordinator.scheduler.events()
         let id = try await coordinator.scheduler.submit(.shell(command))

@@ -16,8 +16,8 @@ struct RemoteWorkerTests {
     func twoWorkersRunTwoHundredJobs() async throws {
         // Given a coordinator with no local slots and two workers.
         let coordinator = try await Coordinator.start()
-        let a = try JobtopProcess.worker(connect: coordinator.address, slots: 2, name: "a")
-        let b = try JobtopProcess.worker(connect: coordinator.address, slots: 2, name: "b")
+        let a = try JobtopProcess.worker(for: coordinator, slots: 2, name: "a")
+        let b = try JobtopProcess.worker(for: coordinator, slots: 2, name: "b")
         let workers = await coordinator.joined(2)
         let events = await coordinator.scheduler.events(includeOutput: false)
 
@@ -58,8 +58,8 @@ struct RemoteWorkerTests {
     @Test("kill -9 of a worker running jobs: every job still ends exactly once, succeeded")
     func killedWorkerJobsAreRequeued() async throws {
         let coordinator = try await Coordinator.start()
-        let a = try JobtopProcess.worker(connect: coordinator.address, slots: 2, name: "doomed")
-        let b = try JobtopProcess.worker(connect: coordinator.address, slots: 2, name: "survivor")
+        let a = try JobtopProcess.worker(for: coordinator, slots: 2, name: "doomed")
+        let b = try JobtopProcess.worker(for: coordinator, slots: 2, name: "survivor")
         let workers = await coordinator.joined(2)
         let doomed = try #require(workers.first { $0.name == "doomed" })
         let events = await coordinator.scheduler.events(includeOutput: false)
@@ -116,7 +116,7 @@ struct RemoteWorkerTests {
     @Test("Cancelling a remote `sleep 1000 & wait` cancels the job and kills the sleep")
     func cancelKillsTheRemoteProcessGroup() async throws {
         let coordinator = try await Coordinator.start()
-        let worker = try JobtopProcess.worker(connect: coordinator.address, slots: 1, name: "w")
+        let worker = try JobtopProcess.worker(for: coordinator, slots: 1, name: "w")
         _ = await coordinator.joined(1)
         let scratch = try Scratch()
         let pidFile = scratch.file("pids")
@@ -152,7 +152,7 @@ struct RemoteWorkerTests {
     @Test("A timeout reaches the remote worker: the job fails as timed out and its process is gone")
     func timeoutStopsTheRemoteJob() async throws {
         let coordinator = try await Coordinator.start()
-        let worker = try JobtopProcess.worker(connect: coordinator.address, slots: 1, name: "w")
+        let worker = try JobtopProcess.worker(for: coordinator, slots: 1, name: "w")
         _ = await coordinator.joined(1)
         let scratch = try Scratch()
         let pidFile = scratch.file("pid")
@@ -176,7 +176,7 @@ struct RemoteWorkerTests {
         let coordinator = try await Coordinator.start(token: "the-right-token")
         let id = try await coordinator.scheduler.submit(.shell("true"))
         let worker = try JobtopProcess.worker(
-            connect: coordinator.address, name: "intruder", environment: ["JOBTOP_TOKEN": "a-wrong-token"])
+            for: coordinator, name: "intruder", environment: ["JOBTOP_TOKEN": "a-wrong-token"])
 
         // The worker gives up with status 1 and says why.
         #expect(await worker.wait().status == 1)
@@ -196,8 +196,10 @@ struct RemoteWorkerTests {
         await probe.stop()
         let clock = ManualClock()
         let log = LogLines()
+        let token = "test-\(UUID().uuidString)"
         let agent = WorkerAgent(configuration: .init(
-            coordinator: RemoteAddress(host: "127.0.0.1", port: port), name: "early", slots: 1, clock: clock, log: log.sink))
+            coordinator: RemoteAddress(host: "127.0.0.1", port: port), name: "early", slots: 1, token: token, clock: clock,
+            log: log.sink))
         var events = agent.events.makeAsyncIterator()
         let running = Task { try await agent.run() }
         guard case .unreachable? = await events.next(), case .retrying(let delay)? = await events.next() else {
@@ -209,7 +211,7 @@ struct RemoteWorkerTests {
 
         // When the coordinator comes up (its own clock stands still: no heartbeat deadline
         // passes while the agent's clock is held) and the agent's backoff delay passes.
-        let coordinator = try await Coordinator.start(port: port, clock: ManualClock())
+        let coordinator = try await Coordinator.start(port: port, token: token, clock: ManualClock())
         await clock.waitForSleeper(until: clock.now.advanced(by: delay))
         clock.advance(by: delay)
 
@@ -231,7 +233,7 @@ struct RemoteWorkerTests {
         let clock = ManualClock()
         let log = LogLines()
         let agent = WorkerAgent(configuration: .init(
-            coordinator: first.address, name: "loyal", slots: 1, clock: clock, log: log.sink))
+            coordinator: first.address, name: "loyal", slots: 1, token: first.token, clock: clock, log: log.sink))
         var events = agent.events.makeAsyncIterator()
         let running = Task { try await agent.run() }
         #expect(await events.next() == .joined)
@@ -259,7 +261,7 @@ struct RemoteWorkerTests {
         #expect(log.all.contains { $0.contains("closed the connection (the coordinator is shutting down); reconnecting with backoff") })
 
         // And a coordinator on the same address gets it back once the delay has passed.
-        let second = try await Coordinator.start(port: port, clock: ManualClock())
+        let second = try await Coordinator.start(port: port, token: first.token, clock: ManualClock())
         await clock.waitForSleeper(until: clock.now.advanced(by: delay))
         clock.advance(by: delay)
         _ = await second.joined(1)
@@ -272,7 +274,7 @@ struct RemoteWorkerTests {
     @Test("Progress and output of a remote job reach the coordinator's event stream")
     func progressReachesTheCoordinator() async throws {
         let coordinator = try await Coordinator.start()
-        let worker = try JobtopProcess.worker(connect: coordinator.address, slots: 1, name: "w")
+        let worker = try JobtopProcess.worker(for: coordinator, slots: 1, name: "w")
         _ = await coordinator.joined(1)
         let events = await coordinator.scheduler.events()
         let id = try await coordinator.scheduler.submit(.shell("echo 'step 25%'; echo 'step 50%'; echo done >&2"))
@@ -299,7 +301,7 @@ struct RemoteWorkerTests {
     @Test("SIGTERM drains: the running job finishes, a job handed over meanwhile never runs there and goes back to the queue")
     func drainFinishesRunningJobs() async throws {
         let coordinator = try await Coordinator.start()
-        let worker = try JobtopProcess.worker(connect: coordinator.address, slots: 1, name: "drainer")
+        let worker = try JobtopProcess.worker(for: coordinator, slots: 1, name: "drainer")
         _ = await coordinator.joined(1)
         let events = await coordinator.scheduler.events()
         let first = try await coordinator.scheduler.submit(.shell("echo running; sleep 0.5"))
@@ -335,7 +337,7 @@ struct RemoteWorkerTests {
     @Test("A hello with another protocol version is refused naming both versions")
     func versionMismatchIsRefused() async throws {
         let coordinator = try await Coordinator.start()
-        let refusal = try await RawClient.hello(port: coordinator.address.port, version: 99)
+        let refusal = try await RawClient.hello(port: coordinator.address.port, version: 99, token: coordinator.token)
         #expect(refusal?.code == .versionMismatch)
         #expect(refusal?.message.contains("coordinator speaks jobtop remote protocol 1") == true)
         #expect(refusal?.message.contains("worker speaks 99") == true)

@@ -34,6 +34,10 @@ public final class JobtopProcess: Sendable {
     private let outputText = Collected()
     private let lineStream: AsyncStream<String>
     private let readersDone = DispatchGroup()
+    /// Whether ``wait()`` reaped it (its pid may then belong to another process).
+    private let reaped = Locked(false)
+    /// Whether it leads a process group of its own.
+    private let leadsGroup: Bool
 
     /// The path of the binary under test.
     public static let binary: String = {
@@ -110,8 +114,22 @@ public final class JobtopProcess: Sendable {
             throw SpawnError(message: "cannot run \(executable): \(String(cString: strerror(rc)))")
         }
         pid = child
+        leadsGroup = newSession
         Self.read(out[0], into: [stdoutText, outputText], lines: continuation, group: readersDone)
         Self.read(err[0], into: [stderrText, outputText], lines: nil, group: readersDone)
+    }
+
+    /// A process the test let go of without waiting for it (a test that failed half-way) is killed
+    /// with its group and reaped, so it cannot live on and join another test's coordinator.
+    deinit {
+        guard !reaped.withLock({ $0 }) else { return }
+        let pid = pid
+        kill(pid, SIGKILL)
+        if leadsGroup { kill(-pid, SIGKILL) }
+        Thread {
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        }.start()
     }
 
     /// Runs `jobtop arguments...` to its end.
@@ -160,10 +178,12 @@ public final class JobtopProcess: Sendable {
     public func wait() async -> Outcome {
         let pid = pid
         let group = readersDone
+        let reaped = reaped
         let status = await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in
             let thread = Thread {
                 var status: Int32 = 0
                 while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+                reaped.withLock { $0 = true }
                 group.wait()
                 continuation.resume(returning: jt_wifexited(status) != 0 ? jt_wexitstatus(status) : 128 + jt_wtermsig(status))
             }

@@ -40,7 +40,8 @@ extension RawClient {
     ///
     /// - Returns: Every message the coordinator sent meanwhile.
     static func asOlderWorker(
-        port: Int, _ body: @escaping @Sendable (AsyncStream<Jobtop_Remote_V1_CoordinatorMessage>) async throws -> Void
+        port: Int, token: String,
+        _ body: @escaping @Sendable (AsyncStream<Jobtop_Remote_V1_CoordinatorMessage>) async throws -> Void
     ) async throws -> [Jobtop_Remote_V1_CoordinatorMessage] {
         let (messages, received) = AsyncStream.makeStream(of: Jobtop_Remote_V1_CoordinatorMessage.self)
         let (leaving, leave) = AsyncStream.makeStream(of: Void.self)
@@ -54,6 +55,7 @@ extension RawClient {
                         try await writer.write(.with {
                             $0.hello = .with {
                                 $0.name = "old-timer"
+                                $0.token = token
                                 $0.slots = 1
                                 $0.protocolVersion = 1
                                 $0.softwareVersion = "0.1.0"

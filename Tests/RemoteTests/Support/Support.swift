@@ -4,12 +4,17 @@ import Scheduler
 import SchedulerRemote
 
 extension JobtopProcess {
-    /// Starts `jobtop worker` for `address`, in a session of its own.
+    /// Starts `jobtop worker` for `coordinator`, with its token, in a session of its own.
+    ///
+    /// Every test coordinator has a token of its own, so a worker left over from another test
+    /// (reconnecting to a port this coordinator got after it was freed) is refused, never joins.
     static func worker(
-        connect address: RemoteAddress, slots: Int = 2, name: String, environment: [String: String] = [:]
+        for coordinator: Coordinator, slots: Int = 2, name: String, environment: [String: String] = [:]
     ) throws -> JobtopProcess {
-        try JobtopProcess(
-            ["worker", "--connect", "127.0.0.1:\(address.port)", "--slots", "\(slots)", "--name", name],
+        var environment = environment
+        if environment["JOBTOP_TOKEN"] == nil { environment["JOBTOP_TOKEN"] = coordinator.token }
+        return try JobtopProcess(
+            ["worker", "--connect", "127.0.0.1:\(coordinator.address.port)", "--slots", "\(slots)", "--name", name],
             environment: environment, newSession: true)
     }
 }
@@ -25,17 +30,21 @@ final class LogLines: Sendable {
 /// An in-process coordinator: a scheduler with no local slots and a listener on loopback.
 struct Coordinator {
     let scheduler: Scheduler
+    /// The token workers must show: one of its own unless a test chose one.
+    let token: String
     let listener: WorkerListener
     let address: RemoteAddress
     let listenerEvents: AsyncStream<WorkerListener.Event>
     let running: Task<Void, Never>
 
-    /// Starts one on `clock` (the scheduler's, which the listener shares).
+    /// Starts one on `clock` (the scheduler's, which the listener shares), with `token` or a
+    /// fresh one.
     static func start(
         port: Int = 0, token: String? = nil, heartbeat: Duration = .seconds(1), localSlots: Int = 0,
         clock: ManualClock? = nil, helloDeadline: Duration = .seconds(5), maxPendingConnections: Int = 32,
         shutdownGrace: Duration = .seconds(2), log: LogLines? = nil
     ) async throws -> Coordinator {
+        let token = token ?? "test-\(UUID().uuidString)"
         let configuration = Scheduler.Configuration(localSlots: localSlots, gracePeriod: .seconds(2))
         let scheduler: Scheduler
         if let clock {
@@ -54,7 +63,7 @@ struct Coordinator {
                 log: sink))
         let events = listener.events
         let address = try await listener.start()
-        return Coordinator(scheduler: scheduler, listener: listener, address: address, listenerEvents: events, running: running)
+        return Coordinator(scheduler: scheduler, token: token, listener: listener, address: address, listenerEvents: events, running: running)
     }
 
     /// Waits until `count` workers have joined; returns them.
