@@ -1,5 +1,15 @@
+/// A dense index: a ``JobHandle``, or a group's place in the core.
+protocol DenseHandle: Sendable {
+    var index: Int32 { get }
+}
+
+extension JobHandle: DenseHandle {}
+
 /// The queue of jobs waiting for a slot, by ``JobHandle``: highest priority first, first in first
 /// out within a priority.
+typealias HandleQueue = IndexedHeap<JobHandle>
+
+/// Handles by priority, highest first, then by order (lowest first).
 ///
 /// An indexed 4-ary heap of handles. A plain array maps each handle to its heap position, so
 /// finding a queued job, sifting, changing its priority or removing it never hashes: O(log n)
@@ -7,9 +17,9 @@
 /// bytes, so a node's children share one cache line: with a million jobs queued, taking the
 /// first one touches about ten lines instead of twenty. The core uses it directly; ``JobQueue``
 /// wraps it for callers that name jobs by id.
-struct HandleQueue: Sendable {
+struct IndexedHeap<Handle: DenseHandle>: Sendable {
     struct Entry: Sendable {
-        var handle: JobHandle
+        var handle: Handle
         /// Priorities are validated to ``JobSpec/priorityRange`` long before they get here;
         /// anything beyond 32 bits is clamped.
         var priority: Int32
@@ -17,7 +27,7 @@ struct HandleQueue: Sendable {
     }
 
     /// Children per node.
-    private static let arity = 4
+    private static var arity: Int { 4 }
 
     private var heap: [Entry] = []
     /// Heap index of each handle; -1 when it is not queued.
@@ -33,29 +43,49 @@ struct HandleQueue: Sendable {
     var isEmpty: Bool { heap.isEmpty }
 
     /// Whether `handle` is queued.
-    func contains(_ handle: JobHandle) -> Bool { position(of: handle) != nil }
+    func contains(_ handle: Handle) -> Bool { position(of: handle) != nil }
 
     /// The priority `handle` is queued at.
-    func priority(of handle: JobHandle) -> Int? { position(of: handle).map { Int(heap[$0].priority) } }
+    func priority(of handle: Handle) -> Int? { position(of: handle).map { Int(heap[$0].priority) } }
 
     /// The job that runs next.
-    var first: JobHandle? { heap.first?.handle }
+    var first: Handle? { heap.first?.handle }
+
+    /// The entry that comes first: its handle, priority and order.
+    var firstEntry: Entry? { heap.first }
 
     /// Adds `handle` behind every queued job of the same priority.
-    mutating func insert(_ handle: JobHandle, priority: Int) {
+    mutating func insert(_ handle: Handle, priority: Int) {
+        insert(handle, priority: priority, order: nextOrder)
+        nextOrder &+= 1
+    }
+
+    /// Adds `handle` at `priority`, ordered by `order` (lower first) within it: for queues that
+    /// share one order across several heaps.
+    mutating func insert(_ handle: Handle, priority: Int, order: UInt64) {
         let index = Int(handle.index)
         if index >= positions.count {
             positions.append(contentsOf: repeatElement(-1, count: index - positions.count + 1))
         }
-        precondition(positions[index] < 0, "job \(handle) is already queued")
-        heap.append(Entry(handle: handle, priority: Int32(clamping: priority), order: nextOrder))
-        nextOrder &+= 1
+        precondition(positions[index] < 0, "\(handle) is already queued")
+        heap.append(Entry(handle: handle, priority: Int32(clamping: priority), order: order))
         positions[index] = Int32(heap.count - 1)
         siftUp(heap.count - 1)
     }
 
+    /// Moves `handle` to `priority` and `order`; returns whether it was queued.
+    @discardableResult
+    mutating func update(_ handle: Handle, priority: Int, order: UInt64) -> Bool {
+        guard let index = position(of: handle) else { return false }
+        heap[index].priority = Int32(clamping: priority)
+        heap[index].order = order
+        siftDown(index)
+        siftUp(index)
+        return true
+    }
+
     /// Removes and returns the job that runs next.
-    mutating func popFirst() -> JobHandle? {
+    mutating func popFirst() -> Handle? {
         guard let top = heap.first else { return nil }
         remove(at: 0)
         return top.handle
@@ -63,7 +93,7 @@ struct HandleQueue: Sendable {
 
     /// Removes `handle`; returns whether it was queued.
     @discardableResult
-    mutating func remove(_ handle: JobHandle) -> Bool {
+    mutating func remove(_ handle: Handle) -> Bool {
         guard let position = position(of: handle) else { return false }
         remove(at: position)
         return true
@@ -72,7 +102,7 @@ struct HandleQueue: Sendable {
     /// Moves `handle` to `priority`. Within its new priority it keeps its submission order.
     /// Returns whether it was queued.
     @discardableResult
-    mutating func updatePriority(_ handle: JobHandle, to priority: Int) -> Bool {
+    mutating func updatePriority(_ handle: Handle, to priority: Int) -> Bool {
         guard let index = position(of: handle) else { return false }
         let old = heap[index].priority
         let new = Int32(clamping: priority)
@@ -82,18 +112,24 @@ struct HandleQueue: Sendable {
     }
 
     /// The queued jobs in the order they would run. O(n log n).
-    func ordered() -> [JobHandle] {
+    func ordered() -> [Handle] {
         heap.sorted(by: Self.runsBefore).map(\.handle)
     }
 
-    private func position(of handle: JobHandle) -> Int? {
+    /// The entries in the order they would run. O(n log n).
+    func orderedEntries() -> [Entry] {
+        heap.sorted(by: Self.runsBefore)
+    }
+
+    /// Whether `a` comes before `b`.
+    static func runsBefore(_ a: Entry, _ b: Entry) -> Bool {
+        a.priority != b.priority ? a.priority > b.priority : a.order < b.order
+    }
+
+    private func position(of handle: Handle) -> Int? {
         let index = Int(handle.index)
         guard index < positions.count, positions[index] >= 0 else { return nil }
         return Int(positions[index])
-    }
-
-    private static func runsBefore(_ a: Entry, _ b: Entry) -> Bool {
-        a.priority != b.priority ? a.priority > b.priority : a.order < b.order
     }
 
     /// Removes the entry at heap `index`.

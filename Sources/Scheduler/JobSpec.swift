@@ -25,6 +25,38 @@ public struct JobSpec: Sendable, Codable {
     /// before the job ends; either way a ``SchedulerEvent/Kind/leftoverProcesses(_:count:stopped:)``
     /// event says how many there were. A cancel or timeout stops them regardless.
     public var keepBackground: Bool
+    /// The group it runs in (a group may cap how many of its jobs run at once, and be paused on
+    /// its own); `nil` is ``JobSpec/defaultGroup``. A group no one set up is made on first use,
+    /// with no limit.
+    public var group: String?
+    /// Jobs that must succeed before this one starts. If one of them fails for good, is
+    /// cancelled or is skipped, this job ends ``JobState/skipped(_:)``.
+    public var dependencies: [Dependency]
+    /// The earliest it may start; `nil` is as soon as it can.
+    public var notBefore: StartTime?
+
+    /// A job that must succeed first.
+    public enum Dependency: Sendable, Codable, Hashable {
+        /// A job already submitted (it may have ended: a success counts, a failure skips).
+        case job(JobID)
+        /// The spec at this index of the same submission, which must come before this one (so
+        /// a submission cannot hold a cycle).
+        case earlier(Int)
+    }
+
+    /// When a job may start.
+    public enum StartTime: Sendable, Codable, Equatable {
+        /// This long after it is submitted.
+        case delay(Duration)
+        /// At this wall-clock time (a time already past means at once).
+        case date(Date)
+    }
+
+    /// The group of jobs that name none.
+    public static let defaultGroup = "default"
+
+    /// The group it runs in.
+    public var groupName: String { group ?? Self.defaultGroup }
 
     /// Creates a spec.
     public init(
@@ -37,7 +69,10 @@ public struct JobSpec: Sendable, Codable {
         timeout: Duration? = nil,
         coalescingKey: String? = nil,
         progressPattern: ProgressPattern? = nil,
-        keepBackground: Bool = false
+        keepBackground: Bool = false,
+        group: String? = nil,
+        dependencies: [Dependency] = [],
+        notBefore: StartTime? = nil
     ) {
         self.name = name
         self.work = work
@@ -49,6 +84,9 @@ public struct JobSpec: Sendable, Codable {
         self.coalescingKey = coalescingKey
         self.progressPattern = progressPattern
         self.keepBackground = keepBackground
+        self.group = group
+        self.dependencies = dependencies
+        self.notBefore = notBefore
     }
 
     /// A spec that runs `command` with `/bin/sh -c`.

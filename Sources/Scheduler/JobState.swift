@@ -15,6 +15,13 @@ public enum JobState: Sendable, Equatable {
     case failed(reason: FailureReason, attempts: Int)
     /// Cancelled by a user: never retried, never counted as failed.
     case cancelled
+    /// Waiting for its dependencies to succeed (``JobInfo/dependencies`` names them).
+    case blocked
+    /// Waiting for its start time.
+    case scheduled(until: SchedulerTime)
+    /// Never ran: a dependency failed for good, was cancelled or was skipped itself. Retrying
+    /// that dependency brings it back.
+    case skipped(SkipReason)
 
     /// A short lowercase word for screens and logs.
     public var name: String {
@@ -25,6 +32,9 @@ public enum JobState: Sendable, Equatable {
         case .succeeded: "succeeded"
         case .failed: "failed"
         case .cancelled: "cancelled"
+        case .blocked: "blocked"
+        case .scheduled: "scheduled"
+        case .skipped: "skipped"
         }
     }
 
@@ -37,16 +47,25 @@ public enum JobState: Sendable, Equatable {
         case .succeeded: .succeeded
         case .failed: .failed
         case .cancelled: .cancelled
+        case .blocked: .blocked
+        case .scheduled: .scheduled
+        case .skipped: .skipped
         }
     }
 
-    /// Whether the job has ended (succeeded, failed or cancelled).
+    /// Whether the job has ended (succeeded, failed, cancelled or skipped).
     public var isFinished: Bool { kind.isFinished }
 
     /// Whether moving from this state to `next` is allowed. The one place that says so.
     public func canTransition(to next: JobState) -> Bool {
         switch (kind, next.kind) {
         case (.queued, .running), (.queued, .cancelled): true
+        // Not started yet: released to the queue, blocked once its time comes, skipped when a
+        // dependency fails, or cancelled.
+        case (.scheduled, .queued), (.scheduled, .blocked), (.scheduled, .skipped), (.scheduled, .cancelled): true
+        case (.blocked, .queued), (.blocked, .skipped), (.blocked, .cancelled): true
+        // A skipped job comes back when its dependency is retried.
+        case (.skipped, .blocked), (.skipped, .queued), (.skipped, .scheduled): true
         case (.running, .succeeded), (.running, .failed), (.running, .waiting),
              (.running, .cancelled), (.running, .queued): true
         case (.running, .running):
@@ -60,6 +79,8 @@ public enum JobState: Sendable, Equatable {
             }
         case (.waiting, .queued), (.waiting, .cancelled): true
         case (.failed, .queued), (.cancelled, .queued): true
+        // A user retries a job that has dependencies or a start time still to come.
+        case (.failed, .blocked), (.cancelled, .blocked), (.cancelled, .scheduled): true
         default: false
         }
     }
@@ -67,14 +88,63 @@ public enum JobState: Sendable, Equatable {
 
 /// The kinds of ``JobState``, for counting and filtering.
 public enum JobStateKind: String, Sendable, CaseIterable, Hashable, Codable {
-    case queued, running, waiting, succeeded, failed, cancelled
+    case queued, running, waiting, blocked, scheduled, succeeded, failed, cancelled, skipped
 
     /// Whether jobs in this state have ended.
     public var isFinished: Bool {
         switch self {
-        case .succeeded, .failed, .cancelled: true
+        case .succeeded, .failed, .cancelled, .skipped: true
         default: false
         }
+    }
+
+    /// Whether jobs in this state have not started and wait for something other than a slot
+    /// (dependencies, a start time).
+    public var isHeld: Bool { self == .blocked || self == .scheduled }
+}
+
+/// Why a job was skipped: the dependency that will not succeed, and how it ended.
+public struct SkipReason: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// The dependency.
+    public var dependency: JobID
+    /// Its name as a screen shows it (its given name, else its command).
+    public var dependencyName: String
+    /// How it ended: failed, cancelled or skipped.
+    public var outcome: JobStateKind
+
+    /// Creates a reason.
+    public init(dependency: JobID, dependencyName: String, outcome: JobStateKind) {
+        self.dependency = dependency
+        self.dependencyName = dependencyName
+        self.outcome = outcome
+    }
+
+    /// `dependency 'fetch-a' failed`.
+    public var description: String {
+        let name = dependencyName.count > 60 ? String(dependencyName.prefix(57)) + "..." : dependencyName
+        let what = switch outcome {
+        case .cancelled: "was cancelled"
+        case .skipped: "was skipped"
+        default: outcome.rawValue
+        }
+        return "dependency '\(name)' \(what)"
+    }
+}
+
+/// A group of jobs: a cap on how many of them run at once, and a pause of its own.
+public struct JobGroup: Sendable, Hashable, Codable {
+    /// Its name.
+    public var name: String
+    /// The most of its jobs that run at once; `nil` is no limit beyond the slots.
+    public var limit: Int?
+    /// Whether its jobs are held back (running ones go on).
+    public var isPaused: Bool
+
+    /// Creates a group.
+    public init(name: String, limit: Int? = nil, isPaused: Bool = false) {
+        self.name = name
+        self.limit = limit
+        self.isPaused = isPaused
     }
 }
 

@@ -104,7 +104,7 @@ public actor Scheduler {
         var core = SchedulerCore(configuration: .init(
             finishedRetention: configuration.finishedRetention,
             maxWorkerLossRequeues: configuration.maxWorkerLossRequeues,
-            seed: configuration.seed))
+            seed: configuration.seed, wallClockEpoch: self.clock.wallClockEpoch))
         ids = configuration.seed.map { IdentifierGenerator(seed: $0 &+ 1) } ?? IdentifierGenerator()
         var events: [SchedulerEvent.Kind] = []
         for number in 1...max(1, configuration.localSlots) where configuration.localSlots > 0 {
@@ -270,9 +270,12 @@ public actor Scheduler {
         perform(try core.reprioritize(id, to: priority, now: now), now: now)
     }
 
-    /// Queues a failed or cancelled job again with a fresh retry budget.
+    /// Queues a failed, cancelled or skipped job again with a fresh retry budget (a job whose
+    /// dependencies have not all succeeded goes back to `blocked`); the jobs skipped because of
+    /// it come back too.
     ///
-    /// - Throws: ``SchedulerError`` when the job is unknown or not failed/cancelled.
+    /// - Throws: ``SchedulerError`` when the job is unknown or not failed/cancelled/skipped, or a
+    ///   dependency of it failed (retry that one first).
     public func retry(_ id: JobID) throws(SchedulerError) {
         let now = clock.now()
         perform(try core.retry(id, now: now), now: now)
@@ -288,6 +291,31 @@ public actor Scheduler {
     public func resume() {
         let now = clock.now()
         perform(core.resume(now: now), now: now)
+    }
+
+    /// Sets how many jobs of `group` run at once (`nil`: no limit beyond the slots), making the
+    /// group if it is new. Raising it starts waiting jobs at once; lowering it stops none.
+    ///
+    /// - Throws: ``SchedulerError`` `.invalidArgument` for a limit below 1 or an empty name.
+    public func setGroupLimit(_ group: String, to limit: Int?) throws(SchedulerError) {
+        let now = clock.now()
+        perform(try core.setGroupLimit(group, to: limit, now: now), now: now)
+    }
+
+    /// Starts no new job of `group` (making it if it is new); its running jobs go on.
+    ///
+    /// - Throws: ``SchedulerError`` `.invalidArgument` for an empty name.
+    public func pauseGroup(_ group: String) throws(SchedulerError) {
+        let now = clock.now()
+        perform(try core.pauseGroup(group, now: now), now: now)
+    }
+
+    /// Starts `group`'s jobs again after ``pauseGroup(_:)``.
+    ///
+    /// - Throws: ``SchedulerError`` `.invalidArgument` when no such group exists.
+    public func resumeGroup(_ group: String) throws(SchedulerError) {
+        let now = clock.now()
+        perform(try core.resumeGroup(group, now: now), now: now)
     }
 
     /// Sets the number of local slots. New slots take work at once; removed ones leave when idle,

@@ -22,6 +22,12 @@ public enum SchedulerCommand: Sendable, Codable {
     case sealBatch(BatchID)
     /// Shut the scheduler down.
     case shutdown(ShutdownMode)
+    /// Set how many jobs of a group run at once (`nil`: no limit); makes the group if needed.
+    case setGroupLimit(String, Int?)
+    /// Start no new job of a group; its running jobs go on.
+    case pauseGroup(String)
+    /// Start a group's jobs again.
+    case resumeGroup(String)
 }
 
 /// What a performed command gives back.
@@ -114,6 +120,12 @@ extension Scheduler: SchedulerClient {
         case .shutdown(let mode):
             // Asked for, not awaited: a client must not wait for every job to end.
             beginShutdown(mode)
+        case .setGroupLimit(let group, let limit):
+            try setGroupLimit(group, to: limit)
+        case .pauseGroup(let group):
+            try pauseGroup(group)
+        case .resumeGroup(let group):
+            try resumeGroup(group)
         }
         return .done
     }

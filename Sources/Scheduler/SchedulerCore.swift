@@ -1,5 +1,6 @@
 import DequeModule
 import HeapModule
+import struct Foundation.Date
 import struct Foundation.UUID
 
 /// Everything the scheduler decides, as a pure value: commands and results in, actions out.
@@ -29,12 +30,18 @@ public struct SchedulerCore: Sendable {
         public var maxWorkerLossRequeues: Int
         /// Seeds the jitter of retry delays.
         public var seed: UInt64?
+        /// The wall-clock time at time zero, for start times given as dates.
+        public var wallClockEpoch: Date
 
         /// Creates a configuration.
-        public init(finishedRetention: Int = 10_000, maxWorkerLossRequeues: Int = 3, seed: UInt64? = nil) {
+        public init(
+            finishedRetention: Int = 10_000, maxWorkerLossRequeues: Int = 3, seed: UInt64? = nil,
+            wallClockEpoch: Date = Date(timeIntervalSince1970: 0)
+        ) {
             self.finishedRetention = max(0, finishedRetention)
             self.maxWorkerLossRequeues = max(0, maxWorkerLossRequeues)
             self.seed = seed
+            self.wallClockEpoch = wallClockEpoch
         }
     }
 
@@ -51,11 +58,60 @@ public struct SchedulerCore: Sendable {
         var batch: BatchID?
         /// The worker it runs on while it runs (its state names the worker's id).
         var worker: WorkerHandle?
+        /// Its group's place in ``groups``.
+        var group: Int32 = 0
+        /// Its dependencies that have not succeeded, while it is blocked or scheduled (counted
+        /// afresh whenever it comes back from an end).
+        var pending = 0
+        /// The jobs that wait for it. Each handle comes with its id: a dependent that ended and
+        /// was dropped may have left its handle to another job.
+        var dependents: [Dependent] = []
+        /// Whether a job named it as a dependency: its outcome is kept once its record is dropped.
+        var isDependency = false
+        /// When it may start, if it was given a time.
+        var notBefore: SchedulerTime?
 
         /// What fills the table's place of a removed record: holds nothing worth keeping.
         static let placeholder = Job(
             handle: JobHandle(index: -1), submitted: SubmittedSpec(JobSpec(work: .argv([]))),
             info: JobInfo(id: JobID(uuid: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))), command: ""))
+    }
+
+    /// A job that waits for another.
+    struct Dependent: Sendable {
+        let handle: JobHandle
+        let id: JobID
+    }
+
+    /// A group's place in ``groups``.
+    struct GroupHandle: DenseHandle {
+        let index: Int32
+    }
+
+    /// A group: its settings, its queue and what it runs.
+    struct Group: Sendable {
+        var info: JobGroup
+        /// Its jobs running now.
+        var running = 0
+        /// Its jobs blocked or scheduled.
+        var held = 0
+        /// Its jobs waiting for a slot, in run order (orders shared by every group's queue).
+        var queue = HandleQueue()
+
+        /// Whether its first queued job may start when a slot is free.
+        var isEligible: Bool {
+            !info.isPaused && !queue.isEmpty && (info.limit.map { running < $0 } ?? true)
+        }
+    }
+
+    /// A dependency that ended: what its dependents learn in the same step.
+    struct EndedDependency: Sendable {
+        let id: JobID
+        let name: String
+        let outcome: JobStateKind
+        let dependents: [Dependent]
+        /// When it ended.
+        let time: SchedulerTime
     }
 
     /// A batch's bookkeeping: a count, never a list, so a batch of any size costs the same.
@@ -78,7 +134,7 @@ public struct SchedulerCore: Sendable {
     }
 
     struct Timer: Comparable, Sendable {
-        enum Purpose: Sendable { case retry, timeout }
+        enum Purpose: Sendable { case retry, timeout, release }
         var time: SchedulerTime
         /// The job's handle, checked against `id` when the timer fires (the job may be gone).
         var handle: JobHandle
@@ -107,7 +163,20 @@ public struct SchedulerCore: Sendable {
 
     let configuration: Configuration
     private(set) var jobs = JobTable<Job>(placeholder: Job.placeholder)
-    private(set) var queue = HandleQueue()
+    /// The groups; the default group is the first. A group is never removed.
+    private(set) var groups: [Group] = [Group(info: JobGroup(name: JobSpec.defaultGroup))]
+    private var groupIndex: [String: Int32] = [JobSpec.defaultGroup: 0]
+    /// The groups whose first queued job may start, by that job's priority and order: dispatch
+    /// takes the best of them, so a group at its limit (or paused) never holds back another.
+    private var heads = IndexedHeap<GroupHandle>()
+    /// The order of the next job queued, shared by every group's queue (first in, first out
+    /// across groups within a priority).
+    private var nextOrder: UInt64 = 0
+    /// Dependencies that ended in this step; their dependents are released or skipped before
+    /// the step dispatches.
+    private var endedDependencies: [EndedDependency] = []
+    /// How jobs that others named as dependencies ended, once their records are dropped.
+    private var droppedOutcomes: [JobID: (outcome: JobStateKind, name: String)] = [:]
     private(set) var pool = WorkerPool()
     private var timers = Heap<Timer>()
     private var keys: [String: JobID] = [:]
@@ -179,7 +248,21 @@ public struct SchedulerCore: Sendable {
     public var runningCount: Int { stateCounts[.running] }
 
     /// The queued jobs in run order.
-    public var queuedInOrder: [JobID] { queue.ordered().map { jobs.id(at: $0) } }
+    public var queuedInOrder: [JobID] { queuedHandlesInOrder().map { jobs.id(at: $0) } }
+
+    /// Every group with its counts: the default group first, then by name.
+    public var groupStatuses: [GroupStatus] {
+        groups.enumerated().sorted { a, b in
+            a.offset == 0 ? true : b.offset == 0 ? false : a.element.info.name < b.element.info.name
+        }.map { GroupStatus(group: $0.element.info, running: $0.element.running, queued: $0.element.queue.count, held: $0.element.held) }
+    }
+
+    /// A group as it stands, if it exists.
+    public func group(_ name: String) -> GroupStatus? {
+        guard let index = groupIndex[name] else { return nil }
+        let group = groups[Int(index)]
+        return GroupStatus(group: group.info, running: group.running, queued: group.queue.count, held: group.held)
+    }
 
     /// All slots that take jobs.
     public var capacity: Int { pool.capacity }
@@ -197,7 +280,9 @@ public struct SchedulerCore: Sendable {
     public var isShutdownComplete: Bool {
         guard let mode = shutdownMode else { return false }
         if runningCount > 0 { return false }
-        if mode == .drain { return stateCounts[.queued] + stateCounts[.waiting] == 0 }
+        if mode == .drain {
+            return stateCounts[.queued] + stateCounts[.waiting] + stateCounts[.blocked] + stateCounts[.scheduled] == 0
+        }
         return true
     }
 
@@ -224,14 +309,32 @@ public struct SchedulerCore: Sendable {
     ///   - batch: The batch they join, if any (see ``openBatch(haltsOnFailure:)``).
     ///   - now: The time.
     /// - Returns: Per spec its job's id (an existing job's for a coalesced spec), and the actions.
+    /// A job with dependencies starts only once all of them succeeded (``JobState/blocked``
+    /// until then), and is skipped when one of them fails for good, is cancelled or skipped;
+    /// a job with a start time waits for it (``JobState/scheduled(until:)``).
+    ///
     /// - Throws: ``SchedulerError`` `.invalidArgument` for a priority outside
-    ///   ``JobSpec/priorityRange``; `.notAllowed` for a batch that is unknown, sealed or halted.
+    ///   ``JobSpec/priorityRange``, a group name that is empty or has control characters, or a
+    ///   dependency that is not an earlier spec of the submission nor a known job;
+    ///   `.notAllowed` for a batch that is unknown, sealed or halted.
     public mutating func submit(
         contentsOf specs: [JobSpec], ids: [JobID], batch: BatchID? = nil, now: SchedulerTime
     ) throws(SchedulerError) -> (ids: [JobID], actions: [Action]) {
         precondition(specs.count == ids.count, "one id per spec")
-        for spec in specs where !JobSpec.priorityRange.contains(spec.priority) {
-            throw SchedulerError(.invalidArgument, "priority \(spec.priority) is out of range (\(JobSpec.priorityRange.lowerBound) to \(JobSpec.priorityRange.upperBound))")
+        for (index, spec) in specs.enumerated() {
+            if !JobSpec.priorityRange.contains(spec.priority) {
+                throw SchedulerError(.invalidArgument, "priority \(spec.priority) is out of range (\(JobSpec.priorityRange.lowerBound) to \(JobSpec.priorityRange.upperBound))")
+            }
+            if let group = spec.group { try Self.validateGroupName(group) }
+            for dependency in spec.dependencies {
+                switch dependency {
+                case .earlier(let other) where other < 0 || other >= index:
+                    throw SchedulerError(.invalidArgument, "job \(index + 1) of the submission depends on job \(other + 1), which does not come before it")
+                case .job(let id) where jobs.handle(of: id) == nil && droppedOutcomes[id] == nil:
+                    throw SchedulerError(.invalidArgument, "job \(index + 1) of the submission depends on \(id.short), which is not a known job")
+                default: break
+                }
+            }
         }
         if let batch {
             guard let record = batches[batch] else { throw SchedulerError(.notAllowed, "no batch \(batch)") }
@@ -247,23 +350,102 @@ public struct SchedulerCore: Sendable {
                 result.append(existing)
                 continue
             }
+            let group = spec.group.map { groupHandle(named: $0) } ?? 0
+            if spec.dependencies.isEmpty && spec.notBefore == nil {
+                // The common case, kept lean: straight to the queue.
+                let info = JobInfo(
+                    id: id, name: spec.name, command: spec.work.description, priority: spec.priority,
+                    state: .queued, attempts: 0, maxAttempts: spec.retry.maxAttempts, progress: nil,
+                    submittedAt: now, startedAt: nil, finishedAt: nil, lastFailure: nil, key: spec.coalescingKey,
+                    group: groups[Int(group)].info.name)
+                let handle = jobs.insert(for: id) {
+                    Job(handle: $0, submitted: SubmittedSpec(spec), info: info, batch: batch, group: group)
+                }
+                stateCounts[.queued] += 1
+                joined(batch, key: spec.coalescingKey, id: id)
+                enqueue(handle)
+                actions.append(.emit(.submitted(info)))
+                result.append(id)
+                continue
+            }
+            var dependencies: [JobID] = []
+            for dependency in spec.dependencies {
+                let other = switch dependency {
+                case .job(let other): other
+                case .earlier(let index): result[index]
+                }
+                if other != id && !dependencies.contains(other) { dependencies.append(other) }
+            }
+            let due = spec.notBefore.map { dueTime(of: $0, submittedAt: now) }.flatMap { $0 > now ? $0 : nil }
+            let (pending, failedDependency) = dependencyStatus(dependencies)
+            let state: JobState = if let due { .scheduled(until: due) } else if pending > 0 { .blocked } else { .queued }
             let info = JobInfo(
                 id: id, name: spec.name, command: spec.work.description, priority: spec.priority,
-                state: .queued, attempts: 0, maxAttempts: spec.retry.maxAttempts, progress: nil,
-                submittedAt: now, startedAt: nil, finishedAt: nil, lastFailure: nil, key: spec.coalescingKey)
-            let handle = jobs.insert(for: id) { Job(handle: $0, submitted: SubmittedSpec(spec), info: info, batch: batch) }
-            stateCounts[.queued] += 1
-            if let batch {
-                batches[batch]!.unfinished += 1
-                batches[batch]!.hasSettled = false
+                state: state, attempts: 0, maxAttempts: spec.retry.maxAttempts, progress: nil,
+                submittedAt: now, startedAt: nil, finishedAt: nil, lastFailure: nil, key: spec.coalescingKey,
+                group: groups[Int(group)].info.name, dependencies: dependencies)
+            let handle = jobs.insert(for: id) {
+                Job(handle: $0, submitted: SubmittedSpec(spec), info: info, batch: batch, group: group, notBefore: due)
             }
-            if let key = spec.coalescingKey { keys[key] = id }
-            queue.insert(handle, priority: spec.priority)
+            stateCounts[state.kind] += 1
+            joined(batch, key: spec.coalescingKey, id: id)
+            jobs[handle].pending = pending
+            for other in dependencies {
+                guard let otherHandle = jobs.handle(of: other) else { continue }
+                jobs[otherHandle].isDependency = true
+                // Registered even with a dependency that failed: retrying it brings this job back.
+                if jobs[otherHandle].info.state.kind != .succeeded {
+                    jobs[otherHandle].dependents.append(Dependent(handle: handle, id: id))
+                }
+            }
+            switch state {
+            case .scheduled(let until):
+                groups[Int(group)].held += 1
+                timers.insert(Timer(time: until, handle: handle, id: id, attempt: 0, purpose: .release))
+            case .blocked:
+                groups[Int(group)].held += 1
+            default:
+                break
+            }
             actions.append(.emit(.submitted(info)))
             result.append(id)
+            if let failedDependency {
+                skip(handle, because: failedDependency, now: now)
+            } else if state == .queued {
+                enqueue(handle)
+            }
         }
         dispatch(now: now)
         return (result, takeActions())
+    }
+
+    /// Counts a new job in its batch and records its key.
+    private mutating func joined(_ batch: BatchID?, key: String?, id: JobID) {
+        if let batch {
+            batches[batch]!.unfinished += 1
+            batches[batch]!.hasSettled = false
+        }
+        if let key { keys[key] = id }
+    }
+
+    /// The time on this clock a start time stands for.
+    private func dueTime(of start: JobSpec.StartTime, submittedAt now: SchedulerTime) -> SchedulerTime {
+        switch start {
+        case .delay(let delay): now + delay
+        case .date(let date):
+            .nanoseconds(Int64(min(max((date.timeIntervalSince(configuration.wallClockEpoch) * 1e9).rounded(.up), -9e18), 9e18)))
+        }
+    }
+
+    /// Refuses a group name no screen or log could show.
+    static func validateGroupName(_ name: String) throws(SchedulerError) {
+        if name.isEmpty { throw SchedulerError(.invalidArgument, "a group name cannot be empty") }
+        if name.utf8.count > 64 {
+            throw SchedulerError(.invalidArgument, "group name '\(name.prefix(20))...' is \(name.utf8.count) bytes long; the most is 64")
+        }
+        if let bad = name.unicodeScalars.first(where: { $0.properties.generalCategory == .control || $0 == " " }) {
+            throw SchedulerError(.invalidArgument, "group name \(name.debugDescription) has a \(bad == " " ? "space" : "control character")")
+        }
     }
 
     /// Opens a batch: the jobs of one run, followed as a whole.
@@ -310,43 +492,49 @@ public struct SchedulerCore: Sendable {
         guard old != priority else { return [] }
         job.info.priority = priority
         jobs[job.handle] = job
-        queue.updatePriority(job.handle, to: priority)
+        if groups[Int(job.group)].queue.updatePriority(job.handle, to: priority) { refreshHead(job.group) }
         actions.append(.emit(.reprioritized(id, from: old, to: priority)))
         return takeActions()
     }
 
-    /// Puts a failed or cancelled job back in the queue with a fresh retry budget.
+    /// Puts a failed, cancelled or skipped job back with a fresh retry budget: in the queue, or
+    /// `blocked` while dependencies of it have not succeeded, or `scheduled` while its start time
+    /// is still to come. The jobs skipped because of it come back (blocked) with it.
+    ///
+    /// - Throws: ``SchedulerError`` `.notAllowed` for a job in another state, or with a
+    ///   dependency that failed for good (retry that one first).
     public mutating func retry(_ id: JobID, now: SchedulerTime) throws(SchedulerError) -> [Action] {
-        guard var job = jobs[id] else { throw unknown(id) }
-        switch job.info.state {
-        case .failed, .cancelled: break
+        guard let handle = jobs.handle(of: id) else { throw unknown(id) }
+        switch jobs[handle].info.state {
+        case .failed, .cancelled, .skipped: break
         default:
-            throw SchedulerError(.notAllowed, "only a failed or cancelled job can be retried; job \(id.short) is \(job.info.state.name)")
+            throw SchedulerError(.notAllowed, "only a failed, cancelled or skipped job can be retried; job \(id.short) is \(jobs[handle].info.state.name)")
         }
         if shutdownMode != nil && shutdownMode != .drain {
             throw SchedulerError(.shuttingDown, "the scheduler is shutting down")
         }
-        if let key = job.spec.coalescingKey {
+        let (pending, failedDependency) = dependencyStatus(jobs[handle].info.dependencies)
+        if let failedDependency {
+            throw SchedulerError(.notAllowed, "job \(id.short) cannot run: \(failedDependency); retry that one first")
+        }
+        if let key = jobs[handle].spec.coalescingKey {
             if let other = keys[key], other != id {
                 throw SchedulerError(.notAllowed, "job \(other.short) with the same key '\(key)' is still active")
             }
-            keys[key] = id
         }
-        finishedOrder.removeAll { $0 == job.handle }
-        if let batch = job.batch, batches[batch] != nil {
-            batches[batch]!.unfinished += 1
-            batches[batch]!.hasSettled = false
+        let due = jobs[handle].notBefore.flatMap { $0 > now ? $0 : nil }
+        let next: JobState = if let due { .scheduled(until: due) } else if pending > 0 { .blocked } else { .queued }
+        guard transition(handle, to: next) else {
+            throw SchedulerError(.notAllowed, "job \(id.short) cannot go back from \(jobs[handle].info.state.name)")
         }
-        guard transition(&job, to: .queued) else {
-            throw SchedulerError(.notAllowed, "job \(id.short) cannot go back to the queue from \(job.info.state.name)")
-        }
-        job.info.history.attempts = 0
-        job.info.progress = nil
-        job.info.history.finishedAt = nil
-        job.workerLosses = 0
-        jobs[job.handle] = job
-        queue.insert(job.handle, priority: job.info.priority)
+        reopen(handle)
+        jobs[handle].info.history.attempts = 0
+        jobs[handle].info.progress = nil
+        jobs[handle].workerLosses = 0
+        jobs[handle].pending = pending
         actions.append(.emit(.requeued(id, reason: .retriedByUser)))
+        hold(handle, in: next)
+        bringBackDependents(of: handle, now: now)
         dispatch(now: now)
         return takeActions()
     }
@@ -441,9 +629,9 @@ public struct SchedulerCore: Sendable {
         shutdownMode = mode
         actions.append(.emit(.shuttingDown(mode)))
         if mode == .cancelRunning {
-            for handle in queue.ordered() {
+            for handle in queuedHandlesInOrder() {
                 let id = jobs[handle].info.id
-                queue.remove(handle)
+                dequeue(handle)
                 finish(handle, as: .cancelled, now: now)
                 actions.append(.emit(.cancelled(id)))
             }
@@ -454,6 +642,49 @@ public struct SchedulerCore: Sendable {
         } else {
             dispatch(now: now)
         }
+        return takeActions()
+    }
+
+    // MARK: - Groups
+
+    /// Sets how many jobs of group `name` run at once (`nil`: no limit beyond the slots), making
+    /// the group if it is new. Raising the limit starts waiting jobs at once; lowering it below
+    /// what runs stops nothing.
+    public mutating func setGroupLimit(_ name: String, to limit: Int?, now: SchedulerTime) throws(SchedulerError) -> [Action] {
+        try Self.validateGroupName(name)
+        if let limit, limit < 1 {
+            throw SchedulerError(.invalidArgument, "group '\(name)': the limit must be at least 1, not \(limit)")
+        }
+        let isNew = groupIndex[name] == nil
+        let group = groupHandle(named: name, announce: false)
+        guard isNew || groups[Int(group)].info.limit != limit else { return takeActions() }
+        groups[Int(group)].info.limit = limit
+        refreshHead(group)
+        actions.append(.emit(.groupChanged(groups[Int(group)].info)))
+        dispatch(now: now)
+        return takeActions()
+    }
+
+    /// Starts no new job of group `name` (making it if it is new); its running jobs go on.
+    public mutating func pauseGroup(_ name: String, now: SchedulerTime) throws(SchedulerError) -> [Action] {
+        try Self.validateGroupName(name)
+        let isNew = groupIndex[name] == nil
+        let group = groupHandle(named: name, announce: false)
+        guard isNew || !groups[Int(group)].info.isPaused else { return takeActions() }
+        groups[Int(group)].info.isPaused = true
+        refreshHead(group)
+        actions.append(.emit(.groupChanged(groups[Int(group)].info)))
+        return takeActions()
+    }
+
+    /// Starts group `name`'s jobs again.
+    public mutating func resumeGroup(_ name: String, now: SchedulerTime) throws(SchedulerError) -> [Action] {
+        guard let group = groupIndex[name] else { throw SchedulerError(.invalidArgument, "no group '\(name)'") }
+        guard groups[Int(group)].info.isPaused else { return [] }
+        groups[Int(group)].info.isPaused = false
+        refreshHead(group)
+        actions.append(.emit(.groupChanged(groups[Int(group)].info)))
+        dispatch(now: now)
         return takeActions()
     }
 
@@ -490,6 +721,7 @@ public struct SchedulerCore: Sendable {
     /// back empty next time, so the scheduler's steps reuse two buffers instead of allocating
     /// an array each.
     mutating func moveActions(into buffer: inout [Action], starts: inout [Start]) {
+        if let last = endedDependencies.last { dispatch(now: last.time) }
         if !batchesToCheck.isEmpty { emitSettledBatches() }
         nextDeadline = timers.min?.time
         swap(&buffer, &actions)
@@ -538,8 +770,19 @@ public struct SchedulerCore: Sendable {
             case (.retry, .waitingForRetry(_, let failedAttempt, _)) where failedAttempt == timer.attempt:
                 guard transition(&job, to: .queued) else { continue }
                 jobs[timer.handle] = job
-                queue.insert(timer.handle, priority: job.info.priority)
+                enqueue(timer.handle)
                 actions.append(.emit(.requeued(timer.id, reason: .retryDue)))
+            case (.release, .scheduled(let until)) where until == timer.time:
+                let (pending, failedDependency) = dependencyStatus(job.info.dependencies)
+                if let failedDependency {
+                    skip(timer.handle, because: failedDependency, now: now)
+                    continue
+                }
+                let next: JobState = pending > 0 ? .blocked : .queued
+                guard transition(timer.handle, to: next) else { continue }
+                jobs[timer.handle].pending = pending
+                if next == .queued { actions.append(.emit(.released(timer.id))) }
+                hold(timer.handle, in: next)
             case (.timeout, .running(let worker, let attempt, let since, nil)) where attempt == timer.attempt:
                 guard transition(&job, to: .running(worker: worker, attempt: attempt, since: since, stopping: .timeout)) else { continue }
                 jobs[timer.handle] = job
@@ -559,6 +802,8 @@ public struct SchedulerCore: Sendable {
     public func snapshot(seq: UInt64, now: SchedulerTime, progress: (JobID) -> Double?) -> SchedulerSnapshot {
         var running: [JobInfo] = []
         var waiting: [JobInfo] = []
+        var scheduled: [(until: SchedulerTime, info: JobInfo)] = []
+        var blocked: [JobInfo] = []
         for job in jobs.values {
             switch job.info.state {
             case .running:
@@ -566,9 +811,13 @@ public struct SchedulerCore: Sendable {
                 info.progress = progress(info.id) ?? info.progress
                 running.append(info)
             case .waitingForRetry: waiting.append(job.info)
+            case .scheduled(let until): scheduled.append((until, job.info))
+            case .blocked: blocked.append(job.info)
             default: break
             }
         }
+        scheduled.sort { ($0.until, $0.info.submittedAt, $0.info.id) < ($1.until, $1.info.submittedAt, $1.info.id) }
+        blocked.sort { ($0.submittedAt, $0.id) < ($1.submittedAt, $1.id) }
         running.sort { ($0.startedAt ?? .zero, $0.id) < ($1.startedAt ?? .zero, $1.id) }
         waiting.sort {
             guard case .waitingForRetry(let a, _, _) = $0.state, case .waitingForRetry(let b, _, _) = $1.state else { return false }
@@ -576,8 +825,10 @@ public struct SchedulerCore: Sendable {
         }
         var list = running
         list.reserveCapacity(jobs.count)
-        list.append(contentsOf: queue.ordered().map { jobs[$0].info })
+        list.append(contentsOf: queuedHandlesInOrder().map { jobs[$0].info })
         list.append(contentsOf: waiting)
+        list.append(contentsOf: scheduled.map(\.info))
+        list.append(contentsOf: blocked)
         list.append(contentsOf: finishedOrder.reversed().map { jobs[$0].info })
         let workers = pool.orderedMembers.map {
             WorkerStatus(descriptor: $0.descriptor, running: $0.running.map { jobs.id(at: $0) }.sorted(), isRetiring: $0.isRetiring)
@@ -585,7 +836,7 @@ public struct SchedulerCore: Sendable {
         return SchedulerSnapshot(
             seq: seq, time: now, isPaused: isPaused, shutdown: shutdownMode, counts: stateCounts.dictionary,
             localSlots: localCapacity, totalSlots: capacity, finishedPerSecond: finishRate(now: now),
-            workers: workers, jobs: list)
+            workers: workers, groups: groupStatuses, jobs: list)
     }
 
     /// Jobs finished per second over the last five seconds.
@@ -599,6 +850,7 @@ public struct SchedulerCore: Sendable {
     // MARK: - Internals
 
     private mutating func takeActions() -> [Action] {
+        if let last = endedDependencies.last { dispatch(now: last.time) }
         if !batchesToCheck.isEmpty { emitSettledBatches() }
         nextDeadline = timers.min?.time
         startedHandles.removeAll(keepingCapacity: true)
@@ -645,6 +897,178 @@ public struct SchedulerCore: Sendable {
         }
     }
 
+    // MARK: - Groups and queues
+
+    /// The group called `name`, made (and announced, unless the caller announces it with a
+    /// setting) if it is new.
+    private mutating func groupHandle(named name: String, announce: Bool = true) -> Int32 {
+        if let index = groupIndex[name] { return index }
+        let index = Int32(groups.count)
+        groups.append(Group(info: JobGroup(name: name)))
+        groupIndex[name] = index
+        if announce { actions.append(.emit(.groupChanged(groups[Int(index)].info))) }
+        return index
+    }
+
+    /// Queues the job at `handle` in its group, behind every queued job of its priority.
+    private mutating func enqueue(_ handle: JobHandle) {
+        let group = jobs[handle].group
+        groups[Int(group)].queue.insert(handle, priority: jobs[handle].info.priority, order: nextOrder)
+        nextOrder &+= 1
+        refreshHead(group)
+    }
+
+    /// Takes the job at `handle` out of its group's queue.
+    private mutating func dequeue(_ handle: JobHandle) {
+        let group = jobs[handle].group
+        if groups[Int(group)].queue.remove(handle) { refreshHead(group) }
+    }
+
+    /// Puts a group among the heads by its first job while it may start one, or takes it out.
+    private mutating func refreshHead(_ group: Int32) {
+        let handle = GroupHandle(index: group)
+        if groups[Int(group)].isEligible, let first = groups[Int(group)].queue.firstEntry {
+            if !heads.update(handle, priority: Int(first.priority), order: first.order) {
+                heads.insert(handle, priority: Int(first.priority), order: first.order)
+            }
+        } else {
+            heads.remove(handle)
+        }
+    }
+
+    /// Every group's queued jobs, merged in the order they would run.
+    private func queuedHandlesInOrder() -> [JobHandle] {
+        if groups.count == 1 { return groups[0].queue.ordered() }
+        return groups.flatMap { $0.queue.orderedEntries() }.sorted(by: HandleQueue.runsBefore).map(\.handle)
+    }
+
+    // MARK: - Dependencies
+
+    /// How many of `dependencies` have not succeeded, and the first that never will (failed
+    /// for good, cancelled or skipped), if any. Hashed lookups: only for jobs that have
+    /// dependencies, when they are submitted, come due or come back.
+    private func dependencyStatus(_ dependencies: [JobID]) -> (pending: Int, failed: SkipReason?) {
+        var pending = 0
+        var failed: SkipReason?
+        for other in dependencies {
+            let outcome: JobStateKind
+            let name: String
+            if let handle = jobs.handle(of: other) {
+                outcome = jobs[handle].info.state.kind
+                name = jobs[handle].info.displayName
+            } else if let dropped = droppedOutcomes[other] {
+                (outcome, name) = dropped
+            } else {
+                continue  // never: a dependency's outcome outlives its record
+            }
+            if outcome == .succeeded { continue }
+            pending += 1
+            if outcome.isFinished && failed == nil {
+                failed = SkipReason(dependency: other, dependencyName: name, outcome: outcome)
+            }
+        }
+        return (pending, failed)
+    }
+
+    /// The dependencies of the job at `handle` that have not ended.
+    private func unfinishedDependencies(of handle: JobHandle) -> [JobID] {
+        jobs[handle].info.dependencies.filter { other in
+            guard let otherHandle = jobs.handle(of: other) else { return false }
+            return !jobs[otherHandle].info.state.isFinished
+        }
+    }
+
+    /// What a job that was just put in `state` (queued, blocked or scheduled) needs: a place in
+    /// its queue, a release timer, or an event naming what it waits for.
+    private mutating func hold(_ handle: JobHandle, in state: JobState) {
+        let id = jobs[handle].info.id
+        switch state {
+        case .queued:
+            enqueue(handle)
+        case .blocked:
+            actions.append(.emit(.blocked(id, waitingFor: unfinishedDependencies(of: handle))))
+            if jobs[handle].pending == 0 { release(handle) }
+        case .scheduled(let until):
+            timers.insert(Timer(time: until, handle: handle, id: id, attempt: 0, purpose: .release))
+            actions.append(.emit(.scheduled(id, at: until)))
+        default:
+            break
+        }
+    }
+
+    /// A blocked job whose dependencies all succeeded goes to its queue.
+    private mutating func release(_ handle: JobHandle) {
+        guard transition(handle, to: .queued) else { return }
+        enqueue(handle)
+        actions.append(.emit(.released(jobs[handle].info.id)))
+    }
+
+    /// A blocked or scheduled job will never run: it ends skipped (its own dependents follow).
+    private mutating func skip(_ handle: JobHandle, because reason: SkipReason, now: SchedulerTime) {
+        let id = jobs[handle].info.id
+        guard jobs[handle].info.state.kind.isHeld else { return }
+        finish(handle, as: .skipped(reason), now: now)
+        actions.append(.emit(.skipped(id, reason: reason)))
+    }
+
+    /// Releases or skips the dependents of the jobs that ended in this step, and theirs in
+    /// turn (a worklist, not recursion: a chain of any length).
+    private mutating func settleDependents() {
+        var index = 0
+        while index < endedDependencies.count {
+            let ended = endedDependencies[index]
+            index += 1
+            for dependent in ended.dependents {
+                guard jobs.handle(dependent.handle, matches: dependent.id) else { continue }
+                let kind = jobs[dependent.handle].info.state.kind
+                guard kind.isHeld else { continue }
+                if ended.outcome == .succeeded {
+                    jobs[dependent.handle].pending -= 1
+                    if kind == .blocked && jobs[dependent.handle].pending <= 0 { release(dependent.handle) }
+                } else {
+                    let reason = SkipReason(dependency: ended.id, dependencyName: ended.name, outcome: ended.outcome)
+                    skip(dependent.handle, because: reason, now: ended.time)
+                }
+            }
+        }
+        endedDependencies.removeAll(keepingCapacity: true)
+    }
+
+    /// The job at `handle` came back (a retry): the jobs skipped because of it come back too,
+    /// blocked on it, and theirs in turn.
+    private mutating func bringBackDependents(of handle: JobHandle, now: SchedulerTime) {
+        var work = jobs[handle].dependents
+        var index = 0
+        while index < work.count {
+            let dependent = work[index]
+            index += 1
+            guard jobs.handle(dependent.handle, matches: dependent.id),
+                  case .skipped = jobs[dependent.handle].info.state else { continue }
+            let (pending, failed) = dependencyStatus(jobs[dependent.handle].info.dependencies)
+            guard failed == nil else { continue }  // another dependency still failed
+            if let key = jobs[dependent.handle].spec.coalescingKey, let other = keys[key], other != dependent.id { continue }
+            let due = jobs[dependent.handle].notBefore.flatMap { $0 > now ? $0 : nil }
+            let next: JobState = if let due { .scheduled(until: due) } else { .blocked }
+            guard transition(dependent.handle, to: next) else { continue }
+            reopen(dependent.handle)
+            jobs[dependent.handle].pending = pending
+            hold(dependent.handle, in: next)
+            work.append(contentsOf: jobs[dependent.handle].dependents)
+        }
+    }
+
+    /// A finished job comes back: it is no longer among the finished, counts again in its batch
+    /// and holds its key.
+    private mutating func reopen(_ handle: JobHandle) {
+        finishedOrder.removeAll { $0 == handle }
+        if let batch = jobs[handle].batch, batches[batch] != nil {
+            batches[batch]!.unfinished += 1
+            batches[batch]!.hasSettled = false
+        }
+        if let key = jobs[handle].spec.coalescingKey { keys[key] = jobs[handle].info.id }
+        jobs[handle].info.history.finishedAt = nil
+    }
+
     private func unknown(_ id: JobID) -> SchedulerError {
         SchedulerError(.unknownJob, "no job \(id.short)")
     }
@@ -671,13 +1095,35 @@ public struct SchedulerCore: Sendable {
     /// ``transition(_:to:counts:rejected:)`` of a copy the caller writes back.
     @discardableResult
     private mutating func transition(_ job: inout Job, to next: JobState) -> Bool {
-        Self.transition(&job, to: next, counts: &stateCounts, rejected: &rejectedTransitions)
+        let old = job.info.state.kind
+        guard Self.transition(&job, to: next, counts: &stateCounts, rejected: &rejectedTransitions) else { return false }
+        if old != next.kind { countInGroup(job.group, from: old, to: next.kind) }
+        return true
     }
 
     /// ``transition(_:to:counts:rejected:)`` of the record at `handle`, in place.
     @discardableResult
     private mutating func transition(_ handle: JobHandle, to next: JobState) -> Bool {
-        Self.transition(&jobs[handle], to: next, counts: &stateCounts, rejected: &rejectedTransitions)
+        let old = jobs[handle].info.state.kind
+        guard Self.transition(&jobs[handle], to: next, counts: &stateCounts, rejected: &rejectedTransitions) else {
+            return false
+        }
+        if old != next.kind { countInGroup(jobs[handle].group, from: old, to: next.kind) }
+        return true
+    }
+
+    /// Keeps a group's running and held counts in step with a job that moved; a group whose
+    /// running count fell below its limit may start a job again.
+    private mutating func countInGroup(_ group: Int32, from old: JobStateKind, to new: JobStateKind) {
+        let index = Int(group)
+        if old == .running {
+            groups[index].running -= 1
+            if groups[index].info.limit != nil { refreshHead(group) }
+        } else if new == .running {
+            groups[index].running += 1
+        }
+        if old.isHeld { groups[index].held -= 1 }
+        if new.isHeld { groups[index].held += 1 }
     }
 
     /// Cancels `id` without dispatching: the caller dispatches (or not) once it is done.
@@ -691,10 +1137,10 @@ public struct SchedulerCore: Sendable {
         let id = jobs[handle].info.id
         switch jobs[handle].info.state {
         case .queued:
-            queue.remove(handle)
+            dequeue(handle)
             finish(handle, as: .cancelled, now: now)
             actions.append(.emit(.cancelled(id)))
-        case .waitingForRetry:
+        case .waitingForRetry, .blocked, .scheduled:
             finish(handle, as: .cancelled, now: now)
             actions.append(.emit(.cancelled(id)))
         case .running(let worker, let attempt, let since, let stopping):
@@ -704,7 +1150,7 @@ public struct SchedulerCore: Sendable {
             }
             actions.append(.emit(.stopping(id, .cancel)))
             actions.append(.stop(id, worker: worker, reason: .cancel))
-        case .succeeded, .failed, .cancelled:
+        case .succeeded, .failed, .cancelled, .skipped:
             throw SchedulerError(.notAllowed, "job \(id.short) has already ended (\(jobs[handle].info.state.name))")
         }
     }
@@ -712,13 +1158,19 @@ public struct SchedulerCore: Sendable {
     /// Starts queued jobs while slots are free. Records change in place: no job record is
     /// copied on this path, which every job takes.
     private mutating func dispatch(now: SchedulerTime) {
+        if !endedDependencies.isEmpty { settleDependents() }
         guard !isPaused, !isDispatchHeld, shutdownMode == nil || shutdownMode == .drain else { return }
-        while let handle = queue.first, let workerHandle = pool.checkOut(for: handle) {
-            _ = queue.popFirst()
+        // The best first job among the groups that may start one: a group at its limit or
+        // paused is not among them, so it holds back no other group.
+        while let group = heads.first, let handle = groups[Int(group.index)].queue.first,
+              let workerHandle = pool.checkOut(for: handle) {
+            _ = groups[Int(group.index)].queue.popFirst()
             let head = jobs[handle].info.id
             let worker = pool[workerHandle].descriptor.id
             let attempt = jobs[handle].info.attempts + 1
-            guard transition(handle, to: .running(worker: worker, attempt: attempt, since: now, stopping: nil)) else {
+            let started = transition(handle, to: .running(worker: worker, attempt: attempt, since: now, stopping: nil))
+            refreshHead(group.index)
+            guard started else {
                 _ = pool.checkIn(handle, from: workerHandle)
                 continue
             }
@@ -761,7 +1213,7 @@ public struct SchedulerCore: Sendable {
                 // The attempt did not really happen: give it back.
                 guard transition(handle, to: .queued) else { return }
                 jobs[handle].info.history.attempts = attempt - 1
-                queue.insert(handle, priority: jobs[handle].info.priority)
+                enqueue(handle)
                 actions.append(.emit(.requeued(id, reason: .workerLost(why))))
                 return
             }
@@ -813,8 +1265,17 @@ public struct SchedulerCore: Sendable {
             finishTimes.append((second, 1))
             while let first = finishTimes.first, first.second <= second - 6 { finishTimes.removeFirst() }
         }
+        if !jobs[handle].dependents.isEmpty {
+            endedDependencies.append(EndedDependency(
+                id: id, name: jobs[handle].info.displayName, outcome: state.kind, dependents: jobs[handle].dependents, time: now))
+            // A success is for good: nothing will ask for its dependents again.
+            if state.kind == .succeeded { jobs[handle].dependents = [] }
+        }
         finishedOrder.append(handle)
         while finishedOrder.count > configuration.finishedRetention, let oldest = finishedOrder.popFirst() {
+            if jobs[oldest].isDependency {
+                droppedOutcomes[jobs[oldest].info.id] = (jobs[oldest].info.state.kind, jobs[oldest].info.displayName)
+            }
             jobs.remove(oldest)
         }
     }
@@ -827,9 +1288,12 @@ extension JobStateKind {
         case .queued: 0
         case .running: 1
         case .waiting: 2
-        case .succeeded: 3
-        case .failed: 4
-        case .cancelled: 5
+        case .blocked: 3
+        case .scheduled: 4
+        case .succeeded: 5
+        case .failed: 6
+        case .cancelled: 7
+        case .skipped: 8
         }
     }
 }

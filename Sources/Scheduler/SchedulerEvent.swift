@@ -74,6 +74,20 @@ public struct SchedulerEvent: Sendable {
         case batchHalted(BatchID, failedJob: JobID)
         /// A sealed batch's last job ended.
         case batchSettled(BatchID)
+        /// A job now waits for the dependencies it names (those not yet succeeded): its start
+        /// time came, or a user or a retried dependency brought it back. A job submitted blocked
+        /// says so in its `submitted` event instead.
+        case blocked(JobID, waitingFor: [JobID])
+        /// A blocked or scheduled job may start: it is queued.
+        case released(JobID)
+        /// A job waits until `at` before it may start (a job submitted so says so in its
+        /// `submitted` event instead).
+        case scheduled(JobID, at: SchedulerTime)
+        /// A job will not run: a dependency failed for good, was cancelled or was skipped. Final,
+        /// like `failed`; retrying the dependency brings it back (`blocked`).
+        case skipped(JobID, reason: SkipReason)
+        /// A group was made, or its limit or pause changed.
+        case groupChanged(JobGroup)
 
         /// The event's name in logs: `submitted`, `retry`, `worker-joined`, ...
         public var name: String {
@@ -101,6 +115,11 @@ public struct SchedulerEvent: Sendable {
             case .shuttingDown: "shutdown"
             case .batchHalted: "halted"
             case .batchSettled: "settled"
+            case .blocked: "blocked"
+            case .released: "released"
+            case .scheduled: "scheduled"
+            case .skipped: "skipped"
+            case .groupChanged: "group"
             }
         }
 
@@ -110,7 +129,8 @@ public struct SchedulerEvent: Sendable {
             case .submitted(let info): info.id
             case .coalesced(let id, _), .started(let id, _, _, _), .progress(let id, _), .output(let id, _),
                  .leftoverProcesses(let id, _, _), .stopping(let id, _), .retryScheduled(let id, _, _, _, _), .requeued(let id, _),
-                 .succeeded(let id, _), .failed(let id, _, _), .cancelled(let id), .reprioritized(let id, _, _):
+                 .succeeded(let id, _), .failed(let id, _, _), .cancelled(let id), .reprioritized(let id, _, _),
+                 .blocked(let id, _), .released(let id), .scheduled(let id, _), .skipped(let id, _):
                 id
             default: nil
             }
@@ -119,7 +139,7 @@ public struct SchedulerEvent: Sendable {
         /// Whether this event ends its job for good.
         public var isFinal: Bool {
             switch self {
-            case .succeeded, .failed, .cancelled: true
+            case .succeeded, .failed, .cancelled, .skipped: true
             default: false
             }
         }
@@ -131,7 +151,9 @@ public struct SchedulerEvent: Sendable {
 public enum RequeueReason: Sendable, Equatable, CustomStringConvertible {
     /// Its retry delay ran out: the next attempt waits for a slot (attempts unchanged).
     case retryDue
-    /// A user retried the failed or cancelled job: a fresh retry budget (attempts back to 0).
+    /// A user retried the failed, cancelled or skipped job: a fresh retry budget (attempts back
+    /// to 0). A job with dependencies still to succeed goes to `blocked` instead (its
+    /// ``SchedulerEvent/Kind/blocked(_:waitingFor:)`` follows at once).
     case retriedByUser
     /// Its worker went away mid-attempt: that attempt does not count (attempts one less).
     case workerLost(WorkerLeaveReason)

@@ -32,6 +32,10 @@ public struct SchedulerMirror: Sendable {
     /// The workers by id: the dashboard names a worker on every start, and a search of
     /// ``workers`` would cost O(workers) per event (thousands with a big `-j`).
     private var workersByID: [WorkerID: WorkerDescriptor] = [:]
+    /// The groups by name (the default group always among them).
+    public private(set) var groups: [String: JobGroup] = [JobSpec.defaultGroup: JobGroup(name: JobSpec.defaultGroup)]
+    /// Per group, its jobs running, queued, and held (blocked or scheduled).
+    private var groupCounts: [String: GroupStatus] = [:]
     /// The number of the last event applied.
     public private(set) var lastSeq: UInt64 = 0
     /// Whether a lag marker came and the snapshot that repairs it has not yet.
@@ -47,6 +51,21 @@ public struct SchedulerMirror: Sendable {
 
     /// The number of jobs in `kind`.
     public func count(_ kind: JobStateKind) -> Int { counts[kind, default: 0] }
+
+    /// Every group with its counts: the default group first, then by name.
+    public var groupStatuses: [GroupStatus] {
+        groups.values.sorted { a, b in
+            a.name == JobSpec.defaultGroup ? b.name != JobSpec.defaultGroup : b.name != JobSpec.defaultGroup && a.name < b.name
+        }.map { group in
+            var status = groupCounts[group.name] ?? GroupStatus(group: group)
+            status.group = group
+            return status
+        }
+    }
+
+    /// Whether any job or setting uses a group other than the default one (a screen then shows
+    /// groups).
+    public var hasGroups: Bool { groups.count > 1 || groups[JobSpec.defaultGroup] != JobGroup(name: JobSpec.defaultGroup) }
 
     /// The worker with id `id`, if it is in the pool.
     public func worker(_ id: WorkerID) -> WorkerDescriptor? { workersByID[id] }
@@ -82,10 +101,13 @@ public struct SchedulerMirror: Sendable {
             if let old = jobs[info.id] {
                 counts[old.state.kind, default: 0] -= 1
                 if old.state.kind == .running { runningJobs.remove(info.id) }
+                countInGroup(old.group, old.state.kind, by: -1)
             }
             jobs[info.id] = info
             counts[info.state.kind, default: 0] += 1
             if info.state.kind == .running { runningJobs.insert(info.id) }
+            if groups[info.group] == nil { groups[info.group] = JobGroup(name: info.group) }
+            countInGroup(info.group, info.state.kind, by: 1)
             return info.id
         case .started(let id, let attempt, _, let worker):
             return update(id) { job in
@@ -142,6 +164,28 @@ public struct SchedulerMirror: Sendable {
             }
         case .reprioritized(let id, _, let to):
             return update(id) { $0.priority = to }
+        case .blocked(let id, _):
+            finishedOrder.removeAll { $0 == id }  // a skipped job brought back by a retry
+            return update(id) { job in
+                job.history.finishedAt = nil
+                job.state = .blocked
+            }
+        case .released(let id):
+            return update(id) { $0.state = .queued }
+        case .scheduled(let id, let at):
+            finishedOrder.removeAll { $0 == id }
+            return update(id) { job in
+                job.history.finishedAt = nil
+                job.state = .scheduled(until: at)
+            }
+        case .skipped(let id, let reason):
+            defer { finished(id, evicted: evicted) }
+            return update(id) { job in
+                job.history.finishedAt = time
+                job.state = .skipped(reason)
+            }
+        case .groupChanged(let group):
+            groups[group.name] = group
         case .paused:
             isPaused = true
         case .resumed:
@@ -175,8 +219,21 @@ public struct SchedulerMirror: Sendable {
             counts[new, default: 0] += 1
             if old == .running { runningJobs.remove(id) }
             if new == .running { runningJobs.insert(id) }
+            let group = jobs[id]!.group
+            countInGroup(group, old, by: -1)
+            countInGroup(group, new, by: 1)
         }
         return id
+    }
+
+    /// Keeps a group's running, queued and held counts in step with its jobs.
+    private mutating func countInGroup(_ group: String, _ kind: JobStateKind, by delta: Int) {
+        switch kind {
+        case .running: groupCounts[group, default: GroupStatus(group: JobGroup(name: group))].running += delta
+        case .queued: groupCounts[group, default: GroupStatus(group: JobGroup(name: group))].queued += delta
+        case .blocked, .scheduled: groupCounts[group, default: GroupStatus(group: JobGroup(name: group))].held += delta
+        default: break
+        }
     }
 
     private mutating func finished(_ id: JobID, evicted: (JobID) -> Void) {
@@ -199,6 +256,10 @@ public struct SchedulerMirror: Sendable {
         workersByID = Dictionary(workers.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last })
         retiringWorkers = Set(snapshot.workers.filter(\.isRetiring).map(\.descriptor.id))
         runningJobs = Set(snapshot.jobs.lazy.filter { $0.state.kind == .running }.map(\.id))
+        groups = [JobSpec.defaultGroup: JobGroup(name: JobSpec.defaultGroup)]
+        for status in snapshot.groups { groups[status.group.name] = status.group }
+        groupCounts = [:]
+        for status in snapshot.groups { groupCounts[status.group.name] = status }
         lastSeq = snapshot.seq
         isResyncing = false
         // The snapshot lists finished jobs newest first.

@@ -18,7 +18,10 @@ public struct SchedulerSnapshot: Sendable {
     public var finishedPerSecond: Double
     /// Every worker, in the order they joined.
     public var workers: [WorkerStatus]
-    /// The jobs: running, then queued in run order, then waiting to retry, then finished
+    /// Every group, the default one first, then by name.
+    public var groups: [GroupStatus]
+    /// The jobs: running, then queued in run order, then waiting to retry, then scheduled (by
+    /// time), then blocked (in submission order), then finished
     /// (newest first; only the most recent are kept).
     public var jobs: [JobInfo]
 
@@ -28,8 +31,28 @@ public struct SchedulerSnapshot: Sendable {
     /// Jobs submitted and not coalesced.
     public var total: Int { counts.values.reduce(0, +) }
 
-    /// Whether every job has ended (none queued, waiting or running).
-    public var isSettled: Bool { count(.queued) + count(.waiting) + count(.running) == 0 }
+    /// Whether every job has ended (none queued, waiting, blocked, scheduled or running).
+    public var isSettled: Bool { JobStateKind.allCases.allSatisfy { $0.isFinished || count($0) == 0 } }
+}
+
+/// A group as a screen shows it.
+public struct GroupStatus: Sendable, Equatable {
+    /// The group: name, limit, paused.
+    public var group: JobGroup
+    /// Its jobs running now.
+    public var running: Int
+    /// Its jobs waiting for a slot (queued; not blocked or scheduled).
+    public var queued: Int
+    /// Its jobs waiting for dependencies or a start time.
+    public var held: Int
+
+    /// Creates a status.
+    public init(group: JobGroup, running: Int = 0, queued: Int = 0, held: Int = 0) {
+        self.group = group
+        self.running = running
+        self.queued = queued
+        self.held = held
+    }
 }
 
 /// A worker as a screen shows it.
@@ -86,6 +109,10 @@ public struct JobInfo: Sendable, Equatable {
     public var submittedAt: SchedulerTime
     /// Its coalescing key.
     public var key: String?
+    /// The group it runs in.
+    public var group: String
+    /// The jobs that must succeed before it starts.
+    public var dependencies: [JobID]
     /// Its earlier attempts.
     public var history: History
 
@@ -96,7 +123,7 @@ public struct JobInfo: Sendable, Equatable {
         case .running(_, let attempt, _, _): attempt
         case .waitingForRetry(_, let failedAttempt, _): failedAttempt
         case .succeeded(let attempts), .failed(_, let attempts): attempts
-        case .queued, .cancelled: history.attempts
+        case .queued, .cancelled, .blocked, .scheduled, .skipped: history.attempts
         }
     }
 
@@ -114,7 +141,7 @@ public struct JobInfo: Sendable, Equatable {
         switch state {
         case .waitingForRetry(_, _, let reason), .failed(let reason, _): reason
         case .succeeded: nil
-        case .queued, .running, .cancelled: history.lastFailure
+        case .queued, .running, .cancelled, .blocked, .scheduled, .skipped: history.lastFailure
         }
     }
 
@@ -136,7 +163,9 @@ public struct JobInfo: Sendable, Equatable {
         startedAt: SchedulerTime? = nil,
         finishedAt: SchedulerTime? = nil,
         lastFailure: FailureReason? = nil,
-        key: String? = nil
+        key: String? = nil,
+        group: String = JobSpec.defaultGroup,
+        dependencies: [JobID] = []
     ) {
         self.id = id
         self.name = name
@@ -147,6 +176,8 @@ public struct JobInfo: Sendable, Equatable {
         self.progress = progress
         self.submittedAt = submittedAt
         self.key = key
+        self.group = group
+        self.dependencies = dependencies
         self.history = History(attempts: attempts, startedAt: startedAt, finishedAt: finishedAt, lastFailure: lastFailure)
     }
 }

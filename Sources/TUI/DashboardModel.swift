@@ -237,9 +237,11 @@ struct DashboardModel: Sendable {
                 (rank, a, b, c) = (0, Self.nanoseconds(job.startedAt ?? since), submitted, ordinal)
             case .queued:
                 (rank, a, b, c) = (1, ~priority, submitted, ordinal)
-            case .waitingForRetry(let until, _, _):
+            case .waitingForRetry(let until, _, _), .scheduled(let until):
                 (rank, a, b, c) = (2, Self.nanoseconds(until), submitted, ordinal)
-            case .succeeded, .failed, .cancelled:
+            case .blocked:
+                (rank, a, b, c) = (2, Int64.max, submitted, ordinal)
+            case .succeeded, .failed, .cancelled, .skipped:
                 (rank, a, b, c) = (3, ~Self.nanoseconds(job.finishedAt ?? .zero), ~ordinal, 0)
             }
             switch sort {

@@ -90,9 +90,10 @@ enum DashboardView {
         switch state.kind {
         case .running: .running
         case .queued: .queued
-        case .waiting: .waiting
+        case .waiting, .scheduled: .waiting
+        case .blocked: .queued
         case .succeeded: .succeeded
-        case .failed: .failed
+        case .failed, .skipped: .failed
         case .cancelled: .cancelled
         }
     }
@@ -234,9 +235,9 @@ enum DashboardView {
                 return "\(Formatting.compact(elapsed)) ~\(Formatting.compact(seconds: remaining))"
             }
             return Formatting.compact(elapsed)
-        case .waitingForRetry(let until, _, _):
+        case .waitingForRetry(let until, _, _), .scheduled(let until):
             return "in \(Formatting.compact(max(.zero, until - now)))"
-        case .queued:
+        case .queued, .blocked, .skipped:
             return ""
         case .succeeded, .failed, .cancelled:
             guard let started = job.startedAt, let finished = job.finishedAt, finished >= started else { return "" }

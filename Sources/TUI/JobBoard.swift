@@ -198,6 +198,17 @@ struct JobBoard: Sendable {
             append(time, "shutting down (\(mode.rawValue))", .dim)
         case .batchHalted(_, let failed):
             append(time, "\(failed.short) failed: halting the run, cancelling the rest", .failed)
+        case .blocked(let id, let waitingFor):
+            append(time, "\(id.short) blocked: waiting for \(waitingFor.map(\.short).joined(separator: ", "))", .queued)
+        case .released(let id):
+            append(time, "\(id.short) released", .queued)
+        case .scheduled(let id, let at):
+            append(time, "\(id.short) scheduled in \(formatDuration(max(.zero, at - time)))", .waiting)
+        case .skipped(let id, let reason):
+            append(time, "\(id.short) skipped: \(reason)", .failed)
+        case .groupChanged(let group):
+            let limit = group.limit.map { "limit \($0)" } ?? "no limit"
+            append(time, "group \(group.name): \(limit)\(group.isPaused ? ", paused" : "")", .normal)
         }
     }
 

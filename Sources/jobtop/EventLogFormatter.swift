@@ -141,6 +141,22 @@ final class EventLogFormatter {
             line.string("reason", "halt-on-failure")
         case .batchSettled:
             return nil
+        case .blocked(let id, let waitingFor):
+            job(id, &line)
+            line.string("waiting_for", waitingFor.map { jobs[$0]?.name ?? $0.short }.joined(separator: ", "))
+        case .released(let id):
+            job(id, &line)
+        case .scheduled(let id, let at):
+            job(id, &line)
+            line.string("at", timestamp(at))
+        case .skipped(let id, let reason):
+            job(id, &line)
+            line.string("reason", reason.description)
+            jobs[id] = nil
+        case .groupChanged(let group):
+            line.string("group", group.name)
+            if let limit = group.limit { line.int("limit", limit) }
+            line.bool("paused", group.isPaused)
         }
         return line.text
     }
