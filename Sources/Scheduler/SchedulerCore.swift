@@ -437,8 +437,12 @@ public struct SchedulerCore: Sendable {
         }
     }
 
-    /// Refuses a group name no screen or log could show.
-    static func validateGroupName(_ name: String) throws(SchedulerError) {
+    /// Refuses a group name no screen or log could show. Public so that a client (a job file's
+    /// reader) refuses the same names before it submits anything.
+    ///
+    /// - Throws: ``SchedulerError`` `.invalidArgument` for an empty name, one longer than 64
+    ///   bytes, or one with a space or a control character.
+    public static func validateGroupName(_ name: String) throws(SchedulerError) {
         if name.isEmpty { throw SchedulerError(.invalidArgument, "a group name cannot be empty") }
         if name.utf8.count > 64 {
             throw SchedulerError(.invalidArgument, "group name '\(name.prefix(20))...' is \(name.utf8.count) bytes long; the most is 64")

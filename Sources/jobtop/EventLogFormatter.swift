@@ -23,12 +23,18 @@ final class EventLogFormatter {
     private var workers: [WorkerID: String] = [:]
     /// The job that failed last, for the `halted` line that follows its failure.
     private var lastFailed: (id: JobID, name: String)?
+    /// Names of ended jobs that other jobs wait for: a `blocked` line after a retry names them.
+    /// Only dependencies are kept, so a flat run of any length keeps nothing here.
+    private var dependencyNames: [JobID: String] = [:]
 
     private struct JobMemo {
         var name: String
         var maxAttempts: Int
+        var group: String
         var attemptStartedAt: SchedulerTime?
         var lastProgressAt: SchedulerTime?
+        /// Whether a job waits for it (its name then outlives its memo).
+        var isDependency = false
     }
 
     /// Creates a formatter.
@@ -42,7 +48,7 @@ final class EventLogFormatter {
     }
 
     /// The job's display name, if the formatter has seen it.
-    func name(of id: JobID) -> String? { jobs[id]?.name }
+    func name(of id: JobID) -> String? { jobs[id]?.name ?? dependencyNames[id] }
 
     /// The log line for `event`, or `nil` when it is not logged (a snapshot, a rate-limited
     /// progress tick, an output line without `--log-output`).
@@ -52,18 +58,37 @@ final class EventLogFormatter {
         case .snapshot(let snapshot):
             for worker in snapshot.workers { workers[worker.descriptor.id] = worker.descriptor.name }
             for info in snapshot.jobs where jobs[info.id] == nil {
-                jobs[info.id] = JobMemo(name: info.displayName, maxAttempts: info.maxAttempts)
+                if info.state.isFinished {
+                    dependencyNames[info.id] = info.displayName
+                } else {
+                    jobs[info.id] = JobMemo(name: info.displayName, maxAttempts: info.maxAttempts, group: info.group)
+                }
+            }
+            for info in snapshot.jobs {
+                for dependency in info.dependencies { jobs[dependency]?.isDependency = true }
             }
             return nil
         case .lagged(let missed):
             line.int("missed", missed)
         case .submitted(let info):
-            jobs[info.id] = JobMemo(name: info.displayName, maxAttempts: info.maxAttempts)
+            jobs[info.id] = JobMemo(name: info.displayName, maxAttempts: info.maxAttempts, group: info.group)
+            for dependency in info.dependencies { jobs[dependency]?.isDependency = true }
             job(info.id, &line)
             if info.name != nil { line.string("command", info.command) }
             line.int("priority", info.priority)
             line.int("max_attempts", info.maxAttempts)
             if let key = info.key { line.string("key", key) }
+            group(info.group, &line)
+            if !info.dependencies.isEmpty { line.strings("after", info.dependencies.map(label)) }
+            switch info.state {
+            case .blocked:
+                line.string("state", info.state.name)
+            case .scheduled(let until):
+                line.string("state", info.state.name)
+                line.string("at", timestamp(until))
+            default:
+                break
+            }
         case .coalesced(let existing, let key):
             job(existing, &line)
             line.string("key", key)
@@ -73,6 +98,7 @@ final class EventLogFormatter {
             job(id, &line)
             line.attempt(attempt, of: maxAttempts)
             line.string("worker", workers[worker] ?? worker.short)
+            if let group = jobs[id]?.group { self.group(group, &line) }
         case .progress(let id, let fraction):
             if fraction < 1, let last = jobs[id]?.lastProgressAt, event.time - last < progressInterval { return nil }
             jobs[id]?.lastProgressAt = event.time
@@ -105,16 +131,16 @@ final class EventLogFormatter {
             job(id, &line)
             line.int("attempts", attempts)
             if let started = jobs[id]?.attemptStartedAt { line.seconds("duration", event.time - started) }
-            jobs[id] = nil
+            forget(id)
         case .failed(let id, let reason, let attempts):
             job(id, &line)
             line.int("attempts", attempts)
             failure(reason, &line)
             lastFailed = (id, jobs[id]?.name ?? id.short)
-            jobs[id] = nil
+            forget(id)
         case .cancelled(let id):
             job(id, &line)
-            jobs[id] = nil
+            forget(id)
         case .reprioritized(let id, let from, let to):
             job(id, &line)
             line.int("from", from)
@@ -143,16 +169,21 @@ final class EventLogFormatter {
             return nil
         case .blocked(let id, let waitingFor):
             job(id, &line)
-            line.string("waiting_for", waitingFor.map { jobs[$0]?.name ?? $0.short }.joined(separator: ", "))
+            line.strings("waiting_for", waitingFor.map(label))
         case .released(let id):
             job(id, &line)
         case .scheduled(let id, let at):
             job(id, &line)
             line.string("at", timestamp(at))
+            line.seconds("in", at - event.time)
         case .skipped(let id, let reason):
             job(id, &line)
             line.string("reason", reason.description)
-            jobs[id] = nil
+            line.string("dependency", reason.dependencyName)
+            line.string("dependency_outcome", reason.outcome.rawValue)
+            // Kept: retrying the dependency brings a skipped job back (`blocked`, `released`,
+            // `started`), and those lines name it. At most one memo per skipped job.
+            jobs[id]?.attemptStartedAt = nil
         case .groupChanged(let group):
             line.string("group", group.name)
             if let limit = group.limit { line.int("limit", limit) }
@@ -168,6 +199,7 @@ final class EventLogFormatter {
         line.int("succeeded", summary.succeeded)
         line.int("failed", summary.failed)
         line.int("cancelled", summary.cancelled)
+        line.int("skipped", summary.skipped)
         if summary.unfinished > 0 { line.int("unfinished", summary.unfinished) }
         line.seconds("wall", summary.wall)
         line.rate("jobs_per_s", summary.jobsPerSecond)
@@ -178,6 +210,21 @@ final class EventLogFormatter {
 
     private func job(_ id: JobID, _ line: inout Line) {
         line.job(id, name: jobs[id]?.name)
+    }
+
+    /// The job's name if known, else its short id.
+    private func label(_ id: JobID) -> String {
+        name(of: id) ?? id.short
+    }
+
+    /// The `group` field: always in JSON, in text only when it is not the default group.
+    private func group(_ group: String, _ line: inout Line) {
+        if format == .json || group != JobSpec.defaultGroup { line.string("group", group) }
+    }
+
+    /// Drops what was remembered of an ended job, but the name of one that others wait for.
+    private func forget(_ id: JobID) {
+        if let memo = jobs.removeValue(forKey: id), memo.isDependency { dependencyNames[id] = memo.name }
     }
 
     private func failure(_ reason: FailureReason, _ line: inout Line) {
@@ -246,6 +293,15 @@ final class EventLogFormatter {
             switch format {
             case .json: raw(key, Line.jsonString(value))
             case .text: text += " \(key)=\(Line.textValue(value))"
+            }
+        }
+
+        /// A list: a JSON array of strings; in text, the values joined by commas (quoted as a
+        /// whole when one of them needs it).
+        mutating func strings(_ key: String, _ values: [String]) {
+            switch format {
+            case .json: raw(key, "[" + values.map(Line.jsonString).joined(separator: ",") + "]")
+            case .text: text += " \(key)=\(Line.textValue(values.joined(separator: ",")))"
             }
         }
 

@@ -2,28 +2,47 @@ import Foundation
 import Scheduler
 import TOMLKit
 
-/// Reads a TOML job file: an optional `[defaults]` table and any number of `[[job]]` tables.
+/// Reads a TOML job file: an optional `[defaults]` table, optional `[groups.NAME]` tables and any
+/// number of `[[job]]` tables.
 ///
 /// Every problem is a ``JobInputError`` that names the file, and the job (by number from 1, and
 /// by name when it has one) or the TOML line and column.
 enum JobFile {
+    /// What a job file holds.
+    struct Contents: Sendable {
+        /// The jobs, in an order where each comes after the jobs it waits for (file order when
+        /// that already is one); their dependencies are ``JobSpec/Dependency/earlier(_:)``.
+        var jobs: [JobSpec]
+        /// The groups of `[groups]`, by name, as the file sets them up.
+        var groups: [JobGroup]
+    }
+
+    /// The keys a `[groups.NAME]` table may have.
+    static let groupKeys = ["parallel", "paused"]
+
     /// Reads the jobs of the file at `path`.
     ///
     /// - Parameters:
     ///   - path: The file, absolute or relative to the current directory.
     ///   - overrides: Fields the command line gives: they win over `[defaults]`, not over a job's own keys.
-    /// - Returns: The jobs in file order.
+    /// - Returns: The jobs (each after those it waits for) and the groups.
     /// - Throws: ``JobInputError`` for anything that cannot be used.
-    static func load(path: String, overrides: JobFields = JobFields()) throws(JobInputError) -> [JobSpec] {
+    static func load(path: String, overrides: JobFields = JobFields()) throws(JobInputError) -> Contents {
         let text = try TextFile.read(path)
         let directory = URL(fileURLWithPath: path).standardizedFileURL.deletingLastPathComponent().path
         return try parse(text, file: path, directory: directory, overrides: overrides)
     }
 
     /// Reads jobs from TOML `text`; `file` names it in messages and `directory` anchors `cwd`.
+    ///
+    /// - Parameters:
+    ///   - now: The time an `at` is checked against (a moment must not be past; a time of day
+    ///     means its next occurrence after it).
+    ///   - timeZone: The zone of an `at` that is a time of day.
     static func parse(
-        _ text: String, file: String, directory: String, overrides: JobFields = JobFields()
-    ) throws(JobInputError) -> [JobSpec] {
+        _ text: String, file: String, directory: String, overrides: JobFields = JobFields(),
+        now: Date = Date(), timeZone: TimeZone = .current
+    ) throws(JobInputError) -> Contents {
         try refuseNulEscapes(in: text, file: file)
         let root: TOMLTable
         do {
@@ -34,11 +53,12 @@ enum JobFile {
         } catch {
             throw JobInputError(.syntax, "\(file): TOML syntax error: \(error)")
         }
-        let reader = Reader(file: file, directory: directory)
+        let reader = Reader(file: file, directory: directory, now: now, timeZone: timeZone)
 
-        for key in root.keys.sorted() where key != "defaults" && key != "job" {
+        let topLevel = ["defaults", "groups", "job"]
+        for key in root.keys.sorted() where !topLevel.contains(key) {
             throw JobInputError(
-                .unknownKey, "\(file): unknown top-level key '\(key)'\(hint(key, ["defaults", "job"])) (allowed: [defaults], [[job]])")
+                .unknownKey, "\(file): unknown top-level key '\(key)'\(hint(key, topLevel)) (allowed: [defaults], [groups.NAME], [[job]])")
         }
         var defaults = JobFields()
         if let value = root["defaults"] {
@@ -47,6 +67,8 @@ enum JobFile {
             }
             defaults = try reader.fields(of: table, allowed: JobFields.defaultKeys, place: "[defaults]")
         }
+        let groups = try reader.groups(root["groups"])
+        try checkGroup(defaults.group, known: groups, place: "[defaults]", file: file)
         guard let jobsValue = root["job"] else {
             throw JobInputError(.noJobs, "\(file): no jobs (add a [[job]] table with a command)")
         }
@@ -55,7 +77,7 @@ enum JobFile {
         }
         guard !jobs.isEmpty else { throw JobInputError(.noJobs, "\(file): no jobs (add a [[job]] table with a command)") }
 
-        var specs: [JobSpec] = []
+        var entries: [JobEntry] = []
         var names: [String: Int] = [:]
         for index in 0..<jobs.count {
             let number = index + 1
@@ -80,9 +102,28 @@ enum JobFile {
                 }
                 names[name] = number
             }
-            specs.append(own.filled(from: overrides).filled(from: defaults).spec())
+            try checkGroup(own.group, known: groups, place: place, file: file)
+            entries.append(JobEntry(place: place, name: own.name, fields: own.filled(from: overrides).filled(from: defaults)))
         }
-        return specs
+        let order = try JobOrder.resolve(entries, names: names, file: file)
+        var specs: [JobSpec] = []
+        specs.reserveCapacity(entries.count)
+        for (position, index) in order.sequence.enumerated() {
+            var spec = entries[index].fields.spec()
+            spec.dependencies = order.dependencies[index].map { .earlier(order.position[$0]) }
+            assert(spec.dependencies.allSatisfy { if case .earlier(let other) = $0 { other < position } else { false } })
+            specs.append(spec)
+        }
+        return Contents(jobs: specs, groups: groups)
+    }
+
+    /// Refuses a `group` that is neither `default` nor under `[groups]`.
+    private static func checkGroup(_ group: String?, known groups: [JobGroup], place: String, file: String) throws(JobInputError) {
+        guard let group, group != JobSpec.defaultGroup, !groups.contains(where: { $0.name == group }) else { return }
+        let known = [JobSpec.defaultGroup] + groups.map(\.name).filter { $0 != JobSpec.defaultGroup }
+        throw JobInputError(
+            .unknownGroup,
+            "\(file): \(place): 'group': no group '\(group)'\(hint(group, known)); add a [groups.\(group)] table, or use one of: \(known.joined(separator: ", "))")
     }
 
     /// Refuses a `\u0000` (or `\U00000000`) escape anywhere in the file.
@@ -117,9 +158,63 @@ enum JobFile {
     private struct Reader {
         let file: String
         let directory: String
+        let now: Date
+        let timeZone: TimeZone
+
+        /// The groups of a `[groups]` table (`nil`: none), sorted by name.
+        func groups(_ value: (any TOMLValueConvertible)?) throws(JobInputError) -> [JobGroup] {
+            guard let value else { return [] }
+            guard let table = value.table else {
+                throw JobInputError(.wrongType, "\(file): 'groups' must be a table of groups like [groups.download], not \(JobFile.describe(value.type))")
+            }
+            var groups: [JobGroup] = []
+            for name in table.keys.sorted() {
+                guard let groupValue = table[name] else { continue }
+                let place = "[groups.\(name)]"
+                do {
+                    try SchedulerCore.validateGroupName(name)
+                } catch {
+                    throw JobInputError(.invalidValue, "\(file): \(place): \(error.message)")
+                }
+                guard let settings = groupValue.table else {
+                    throw JobInputError(
+                        .wrongType, "\(file): 'groups.\(name)' must be a table like [groups.\(name)] with parallel = 2, not \(JobFile.describe(groupValue.type))")
+                }
+                var group = JobGroup(name: name)
+                for key in settings.keys.sorted() {
+                    guard JobFile.groupKeys.contains(key) else {
+                        throw JobInputError(
+                            .unknownKey,
+                            "\(file): \(place): unknown key '\(key)'\(JobFile.hint(key, JobFile.groupKeys)) (allowed: \(JobFile.groupKeys.joined(separator: ", ")))")
+                    }
+                    guard let setting = settings[key] else { continue }
+                    let at = "\(file): \(place): '\(key)'"
+                    switch key {
+                    case "parallel":
+                        let limit = try integer(setting, at)
+                        guard limit >= 1 else {
+                            throw JobInputError(.invalidValue, "\(at) must be at least 1, not \(limit) (leave it out for no limit; paused = true holds the group)")
+                        }
+                        group.limit = limit
+                    case "paused":
+                        guard let paused = setting.bool else {
+                            throw JobInputError(.wrongType, "\(at) must be true or false, not \(JobFile.describe(setting.type))")
+                        }
+                        group.isPaused = paused
+                    default:
+                        break
+                    }
+                }
+                groups.append(group)
+            }
+            return groups
+        }
 
         func fields(of table: TOMLTable, allowed: [String], place: String) throws(JobInputError) -> JobFields {
             var fields = JobFields()
+            if table["delay"] != nil && table["at"] != nil && allowed.contains("delay") {
+                throw JobInputError(.invalidValue, "\(file): \(place): 'delay' and 'at' together: give one of them")
+            }
             for key in table.keys.sorted() {
                 guard allowed.contains(key) else {
                     let why = JobFields.keys.contains(key) ? " ('\(key)' cannot be a default)" : JobFile.hint(key, allowed)
@@ -179,6 +274,36 @@ enum JobFile {
                         variables[name] = try string(variable, "\(at): variable '\(name)'")
                     }
                     fields.env = variables
+                case "group":
+                    let group = try string(value, at)
+                    do {
+                        try SchedulerCore.validateGroupName(group)
+                    } catch {
+                        throw JobInputError(.invalidValue, "\(at): \(error.message)")
+                    }
+                    fields.group = group
+                case "after":
+                    let names: [String]
+                    if let single = value.string {
+                        names = [single]
+                    } else if let array = value.array {
+                        var list: [String] = []
+                        for item in 0..<array.count {
+                            guard let name = array[item].string else {
+                                throw JobInputError(.wrongType, "\(at) must list job names (strings), but item \(item + 1) is \(JobFile.describe(array[item].type))")
+                            }
+                            list.append(name)
+                        }
+                        names = list
+                    } else {
+                        throw JobInputError(.wrongType, "\(at) must be a list of job names like [\"fetch\"], not \(JobFile.describe(value.type))")
+                    }
+                    if names.contains("") { throw JobInputError(.invalidValue, "\(at) has an empty name") }
+                    fields.after = names
+                case "delay":
+                    fields.start = .delay(try duration(value, at))
+                case "at":
+                    fields.start = .date(try startTime(value, at))
                 case "keep_background":
                     guard let keep = value.bool else {
                         throw JobInputError(.wrongType, "\(at) must be true or false, not \(JobFile.describe(value.type))")
@@ -189,6 +314,44 @@ enum JobFile {
                 }
             }
             return fields
+        }
+
+        /// The moment an `at` stands for: an RFC 3339 time (a string or a TOML offset date-time),
+        /// which must not be past, or a local time of day (a string or a TOML local time), whose
+        /// next occurrence it is.
+        private func startTime(_ value: any TOMLValueConvertible, _ at: String) throws(JobInputError) -> Date {
+            guard value.string != nil || value.time != nil || value.dateTime != nil else {
+                throw JobInputError(
+                    .wrongType, "\(at) must be a time like \"2026-11-24T02:00:00Z\" or \"02:00\", not \(JobFile.describe(value.type))")
+            }
+            let start: StartTimeParser.StartTime
+            do throws(StartTimeParser.Failure) {
+                if let text = value.string {
+                    start = try StartTimeParser.parse(text, now: now, timeZone: timeZone)
+                } else if let time = value.time {
+                    start = .timeOfDay(try StartTimeParser.nextTimeOfDay(
+                        hour: time.hour, minute: time.minute, second: time.second,
+                        text: time.debugDescription, now: now, timeZone: timeZone))
+                } else {
+                    let dateTime = value.dateTime!
+                    guard let offset = dateTime.offset else {
+                        throw StartTimeParser.Failure(text: dateTime.debugDescription, reason: "it has no offset: end it with Z (UTC) or +HH:MM")
+                    }
+                    start = .moment(try StartTimeParser.moment(
+                        year: dateTime.date.year, month: dateTime.date.month, day: dateTime.date.day,
+                        hour: dateTime.time.hour, minute: dateTime.time.minute, second: dateTime.time.second,
+                        fraction: Double(dateTime.time.nanoSecond) / 1e9, offsetMinutes: offset.offset,
+                        text: dateTime.debugDescription))
+                }
+            } catch {
+                throw JobInputError(.invalidValue, "\(at): \(error)")
+            }
+            if case .moment(let date) = start, date <= now {
+                throw JobInputError(
+                    .timeInPast,
+                    "\(at): \(EventLogFormatter.iso8601(date.timeIntervalSince1970)) is in the past (now it is \(EventLogFormatter.iso8601(now.timeIntervalSince1970)))")
+            }
+            return start.date
         }
 
         private func string(_ value: any TOMLValueConvertible, _ at: String) throws(JobInputError) -> String {
@@ -232,7 +395,7 @@ enum JobFile {
     }
 
     /// " (did you mean 'x'?)" when a known key is one or two edits away.
-    fileprivate static func hint(_ key: String, _ known: [String]) -> String {
+    static func hint(_ key: String, _ known: [String]) -> String {
         let best = known.map { ($0, editDistance(key.lowercased(), $0)) }.min { $0.1 < $1.1 }
         guard let best, best.1 <= 2 else { return "" }
         return " (did you mean '\(best.0)'?)"

@@ -17,6 +17,14 @@ struct JobInputError: Error, Sendable, Equatable, CustomStringConvertible {
         case missingCommand
         /// Two jobs with the same name.
         case duplicateName
+        /// An `after` that names no job of the file.
+        case unknownDependency
+        /// Jobs that wait for each other in a circle.
+        case dependencyCycle
+        /// A `group` that is not under `[groups]` (and not `default`).
+        case unknownGroup
+        /// A start time (`at`) that has already passed.
+        case timeInPast
         /// A `cwd` that is not a directory.
         case missingDirectory
         /// Nothing to run.

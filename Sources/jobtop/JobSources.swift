@@ -15,8 +15,11 @@ struct RunPlan: Sendable {
         var mustHaveCommands: Bool
     }
 
-    /// The jobs of a `.toml` job file.
+    /// The jobs of a `.toml` job file, each after the jobs it waits for.
     var fileJobs: [JobSpec] = []
+    /// The groups to set up before any job is submitted: the job file's, with `--group-limit`
+    /// applied.
+    var groups: [JobGroup] = []
     /// A plain list, if one is read.
     var list: List?
     /// The `-c` commands.
@@ -48,17 +51,25 @@ enum JobSources {
     ///   - commands: `-c` commands, added after the file's jobs.
     ///   - overrides: Fields the command line sets for jobs that do not set them.
     ///   - readsPipedStandardInput: With no `file`, read a list from stdin when it is a pipe or a file.
+    ///   - groupLimits: `--group-limit` values: they replace a group's `parallel`.
     /// - Returns: The plan.
     /// - Throws: ``JobInputError`` for anything that cannot be used.
     static func plan(
-        file: String?, commands: [String], overrides: JobFields, readsPipedStandardInput: Bool
+        file: String?, commands: [String], overrides: JobFields, readsPipedStandardInput: Bool,
+        groupLimits: [GroupLimit] = []
     ) throws(JobInputError) -> RunPlan {
         var plan = RunPlan(overrides: overrides)
+        // Checked before a list is opened: a bad limit must not leave a descriptor behind.
+        if !(file?.lowercased().hasSuffix(".toml") ?? false) {
+            plan.groups = try GroupLimit.apply(groupLimits, to: [])
+        }
         switch file {
         case "-"?:
             plan.list = try checked(.init(fd: try duplicateStandardInput(), source: "standard input", mustHaveCommands: true))
         case let path? where path.lowercased().hasSuffix(".toml"):
-            plan.fileJobs = try JobFile.load(path: path, overrides: overrides)
+            let contents = try JobFile.load(path: path, overrides: overrides)
+            plan.fileJobs = contents.jobs
+            plan.groups = try GroupLimit.apply(groupLimits, to: contents.groups)
         case let path?:
             plan.list = try checked(.init(fd: try CommandListReader.open(path: path), source: "'\(path)'", mustHaveCommands: true))
         case nil:

@@ -16,10 +16,16 @@ extension Jobtop {
                 Without --headless and with stdout on a terminal, the dashboard opens; otherwise \
                 each event is logged as one line on stdout and human messages go to stderr.
 
+                A job file may put jobs in groups ([groups.NAME] with parallel = N, paused = true), \
+                make a job wait for others (after = ["name", ...]) and delay it (delay = "10m", or \
+                at = "2026-11-24T02:00:00Z" or a local "02:00": the next such time). See \
+                examples/workflow.toml.
+
                 Durations: 500ms, 10s, 1.5s, 5m, 1h, 1m30s.
 
-                Exit status: 0 every job succeeded; 1 some job failed or was cancelled; 2 bad \
-                usage or bad input (nothing was started); 130 interrupted by SIGINT; 143 by SIGTERM.
+                Exit status: 0 every job succeeded; 1 some job failed, was cancelled or was skipped \
+                (a job it waits for did not succeed); 2 bad usage or bad input (nothing was \
+                started); 130 interrupted by SIGINT; 143 by SIGTERM.
                 """
         )
 
@@ -71,8 +77,24 @@ extension Jobtop {
         @Flag(help: "Stop dispatching after the first job that fails for good; cancel the rest.")
         var haltOnFailure = false
 
+        @Option(
+            name: .customLong("group-limit"),
+            help: ArgumentHelp(
+                "At most N of group NAME's jobs run at once (repeatable; overrides the job file's parallel; 'default' is the group of -c and list jobs).",
+                valueName: "name=n"),
+            transform: Run.groupLimit)
+        var groupLimits: [GroupLimit] = []
+
         @OptionGroup(title: "Remote workers")
         var remote: RemoteOptions
+
+        private static func groupLimit(_ text: String) throws -> GroupLimit {
+            do {
+                return try GroupLimit.parse(text)
+            } catch {
+                throw ValidationError(error.message)
+            }
+        }
 
         private static func duration(_ text: String, option: String) throws -> Duration {
             if text.hasPrefix("-") {
@@ -126,7 +148,8 @@ extension Jobtop {
                     "-j/--jobs \(schedulerConfiguration.localSlots) is more than this system can run at once: \(capacity.explanation); raise \(capacity.limit) or use a smaller -j")
             }
             let plan = try JobSources.plan(
-                file: file, commands: command, overrides: jobOverrides, readsPipedStandardInput: command.isEmpty)
+                file: file, commands: command, overrides: jobOverrides, readsPipedStandardInput: command.isEmpty,
+                groupLimits: groupLimits)
             let headless = isHeadless
             if headless && plan.isEmpty {
                 throw JobInputError(.noJobs, "no jobs: give a job file, a list on stdin or -c COMMAND (see 'jobtop --help')")

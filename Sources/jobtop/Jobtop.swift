@@ -34,10 +34,13 @@ struct Jobtop: AsyncParsableCommand {
                                   DIR/<name-or-id>.log
               --halt-on-failure   after the first job that fails for good,
                                   cancel the rest
+              --group-limit NAME=N  at most N of group NAME's jobs at once
+                                  (repeatable; overrides the file's parallel)
 
             Durations: 500ms, 10s, 1.5s, 5m, 1h, 1m30s.
-            Exit status: 0 every job succeeded; 1 some job failed or was
-            cancelled; 2 bad usage or bad input (nothing was started);
+            Exit status: 0 every job succeeded; 1 some job failed, was
+            cancelled or was skipped (a job it waits for did not succeed);
+            2 bad usage or bad input (nothing was started);
             130 interrupted by SIGINT; 143 by SIGTERM.
             See 'jobtop run --help' for every option.
             """,

@@ -8,17 +8,19 @@ import Scheduler
 /// A class, so that what it remembers is mutated in place: a value type copied once per event
 /// copies every dictionary it holds (that made a 60,000-job run quadratic).
 final class RunLog {
-    /// A job that failed for good.
+    /// A job that failed for good, or was skipped.
     struct Failure: Sendable, Equatable {
         var name: String
         var reason: String
+        /// `failed` or `skipped`.
+        var outcome = "failed"
     }
 
     /// What the log saw.
     struct Result: Sendable {
         /// The first failures (at most ``shownFailures``): the closing message names them.
         var failures: [Failure] = []
-        /// How many jobs failed for good.
+        /// How many jobs failed for good or were skipped.
         var failureCount = 0
         /// Jobs per state at the end (from the mirror of the events).
         var counts: [JobStateKind: Int] = [:]
@@ -79,6 +81,11 @@ final class RunLog {
                 result.failureCount += 1
                 if result.failures.count < Self.shownFailures {
                     result.failures.append(Failure(name: name ?? id.short, reason: reason.description))
+                }
+            case .skipped(let id, let reason):
+                result.failureCount += 1
+                if result.failures.count < Self.shownFailures {
+                    result.failures.append(Failure(name: name ?? id.short, reason: reason.description, outcome: "skipped"))
                 }
             case .batchHalted(batch, let failed):
                 // The failure itself was the event just before this one (the first failure of

@@ -50,6 +50,12 @@ struct RunSession {
         case .log(let logFormat, let output):
             format = logFormat
             logsOutput = output
+            for group in plan.groups where group.isPaused {
+                // Headless, nothing can resume it: say so rather than seem to hang.
+                let count = plan.fileJobs.count { $0.groupName == group.name }
+                StandardError.write(
+                    "jobtop: group '\(group.name)' starts paused (paused = true) and nothing resumes it headless: its \(count) job\(count == 1 ? "" : "s") (and any job after \(count == 1 ? "it" : "them")) will not start; the run ends when interrupted (Ctrl-C)\n")
+            }
             let listener = listener
             signals = SignalWatcher(
                 onFirst: { _ in Task { _ = try? await client.perform(.shutdown(.cancelRunning)) } },
@@ -179,8 +185,10 @@ struct RunSession {
         case stopped
     }
 
-    /// Hands the plan's jobs to the scheduler as batch `batch`: the job file's jobs at once, then
-    /// the list a window at a time as it is read, then the `-c` commands; then seals the batch.
+    /// Hands the plan's jobs to the scheduler as batch `batch`: first the groups are set up (so
+    /// nothing of a paused or limited group starts before its setting), then the job file's jobs
+    /// at once, then the list a window at a time as it is read, then the `-c` commands; then
+    /// seals the batch.
     static func feed(
         _ plan: RunPlan, reader: CommandListReader?, to client: some SchedulerClient, batch: BatchID, requiresJobs: Bool
     ) async -> FeedOutcome {
@@ -194,6 +202,11 @@ struct RunSession {
     ) async -> FeedOutcome {
         var submitted = 0
         do {
+            for group in plan.groups {
+                // Either command makes the group; a paused group without a limit needs only one.
+                if group.limit != nil || !group.isPaused { _ = try await client.perform(.setGroupLimit(group.name, group.limit)) }
+                if group.isPaused { _ = try await client.perform(.pauseGroup(group.name)) }
+            }
             if !plan.fileJobs.isEmpty {
                 _ = try await client.perform(.submit(plan.fileJobs, batch: batch))
                 submitted += plan.fileJobs.count
@@ -242,7 +255,7 @@ struct RunSession {
     static func report(_ summary: RunSummary, _ log: RunLog.Result, isScreen: Bool) {
         var text = "jobtop: \(summary.sentence)\n"
         if summary.exitStatus != ExitStatus.success {
-            for failure in log.failures { text += "  failed: \(failure.name): \(failure.reason)\n" }
+            for failure in log.failures { text += "  \(failure.outcome): \(failure.name): \(failure.reason)\n" }
             if log.failureCount > log.failures.count { text += "  ... and \(log.failureCount - log.failures.count) more\n" }
         }
         StandardError.write(text)

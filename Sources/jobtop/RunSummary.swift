@@ -7,7 +7,10 @@ struct RunSummary: Sendable, Equatable {
     var succeeded: Int
     var failed: Int
     var cancelled: Int
-    /// Jobs still queued, waiting or running (none unless the run was cut short oddly).
+    /// Jobs that never ran because a job they wait for did not succeed.
+    var skipped: Int
+    /// Jobs that had not ended: queued, waiting, blocked, scheduled or running (none unless the
+    /// run was cut short oddly, or a paused group held them).
     var unfinished: Int
     /// Seconds from the start of the run to its end.
     var wall: Duration
@@ -25,7 +28,8 @@ struct RunSummary: Sendable, Equatable {
         succeeded = counts[.succeeded, default: 0]
         failed = counts[.failed, default: 0]
         cancelled = counts[.cancelled, default: 0]
-        unfinished = counts[.queued, default: 0] + counts[.waiting, default: 0] + counts[.running, default: 0]
+        skipped = counts[.skipped, default: 0]
+        unfinished = counts.filter { !$0.key.isFinished }.values.reduce(0, +)
         self.wall = wall
         self.signal = signal
     }
@@ -33,18 +37,20 @@ struct RunSummary: Sendable, Equatable {
     /// Finished jobs per second of wall time.
     var jobsPerSecond: Double {
         let seconds = wall.seconds
-        return seconds > 0 ? Double(succeeded + failed + cancelled) / seconds : 0
+        return seconds > 0 ? Double(succeeded + failed + cancelled + skipped) / seconds : 0
     }
 
-    /// 128 + the signal when interrupted; else 0 when every job succeeded, 1 when not.
+    /// 128 + the signal when interrupted; else 0 when every job succeeded, 1 when not (a
+    /// skipped job counts as not succeeded).
     var exitStatus: Int32 {
         if let signal { return ExitStatus.interrupted(by: signal) }
-        return failed + cancelled + unfinished == 0 ? ExitStatus.success : ExitStatus.someFailed
+        return failed + cancelled + skipped + unfinished == 0 ? ExitStatus.success : ExitStatus.someFailed
     }
 
     /// One sentence for stderr.
     var sentence: String {
         var parts = ["\(succeeded) succeeded", "\(failed) failed", "\(cancelled) cancelled"]
+        if skipped > 0 { parts.append("\(skipped) skipped") }
         if unfinished > 0 { parts.append("\(unfinished) unfinished") }
         let rate = (jobsPerSecond * 10).rounded() / 10
         return "\(total) job\(total == 1 ? "" : "s"): \(parts.joined(separator: ", ")) in \(formatDuration(wall)) (\(rate) jobs/s)"

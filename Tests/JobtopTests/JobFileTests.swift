@@ -32,7 +32,7 @@ struct JobFileTests {
             command = "echo plain"
             """#)
 
-        let specs = try JobFile.load(path: file)
+        let specs = try JobFile.load(path: file).jobs
 
         #expect(specs.count == 2)
         let build = specs[0]
@@ -66,7 +66,7 @@ struct JobFileTests {
             command = "b"
             retries = 5
             """
-        let specs = try JobFile.parse(text, file: "j.toml", directory: "/", overrides: JobFields(retries: 3))
+        let specs = try JobFile.parse(text, file: "j.toml", directory: "/", overrides: JobFields(retries: 3)).jobs
         #expect(specs.map(\.retry.maxAttempts) == [4, 6])
     }
 
