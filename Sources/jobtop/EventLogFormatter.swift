@@ -31,10 +31,10 @@ final class EventLogFormatter {
         var name: String
         var maxAttempts: Int
         var group: String
-        var attemptStartedAt: SchedulerTime?
-        var lastProgressAt: SchedulerTime?
         /// Whether a job waits for it (its name then outlives its memo).
         var isDependency = false
+        var attemptStartedAt: SchedulerTime?
+        var lastProgressAt: SchedulerTime?
     }
 
     /// Creates a formatter.
@@ -57,15 +57,12 @@ final class EventLogFormatter {
         switch event.kind {
         case .snapshot(let snapshot):
             for worker in snapshot.workers { workers[worker.descriptor.id] = worker.descriptor.name }
-            for info in snapshot.jobs where jobs[info.id] == nil {
-                if info.state.isFinished {
-                    dependencyNames[info.id] = info.displayName
-                } else {
+            let dependencies = Set(snapshot.jobs.lazy.filter { !$0.state.isFinished }.flatMap(\.dependencies))
+            for info in snapshot.jobs {
+                if jobs[info.id] == nil {
                     jobs[info.id] = JobMemo(name: info.displayName, maxAttempts: info.maxAttempts, group: info.group)
                 }
-            }
-            for info in snapshot.jobs {
-                for dependency in info.dependencies { jobs[dependency]?.isDependency = true }
+                if dependencies.contains(info.id) { jobs[info.id]?.isDependency = true }
             }
             return nil
         case .lagged(let missed):
