@@ -354,4 +354,23 @@ import Testing
         #expect(core.counts[.cancelled] == 2 && core.counts[.skipped] == 0)
         #expect(core.isShutdownComplete)
     }
+
+    // MARK: - Commands on the wire
+
+    @Test func workflowCommandsSurviveEncodingAsJSON() throws {
+        var spec = JobSpec.shell("make", name: "build")
+        spec.group = "gpu"
+        spec.dependencies = [.earlier(0), .job(JobID(uuid: UUID(uuidString: "6D0F0E3C-34A4-4C9A-9E3B-2F4A1B7C9D10")!))]
+        spec.notBefore = .date(Date(timeIntervalSince1970: 1_800_000_000))
+        let commands: [SchedulerCommand] = [.submit([spec], batch: nil), .setGroupLimit("gpu", 2), .setGroupLimit("gpu", nil), .pauseGroup("gpu")]
+        let decoded = try JSONDecoder().decode([SchedulerCommand].self, from: JSONEncoder().encode(commands))
+        guard case .submit(let specs, nil) = decoded[0], let back = specs.first else {
+            Issue.record("\(decoded)")
+            return
+        }
+        #expect(back.group == "gpu" && back.dependencies == spec.dependencies && back.notBefore == spec.notBefore)
+        if case .setGroupLimit("gpu", 2) = decoded[1] {} else { Issue.record("\(decoded[1])") }
+        if case .setGroupLimit("gpu", nil) = decoded[2] {} else { Issue.record("\(decoded[2])") }
+        if case .pauseGroup("gpu") = decoded[3] {} else { Issue.record("\(decoded[3])") }
+    }
 }
