@@ -212,7 +212,10 @@ struct DashboardTmuxTests {
             command = "while [ ! -e '\(go)' ]; do sleep 0.05; done"
             """.write(toFile: tmux.file("jobs.toml"), atomically: true, encoding: .utf8)
         try await tmux.run("\(TmuxSession.binary) -j 2 jobs.toml; echo \"exit=$?\"")
-        try await tmux.waitForDashboard("fetch running") { $0.contains { $0.contains("fetch") && $0.contains("running") } }
+        // (The title names the job file: `jobtop: jobs.toml`.)
+        try await tmux.waitFor("fetch running") { screen in
+            screen.first?.hasPrefix(" jobtop: jobs.toml") == true && screen.contains { $0.contains("fetch") && $0.contains("running") }
+        }
         // When n, then a job in group deploy after fetch
         tmux.keys("n")
         try await tmux.waitFor("the prompt") { $0.contains { $0.contains("New job:") } }
@@ -220,7 +223,7 @@ struct DashboardTmuxTests {
         tmux.keys("Enter")
         // Then it is blocked in group deploy: a GROUP column, and the groups panel lists deploy
         // with one held job
-        let blocked = try await tmux.waitForDashboard("the deploy job blocked") { screen in
+        let blocked = try await tmux.waitFor("the deploy job blocked") { screen in
             screen.contains { $0.contains("touch deployed") && $0.contains("deploy ") && $0.contains("blocked") }
                 && screen.contains { $0.contains("deploy") && $0.contains("0/∞     0    1") }
         }
@@ -237,7 +240,8 @@ struct DashboardTmuxTests {
             screen.contains { $0.contains("fetch") && $0.contains("succeeded") }
                 && screen.contains { $0.contains("touch deployed") && $0.contains("queued") }
         }
-        tmux.keys("End")
+        // Selected (the first row now; P's note on the status line goes with the key), it says why
+        tmux.keys("Home")
         try await tmux.waitFor("why it waits") { $0.contains { $0.contains("queued: group deploy is paused") } }
         #expect(!FileManager.default.fileExists(atPath: deployed))
         // When L sets the group's limit to 1
