@@ -63,9 +63,10 @@ public struct SchedulerCore: Sendable {
         /// Its dependencies that have not succeeded, while it is blocked or scheduled (counted
         /// afresh whenever it comes back from an end).
         var pending = 0
-        /// The jobs that wait for it. Each handle comes with its id: a dependent that ended and
-        /// was dropped may have left its handle to another job.
-        var dependents: [Dependent] = []
+        /// The jobs that wait for it: the first and last of its list in ``edges`` (-1: none).
+        /// A list in one shared array rather than an array per job: no allocation per job.
+        var firstDependent: Int32 = -1
+        var lastDependent: Int32 = -1
         /// Whether a job named it as a dependency: its outcome is kept once its record is dropped.
         var isDependency = false
         /// When it may start, if it was given a time.
@@ -77,10 +78,18 @@ public struct SchedulerCore: Sendable {
             info: JobInfo(id: JobID(uuid: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))), command: ""))
     }
 
-    /// A job that waits for another.
+    /// A job that waits for another. Its handle comes with its id: a dependent that ended and
+    /// was dropped may have left its handle to another job.
     struct Dependent: Sendable {
         let handle: JobHandle
         let id: JobID
+    }
+
+    /// One link of a job's list of dependents in ``edges``.
+    struct Edge: Sendable {
+        var dependent: Dependent
+        /// The next link, or -1.
+        var next: Int32
     }
 
     /// A group's place in ``groups``.
@@ -109,7 +118,8 @@ public struct SchedulerCore: Sendable {
         let id: JobID
         let name: String
         let outcome: JobStateKind
-        let dependents: [Dependent]
+        /// The first link of its dependents' list.
+        let firstDependent: Int32
         /// When it ended.
         let time: SchedulerTime
     }
@@ -175,8 +185,17 @@ public struct SchedulerCore: Sendable {
     /// Dependencies that ended in this step; their dependents are released or skipped before
     /// the step dispatches.
     private var endedDependencies: [EndedDependency] = []
-    /// How jobs that others named as dependencies ended, once their records are dropped.
-    private var droppedOutcomes: [JobID: (outcome: JobStateKind, name: String)] = [:]
+    /// Every job's list of dependents, linked through `next`; freed links are reused.
+    private var edges: [Edge] = []
+    /// The first free link, or -1.
+    private var freeEdge: Int32 = -1
+    /// Lists of dropped or succeeded jobs, freed once the step's dependents are settled (a list
+    /// may still be walked until then).
+    private var listsToFree: [Int32] = []
+    /// Jobs that others named as dependencies and that succeeded, once their records are dropped.
+    private var droppedSuccesses: Set<JobID> = []
+    /// The same for those that did not succeed, with the name a skip reason shows.
+    private var droppedFailures: [JobID: (outcome: JobStateKind, name: String)] = [:]
     private(set) var pool = WorkerPool()
     private var timers = Heap<Timer>()
     private var keys: [String: JobID] = [:]
@@ -325,12 +344,12 @@ public struct SchedulerCore: Sendable {
             if !JobSpec.priorityRange.contains(spec.priority) {
                 throw SchedulerError(.invalidArgument, "priority \(spec.priority) is out of range (\(JobSpec.priorityRange.lowerBound) to \(JobSpec.priorityRange.upperBound))")
             }
-            if let group = spec.group { try Self.validateGroupName(group) }
+            if let group = spec.group, groupIndex[group] == nil { try Self.validateGroupName(group) }
             for dependency in spec.dependencies {
                 switch dependency {
                 case .earlier(let other) where other < 0 || other >= index:
                     throw SchedulerError(.invalidArgument, "job \(index + 1) of the submission depends on job \(other + 1), which does not come before it")
-                case .job(let id) where jobs.handle(of: id) == nil && droppedOutcomes[id] == nil:
+                case .job(let id) where jobs.handle(of: id) == nil && droppedOutcome(of: id) == nil:
                     throw SchedulerError(.invalidArgument, "job \(index + 1) of the submission depends on \(id.short), which is not a known job")
                 default: break
                 }
@@ -343,11 +362,15 @@ public struct SchedulerCore: Sendable {
         }
         var result: [JobID] = []
         result.reserveCapacity(specs.count)
+        // Each spec's record, for the dependencies of later specs (nil for a coalesced one).
+        var submittedHandles: [JobHandle?] = []
+        if specs.contains(where: { !$0.dependencies.isEmpty }) { submittedHandles.reserveCapacity(specs.count) }
         jobs.reserve(specs.count)
         for (spec, id) in zip(specs, ids) {
             if let key = spec.coalescingKey, let existing = keys[key] {
                 actions.append(.emit(.coalesced(existing: existing, key: key)))
                 result.append(existing)
+                submittedHandles.append(nil)
                 continue
             }
             let group = spec.group.map { groupHandle(named: $0) } ?? 0
@@ -366,18 +389,51 @@ public struct SchedulerCore: Sendable {
                 enqueue(handle)
                 actions.append(.emit(.submitted(info)))
                 result.append(id)
+                submittedHandles.append(handle)
                 continue
             }
+            // Each dependency once, with its record's handle where it has one: an earlier spec of
+            // this submission is found without hashing its id.
             var dependencies: [JobID] = []
+            var dependencyHandles: [JobHandle?] = []
             for dependency in spec.dependencies {
-                let other = switch dependency {
-                case .job(let other): other
-                case .earlier(let index): result[index]
+                let other: JobID
+                var otherHandle: JobHandle?
+                switch dependency {
+                case .job(let job):
+                    other = job
+                    otherHandle = jobs.handle(of: job)
+                case .earlier(let index):
+                    other = result[index]
+                    if let handle = submittedHandles[index], jobs.handle(handle, matches: other) {
+                        otherHandle = handle
+                    } else {
+                        otherHandle = jobs.handle(of: other)
+                    }
                 }
-                if other != id && !dependencies.contains(other) { dependencies.append(other) }
+                guard other != id, !dependencies.contains(other) else { continue }
+                dependencies.append(other)
+                dependencyHandles.append(otherHandle)
             }
             let due = spec.notBefore.map { dueTime(of: $0, submittedAt: now) }.flatMap { $0 > now ? $0 : nil }
-            let (pending, failedDependency) = dependencyStatus(dependencies)
+            var pending = 0
+            var failedDependency: SkipReason?
+            for (other, otherHandle) in zip(dependencies, dependencyHandles) {
+                let outcome: JobStateKind
+                if let otherHandle {
+                    outcome = jobs[otherHandle].info.state.kind
+                } else if let dropped = droppedOutcome(of: other) {
+                    outcome = dropped.outcome
+                } else {
+                    continue
+                }
+                if outcome == .succeeded { continue }
+                pending += 1
+                if outcome.isFinished && failedDependency == nil {
+                    let name = otherHandle.map { jobs[$0].info.displayName } ?? droppedOutcome(of: other)?.name ?? other.short
+                    failedDependency = SkipReason(dependency: other, dependencyName: name, outcome: outcome)
+                }
+            }
             let state: JobState = if let due { .scheduled(until: due) } else if pending > 0 { .blocked } else { .queued }
             let info = JobInfo(
                 id: id, name: spec.name, command: spec.work.description, priority: spec.priority,
@@ -390,12 +446,12 @@ public struct SchedulerCore: Sendable {
             stateCounts[state.kind] += 1
             joined(batch, key: spec.coalescingKey, id: id)
             jobs[handle].pending = pending
-            for other in dependencies {
-                guard let otherHandle = jobs.handle(of: other) else { continue }
+            submittedHandles.append(handle)
+            for case let otherHandle? in dependencyHandles {
                 jobs[otherHandle].isDependency = true
                 // Registered even with a dependency that failed: retrying it brings this job back.
                 if jobs[otherHandle].info.state.kind != .succeeded {
-                    jobs[otherHandle].dependents.append(Dependent(handle: handle, id: id))
+                    addDependent(Dependent(handle: handle, id: id), to: otherHandle)
                 }
             }
             switch state {
@@ -956,7 +1012,7 @@ public struct SchedulerCore: Sendable {
             if let handle = jobs.handle(of: other) {
                 outcome = jobs[handle].info.state.kind
                 name = jobs[handle].info.displayName
-            } else if let dropped = droppedOutcomes[other] {
+            } else if let dropped = droppedOutcome(of: other) {
                 (outcome, name) = dropped
             } else {
                 continue  // never: a dependency's outcome outlives its record
@@ -968,6 +1024,12 @@ public struct SchedulerCore: Sendable {
             }
         }
         return (pending, failed)
+    }
+
+    /// How a job whose record was dropped ended, if it was a dependency.
+    private func droppedOutcome(of id: JobID) -> (outcome: JobStateKind, name: String)? {
+        if droppedSuccesses.contains(id) { return (.succeeded, "") }
+        return droppedFailures[id]
     }
 
     /// The dependencies of the job at `handle` that have not ended.
@@ -1018,7 +1080,10 @@ public struct SchedulerCore: Sendable {
         while index < endedDependencies.count {
             let ended = endedDependencies[index]
             index += 1
-            for dependent in ended.dependents {
+            var link = ended.firstDependent
+            while link >= 0 {
+                let dependent = edges[Int(link)].dependent
+                link = edges[Int(link)].next
                 guard jobs.handle(dependent.handle, matches: dependent.id) else { continue }
                 let kind = jobs[dependent.handle].info.state.kind
                 guard kind.isHeld else { continue }
@@ -1032,12 +1097,68 @@ public struct SchedulerCore: Sendable {
             }
         }
         endedDependencies.removeAll(keepingCapacity: true)
+        for list in listsToFree { freeList(list) }
+        listsToFree.removeAll(keepingCapacity: true)
+    }
+
+    /// Appends `dependent` to the list of the job at `handle`.
+    private mutating func addDependent(_ dependent: Dependent, to handle: JobHandle) {
+        let link: Int32
+        if freeEdge >= 0 {
+            link = freeEdge
+            freeEdge = edges[Int(link)].next
+            edges[Int(link)] = Edge(dependent: dependent, next: -1)
+        } else {
+            link = Int32(edges.count)
+            edges.append(Edge(dependent: dependent, next: -1))
+        }
+        if jobs[handle].lastDependent >= 0 {
+            edges[Int(jobs[handle].lastDependent)].next = link
+        } else {
+            jobs[handle].firstDependent = link
+        }
+        jobs[handle].lastDependent = link
+    }
+
+    /// The dependents in the list that starts at `link`.
+    private func dependents(from link: Int32) -> [Dependent] {
+        var result: [Dependent] = []
+        var link = link
+        while link >= 0 {
+            result.append(edges[Int(link)].dependent)
+            link = edges[Int(link)].next
+        }
+        return result
+    }
+
+    /// Gives the links of the list that starts at `link` back for reuse.
+    private mutating func freeList(_ link: Int32) {
+        var link = link
+        while link >= 0 {
+            let next = edges[Int(link)].next
+            edges[Int(link)].next = freeEdge
+            freeEdge = link
+            link = next
+        }
+    }
+
+    /// Takes the dependents' list from the job at `handle`, to be freed once this step's
+    /// dependents are settled.
+    private mutating func dropDependents(of handle: JobHandle) {
+        guard jobs[handle].firstDependent >= 0 else { return }
+        listsToFree.append(jobs[handle].firstDependent)
+        jobs[handle].firstDependent = -1
+        jobs[handle].lastDependent = -1
+        if endedDependencies.isEmpty {
+            for list in listsToFree { freeList(list) }
+            listsToFree.removeAll(keepingCapacity: true)
+        }
     }
 
     /// The job at `handle` came back (a retry): the jobs skipped because of it come back too,
     /// blocked on it, and theirs in turn.
     private mutating func bringBackDependents(of handle: JobHandle, now: SchedulerTime) {
-        var work = jobs[handle].dependents
+        var work = dependents(from: jobs[handle].firstDependent)
         var index = 0
         while index < work.count {
             let dependent = work[index]
@@ -1053,7 +1174,7 @@ public struct SchedulerCore: Sendable {
             reopen(dependent.handle)
             jobs[dependent.handle].pending = pending
             hold(dependent.handle, in: next)
-            work.append(contentsOf: jobs[dependent.handle].dependents)
+            work.append(contentsOf: dependents(from: jobs[dependent.handle].firstDependent))
         }
     }
 
@@ -1265,16 +1386,24 @@ public struct SchedulerCore: Sendable {
             finishTimes.append((second, 1))
             while let first = finishTimes.first, first.second <= second - 6 { finishTimes.removeFirst() }
         }
-        if !jobs[handle].dependents.isEmpty {
+        if jobs[handle].firstDependent >= 0 {
+            // The name is for skip reasons: a success needs none.
+            let name = state.kind == .succeeded ? "" : jobs[handle].info.displayName
             endedDependencies.append(EndedDependency(
-                id: id, name: jobs[handle].info.displayName, outcome: state.kind, dependents: jobs[handle].dependents, time: now))
+                id: id, name: name, outcome: state.kind, firstDependent: jobs[handle].firstDependent, time: now))
             // A success is for good: nothing will ask for its dependents again.
-            if state.kind == .succeeded { jobs[handle].dependents = [] }
+            if state.kind == .succeeded { dropDependents(of: handle) }
         }
         finishedOrder.append(handle)
         while finishedOrder.count > configuration.finishedRetention, let oldest = finishedOrder.popFirst() {
+            dropDependents(of: oldest)
             if jobs[oldest].isDependency {
-                droppedOutcomes[jobs[oldest].info.id] = (jobs[oldest].info.state.kind, jobs[oldest].info.displayName)
+                let outcome = jobs[oldest].info.state.kind
+                if outcome == .succeeded {
+                    droppedSuccesses.insert(jobs[oldest].info.id)
+                } else {
+                    droppedFailures[jobs[oldest].info.id] = (outcome, jobs[oldest].info.displayName)
+                }
             }
             jobs.remove(oldest)
         }

@@ -165,7 +165,9 @@ public struct SchedulerMirror: Sendable {
         case .reprioritized(let id, _, let to):
             return update(id) { $0.priority = to }
         case .blocked(let id, _):
-            finishedOrder.removeAll { $0 == id }  // a skipped job brought back by a retry
+            // A skipped job brought back by a retry leaves the finished (a scheduled one whose
+            // time came was never among them).
+            if jobs[id]?.state.isFinished == true { finishedOrder.removeAll { $0 == id } }
             return update(id) { job in
                 job.history.finishedAt = nil
                 job.state = .blocked
@@ -173,7 +175,7 @@ public struct SchedulerMirror: Sendable {
         case .released(let id):
             return update(id) { $0.state = .queued }
         case .scheduled(let id, let at):
-            finishedOrder.removeAll { $0 == id }
+            if jobs[id]?.state.isFinished == true { finishedOrder.removeAll { $0 == id } }
             return update(id) { job in
                 job.history.finishedAt = nil
                 job.state = .scheduled(until: at)

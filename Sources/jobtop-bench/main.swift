@@ -1,6 +1,6 @@
 // Benchmarks of the Scheduler engine. Release build only:
 //
-//     swift run -c release jobtop-bench [closures|core|queue|shell|slots|all]
+//     swift run -c release jobtop-bench [closures|core|dag|queue|shell|slots|all]
 //
 // Every figure is a ratio against a baseline measured in the same run, so machines and loads
 // compare. Benchmarks are not tests: nothing here asserts a timing.
@@ -275,20 +275,92 @@ func benchCore() async {
     print()
 }
 
+/// The core's cost per job for a workflow: 100,000 jobs in a random DAG across 10 groups with
+/// limits, against the same jobs flat (no groups, no dependencies), in the same run.
+func benchDAG() async {
+    let count = countOverride ?? 100_000
+    print("## SchedulerCore alone: \(count) jobs, flat vs a random DAG across 10 groups (8 slots; load \(loadAverage()))")
+    var random = SystemRandomNumberGenerator()
+    let work = JobWork.closure { _ in }
+    let flat = (0..<count).map { _ in JobSpec(work: work) }
+    let groups = (0..<10).map { "g\($0)" }
+    let limits: [Int?] = (0..<10).map { $0 < 3 ? nil : Int.random(in: 1...4, using: &random) }
+    let part = ProcessInfo.processInfo.environment["JOBTOP_BENCH_DAG_PART"]
+    let dag = (0..<count).map { index -> JobSpec in
+        var spec = JobSpec(work: work)
+        if part != "deps" { spec.group = groups[Int.random(in: 0..<10, using: &random)] }
+        for _ in 0..<Int.random(in: 0...2, using: &random) where index > 0 && part != "groups" {
+            spec.dependencies.append(.earlier(max(0, index - Int.random(in: 1...1_000, using: &random))))
+        }
+        return spec
+    }
+    func run(_ specs: [JobSpec], groups: Bool) -> Double {
+        var core = SchedulerCore(configuration: .init(finishedRetention: 1_000, seed: 1))
+        let worker = WorkerDescriptor(id: WorkerID(), name: "w", kind: .local, slots: 8)
+        var bytes = SystemRandomNumberGenerator()
+        let ids = (0..<specs.count).map { _ in
+            let (a, b) = (bytes.next(), bytes.next())
+            return JobID(uuid: UUID(uuid: (
+                UInt8(truncatingIfNeeded: a), UInt8(truncatingIfNeeded: a >> 8), UInt8(truncatingIfNeeded: a >> 16),
+                UInt8(truncatingIfNeeded: a >> 24), UInt8(truncatingIfNeeded: a >> 32), UInt8(truncatingIfNeeded: a >> 40),
+                UInt8(truncatingIfNeeded: a >> 48), UInt8(truncatingIfNeeded: a >> 56), UInt8(truncatingIfNeeded: b),
+                UInt8(truncatingIfNeeded: b >> 8), UInt8(truncatingIfNeeded: b >> 16), UInt8(truncatingIfNeeded: b >> 24),
+                UInt8(truncatingIfNeeded: b >> 32), UInt8(truncatingIfNeeded: b >> 40), UInt8(truncatingIfNeeded: b >> 48),
+                UInt8(truncatingIfNeeded: b >> 56))))
+        }
+        var running: [(JobID, WorkerID)] = []
+        func collect(_ actions: [SchedulerCore.Action]) {
+            for action in actions { if case .start(let id, _, let worker) = action { running.append((id, worker)) } }
+        }
+        // CPU time, not wall time: one thread does all the work, and other load on the machine
+        // barely changes what it uses.
+        let start = cpuSeconds()
+        if groups {
+            for (name, limit) in zip(limits.indices.map { "g\($0)" }, limits) {
+                collect(try! core.setGroupLimit(name, to: limit, now: .zero))
+            }
+        }
+        collect(core.workerJoined(worker, now: .zero))
+        collect(try! core.submit(contentsOf: specs, ids: ids, now: .zero).actions)
+        var done = 0
+        while !running.isEmpty {
+            let (id, worker) = running.removeFirst()
+            done += 1
+            collect(core.jobFinished(id, attempt: 1, worker: worker, termination: .exit(0), now: .zero))
+        }
+        precondition(done == specs.count, "\(done) of \(specs.count) ran")
+        return (cpuSeconds() - start) / Double(specs.count)
+    }
+    var flatTimes: [Double] = []
+    var dagTimes: [Double] = []
+    // JOBTOP_BENCH_ONLY=dag (or flat) runs one side only, for a profiler.
+    let only = ProcessInfo.processInfo.environment["JOBTOP_BENCH_ONLY"]
+    for _ in 0..<5 {
+        if only != "dag" { flatTimes.append(run(flat, groups: false)) }
+        if only != "flat" { dagTimes.append(run(dag, groups: true)) }
+    }
+    if only != nil { flatTimes.append(contentsOf: dagTimes); dagTimes = flatTimes }
+    let (f, d) = (median(flatTimes), median(dagTimes))
+    print("CPU per job, median of 5: flat: \(format(f * 1e6, 3)) µs   DAG across 10 groups: \(format(d * 1e6, 3)) µs   ratio \(format(d / f))× (target ≤ 1.5×)")
+    print()
+}
+
 let which = CommandLine.arguments.dropFirst().first ?? "all"
 switch which {
 case "closures": try await benchClosures()
 case "core": await benchCore()
+case "dag": await benchDAG()
 case "queue": try await benchQueue()
 case "shell": try await benchShell()
 case "slots": try await benchSlots()
 case "all":
     try await benchClosures()
     await benchCore()
+    await benchDAG()
     try await benchQueue()
     try await benchShell()
     try await benchSlots()
 default:
-    FileHandle.standardError.write(Data("usage: jobtop-bench [closures|core|queue|shell|slots|all]\n".utf8))
+    FileHandle.standardError.write(Data("usage: jobtop-bench [closures|core|dag|queue|shell|slots|all]\n".utf8))
     exit(2)
 }
