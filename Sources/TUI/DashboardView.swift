@@ -109,12 +109,11 @@ enum DashboardView {
             (.skipped, "skipped", .skipped),
         ]
         // The workflow states only when some job is in them: a run without them keeps its
-        // header as it was. When that is too wide, the other empty ones go too (running and
-        // queued stay).
+        // header as it was. When that is too wide, every empty one goes.
         parts.removeAll { [.blocked, .scheduled, .skipped].contains($0.0) && board.count($0.0) == 0 }
         let title = TextWidth.width(model.title) + 3
         let full = parts.reduce(title) { $0 + TextWidth.width("\(board.count($1.0)) \($1.1)") + 3 }
-        if full > width { parts.removeAll { ![.running, .queued].contains($0.0) && board.count($0.0) == 0 } }
+        if full > width { parts.removeAll { board.count($0.0) == 0 } }
         for (offset, part) in parts.enumerated() {
             if offset > 0 { segments.append(Segment(" · ", .dim)) }
             let count = board.count(part.0)
@@ -500,7 +499,10 @@ enum DashboardView {
             if !waits.isEmpty { segments += [Segment(", once done: ")] + waits }
             return segments
         case .skipped(let reason):
-            return head + [Segment(TextWidth.sanitize(reason.description)), Segment(" (r on it brings this back)", .dim)]
+            // Retrying the dependency brings it back (a retry of this one is refused while the
+            // dependency stays failed).
+            let dependency = TextWidth.truncate(TextWidth.sanitize(reason.dependencyName), to: 24)
+            return head + [Segment(TextWidth.sanitize(reason.description)), Segment(" (r on \(dependency) brings it back)", .dim)]
         case .queued:
             guard let group = board.mirror.groups[job.group] else { return [] }
             let name = TextWidth.truncate(TextWidth.sanitize(group.name), to: 24)

@@ -40,7 +40,7 @@ enum KeyBindings {
                    summary: "raise the selected job's priority", action: .raisePriority, footer: ("+-", "Prio")),
         KeyBinding(keys: [.char("-"), .function(8)], label: "- F8", summary: "lower the selected job's priority",
                    action: .lowerPriority),
-        KeyBinding(keys: [.char("r")], label: "r", summary: "retry a failed or cancelled job", action: .retry,
+        KeyBinding(keys: [.char("r")], label: "r", summary: "retry a failed, cancelled or skipped job", action: .retry,
                    footer: ("r", "Retry")),
         KeyBinding(keys: [.char("p")], label: "p", summary: "pause / resume starting jobs", action: .togglePause,
                    footer: ("p", "Pause")),

@@ -76,7 +76,7 @@ struct NewJobEntry: Equatable, Sendable {
             }
             return .success(matches[0].id)
         }
-        return .failure(Problem(description: "after:\(quote(name)): no such job; give a job's name or its id from the table"))
+        return .failure(Problem(description: "after:\(quote(name)): no job has that name or id"))
     }
 
     private static func quote(_ text: String) -> String {

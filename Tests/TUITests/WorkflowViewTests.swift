@@ -289,7 +289,7 @@ struct WorkflowViewTests {
     }
 
     @Test("n refuses an unknown or ambiguous name, a bare @ or after:, and two groups; the prompt stays", arguments: [
-        ("after:nope echo", "after:nope: no such job; give a job's name or its id from the table"),
+        ("after:nope echo", "after:nope: no job has that name or id"),
         ("after:twin echo", "after:twin: 2 jobs go by that name; give the id of the one you mean"),
         ("@ echo", "'@' needs a group name, e.g. @gpu before the command"),
         ("after: echo", "'after:' needs job names, e.g. after:build,lint before the command"),
