@@ -344,6 +344,10 @@ struct WorkflowViewTests {
         var builder = ModelBuilder()
         builder.submit(1, "curl a", name: "fetch-a")
         builder.submit(2, "train", after: [1], state: .blocked)
+        builder.submit(3, "report", state: .scheduled(until: .seconds(600)))
+        #expect(builder.model.board.log.suffix(2).map(\.text) == [
+            "00000002 submitted: train (waits for fetch-a)", "00000003 submitted: report (starts in 10m)",
+        ])
         builder.apply(.blocked(jobID(2), waitingFor: [jobID(1)]))
         builder.apply(.groupChanged(JobGroup(name: "gpu", limit: 2)))
         builder.apply(.groupChanged(JobGroup(name: "gpu", limit: 1)))
