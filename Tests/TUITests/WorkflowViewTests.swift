@@ -180,6 +180,20 @@ struct WorkflowViewTests {
         #expect(terminal.overflows.isEmpty)
     }
 
+    @Test("More groups than the panel has rows: those that fit, then how many more")
+    func manyGroups() {
+        var builder = ModelBuilder()
+        for n in 1...10 { builder.submit(n, "job \(n)", group: "g\(n < 10 ? "0" : "")\(n)") }
+        let terminal = screen(builder.model, rows: 24, columns: 80)
+        // Four panel rows at 80×24: three groups (g01, g02, g03), then the rest counted.
+        #expect(terminal.lines.contains { $0.contains(">g01") })
+        // (The panel's rows are the ones with running/limit; the table names the groups too.)
+        #expect(terminal.lines.contains { $0.contains(" g03 ") && $0.contains("0/∞") })
+        #expect(!terminal.lines.contains { $0.contains(" g04 ") && $0.contains("0/∞") })
+        #expect(terminal.lines.contains { $0.contains("… 7 more") })
+        #expect(terminal.overflows.isEmpty)
+    }
+
     @Test("> marks the selected job's group in the panel: the one P and L act on")
     func panelMarksSelectedGroup() throws {
         var model = workflowBoard().prepared(rows: 10)
