@@ -230,13 +230,20 @@ final class DashboardController {
     private func execute(_ command: DashboardCommand) async -> Segment? {
         let request: SchedulerCommand
         switch command {
-        case .submit(let text, let priority): request = .submit([.shell(text, priority: priority)], batch: nil)
+        case .submit(let text, let priority, let group, let after):
+            var spec = JobSpec.shell(text, priority: priority)
+            spec.group = group
+            spec.dependencies = after.map { .job($0) }
+            request = .submit([spec], batch: nil)
         case .cancel(let id): request = .cancel(id)
         case .reprioritize(let id, let priority): request = .setPriority(id, priority)
         case .retry(let id): request = .retry(id)
         case .pause: request = .pause
         case .resume: request = .resume
         case .setLocalSlots(let slots): request = .setLocalSlots(slots)
+        case .pauseGroup(let group): request = .pauseGroup(group)
+        case .resumeGroup(let group): request = .resumeGroup(group)
+        case .setGroupLimit(let group, let limit): request = .setGroupLimit(group, limit)
         case .showOutput, .quit, .forceQuit: return nil
         }
         let reply: SchedulerReply
@@ -246,10 +253,18 @@ final class DashboardController {
             return Segment(error.description, .error)
         }
         switch (command, reply) {
-        case (.submit(let text, _), .submitted(let ids)):
-            return Segment("submitted \(ids.first?.short ?? "?"): \(text)", .message)
+        case (.submit(let text, _, let group, let after), .submitted(let ids)):
+            var placement = group.map { " in group \($0)" } ?? ""
+            if !after.isEmpty { placement += " after \(after.count == 1 ? "1 job" : "\(after.count) jobs")" }
+            return Segment("submitted \(ids.first?.short ?? "?")\(placement): \(text)", .message)
         case (.retry(let id), _):
-            return Segment("\(id.short) queued again", .message)
+            return Segment("\(id.short) retried", .message)
+        case (.pauseGroup(let group), _):
+            return Segment("group \(group) paused: its running jobs go on, none starts (P resumes)", .message)
+        case (.resumeGroup(let group), _):
+            return Segment("group \(group) resumed", .message)
+        case (.setGroupLimit(let group, let limit), _):
+            return Segment("group \(group): \(limit.map { "at most \($0) at once" } ?? "no limit")", .message)
         default:
             return nil
         }
@@ -310,7 +325,9 @@ final class DashboardController {
 
     private var needsTicks: Bool {
         let board = model.board
-        return board.count(.running) + board.count(.waiting) > 0 || board.jobsPerSecond(now: schedulerNow) > 0
+        // Scheduled jobs count down.
+        return board.count(.running) + board.count(.waiting) + board.count(.scheduled) > 0
+            || board.jobsPerSecond(now: schedulerNow) > 0
     }
 
     // MARK: - Output view

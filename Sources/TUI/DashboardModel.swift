@@ -15,13 +15,18 @@ enum SortKey: String, CaseIterable, Sendable {
 
 /// Something the dashboard asks the scheduler (or the screen's owner) to do.
 enum DashboardCommand: Equatable, Sendable {
-    case submit(command: String, priority: Int)
+    /// Submit a shell command, in `group` (`nil`: the default one), after the jobs `after`.
+    case submit(command: String, priority: Int, group: String? = nil, after: [JobID] = [])
     case cancel(JobID)
     case reprioritize(JobID, to: Int)
     case retry(JobID)
     case pause
     case resume
     case setLocalSlots(Int)
+    case pauseGroup(String)
+    case resumeGroup(String)
+    /// `nil` is no limit.
+    case setGroupLimit(String, Int?)
     /// Fetch the job's output for the output view.
     case showOutput(JobID)
     /// Quit; active jobs are cancelled by the caller.
@@ -41,7 +46,11 @@ struct DashboardModel: Sendable {
 
     /// A text prompt on the status line.
     struct Prompt: Equatable, Sendable {
-        enum Kind: Equatable, Sendable { case newJob, filter }
+        enum Kind: Equatable, Sendable {
+            case newJob, filter
+            /// The limit of this group (the text is in `command`).
+            case groupLimit(String)
+        }
         enum Field: Equatable, Sendable { case command, priority }
         var kind: Kind
         var command: LineEditor
@@ -190,6 +199,7 @@ struct DashboardModel: Sendable {
         func matches(_ job: JobInfo) -> Bool {
             needle.isEmpty || job.displayName.lowercased().contains(needle) || job.command.lowercased().contains(needle)
                 || job.id.short.hasPrefix(needle) || job.state.name.hasPrefix(needle)
+                || (job.group != JobSpec.defaultGroup && job.group.lowercased().contains(needle))
         }
         // Sorting compact keys instead of whole job records keeps a 10,000-job table cheap to
         // reorder on every frame that needs it.
@@ -322,12 +332,20 @@ struct DashboardModel: Sendable {
         case .retry:
             guard let job = selectedJob else { return noSelection() }
             switch job.state.kind {
-            case .failed, .cancelled: return [.retry(job.id)]
+            case .failed, .cancelled, .skipped: return [.retry(job.id)]
             default:
-                message = Segment("only failed or cancelled jobs can be retried; \(job.id.short) is \(job.state.name)", .error)
+                message = Segment("only failed, cancelled or skipped jobs can be retried; \(job.id.short) is \(job.state.name)", .error)
             }
         case .togglePause:
             return [board.isPaused ? .resume : .pause]
+        case .toggleGroupPause:
+            guard let job = selectedJob else { return noSelection() }
+            let isPaused = board.mirror.groups[job.group]?.isPaused ?? false
+            return [isPaused ? .resumeGroup(job.group) : .pauseGroup(job.group)]
+        case .setGroupLimit:
+            guard let job = selectedJob else { return noSelection() }
+            let limit = board.mirror.groups[job.group]?.limit.map(String.init) ?? ""
+            mode = .prompt(Prompt(kind: .groupLimit(job.group), command: LineEditor(limit), priority: LineEditor()))
         case .fewerSlots:
             guard board.localSlots > 1 else {
                 message = Segment("at least one local slot is needed", .error)
@@ -407,15 +425,34 @@ struct DashboardModel: Sendable {
             case .filter:
                 setFilter(prompt.command.text)
                 return []
+            case .groupLimit(let group):
+                switch Self.groupLimit(from: prompt.command.text) {
+                case .success(let limit):
+                    return [.setGroupLimit(group, limit)]
+                case .failure(let problem):
+                    mode = .prompt(prompt)
+                    message = Segment("limit not changed: \(problem.description)", .error)
+                    return []
+                }
             case .newJob:
-                let command = prompt.command.text.trimmingCharacters(in: .whitespaces)
-                guard !command.isEmpty else {
+                let entry: NewJobEntry
+                switch NewJobEntry.parse(prompt.command.text, board: board) {
+                case .success(let parsed): entry = parsed
+                case .failure(let problem):
+                    // Refused: the prompt stays open so the line can be mended.
+                    prompt.field = .command
+                    mode = .prompt(prompt)
+                    message = Segment("not submitted: \(problem.description)", .error)
+                    return []
+                }
+                guard !entry.command.isEmpty else {
                     message = Segment("nothing submitted: the command was empty", .error)
+                    if entry.group != nil || !entry.after.isEmpty { mode = .prompt(prompt) }
                     return []
                 }
                 switch Self.priority(from: prompt.priority.text) {
                 case .success(let priority):
-                    return [.submit(command: command, priority: priority)]
+                    return [.submit(command: entry.command, priority: priority, group: entry.group, after: entry.after)]
                 case .failure(let problem):
                     // Refused, not clamped: the prompt stays open on the priority field.
                     prompt.field = .priority
@@ -427,7 +464,16 @@ struct DashboardModel: Sendable {
         case .tab, .up, .down:
             if prompt.kind == .newJob { prompt.field = prompt.field == .command ? .priority : .command }
         default:
-            if prompt.field == .command || prompt.kind == .filter {
+            if case .groupLimit = prompt.kind {
+                if case .char(let c) = key, !(("0"..."9").contains(c) || c == "-") {
+                    message = Segment(GroupLimitProblem(text: String(c), isOutOfRange: false).description, .error)
+                } else {
+                    prompt.command.handle(key)
+                    if case .failure(let problem) = Self.groupLimit(from: prompt.command.text), problem.isOutOfRange {
+                        message = Segment(problem.description, .error)
+                    }
+                }
+            } else if prompt.field == .command || prompt.kind == .filter {
                 prompt.command.handle(key)
             } else if case .char(let c) = key, !(("0"..."9").contains(c) || c == "-") {
                 message = Segment("priority is a whole number from \(JobSpec.priorityRange.lowerBound) to \(JobSpec.priorityRange.upperBound)", .error)
@@ -469,6 +515,34 @@ struct DashboardModel: Sendable {
         }
         guard let value = Int(trimmed), JobSpec.priorityRange.contains(value) else {
             return .failure(PriorityProblem(text: trimmed, isOutOfRange: true))
+        }
+        return .success(value)
+    }
+
+    /// Why the `L` prompt holds no limit.
+    struct GroupLimitProblem: Error, Equatable, CustomStringConvertible {
+        var text: String
+        /// A whole number, but below 1 (or beyond `Int`).
+        var isOutOfRange: Bool
+
+        var description: String {
+            guard !isOutOfRange else { return "limit out of range: at least 1 (empty or - for no limit)" }
+            let shown = text.count > 12 ? String(text.prefix(11)) + "…" : text
+            return "limit '\(shown)' is not a whole number of at least 1 (empty or - for no limit)"
+        }
+    }
+
+    /// The limit typed in the `L` prompt: empty or `-` means no limit; anything else must be a
+    /// whole number of at least 1.
+    static func groupLimit(from text: String) -> Result<Int?, GroupLimitProblem> {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        if trimmed.isEmpty || trimmed == "-" { return .success(nil) }
+        let digits = trimmed.hasPrefix("-") ? trimmed.dropFirst() : trimmed[...]
+        guard !digits.isEmpty, digits.allSatisfy({ ("0"..."9").contains($0) }) else {
+            return .failure(GroupLimitProblem(text: trimmed, isOutOfRange: false))
+        }
+        guard let value = Int(trimmed), value >= 1 else {
+            return .failure(GroupLimitProblem(text: trimmed, isOutOfRange: true))
         }
         return .success(value)
     }

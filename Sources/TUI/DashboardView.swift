@@ -26,8 +26,8 @@ enum DashboardView {
     }
 
     /// One column of the job table.
-    private struct Column {
-        enum Field { case id, name, state, priority, progress, attempts, worker, time }
+    struct Column {
+        enum Field { case id, name, group, state, priority, progress, attempts, worker, time }
         var field: Field
         var title: String
         var width: Int
@@ -53,9 +53,9 @@ enum DashboardView {
         let width = size.columns
         var lines: [ScreenLine] = []
         lines.reserveCapacity(size.rows)
-        lines.append(fitted(headerCounts(model), width: width))
+        lines.append(fitted(headerCounts(model, width: width), width: width))
         lines.append(fitted(headerStatus(model, now: now, width: width), width: width))
-        let columns = tableColumns(width: width)
+        let columns = tableColumns(width: width, groups: model.board.hasGroups)
         lines.append(tableHeader(columns, width: width))
         let ids = model.orderedIDs
         for row in 0..<layout.tableRows {
@@ -75,7 +75,7 @@ enum DashboardView {
             lines.append(contentsOf: panels(model, rows: layout.panelRows, width: width, now: now))
         }
         var cursor: ScreenPosition?
-        let status = statusLine(model, width: width, cursor: &cursor)
+        let status = statusLine(model, width: width, now: now, cursor: &cursor)
         if cursor != nil { cursor!.row = layout.statusRow }
         lines.append(status)
         if case .prompt(let prompt) = model.mode {
@@ -91,20 +91,29 @@ enum DashboardView {
         case .running: .running
         case .queued: .queued
         case .waiting, .scheduled: .waiting
-        case .blocked: .queued
+        case .blocked: .blocked
         case .succeeded: .succeeded
-        case .failed, .skipped: .failed
+        case .failed: .failed
+        case .skipped: .skipped
         case .cancelled: .cancelled
         }
     }
 
-    private static func headerCounts(_ model: DashboardModel) -> [Segment] {
+    private static func headerCounts(_ model: DashboardModel, width: Int) -> [Segment] {
         let board = model.board
         var segments = [Segment(" \(model.title) ", .title), Segment(" ")]
-        let parts: [(JobStateKind, String, Role)] = [
+        var parts: [(JobStateKind, String, Role)] = [
             (.running, "running", .running), (.queued, "queued", .queued), (.waiting, "waiting", .waiting),
+            (.blocked, "blocked", .blocked), (.scheduled, "scheduled", .waiting),
             (.succeeded, "done", .succeeded), (.failed, "failed", .failed), (.cancelled, "cancelled", .cancelled),
+            (.skipped, "skipped", .skipped),
         ]
+        // The workflow states only when some job is in them: a run without them keeps its
+        // header as it was. When that is too wide, every empty one goes.
+        parts.removeAll { [.blocked, .scheduled, .skipped].contains($0.0) && board.count($0.0) == 0 }
+        let title = TextWidth.width(model.title) + 3
+        let full = parts.reduce(title) { $0 + TextWidth.width("\(board.count($1.0)) \($1.1)") + 3 }
+        if full > width { parts.removeAll { board.count($0.0) == 0 } }
         for (offset, part) in parts.enumerated() {
             if offset > 0 { segments.append(Segment(" · ", .dim)) }
             let count = board.count(part.0)
@@ -133,12 +142,16 @@ enum DashboardView {
         return leftLine.segments + [Segment(" ")] + right
     }
 
-    private static func tableColumns(width: Int) -> [Column] {
+    /// The table's columns for a screen `width` wide; GROUP only when `groups` are in use.
+    static func tableColumns(width: Int, groups: Bool) -> [Column] {
         let wide = width >= 100
         let barWidth = wide ? 10 : 6
         var columns = [
             Column(field: .id, title: "ID", width: 8),
             Column(field: .name, title: "NAME / COMMAND", width: 0),
+        ]
+        if groups { columns.append(Column(field: .group, title: "GROUP", width: wide ? 10 : 8)) }
+        columns += [
             Column(field: .state, title: "STATE", width: 9),
             Column(field: .priority, title: "PRI", width: wide ? 4 : 3, alignRight: true),
             Column(field: .progress, title: "PROGRESS", width: barWidth + 5),
@@ -150,7 +163,7 @@ enum DashboardView {
             width - columns.filter { $0.field != .name }.reduce(0) { $0 + $1.width + 1 } - 1
         }
         // Narrow screens give up the least useful columns before the name gets too short.
-        for dropped in [Column.Field.worker, .attempts, .priority] where nameWidth() < 16 {
+        for dropped in [Column.Field.worker, .attempts, .priority, .group] where nameWidth() < 16 {
             columns.removeAll { $0.field == dropped }
         }
         if let index = columns.firstIndex(where: { $0.field == .name }) { columns[index].width = max(4, nameWidth()) }
@@ -177,6 +190,9 @@ enum DashboardView {
                 segments.append(Segment(TextWidth.fit(job.id.short, to: w), .dim))
             case .name:
                 segments.append(Segment(TextWidth.fit(TextWidth.sanitize(job.displayName), to: w)))
+            case .group:
+                let paused = model.board.mirror.groups[job.group]?.isPaused == true
+                segments.append(Segment(TextWidth.fit(TextWidth.sanitize(job.group), to: w), paused ? .paused : .dim))
             case .state:
                 var name = job.state.name
                 if case .running(_, _, _, .some) = job.state { name = "stopping" }
@@ -247,16 +263,34 @@ enum DashboardView {
 
     private static func panels(_ model: DashboardModel, rows: Int, width: Int, now: SchedulerTime) -> [ScreenLine] {
         let board = model.board
-        let workerWidth = min(44, max(24, width * 2 / 5))
-        let eventWidth = width - workerWidth - 1
+        // With groups, three panels: workers, groups, events; the events give up their place
+        // on a screen too narrow for all three.
+        var groupWidth = 0
+        let workerWidth: Int
+        var eventWidth: Int
+        if board.hasGroups {
+            groupWidth = min(40, max(34, width * 3 / 10))
+            workerWidth = min(36, max(20, width / 4))
+            eventWidth = width - workerWidth - groupWidth - 2
+            if eventWidth < 20 {
+                groupWidth = width - workerWidth - 1
+                eventWidth = 0
+            }
+        } else {
+            workerWidth = min(44, max(24, width * 2 / 5))
+            eventWidth = width - workerWidth - 1
+        }
         var lines: [ScreenLine] = []
         let localCount = board.workers.filter { $0.kind == .local }.count
         let remoteCount = board.workers.count - localCount
-        let workerTitle = " Workers (\(localCount) local, \(remoteCount) remote)"
-        lines.append(ScreenLine(
-            fitted([Segment(workerTitle, .panelTitle)], width: workerWidth, padRole: .panelTitle).segments
-                + [Segment("│", .dim)]
-                + fitted([Segment(" Events", .panelTitle)], width: eventWidth, padRole: .panelTitle).segments))
+        var workerTitle = " Workers (\(localCount) local, \(remoteCount) remote)"
+        if TextWidth.width(workerTitle) > workerWidth { workerTitle = " Workers (\(localCount)+\(remoteCount))" }
+        var title = fitted([Segment(workerTitle, .panelTitle)], width: workerWidth, padRole: .panelTitle).segments
+        if groupWidth > 0 { title += [Segment("│", .dim)] + groupTitle(width: groupWidth).segments }
+        if eventWidth > 0 {
+            title += [Segment("│", .dim)] + fitted([Segment(" Events", .panelTitle)], width: eventWidth, padRole: .panelTitle).segments
+        }
+        lines.append(ScreenLine(title))
         // Workers: one line each, busy ones with their job. The running jobs are grouped by
         // worker once (searching them again for each worker cost O(workers × running) a frame:
         // millions with -j 2000), and only the lines that fit are made.
@@ -285,22 +319,103 @@ enum DashboardView {
             workerLines.append([Segment(" … \(board.workers.count - shownWorkers) more", .dim)])
         }
         let entries = board.log.suffix(rows)
+        // A narrow pane keeps the text and drops the times.
+        let showsTimes = eventWidth >= 30
         let eventLines: [[Segment]] = entries.map { entry in
-            [Segment(" \(Formatting.clock(entry.time)) ", .dim), Segment(TextWidth.sanitize(entry.text), entry.role)]
+            [Segment(showsTimes ? " \(Formatting.clock(entry.time)) " : " ", .dim), Segment(TextWidth.sanitize(entry.text), entry.role)]
         }
+        let groupLines = groupWidth > 0 ? groupRows(model, rows: rows, width: groupWidth) : []
         for row in 0..<rows {
             let left = row < workerLines.count ? workerLines[row] : []
-            let right = row < eventLines.count ? eventLines[row] : []
-            lines.append(ScreenLine(
-                fitted(left, width: workerWidth).segments + [Segment("│", .dim)] + fitted(right, width: eventWidth).segments))
+            var line = fitted(left, width: workerWidth).segments
+            if groupWidth > 0 {
+                line += [Segment("│", .dim)] + fitted(row < groupLines.count ? groupLines[row] : [], width: groupWidth).segments
+            }
+            if eventWidth > 0 {
+                line += [Segment("│", .dim)] + fitted(row < eventLines.count ? eventLines[row] : [], width: eventWidth).segments
+            }
+            lines.append(ScreenLine(line))
         }
         return lines
     }
 
-    private static func statusLine(_ model: DashboardModel, width: Int, cursor: inout ScreenPosition?) -> ScreenLine {
+    // MARK: - Groups panel
+
+    /// Cells of the groups panel's number columns: RUN (running/limit), QUEUE, HELD.
+    private static let groupColumns = (run: 5, queued: 5, held: 4)
+
+    /// The cells left for a group's name in a panel `width` wide (its first cell marks the
+    /// selected job's group).
+    private static func groupNameWidth(_ width: Int) -> Int {
+        max(4, width - 2 - groupColumns.run - groupColumns.queued - groupColumns.held - 3)  // marker, margin, spaces
+    }
+
+    private static func groupTitle(width: Int) -> ScreenLine {
+        let columns = groupColumns
+        let text = TextWidth.fit(" Groups", to: groupNameWidth(width) + 1)
+            + " " + TextWidth.fit("RUN", to: columns.run, alignRight: true)
+            + " " + TextWidth.fit("QUEUE", to: columns.queued, alignRight: true)
+            + " " + TextWidth.fit("HELD", to: columns.held, alignRight: true)
+        return fitted([Segment(text, .panelTitle)], width: width, padRole: .panelTitle)
+    }
+
+    /// The groups shown: every one but the default group while it is plain, empty and not the
+    /// selected job's.
+    static func shownGroups(_ model: DashboardModel) -> [GroupStatus] {
+        let selected = model.selectedJob?.group
+        return model.board.mirror.groupStatuses.filter { status in
+            status.group != JobGroup(name: JobSpec.defaultGroup) || status.running + status.queued + status.held > 0
+                || status.group.name == selected
+        }
+    }
+
+    /// One line per group: `>` marks the selected job's group (the one `P` and `L` act on), then
+    /// its name (and PAUSED), running/limit (`2/2`, `1/∞`), queued, held (blocked or scheduled).
+    private static func groupRows(_ model: DashboardModel, rows: Int, width: Int) -> [[Segment]] {
+        let groups = shownGroups(model)
+        let selected = model.selectedJob?.group
+        let shown = groups.count > rows ? max(0, rows - 1) : groups.count
+        let nameWidth = groupNameWidth(width)
+        let columns = groupColumns
+        var lines: [[Segment]] = []
+        for status in groups.prefix(shown) {
+            let group = status.group
+            var line = [Segment(group.name == selected ? ">" : " ", .message)]
+            let name = TextWidth.sanitize(group.name)
+            if group.isPaused {
+                let mark = "PAUSED"
+                let shortName = TextWidth.truncate(name, to: max(1, nameWidth - mark.count - 1))
+                line += [Segment(shortName), Segment(" "), Segment(mark, .paused)]
+                let used = TextWidth.width(shortName) + 1 + mark.count
+                if used < nameWidth { line.append(Segment(String(repeating: " ", count: nameWidth - used))) }
+            } else {
+                line.append(Segment(TextWidth.fit(name, to: nameWidth)))
+            }
+            let run = "\(status.running)/\(group.limit.map(String.init) ?? "∞")"
+            line += [
+                Segment(" "), Segment(TextWidth.fit(run, to: columns.run, alignRight: true), status.running > 0 ? .running : .dim),
+                Segment(" "), Segment(TextWidth.fit("\(status.queued)", to: columns.queued, alignRight: true), status.queued > 0 ? .queued : .dim),
+                Segment(" "), Segment(TextWidth.fit("\(status.held)", to: columns.held, alignRight: true), status.held > 0 ? .blocked : .dim),
+            ]
+            lines.append(line)
+        }
+        if groups.count > shown { lines.append([Segment(" … \(groups.count - shown) more", .dim)]) }
+        return lines
+    }
+
+    private static func statusLine(_ model: DashboardModel, width: Int, now: SchedulerTime, cursor: inout ScreenPosition?) -> ScreenLine {
         switch model.mode {
         case .prompt(let prompt):
             switch prompt.kind {
+            case .groupLimit(let group):
+                let label = " Limit of group \(TextWidth.truncate(TextWidth.sanitize(group), to: 24)): "
+                let hint = "  1 or more · empty or - for none"
+                let fieldWidth = 12
+                let field = prompt.command.visible(width: fieldWidth)
+                cursor = ScreenPosition(row: 0, column: TextWidth.width(label) + field.cursorColumn)
+                return fitted([
+                    Segment(label, .prompt), Segment(TextWidth.fit(field.text, to: fieldWidth)), Segment(hint, .dim),
+                ], width: width)
             case .filter:
                 let label = " Filter: "
                 let hint = "  Enter keeps · Esc clears"
@@ -346,7 +461,61 @@ enum DashboardView {
             if let message = model.message {
                 return fitted([Segment(" "), Segment(TextWidth.sanitize(message.text), message.role)], width: width)
             }
+            if model.mode == .table, let job = model.selectedJob {
+                return fitted(detail(of: job, board: model.board, now: now), width: width)
+            }
             return fitted([], width: width)
+        }
+    }
+
+    /// The status line's word on the selected job when it waits for something other than a
+    /// slot, or will not run: what a blocked job waits for (each dependency and its state), when
+    /// a scheduled one starts, why one was skipped, why a queued one is held by its group.
+    /// Empty for the rest.
+    static func detail(of job: JobInfo, board: JobBoard, now: SchedulerTime) -> [Segment] {
+        let head = [Segment(" \(job.id.short) "), Segment(job.state.name, stateRole(job.state)), Segment(": ")]
+        // `fetch-a (running), fetch-b (queued)`: the dependencies that have not succeeded.
+        func pending() -> [Segment] {
+            var segments: [Segment] = []
+            let waiting = job.dependencies.filter { board.jobs[$0]?.state.kind != .succeeded && board.jobs[$0] != nil }
+            for (index, id) in waiting.enumerated() {
+                guard let other = board.jobs[id] else { continue }
+                if index > 0 { segments.append(Segment(", ")) }
+                segments.append(Segment(TextWidth.truncate(TextWidth.sanitize(board.label(of: id)), to: 24)))
+                segments.append(Segment(" ("))
+                segments.append(Segment(other.state.name, stateRole(other.state)))
+                segments.append(Segment(")"))
+            }
+            let done = job.dependencies.count - waiting.count
+            if done > 0 { segments.append(Segment(" · \(done) of \(job.dependencies.count) done", .dim)) }
+            return segments
+        }
+        switch job.state {
+        case .blocked:
+            return head + [Segment("waits for ")] + pending()
+        case .scheduled(let until):
+            var segments = head + [Segment("starts in \(Formatting.compact(max(.zero, until - now)))")]
+            let waits = pending()
+            if !waits.isEmpty { segments += [Segment(", once done: ")] + waits }
+            return segments
+        case .skipped(let reason):
+            // Retrying the dependency brings it back (a retry of this one is refused while the
+            // dependency stays failed).
+            let dependency = TextWidth.truncate(TextWidth.sanitize(reason.dependencyName), to: 24)
+            return head + [Segment(TextWidth.sanitize(reason.description)), Segment(" (r on \(dependency) brings it back)", .dim)]
+        case .queued:
+            guard let group = board.mirror.groups[job.group] else { return [] }
+            let name = TextWidth.truncate(TextWidth.sanitize(group.name), to: 24)
+            if group.isPaused {
+                return head + [Segment("group \(name) is paused "), Segment("(P resumes it)", .dim)]
+            }
+            if let limit = group.limit,
+               let status = board.mirror.groupStatuses.first(where: { $0.group.name == group.name }), status.running >= limit {
+                return head + [Segment("group \(name) runs \(status.running) of \(limit) at once "), Segment("(L changes it)", .dim)]
+            }
+            return []
+        default:
+            return []
         }
     }
 
@@ -356,10 +525,18 @@ enum DashboardView {
         if let message {
             return fitted([Segment(" "), Segment(TextWidth.sanitize(message.text), message.role)], width: width)
         }
-        guard prompt.kind == .newJob else { return footer(width: width) }
-        let range = JobSpec.priorityRange
-        let hint = " Enter submits · Esc aborts · Tab: command/priority (\(range.lowerBound) to \(range.upperBound), higher runs first)"
-        return fitted([Segment(hint, .dim)], width: width)
+        switch prompt.kind {
+        case .filter:
+            return footer(width: width)
+        case .groupLimit:
+            return fitted([Segment(" Enter sets it · Esc aborts · lowering it stops no running job", .dim)], width: width)
+        case .newJob:
+            let range = JobSpec.priorityRange
+            let hint = prompt.field == .command
+                ? " Enter submits · Esc aborts · Tab: priority · prefix: @group after:name,name"
+                : " Enter submits · Esc aborts · Tab: command · priority \(range.lowerBound) to \(range.upperBound), higher runs first"
+            return fitted([Segment(hint, .dim)], width: width)
+        }
     }
 
     private static func footer(width: Int) -> ScreenLine {
@@ -411,9 +588,13 @@ enum DashboardView {
     private static func help(size: TerminalSize) -> Frame {
         let width = size.columns
         var lines: [ScreenLine] = [fitted([Segment(" jobtop keys", .title)], width: width, padRole: .title)]
-        var body: [[Segment]] = KeyBindings.table.map { binding in
-            [Segment("  "), Segment(TextWidth.fit(binding.label, to: 8), .footerKey), Segment("  " + binding.summary)]
+        let entries = KeyBindings.helpLines
+        let labelWidth = entries.reduce(0) { max($0, TextWidth.width($1.label)) }
+        var body: [[Segment]] = entries.map { line in
+            [Segment("  "), Segment(TextWidth.fit(line.label, to: labelWidth), .footerKey), Segment("  " + line.summary)]
         }
+        body.append([Segment("  n: put @GROUP and after:NAME,NAME (names or ids) before the command to pick", .dim)])
+        body.append([Segment("  its group and the jobs that must succeed first: @gpu after:fetch train.sh", .dim)])
         body.append([Segment("  In prompts: ←/→ Home/End move, Backspace, Ctrl-U clears, Tab switches field,", .dim)])
         body.append([Segment("  Enter submits, Esc aborts.", .dim)])
         for row in 0..<(size.rows - 2) {

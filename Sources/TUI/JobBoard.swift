@@ -66,8 +66,21 @@ struct JobBoard: Sendable {
     /// All slots.
     var totalSlots: Int { mirror.totalSlots }
 
-    /// Jobs queued, waiting to retry or running.
-    var activeCount: Int { count(.queued).saturatingAdd(count(.waiting)).saturatingAdd(count(.running)) }
+    /// Jobs that have not ended: queued, waiting to retry, running, blocked or scheduled.
+    var activeCount: Int {
+        JobStateKind.allCases.reduce(0) { total, kind in kind.isFinished ? total : total.saturatingAdd(count(kind)) }
+    }
+
+    /// Whether a job or setting uses a group other than the default one: the screen then shows
+    /// the groups.
+    var hasGroups: Bool { mirror.hasGroups }
+
+    /// How a job is named in the event pane and in messages about another job: its name, else
+    /// its short id.
+    func label(of id: JobID) -> String {
+        if let name = mirror.jobs[id]?.name { return name }
+        return id.short
+    }
 
     /// The name of worker `id`, if it is known.
     func workerName(_ id: WorkerID) -> String? { mirror.worker(id)?.name }
@@ -113,6 +126,9 @@ struct JobBoard: Sendable {
         // A worker's name, looked up before the event that removes it.
         var leavingName: String?
         if case .workerLeft(let id, _) = event.kind { leavingName = workerName(id) }
+        // A group as it was, to say what changed.
+        var groupBefore: JobGroup?
+        if case .groupChanged(let group) = event.kind { groupBefore = mirror.groups[group.name] }
         // Collected, then dropped: the closure cannot touch `self` while the mirror changes.
         var evicted: [JobID] = []
         mirror.apply(event) { evicted.append($0) }
@@ -124,7 +140,7 @@ struct JobBoard: Sendable {
             orderVersion &+= 1
         }
         if event.kind.isFinal { finished(at: time) }
-        describe(event, workerName: leavingName)
+        describe(event, workerName: leavingName, groupBefore: groupBefore)
     }
 
     /// Takes a fresh snapshot: clears the "needs a snapshot" flag. O(jobs).
@@ -142,7 +158,7 @@ struct JobBoard: Sendable {
     // MARK: - Internals
 
     /// The event pane's line for `event`, if it gets one.
-    private mutating func describe(_ event: SchedulerEvent, workerName leavingName: String?) {
+    private mutating func describe(_ event: SchedulerEvent, workerName leavingName: String?, groupBefore: JobGroup?) {
         let time = event.time
         switch event.kind {
         case .snapshot, .output, .progress, .batchSettled:
@@ -152,7 +168,18 @@ struct JobBoard: Sendable {
         case .submitted(let info):
             assignOrdinal(info.id)
             orderVersion &+= 1
-            append(time, "\(info.id.short) submitted: \(info.displayName)", .queued)
+            // A job submitted blocked or scheduled gets no event of its own for it.
+            var text = "\(info.id.short) submitted: \(info.displayName)"
+            switch info.state {
+            case .blocked:
+                let waiting = info.dependencies.filter { mirror.jobs[$0]?.state.kind != .succeeded }
+                text += " (waits for \(waiting.map(label(of:)).joined(separator: ", ")))"
+            case .scheduled(let at):
+                text += " (starts in \(formatDuration(max(.zero, at - time))))"
+            default:
+                break
+            }
+            append(time, text, .queued)
         case .coalesced(let existing, let key):
             append(time, "\(existing.short) already active for key \(key)", .dim)
         case .started(let id, let attempt, let maxAttempts, let worker):
@@ -199,17 +226,30 @@ struct JobBoard: Sendable {
         case .batchHalted(_, let failed):
             append(time, "\(failed.short) failed: halting the run, cancelling the rest", .failed)
         case .blocked(let id, let waitingFor):
-            append(time, "\(id.short) blocked: waiting for \(waitingFor.map(\.short).joined(separator: ", "))", .queued)
+            append(time, "\(id.short) blocked: waits for \(waitingFor.map(label(of:)).joined(separator: ", "))", .blocked)
         case .released(let id):
-            append(time, "\(id.short) released", .queued)
+            append(time, "\(id.short) released: may start", .queued)
         case .scheduled(let id, let at):
-            append(time, "\(id.short) scheduled in \(formatDuration(max(.zero, at - time)))", .waiting)
+            append(time, "\(id.short) scheduled: starts in \(formatDuration(max(.zero, at - time)))", .waiting)
         case .skipped(let id, let reason):
-            append(time, "\(id.short) skipped: \(reason)", .failed)
+            append(time, "\(id.short) skipped: \(reason)", .skipped)
         case .groupChanged(let group):
-            let limit = group.limit.map { "limit \($0)" } ?? "no limit"
-            append(time, "group \(group.name): \(limit)\(group.isPaused ? ", paused" : "")", .normal)
+            append(time, Self.describe(group, before: groupBefore), group.isPaused ? .paused : .normal)
         }
+    }
+
+    /// `group gpu: paused`, `group gpu: limit 2 → 1`, `group gpu made (no limit)`.
+    static func describe(_ group: JobGroup, before: JobGroup?) -> String {
+        func limit(_ value: Int?) -> String { value.map(String.init) ?? "none" }
+        guard let before else {
+            let limit = group.limit.map { "limit \($0)" } ?? "no limit"
+            return "group \(group.name) made (\(limit)\(group.isPaused ? ", paused" : ""))"
+        }
+        var changes: [String] = []
+        if before.isPaused != group.isPaused { changes.append(group.isPaused ? "paused" : "resumed") }
+        if before.limit != group.limit { changes.append("limit \(limit(before.limit)) → \(limit(group.limit))") }
+        if changes.isEmpty { changes.append("limit \(limit(group.limit))\(group.isPaused ? ", paused" : "")") }
+        return "group \(group.name): \(changes.joined(separator: ", "))"
     }
 
     private mutating func assignOrdinal(_ id: JobID) {

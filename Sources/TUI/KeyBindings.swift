@@ -3,6 +3,7 @@ enum TableAction: Hashable, Sendable, CaseIterable {
     case moveUp, moveDown, pageUp, pageDown, moveToTop, moveToBottom
     case showOutput, enqueue, cancel, raisePriority, lowerPriority, retry, togglePause
     case fewerSlots, moreSlots, filter, cycleSort, help, quit, interrupt
+    case toggleGroupPause, setGroupLimit
 }
 
 /// One entry of the key table: the keys, how help shows them, and what they do.
@@ -31,7 +32,7 @@ enum KeyBindings {
         KeyBinding(keys: [.end, .char("G")], label: "End G", summary: "last job", action: .moveToBottom),
         KeyBinding(keys: [.enter], label: "Enter", summary: "show the job's output (Esc/q returns)", action: .showOutput,
                    footer: ("Enter", "Output")),
-        KeyBinding(keys: [.char("n")], label: "n", summary: "enqueue a shell command (Tab: priority)", action: .enqueue,
+        KeyBinding(keys: [.char("n")], label: "n", summary: "enqueue a shell command (Tab: priority; @group after:a,b first)", action: .enqueue,
                    footer: ("n", "New")),
         KeyBinding(keys: [.char("c"), .function(9)], label: "c F9", summary: "cancel the selected job (asks y/n)",
                    action: .cancel, footer: ("c", "Cancel")),
@@ -39,10 +40,16 @@ enum KeyBindings {
                    summary: "raise the selected job's priority", action: .raisePriority, footer: ("+-", "Prio")),
         KeyBinding(keys: [.char("-"), .function(8)], label: "- F8", summary: "lower the selected job's priority",
                    action: .lowerPriority),
-        KeyBinding(keys: [.char("r")], label: "r", summary: "retry a failed or cancelled job", action: .retry,
+        KeyBinding(keys: [.char("r")], label: "r", summary: "retry a failed, cancelled or skipped job", action: .retry,
                    footer: ("r", "Retry")),
         KeyBinding(keys: [.char("p")], label: "p", summary: "pause / resume starting jobs", action: .togglePause,
                    footer: ("p", "Pause")),
+        // `g`/`G` are Home/End (as in less and vim), so the group keys are the capitals of what
+        // they do: P pauses a group as p pauses everything, L sets its limit.
+        KeyBinding(keys: [.char("P")], label: "P", summary: "pause / resume the selected job's group",
+                   action: .toggleGroupPause),
+        KeyBinding(keys: [.char("L")], label: "L", summary: "limit of the selected job's group (empty: none)",
+                   action: .setGroupLimit),
         KeyBinding(keys: [.char("<")], label: "<", summary: "one local slot less", action: .fewerSlots),
         KeyBinding(keys: [.char(">")], label: ">", summary: "one local slot more", action: .moreSlots,
                    footer: ("<>", "Slots")),
@@ -70,6 +77,32 @@ enum KeyBindings {
 
     /// The action `key` triggers on the job table, if any.
     static func action(for key: Key) -> TableAction? { byKey[key] }
+
+    /// Bindings that help shows on one line, with the summary for both.
+    static let helpPairs: [(first: TableAction, second: TableAction, summary: String)] = [
+        (.moveUp, .moveDown, "select the previous / next job"),
+        (.pageUp, .pageDown, "one page up / down"),
+        (.moveToTop, .moveToBottom, "first / last job"),
+        (.raisePriority, .lowerPriority, "raise / lower the selected job's priority"),
+        (.fewerSlots, .moreSlots, "one local slot less / more"),
+    ]
+
+    /// Help's lines: each binding once, pairs on one line, as (keys, summary).
+    static var helpLines: [(label: String, summary: String)] {
+        var lines: [(label: String, summary: String)] = []
+        var shown: Set<TableAction> = []
+        for binding in table where !shown.contains(binding.action) {
+            if let pair = helpPairs.first(where: { $0.first == binding.action }),
+               let second = table.first(where: { $0.action == pair.second }) {
+                lines.append((binding.label + "  " + second.label, pair.summary))
+                shown.insert(pair.second)
+            } else {
+                lines.append((binding.label, binding.summary))
+            }
+            shown.insert(binding.action)
+        }
+        return lines
+    }
 
     /// The footer's entries, htop style: help first, quit last.
     static let footerOrder: [TableAction] = [

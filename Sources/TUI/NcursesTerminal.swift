@@ -236,7 +236,7 @@ final class NcursesTerminal: Terminal {
             let table: [Role: attr_t] = [
                 .normal: normal, .title: reverse | bold, .dim: dim, .tableHeader: reverse, .selected: reverse | bold,
                 .running: bold, .queued: normal, .waiting: underline, .succeeded: normal, .failed: bold | underline,
-                .cancelled: dim, .paused: reverse | bold, .footerKey: bold, .footerLabel: reverse, .prompt: bold | reverse,
+                .cancelled: dim, .blocked: dim, .skipped: dim | underline, .paused: reverse | bold, .footerKey: bold, .footerLabel: reverse, .prompt: bold | reverse,
                 .message: bold, .error: bold | underline, .panelTitle: reverse, .progressFill: bold, .progressEmpty: dim,
             ]
             return table.mapValues { ($0, 0) }
@@ -258,6 +258,8 @@ final class NcursesTerminal: Terminal {
             (.succeeded, is256 ? 108 : green, -1, normal),
             (.failed, is256 ? 203 : red, -1, bold),
             (.cancelled, is256 ? 176 : magenta, -1, normal),
+            (.blocked, is256 ? 140 : blue, -1, normal),
+            (.skipped, is256 ? 173 : red, -1, normal),
             (.paused, black, yellow, bold),
             (.footerKey, -1, -1, bold),
             (.footerLabel, black, cyan, normal),

@@ -15,7 +15,7 @@ enum Key: Hashable, Sendable {
 /// What a piece of text on screen means; the terminal maps it to colors or attributes.
 enum Role: Hashable, Sendable, CaseIterable {
     case normal, title, dim, tableHeader, selected
-    case running, queued, waiting, succeeded, failed, cancelled
+    case running, queued, waiting, succeeded, failed, cancelled, blocked, skipped
     case paused, footerKey, footerLabel, prompt, message, error, panelTitle
     case progressFill, progressEmpty
 }

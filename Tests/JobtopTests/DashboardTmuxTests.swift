@@ -199,6 +199,71 @@ struct DashboardTmuxTests {
         #expect(!afterInterrupt.contains { $0.contains("running") || $0.contains("Quit") })
     }
 
+    @Test("Workflows: n with @group and after:, the GROUP column, the groups panel, P and L", arguments: shapes)
+    func workflow(shape: Shape) async throws {
+        // Given a job file whose job 'fetch' runs until the test creates a file
+        let tmux = try TmuxSession(shape: shape)
+        defer { tmux.close() }
+        let go = tmux.file("go")
+        let deployed = tmux.file("deployed")
+        try """
+            [[job]]
+            name = "fetch"
+            command = "while [ ! -e '\(go)' ]; do sleep 0.05; done"
+            """.write(toFile: tmux.file("jobs.toml"), atomically: true, encoding: .utf8)
+        try await tmux.run("\(TmuxSession.binary) -j 2 jobs.toml; echo \"exit=$?\"")
+        // (The title names the job file: `jobtop: jobs.toml`.)
+        try await tmux.waitFor("fetch running") { screen in
+            screen.first?.hasPrefix(" jobtop: jobs.toml") == true && screen.contains { $0.contains("fetch") && $0.contains("running") }
+        }
+        // When n, then a job in group deploy after fetch
+        tmux.keys("n")
+        try await tmux.waitFor("the prompt") { $0.contains { $0.contains("New job:") } }
+        tmux.literal("@deploy after:fetch touch deployed")
+        tmux.keys("Enter")
+        // Then it is blocked in group deploy: a GROUP column, and the groups panel lists deploy
+        // with one held job
+        let blocked = try await tmux.waitFor("the deploy job blocked") { screen in
+            screen.contains { $0.contains("touch deployed") && $0.contains("deploy ") && $0.contains("blocked") }
+                && screen.contains { $0.contains("deploy") && $0.contains("0/∞     0    1") }
+        }
+        #expect(blocked[2].contains("GROUP"))
+        #expect(blocked[0].contains("1 blocked"))
+        // Selected (End: the last row), the line under the table says what it waits for
+        tmux.keys("End")
+        try await tmux.waitFor("the detail") { $0.contains { $0.contains("blocked: waits for fetch (running)") } }
+        // When P pauses its group and fetch then succeeds, the job is released but stays queued
+        tmux.keys("P")
+        try await tmux.waitFor("deploy paused") { $0.contains { $0.contains(">deploy PAUSED") } }
+        #expect(FileManager.default.createFile(atPath: go, contents: nil))
+        try await tmux.waitFor("the job queued, held by its paused group") { screen in
+            screen.contains { $0.contains("fetch") && $0.contains("succeeded") }
+                && screen.contains { $0.contains("touch deployed") && $0.contains("queued") }
+        }
+        // Selected (the first row now; P's note on the status line goes with the key), it says why
+        tmux.keys("Home")
+        try await tmux.waitFor("why it waits") { $0.contains { $0.contains("queued: group deploy is paused") } }
+        #expect(!FileManager.default.fileExists(atPath: deployed))
+        // When L sets the group's limit to 1
+        tmux.keys("L")
+        try await tmux.waitFor("the limit prompt") { $0.contains { $0.contains("Limit of group deploy:") } }
+        tmux.literal("1")
+        tmux.keys("Enter")
+        try await tmux.waitFor("the limit in the panel") { $0.contains { $0.contains(">deploy PAUSED") && $0.contains("0/1") } }
+        // and P resumes it: the job runs and succeeds
+        tmux.keys("P")
+        try await tmux.waitFor("the deploy job done") { screen in
+            screen.contains { $0.contains("touch deployed") && $0.contains("succeeded") } && !screen.contains { $0.contains("PAUSED") }
+        }
+        #expect(FileManager.default.fileExists(atPath: deployed))
+        tmux.keys("q")
+        let after = try await tmux.waitFor("the summary and the prompt") { screen in
+            screen.contains { $0.hasPrefix("exit=") } && screen.last { !$0.isEmpty }?.hasPrefix("READY$") == true
+        }
+        #expect(after.contains { $0 == "exit=0" })
+        #expect(after.contains { $0.contains("jobtop: 2 jobs") })
+    }
+
     /// How the crash is caused: a Swift trap inside (the `!` key under JOBTOP_TEST_CRASH=1), a
     /// stack overflow (`@`), or a fatal signal sent from outside.
     enum Crash: String, CustomTestStringConvertible, Sendable, CaseIterable {

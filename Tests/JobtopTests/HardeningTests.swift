@@ -56,7 +56,9 @@ struct HardeningTests {
     @Test("SIGINT while a 100,000-line list streams ends the run at once: every submitted job cancelled, status 130")
     func sigintDuringAHugeList() async throws {
         let scratch = try Scratch()
-        let list = try scratch.write("l.txt", String(repeating: "sleep 5\n", count: 100_000))
+        // Jobs that never end by themselves: however late the signal comes on a busy machine,
+        // none can succeed before it.
+        let list = try scratch.write("l.txt", String(repeating: "sleep 1000\n", count: 100_000))
         let jobtop = try JobtopProcess([list, "-j", "2", "--log-format", "json"])
         _ = await jobtop.firstLine { $0.contains("\"event\":\"started\"") }
         jobtop.send(SIGINT)

@@ -33,6 +33,18 @@ struct ModelBuilder {
         apply(.submitted(JobInfo(id: jobID(n), command: command, priority: priority, maxAttempts: maxAttempts, submittedAt: at)), at: seconds)
     }
 
+    /// Submits job `n` with a name, a group and dependencies, in `state` (queued, blocked or
+    /// scheduled), as the scheduler reports it.
+    mutating func submit(
+        _ n: Int, _ command: String, name: String? = nil, group: String = JobSpec.defaultGroup, after: [Int] = [],
+        state: JobState = .queued, at seconds: Double = 0
+    ) {
+        let at = Duration.milliseconds(Int(seconds * 1000))
+        apply(.submitted(JobInfo(
+            id: jobID(n), name: name, command: command, priority: 0, state: state, maxAttempts: 1, submittedAt: at,
+            group: group, dependencies: after.map(jobID))), at: seconds)
+    }
+
     mutating func start(_ n: Int, on worker: WorkerDescriptor = localOne, at seconds: Double = 0) {
         apply(.started(jobID(n), attempt: 1, maxAttempts: 1, worker: worker.id), at: seconds)
     }
