@@ -71,6 +71,8 @@ public struct SchedulerCore: Sendable {
         var isDependency = false
         /// When it may start, if it was given a time.
         var notBefore: SchedulerTime?
+        /// Its spec's timeout, kept here so that a start reads only the record.
+        var timeout: Duration?
 
         /// What fills the table's place of a removed record: holds nothing worth keeping.
         static let placeholder = Job(
@@ -192,6 +194,8 @@ public struct SchedulerCore: Sendable {
     /// Lists of dropped or succeeded jobs, freed once the step's dependents are settled (a list
     /// may still be walked until then).
     private var listsToFree: [Int32] = []
+    /// A buffer `submit` reuses for each spec's dependencies.
+    private var scratchHandles: [JobHandle?] = []
     /// Jobs that others named as dependencies and that succeeded, once their records are dropped.
     private var droppedSuccesses: Set<JobID> = []
     /// The same for those that did not succeed, with the name a skip reason shows.
@@ -382,7 +386,7 @@ public struct SchedulerCore: Sendable {
                     submittedAt: now, startedAt: nil, finishedAt: nil, lastFailure: nil, key: spec.coalescingKey,
                     group: groups[Int(group)].info.name)
                 let handle = jobs.insert(for: id) {
-                    Job(handle: $0, submitted: SubmittedSpec(spec), info: info, batch: batch, group: group)
+                    Job(handle: $0, submitted: SubmittedSpec(spec), info: info, batch: batch, group: group, timeout: spec.timeout)
                 }
                 stateCounts[.queued] += 1
                 joined(batch, key: spec.coalescingKey, id: id)
@@ -395,7 +399,11 @@ public struct SchedulerCore: Sendable {
             // Each dependency once, with its record's handle where it has one: an earlier spec of
             // this submission is found without hashing its id.
             var dependencies: [JobID] = []
+            // A buffer reused from spec to spec (moved out and back: never shared, never copied).
             var dependencyHandles: [JobHandle?] = []
+            swap(&dependencyHandles, &scratchHandles)
+            dependencyHandles.removeAll(keepingCapacity: true)
+            defer { swap(&dependencyHandles, &scratchHandles) }
             for dependency in spec.dependencies {
                 let other: JobID
                 var otherHandle: JobHandle?
@@ -441,7 +449,7 @@ public struct SchedulerCore: Sendable {
                 submittedAt: now, startedAt: nil, finishedAt: nil, lastFailure: nil, key: spec.coalescingKey,
                 group: groups[Int(group)].info.name, dependencies: dependencies)
             let handle = jobs.insert(for: id) {
-                Job(handle: $0, submitted: SubmittedSpec(spec), info: info, batch: batch, group: group, notBefore: due)
+                Job(handle: $0, submitted: SubmittedSpec(spec), info: info, batch: batch, group: group, notBefore: due, timeout: spec.timeout)
             }
             stateCounts[state.kind] += 1
             joined(batch, key: spec.coalescingKey, id: id)
@@ -1303,7 +1311,9 @@ public struct SchedulerCore: Sendable {
             jobs[handle].info.history.attempts = attempt
             jobs[handle].info.history.startedAt = now
             jobs[handle].info.progress = nil
-            if let timeout = jobs[handle].submitted.spec.timeout {
+            // The timeout is in the record: the spec is a separate object, and reading it on every
+            // start costs a cache miss when jobs start out of submission order (a DAG's do).
+            if let timeout = jobs[handle].timeout {
                 timers.insert(Timer(time: now + timeout, handle: handle, id: head, attempt: attempt, purpose: .timeout))
             }
             actions.append(.emit(.started(head, attempt: attempt, maxAttempts: jobs[handle].info.maxAttempts, worker: worker)))
@@ -1378,7 +1388,7 @@ public struct SchedulerCore: Sendable {
         guard transition(handle, to: state) else { return }
         jobs[handle].info.history.finishedAt = now
         let id = jobs[handle].info.id
-        if let key = jobs[handle].submitted.spec.coalescingKey, keys[key] == id { keys[key] = nil }
+        if let key = jobs[handle].info.key, keys[key] == id { keys[key] = nil }
         if let batch = jobs[handle].batch, batches[batch] != nil {
             batches[batch]!.unfinished -= 1
             if batches[batch]!.unfinished == 0 { batchesToCheck.append(batch) }

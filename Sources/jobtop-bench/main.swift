@@ -322,6 +322,9 @@ func benchDAG() async {
         }
         collect(core.workerJoined(worker, now: .zero))
         collect(try! core.submit(contentsOf: specs, ids: ids, now: .zero).actions)
+        if ProcessInfo.processInfo.environment["JOBTOP_BENCH_SPLIT"] != nil {
+            print("  submit: \(format((cpuSeconds() - start) / Double(specs.count) * 1e6, 3)) µs per job")
+        }
         var done = 0
         while !running.isEmpty {
             let (id, worker) = running.removeFirst()
