@@ -146,6 +146,13 @@ public struct JobGroup: Sendable, Hashable, Codable {
         self.limit = limit
         self.isPaused = isPaused
     }
+    /// The order screens and snapshots list groups in: the default group first, then by name.
+    public static func listsBefore(_ a: JobGroup, _ b: JobGroup) -> Bool {
+        if a.name == b.name { return false }
+        if a.name == JobSpec.defaultGroup { return true }
+        if b.name == JobSpec.defaultGroup { return false }
+        return a.name < b.name
+    }
 }
 
 /// Why a running job is being stopped.

@@ -275,9 +275,8 @@ public struct SchedulerCore: Sendable {
 
     /// Every group with its counts: the default group first, then by name.
     public var groupStatuses: [GroupStatus] {
-        groups.enumerated().sorted { a, b in
-            a.offset == 0 ? true : b.offset == 0 ? false : a.element.info.name < b.element.info.name
-        }.map { GroupStatus(group: $0.element.info, running: $0.element.running, queued: $0.element.queue.count, held: $0.element.held) }
+        groups.sorted { JobGroup.listsBefore($0.info, $1.info) }
+            .map { GroupStatus(group: $0.info, running: $0.running, queued: $0.queue.count, held: $0.held) }
     }
 
     /// A group as it stands, if it exists.
@@ -424,24 +423,7 @@ public struct SchedulerCore: Sendable {
                 dependencyHandles.append(otherHandle)
             }
             let due = spec.notBefore.map { dueTime(of: $0, submittedAt: now) }.flatMap { $0 > now ? $0 : nil }
-            var pending = 0
-            var failedDependency: SkipReason?
-            for (other, otherHandle) in zip(dependencies, dependencyHandles) {
-                let outcome: JobStateKind
-                if let otherHandle {
-                    outcome = jobs[otherHandle].info.state.kind
-                } else if let dropped = droppedOutcome(of: other) {
-                    outcome = dropped.outcome
-                } else {
-                    continue
-                }
-                if outcome == .succeeded { continue }
-                pending += 1
-                if outcome.isFinished && failedDependency == nil {
-                    let name = otherHandle.map { jobs[$0].info.displayName } ?? droppedOutcome(of: other)?.name ?? other.short
-                    failedDependency = SkipReason(dependency: other, dependencyName: name, outcome: outcome)
-                }
-            }
+            let (pending, failedDependency) = dependencyStatus(dependencies, handles: dependencyHandles)
             let state: JobState = if let due { .scheduled(until: due) } else if pending > 0 { .blocked } else { .queued }
             let info = JobInfo(
                 id: id, name: spec.name, command: spec.work.description, priority: spec.priority,
@@ -1016,22 +998,28 @@ public struct SchedulerCore: Sendable {
     /// for good, cancelled or skipped), if any. Hashed lookups: only for jobs that have
     /// dependencies, when they are submitted, come due or come back.
     private func dependencyStatus(_ dependencies: [JobID]) -> (pending: Int, failed: SkipReason?) {
+        dependencyStatus(dependencies, handles: dependencies.map { jobs.handle(of: $0) })
+    }
+
+    /// ``dependencyStatus(_:)`` with each dependency's record handle already found (`nil`: its
+    /// record was dropped), as `submit` has them.
+    private func dependencyStatus(_ dependencies: [JobID], handles: [JobHandle?]) -> (pending: Int, failed: SkipReason?) {
         var pending = 0
         var failed: SkipReason?
-        for other in dependencies {
+        for (other, handle) in zip(dependencies, handles) {
             let outcome: JobStateKind
-            let name: String
-            if let handle = jobs.handle(of: other) {
+            if let handle {
                 outcome = jobs[handle].info.state.kind
-                name = jobs[handle].info.displayName
             } else if let dropped = droppedOutcome(of: other) {
-                (outcome, name) = dropped
+                outcome = dropped.outcome
             } else {
                 continue  // never: a dependency's outcome outlives its record
             }
             if outcome == .succeeded { continue }
             pending += 1
             if outcome.isFinished && failed == nil {
+                // The name only for the one reason given: a success needs none.
+                let name = handle.map { jobs[$0].info.displayName } ?? droppedOutcome(of: other)?.name ?? other.short
                 failed = SkipReason(dependency: other, dependencyName: name, outcome: outcome)
             }
         }

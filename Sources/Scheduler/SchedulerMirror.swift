@@ -54,9 +54,7 @@ public struct SchedulerMirror: Sendable {
 
     /// Every group with its counts: the default group first, then by name.
     public var groupStatuses: [GroupStatus] {
-        groups.values.sorted { a, b in
-            a.name == JobSpec.defaultGroup ? b.name != JobSpec.defaultGroup : b.name != JobSpec.defaultGroup && a.name < b.name
-        }.map { group in
+        groups.values.sorted(by: JobGroup.listsBefore).map { group in
             var status = groupCounts[group.name] ?? GroupStatus(group: group)
             status.group = group
             return status
