@@ -97,6 +97,11 @@ let package = Package(
             name: "jobtop-bench",
             dependencies: ["Scheduler"]
         ),
+        // Durable state benchmark (release): durable vs in-memory submit, restart, submit -> started.
+        .executableTarget(
+            name: "jobtop-store-bench",
+            dependencies: ["Scheduler", "SchedulerStore"]
+        ),
         // Dashboard benchmark (release): the view model's cost per event, small vs big table.
         .executableTarget(
             name: "jobtop-dashboard-bench",
@@ -129,7 +134,7 @@ let package = Package(
         // End-to-end tests of the built binary (jobtop is a dependency so `swift test` builds it).
         .testTarget(
             name: "JobtopTests",
-            dependencies: ["jobtop", "JobtopTestSupport"]
+            dependencies: ["jobtop", "JobtopTestSupport", "SchedulerStore"]
         ),
     ],
     swiftLanguageModes: [.v6]
