@@ -58,6 +58,7 @@ let package = Package(
                 "Scheduler",
                 "TUI",
                 "SchedulerRemote",
+                "SchedulerService",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
             ]
@@ -75,6 +76,20 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             exclude: ["Generated/README.md"]
+        ),
+        // `jobtop serve`'s control service: the scheduler's Codable commands, events and
+        // snapshots as JSON over gRPC, on a Unix socket (and TCP behind a token), and the
+        // client that the dashboard and the command line use in place of the in-process actor.
+        // Depends on Scheduler and SchedulerRemote (addresses, tokens), never on TUI.
+        .target(
+            name: "SchedulerService",
+            dependencies: [
+                "Scheduler",
+                "SchedulerRemote",
+                .product(name: "GRPCCore", package: "grpc-swift-2"),
+                .product(name: "GRPCNIOTransportHTTP2Posix", package: "grpc-swift-nio-transport"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
         ),
         // Remote worker benchmark (release): local slots vs `jobtop worker` processes on loopback.
         .executableTarget(

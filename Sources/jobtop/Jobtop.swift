@@ -45,7 +45,10 @@ struct Jobtop: AsyncParsableCommand {
             See 'jobtop run --help' for every option.
             """,
         version: "jobtop \(version)",
-        subcommands: [Run.self, Worker.self],
+        subcommands: [
+            Run.self, Worker.self, Serve.self, Attach.self, Submit.self, Status.self, Cancel.self, Retry.self,
+            Prio.self, Pause.self, Resume.self, Log.self, Follow.self, Clean.self, Shutdown.self,
+        ],
         defaultSubcommand: Run.self
     )
 
@@ -70,6 +73,9 @@ struct Jobtop: AsyncParsableCommand {
                 try command.run()
             }
             exit(withError: nil)
+        } catch let failure as ServeFailure {
+            StandardError.write("jobtop: \(failure.error.message)\n")
+            Foundation.exit(ExitStatus.noServe)
         } catch let error as JobInputError {
             StandardError.write("jobtop: \(error.message)\n")
             Foundation.exit(ExitStatus.usage)
