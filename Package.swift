@@ -116,6 +116,11 @@ let package = Package(
             name: "SchedulerTests",
             dependencies: ["Scheduler", "JobtopTestSupport"]
         ),
+        // The control service in process, over a real Unix socket.
+        .testTarget(
+            name: "ServiceTests",
+            dependencies: ["Scheduler", "SchedulerService", "JobtopTestSupport"]
+        ),
         .testTarget(
             name: "TUITests",
             dependencies: ["TUI"]
