@@ -43,6 +43,10 @@ struct Jobtop: AsyncParsableCommand {
             2 bad usage or bad input (nothing was started);
             130 interrupted by SIGINT; 143 by SIGTERM.
             See 'jobtop run --help' for every option.
+
+            A queue that outlives the terminal: 'jobtop serve', then attach,
+            submit, status, cancel, retry, prio, pause, resume, log, follow,
+            clean and shutdown talk to it ('jobtop help submit', ...).
             """,
         version: "jobtop \(version)",
         subcommands: [
