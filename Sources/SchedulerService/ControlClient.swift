@@ -130,6 +130,11 @@ public final class ControlClient: SchedulerClient {
         }
     }
 
+    /// Checks that the serve answers and lets us in, without fetching anything big.
+    public func ping() async throws(ControlError) {
+        _ = try await unary(ControlWire.ping, Empty(), as: Empty.self)
+    }
+
     /// The serve's present state.
     public func fetchSnapshot() async throws(ControlError) -> SchedulerSnapshot {
         try await unary(ControlWire.snapshot, Empty())

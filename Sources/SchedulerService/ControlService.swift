@@ -57,6 +57,16 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
         }
 
         router.registerHandler(
+            forMethod: ControlWire.ping,
+            deserializer: JSONMessageDeserializer<Empty>(),
+            serializer: JSONMessageSerializer<Empty>()
+        ) { request, _ in
+            try Self.checkToken(request.metadata, token)
+            _ = try await ServerRequest(stream: request).message
+            return StreamingServerResponse(single: ServerResponse(message: Empty()))
+        }
+
+        router.registerHandler(
             forMethod: ControlWire.snapshot,
             deserializer: JSONMessageDeserializer<Empty>(),
             serializer: JSONMessageSerializer<SchedulerSnapshot>()

@@ -23,6 +23,9 @@ enum ControlWire {
     /// A ``JobID`` in, ``LogPart``s out (server stream): the job's whole output.
     static let log = MethodDescriptor(service: service, method: "Log")
 
+    /// ``Empty`` in, ``Empty`` out: whether the serve answers and lets us in (the token).
+    static let ping = MethodDescriptor(service: service, method: "Ping")
+
     /// The metadata key that carries the token on TCP.
     static let tokenKey = "jobtop-token"
 

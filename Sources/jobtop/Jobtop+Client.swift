@@ -30,7 +30,7 @@ extension Jobtop {
             // The first call says whether the serve answers and lets us in (a wrong token, say),
             // before the screen is taken over.
             do {
-                _ = try await client.fetchSnapshot()
+                try await client.ping()
             } catch {
                 await client.close()
                 throw ServeFailure(error)
