@@ -55,7 +55,9 @@ public final class ControlClient: SchedulerClient {
             }
             target = .unixDomainSocket(path: path)
         case .tcp(let address, let token):
-            target = .ipv4(address: address.host == "localhost" ? "127.0.0.1" : address.host, port: address.port)
+            target = address.host.contains(":")
+                ? .ipv6(address: address.host, port: address.port)
+                : .dns(host: address.host, port: address.port)
             if let token { metadata.addString(token, forKey: ControlWire.tokenKey) }
         }
         self.metadata = metadata

@@ -65,7 +65,9 @@ public final class ControlServer<Backend: SchedulerClient>: Sendable {
         do {
             let tcp = GRPCServer(
                 transport: .http2NIOPosix(
-                    address: .ipv4(host: tcpAddress.host == "localhost" ? "127.0.0.1" : tcpAddress.host, port: tcpAddress.port),
+                    address: tcpAddress.host.contains(":")
+                        ? .ipv6(host: tcpAddress.host, port: tcpAddress.port)
+                        : .ipv4(host: tcpAddress.host == "localhost" ? "127.0.0.1" : tcpAddress.host, port: tcpAddress.port),
                     transportSecurity: .plaintext, config: Self.transportConfig()),
                 services: [tcpService])
             return try await run(tcp, describing: tcpAddress.description) ?? tcpAddress

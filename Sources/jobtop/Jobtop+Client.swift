@@ -253,6 +253,12 @@ extension Jobtop {
                 if snapshot.isPaused { header += "; paused" }
                 if let shutdown = snapshot.shutdown { header += "; shutting down (\(shutdown.rawValue))" }
                 print("\(header); \(snapshot.totalSlots) slot\(snapshot.totalSlots == 1 ? "" : "s")")
+                let names = Dictionary(snapshot.jobs.map { ($0.id, $0.displayName) }, uniquingKeysWith: { a, _ in a })
+                let busy = snapshot.workers.map { worker in
+                    let running = worker.running.map { names[$0] ?? $0.short }
+                    return "\(worker.descriptor.name) " + (running.isEmpty ? "(idle)" : "(\(running.joined(separator: ", ")))")
+                }
+                if !busy.isEmpty { print("workers: " + busy.joined(separator: "; ")) }
                 for group in snapshot.groups where group.group.name != JobSpec.defaultGroup || group.group.isPaused || group.group.limit != nil {
                     let limit = group.group.limit.map { "limit \($0)" } ?? "no limit"
                     print("group \(group.group.name): \(limit)\(group.group.isPaused ? ", paused" : ""); \(group.running) running, \(group.queued) queued, \(group.held) held")
