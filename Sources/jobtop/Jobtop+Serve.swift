@@ -17,7 +17,8 @@ extension Jobtop {
                 token (--token-file PATH or $JOBTOP_TOKEN), for 'jobtop attach --connect HOST:PORT'.
 
                 SIGINT or SIGTERM: start nothing new, let running jobs finish, then exit (a second \
-                one cancels the running jobs). 'jobtop shutdown' does the same from a client.
+                one cancels the running jobs). 'jobtop shutdown' does the same from a client. \
+                SIGHUP is ignored: closing the terminal it was started from does not stop it.
 
                 Exit status: 0 shut down; 1 cannot listen (a serve already runs on the socket, or \
                 the socket cannot be made); 2 bad usage.
@@ -85,7 +86,10 @@ extension Jobtop {
                 throw ExitCode(ExitStatus.someFailed)
             }
             let running = Task { await scheduler.run() }
-            let signals = SignalWatcher(signals: [SIGINT, SIGTERM, SIGHUP]) { number, count in
+            // The queue outlives the terminal: closing the one serve was started from (SIGHUP)
+            // does not stop it. Jobs get every signal's default action back when they start.
+            signal(SIGHUP, SIG_IGN)
+            let signals = SignalWatcher(signals: [SIGINT, SIGTERM]) { number, count in
                 if count == 1 {
                     StandardError.write("jobtop serve: \(signalName(number)): starting nothing new; running jobs finish (\(signalName(number)) again cancels them)\n")
                     Task { _ = try? await scheduler.perform(.shutdown(.graceful)) }
