@@ -240,6 +240,23 @@ struct ServeTests {
         #expect(await replacement.wait(atMost: .seconds(60))?.status == 0)
     }
 
+    @Test("SIGHUP leaves serve running; SIGTERM lets the running job finish, then serve exits 0")
+    func signals() async throws {
+        let fixture = try await ServeFixture()
+        let go = fixture.scratch.file("go")
+        let id = try await fixture.run(["submit", "-c", "while [ ! -f \(go) ]; do sleep 0.05; done"]).lines[0]
+        try await fixture.waitFor(id, "running")
+        fixture.serve.send(SIGHUP)
+        #expect(try await fixture.run(["status"]).status == 0, "still serving after SIGHUP")
+        fixture.serve.send(SIGTERM)
+        #expect(await eventually { fixture.serve.output.contains("starting nothing new") })
+        #expect(try await fixture.state(of: id) == "running", "the running job goes on")
+        _ = FileManager.default.createFile(atPath: go, contents: nil)
+        let outcome = await fixture.serve.wait(atMost: .seconds(60))
+        #expect(outcome?.status == 0)
+        #expect(!FileManager.default.fileExists(atPath: fixture.socketPath))
+    }
+
     @Test("the socket is private: 0700 directory, 0600 socket; another user cannot connect")
     func otherUserRefused() async throws {
         let fixture = try await ServeFixture()
