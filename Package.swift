@@ -133,7 +133,7 @@ let package = Package(
         // End-to-end tests of the built binary (jobtop is a dependency so `swift test` builds it).
         .testTarget(
             name: "JobtopTests",
-            dependencies: ["jobtop", "JobtopTestSupport"]
+            dependencies: ["jobtop", "JobtopTestSupport", "Scheduler", "SchedulerService"]
         ),
     ],
     swiftLanguageModes: [.v6]

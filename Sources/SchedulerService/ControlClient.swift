@@ -137,6 +137,11 @@ public final class ControlClient: SchedulerClient {
         _ = try await unary(ControlWire.ping, Empty(), as: Empty.self)
     }
 
+    /// What each reference (an id, a prefix of one, a name) names among the serve's jobs.
+    public func resolve(_ references: [String]) async throws(ControlError) -> [JobReference.Resolution] {
+        try await unary(ControlWire.resolve, references)
+    }
+
     /// The serve's present state.
     public func fetchSnapshot() async throws(ControlError) -> SchedulerSnapshot {
         try await unary(ControlWire.snapshot, Empty())

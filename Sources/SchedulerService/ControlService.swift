@@ -67,6 +67,17 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
         }
 
         router.registerHandler(
+            forMethod: ControlWire.resolve,
+            deserializer: JSONMessageDeserializer<[String]>(),
+            serializer: JSONMessageSerializer<[JobReference.Resolution]>()
+        ) { request, _ in
+            try Self.checkToken(request.metadata, token)
+            let references = try await ServerRequest(stream: request).message
+            let jobs = await backend.currentSnapshot().jobs
+            return StreamingServerResponse(single: ServerResponse(message: references.map { JobReference.resolve($0, in: jobs) }))
+        }
+
+        router.registerHandler(
             forMethod: ControlWire.snapshot,
             deserializer: JSONMessageDeserializer<Empty>(),
             serializer: JSONMessageSerializer<SchedulerSnapshot>()

@@ -26,6 +26,9 @@ enum ControlWire {
     /// ``Empty`` in, ``Empty`` out: whether the serve answers and lets us in (the token).
     static let ping = MethodDescriptor(service: service, method: "Ping")
 
+    /// Job references (`[String]`) in, a ``JobReference/Resolution`` for each out.
+    static let resolve = MethodDescriptor(service: service, method: "Resolve")
+
     /// The metadata key that carries the token on TCP.
     static let tokenKey = "jobtop-token"
 

@@ -80,8 +80,8 @@ func send(_ client: ControlClient, _ command: SchedulerCommand) async throws -> 
 
 /// The jobs a serve lists, resolved from what the user typed.
 func resolve(_ references: [String], with client: ControlClient) async throws -> [JobInfo] {
-    let snapshot = try await client.fetchSnapshot()
-    return try JobReference.resolveAll(references, in: snapshot.jobs)
+    guard !references.isEmpty else { return [] }
+    return try JobReference.jobs(references, try await client.resolve(references))
 }
 
 /// Writes a value as one line of JSON on stdout.
@@ -121,5 +121,24 @@ struct JobRecord: Encodable {
         failure = job.lastFailure?.description
         if case .running(let worker, _, _, _) = job.state { self.worker = workers[worker] ?? worker.short }
         if case .skipped(let reason) = job.state { failure = reason.description }
+    }
+}
+
+extension JobReference {
+    /// The jobs `texts` name, or why one cannot be found: nothing is done unless all are.
+    static func jobs(_ texts: [String], _ resolutions: [Resolution]) throws(JobInputError) -> [JobInfo] {
+        var found: [JobInfo] = []
+        for (text, resolution) in zip(texts, resolutions) {
+            switch resolution {
+            case .found(let job): found.append(job)
+            case .unknown:
+                throw JobInputError(.invalidValue, "no job '\(text)' (give its id, a unique prefix of it, or its name; see 'jobtop status --all')")
+            case .ambiguous(let candidates, let count):
+                let shown = candidates.map { "\($0.id.short) (\($0.displayName))" }.joined(separator: ", ")
+                let more = count > candidates.count ? ", and \(count - candidates.count) more" : ""
+                throw JobInputError(.invalidValue, "'\(text)' matches \(count) jobs: \(shown)\(more); give more of the id")
+            }
+        }
+        return found
     }
 }
