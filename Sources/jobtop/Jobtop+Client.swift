@@ -369,8 +369,9 @@ extension Jobtop {
         static let configuration = CommandConfiguration(
             abstract: "Print a job's output (stdout and stderr, as the job wrote them).",
             discussion: """
-                Until the serve keeps output files, this is what the serve still holds of the job's \
-                output (the last lines); a note on stderr says how many earlier lines were dropped.
+                The serve keeps each job's whole output (every attempt) in a file in its state \
+                directory, up to a cap per job; a job with no file gets the last lines the \
+                scheduler holds, with a note on stderr saying how many earlier lines were dropped.
 
                 Exit status: 0 printed; 2 unknown or ambiguous id; 3 no serve.
                 """)

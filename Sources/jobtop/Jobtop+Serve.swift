@@ -3,6 +3,7 @@ import Foundation
 import Scheduler
 import SchedulerRemote
 import SchedulerService
+import SchedulerStore
 
 extension Jobtop {
     /// `jobtop serve`: a scheduler that outlives the terminal, steered over a socket.
@@ -29,6 +30,11 @@ extension Jobtop {
             name: [.customShort("j", allowingJoined: true), .long], parsing: .unconditional,
             help: ArgumentHelp("Local worker slots (default: number of cores).", valueName: "n"))
         var jobs: Int?
+
+        @Option(
+            name: .customLong("state-dir"),
+            help: ArgumentHelp("Where the queue is kept (default: $XDG_STATE_HOME/jobtop, else ~/.local/state/jobtop).", valueName: "dir"))
+        var stateDir: String?
 
         @Option(
             name: .customLong("listen"),
@@ -58,11 +64,12 @@ extension Jobtop {
             }
         }
 
-        /// The scheduler serve runs, made in this one place (a durable one wraps it here).
-        static func makeBackend(jobs: Int?) -> Scheduler {
+        /// The scheduler serve runs, made in this one place: the durable one, restored from the
+        /// state directory.
+        static func makeBackend(jobs: Int?, stateDir: String?) throws(StoreError) -> DurableScheduler {
             var configuration = Scheduler.Configuration()
             if let jobs { configuration.localSlots = jobs }
-            return Scheduler(configuration: configuration)
+            return try DurableScheduler.open(directory: StateDirectory(path: stateDir), configuration: configuration)
         }
 
         mutating func run() async throws {
@@ -74,15 +81,31 @@ extension Jobtop {
             let token: String?
             do { token = address == nil ? nil : try RemoteToken.load(file: tokenFile) } catch { throw ValidationError("\(error)") }
 
-            let scheduler = Self.makeBackend(jobs: jobs)
-            let server: ControlServer<Scheduler>
+            let backend: DurableScheduler
+            do {
+                backend = try Self.makeBackend(jobs: jobs, stateDir: stateDir)
+            } catch {
+                StandardError.write("jobtop serve: \(error)\n")
+                throw ExitCode(ExitStatus.someFailed)
+            }
+            let scheduler = backend.scheduler
+            let server: ControlServer<DurableScheduler>
             let socketPath = ControlSocket.path()
             let tcp: RemoteAddress?
             do {
-                server = try ControlServer(backend: scheduler, listen: address, token: token)
+                server = try ControlServer(
+                    backend: backend,
+                    outputFile: { id in
+                        // The journal may still be writing a job's last lines.
+                        await backend.flush()
+                        return backend.outputFile(of: id)?.path
+                    },
+                    listen: address, token: token)
                 tcp = try await server.start(socketPath: socketPath)
             } catch {
                 StandardError.write("jobtop serve: \(error)\n")
+                await scheduler.shutdown(.graceful)
+                await backend.close()
                 throw ExitCode(ExitStatus.someFailed)
             }
             let running = Task { await scheduler.run() }
@@ -98,12 +121,21 @@ extension Jobtop {
                     Task { _ = try? await scheduler.perform(.shutdown(.cancelRunning)) }
                 }
             }
+            await backend.restored()
+            let recovery = backend.recovery
+            if !recovery.jobs.isEmpty {
+                var note = "restored \(recovery.jobs.count) job\(recovery.jobs.count == 1 ? "" : "s")"
+                if !recovery.interrupted.isEmpty { note += "; \(recovery.interrupted.count) that were running when the last serve stopped counted as failed ('jobtop stopped')" }
+                if backend.orphansStopped > 0 { note += "; stopped \(backend.orphansStopped) leftover process group\(backend.orphansStopped == 1 ? "" : "s")" }
+                StandardError.write("jobtop serve: \(note)\n")
+            }
             let slots = await scheduler.currentSnapshot().localSlots
             var where_ = socketPath
             if let tcp { where_ += " and \(tcp)" }
             StandardError.write("jobtop serve: listening on \(where_) (\(slots) slot\(slots == 1 ? "" : "s")); pid \(getpid())\n")
             await running.value
             signals.stop()
+            await backend.close()
             await server.stop()
             StandardError.write("jobtop serve: stopped\n")
         }

@@ -106,6 +106,35 @@ struct ServeTests {
         #expect(!FileManager.default.fileExists(atPath: fixture.socketPath), "the socket is removed")
     }
 
+    @Test("log prints the whole output from the serve's file, beyond the tail it keeps in memory")
+    func wholeLog() async throws {
+        let fixture = try await ServeFixture()
+        let id = try await fixture.run(["submit", "-c", "seq 1 20000"]).lines[0]
+        try await fixture.waitFor(id, "succeeded")
+        let log = try await fixture.run(["log", id])
+        #expect(log.status == 0)
+        #expect(log.lines.count == 20000)
+        #expect(log.lines.first == "1" && log.lines.last == "20000")
+        try await fixture.stop()
+    }
+
+    @Test("the queue survives a restart of serve: queued and paused jobs come back, ids unchanged")
+    func restart() async throws {
+        let fixture = try await ServeFixture()
+        _ = try await fixture.run(["pause"])
+        let ids = try await fixture.run(["submit", "-c", "echo one", "-c", "echo two"]).lines
+        #expect(try await fixture.stop()?.status == 0)
+        let again = try JobtopProcess(["serve"], environment: fixture.environment, newSession: true)
+        #expect(await eventually(within: .seconds(60)) { again.output.contains("listening on") })
+        #expect(again.output.contains("restored 2 jobs"), "\(again.output)")
+        let status = try await fixture.run(["status"])
+        #expect(status.stdout.contains("2 queued") && status.stdout.contains("paused"), "\(status.stdout)")
+        _ = try await fixture.run(["resume"])
+        for id in ids { try await fixture.waitFor(id, "succeeded") }
+        _ = try await fixture.run(["shutdown"])
+        #expect(await again.wait(atMost: .seconds(60))?.status == 0)
+    }
+
     @Test("cancel stops the job's whole process group; retry queues it again")
     func cancelAndRetry() async throws {
         let fixture = try await ServeFixture()
@@ -227,7 +256,11 @@ struct ServeTests {
         let fixture = try await ServeFixture()
         let second = try await JobtopProcess(["serve"], environment: fixture.environment).wait()
         #expect(second.status == 1)
-        #expect(second.stderr.contains("already running"))
+        #expect(second.stderr.contains("another jobtop serve"), "the state directory's lock: \(second.stderr)")
+        let otherState = try await JobtopProcess(
+            ["serve", "--state-dir", fixture.scratch.file("other-state")], environment: fixture.environment).wait()
+        #expect(otherState.status == 1)
+        #expect(otherState.stderr.contains("already running"), "the socket: \(otherState.stderr)")
         #expect(try await fixture.run(["status"]).status == 0, "the first one still serves")
 
         fixture.serve.send(SIGKILL)
