@@ -47,7 +47,7 @@ subprocess.run([binary, "pause"], env=env, check=True)
 jobs = "".join(f"true # {i}\n" for i in range(100_000))
 t0 = time.time()
 subprocess.run([binary, "submit", "-"], env=env, input=jobs, text=True, check=True, stdout=subprocess.DEVNULL)
-print(f"submit of 100,000 jobs (a list on stdin, not durable): {time.time() - t0:.2f} s (load {load()})")
+print(f"durable submit of 100,000 jobs (a list on stdin, one transaction): {time.time() - t0:.2f} s (load {load()})")
 
 if shutil.which("tmux"):
     sock = f"jobtop-bench-{os.getpid()}"
