@@ -78,6 +78,11 @@ public final class ControlClient: SchedulerClient {
         client.beginGracefulShutdown()
     }
 
+    /// Begins closing the connection without waiting.
+    public func beginClose() {
+        client.beginGracefulShutdown()
+    }
+
     /// Closes the connection once the calls under way have ended.
     public func close() async {
         client.beginGracefulShutdown()
@@ -88,6 +93,9 @@ public final class ControlClient: SchedulerClient {
         var options = CallOptions.defaults
         options.maxResponseMessageBytes = ControlWire.maxMessageBytes
         options.maxRequestMessageBytes = ControlWire.maxMessageBytes
+        // A call made after the serve went away fails at once rather than waiting for it to
+        // come back (which would also hold up ``close()``).
+        options.waitForReady = false
         return options
     }
 

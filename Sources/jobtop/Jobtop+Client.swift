@@ -42,7 +42,9 @@ extension Jobtop {
                 options: DashboardOptions(title: "jobtop attach: \(client.endpoint)", isAttached: true))
             continuation.finish()
             signals.stop()
-            await client.close()
+            // Not awaited: with the serve gone there is nothing to close politely, and the
+            // process ends right after.
+            client.beginClose()
             switch exit {
             case .quit: return
             case .signal(let number): throw ExitCode(ExitStatus.interrupted(by: number))
