@@ -60,6 +60,8 @@ let package = Package(
                 "Scheduler",
                 "TUI",
                 "SchedulerRemote",
+                "SchedulerService",
+                "SchedulerStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
             ]
@@ -77,6 +79,20 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             exclude: ["Generated/README.md"]
+        ),
+        // `jobtop serve`'s control service: the scheduler's Codable commands, events and
+        // snapshots as JSON over gRPC, on a Unix socket (and TCP behind a token), and the
+        // client that the dashboard and the command line use in place of the in-process actor.
+        // Depends on Scheduler and SchedulerRemote (addresses, tokens), never on TUI.
+        .target(
+            name: "SchedulerService",
+            dependencies: [
+                "Scheduler",
+                "SchedulerRemote",
+                .product(name: "GRPCCore", package: "grpc-swift-2"),
+                .product(name: "GRPCNIOTransportHTTP2Posix", package: "grpc-swift-nio-transport"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
         ),
         // Durable state for `jobtop serve`: a journal of jobs and their outcomes in SQLite (GRDB),
         // each job's output in a file, and the recovery after a restart. Depends on Scheduler only.
@@ -118,6 +134,11 @@ let package = Package(
             name: "SchedulerTests",
             dependencies: ["Scheduler", "JobtopTestSupport"]
         ),
+        // The control service in process, over a real Unix socket.
+        .testTarget(
+            name: "ServiceTests",
+            dependencies: ["Scheduler", "SchedulerService", "JobtopTestSupport"]
+        ),
         .testTarget(
             name: "StoreTests",
             dependencies: ["Scheduler", "SchedulerStore", "JobtopTestSupport"]
@@ -134,7 +155,7 @@ let package = Package(
         // End-to-end tests of the built binary (jobtop is a dependency so `swift test` builds it).
         .testTarget(
             name: "JobtopTests",
-            dependencies: ["jobtop", "JobtopTestSupport", "SchedulerStore"]
+            dependencies: ["jobtop", "JobtopTestSupport", "Scheduler", "SchedulerService", "SchedulerStore"]
         ),
     ],
     swiftLanguageModes: [.v6]
