@@ -143,6 +143,15 @@ public final class DurableScheduler: SchedulerClient {
         if let error = await journal.wait(through: await scheduler.lastEventSeq) {
             throw SchedulerError(.notAllowed, "done, but the state could not be saved: \(error)")
         }
+        if case .forgetFinished = command {
+            // Every finished job the journal wrote is forgotten on disk too (the scheduler
+            // forgot all it still listed; the journal is written up to that point).
+            do {
+                try await store.forgetAllFinished()
+            } catch {
+                throw SchedulerError(.notAllowed, "forgotten here, but not on disk: \(error)")
+            }
+        }
         return reply
     }
 

@@ -437,6 +437,18 @@ public final class SchedulerStore: Sendable {
         }
     }
 
+    /// Forgets every finished job, with its attempts and output file (`jobtop clean`).
+    public func forgetAllFinished() async throws(StoreError) {
+        do {
+            try await database.write { db in
+                let ids = try String.fetchAll(db, sql: "SELECT id FROM job WHERE finished_at IS NOT NULL")
+                try self.forget(ids, db: db)
+            }
+        } catch {
+            throw StoreError("the state database: \(error)")
+        }
+    }
+
     /// Forgets the given finished jobs (what `jobtop clean` asked the scheduler to forget).
     public func forgetFinished(_ ids: [JobID]) async throws(StoreError) {
         let texts = ids.map(\.description)

@@ -115,10 +115,10 @@ extension Jobtop {
             let signals = SignalWatcher(signals: [SIGINT, SIGTERM]) { number, count in
                 if count == 1 {
                     StandardError.write("jobtop serve: \(signalName(number)): starting nothing new; running jobs finish (\(signalName(number)) again cancels them)\n")
-                    Task { _ = try? await scheduler.perform(.shutdown(.graceful)) }
+                    Task { _ = try? await backend.perform(.shutdown(.graceful)) }
                 } else {
                     StandardError.write("jobtop serve: \(signalName(number)) again: cancelling running jobs\n")
-                    Task { _ = try? await scheduler.perform(.shutdown(.cancelRunning)) }
+                    Task { _ = try? await backend.perform(.shutdown(.cancelRunning)) }
                 }
             }
             await backend.restored()

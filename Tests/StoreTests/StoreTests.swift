@@ -107,6 +107,29 @@ struct StoreTests {
         }
     }
 
+    @Test("forgotten finished jobs stay forgotten after a restart; queued ones stay")
+    func cleanIsDurable() async throws {
+        let scratch = try Scratch()
+        let directory = StateDirectory(path: scratch.file("state"))
+        let (done, queued) = try await withDurable(directory) { durable in
+            guard case .submitted(let ids) = try await durable.perform(.submit([JobSpec(work: .shell("echo x"))], batch: nil)) else {
+                throw SpawnError(message: "no ids")
+            }
+            _ = await waitForEnds(ids, on: durable)
+            _ = try await durable.perform(.pause)
+            guard case .submitted(let more) = try await durable.perform(.submit([JobSpec(work: .shell("true"))], batch: nil)) else {
+                throw SpawnError(message: "no ids")
+            }
+            #expect(try await durable.perform(.forgetFinished) == .forgotten(1))
+            return (ids[0], more[0])
+        }
+        try await withDurable(directory) { durable in
+            let jobs = await durable.currentSnapshot().jobs.map(\.id)
+            #expect(jobs == [queued])
+            #expect(durable.outputFile(of: done) == nil)
+        }
+    }
+
     @Test("a second store on the same directory is refused while the first holds it")
     func secondOpenIsRefused() async throws {
         let scratch = try Scratch()
