@@ -104,6 +104,7 @@ final class DashboardController {
         let (stream, continuation) = AsyncStream<DashboardCommand>.makeStream()
         commands = continuation
         commandRunner = Task { await self.runCommands(stream) }
+        updateTicker()
         let client = client
         consumer = Task {
             // A screen shows the present: one that falls behind skips ahead (a fresh snapshot)
@@ -250,6 +251,7 @@ final class DashboardController {
         do {
             reply = try await client.perform(request)
         } catch {
+            if case .reprioritize(let id, _) = command { model.priorityRefused(id) }
             return Segment(error.description, .error)
         }
         switch (command, reply) {
@@ -310,16 +312,17 @@ final class DashboardController {
         max(model.board.lastTime, anchor.time + (clock.now - anchor.at))
     }
 
-    /// Ticks once a second while something on screen moves with time.
+    /// Ticks once a second while something on screen moves with time; idle, only when the
+    /// header's `up` changes (every second for its first hour, then every minute): one small
+    /// frame, only the changed cells reach the terminal.
     private func updateTicker() {
-        guard ticker == nil, needsTicks else { return }
+        guard ticker == nil else { return }
         ticker = Task {
             while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(1))
+                let wait: Duration = self.needsTicks || self.schedulerNow < .seconds(3_600) ? .seconds(1) : .seconds(60)
+                try? await Task.sleep(for: wait)
                 self.markDirty()
-                if !self.needsTicks { break }
             }
-            self.ticker = nil
         }
     }
 

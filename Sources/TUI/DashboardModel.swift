@@ -83,10 +83,23 @@ struct DashboardModel: Sendable {
     private(set) var sort: SortKey = .state
     private(set) var filter = ""
     /// A one-off note on the status line, cleared by the next key.
-    var message: Segment?
+    var message: Segment? {
+        didSet { messageJob = nil }
+    }
+    /// The job a "cancelling …" message is about: its end replaces the message.
+    private var messageJob: JobID?
 
     private(set) var selectedID: JobID?
     private(set) var selectedIndex = 0
+    /// The selected job's state when last seen: a job that changes state (it finished, it
+    /// started) moves to another part of the table, and the cursor keeps its place on screen
+    /// instead of dragging the view there (htop's rule), unless ``isFollowing``.
+    private var selectedKind: JobStateKind?
+    /// `F`: the cursor follows the selected job wherever it moves.
+    private(set) var isFollowing = false
+    /// Priorities asked for and not yet reported back: `++++` typed in one burst counts four
+    /// steps, not one (each key starts from what the last one asked for).
+    private var pendingPriorities: [JobID: Int] = [:]
     /// The first table row shown.
     private(set) var top = 0
     /// Rows the table shows; set by ``prepare(tableRows:)``.
@@ -105,6 +118,20 @@ struct DashboardModel: Sendable {
     /// property, changed in place, never copied).
     mutating func apply(_ event: SchedulerEvent) {
         board.apply(event)
+        if let id = messageJob, event.kind.jobID == id, let job = board.jobs[id], job.state.isFinished {
+            message = Segment("\(id.short) \(job.state.name)", stateRoleName(job.state))
+        }
+        if !pendingPriorities.isEmpty, let id = event.kind.jobID, let pending = pendingPriorities[id] {
+            if case .reprioritized(_, _, let to) = event.kind, to == pending { pendingPriorities[id] = nil }
+            if board.jobs[id].map({ $0.state.isFinished }) ?? true { pendingPriorities[id] = nil }
+        }
+    }
+
+    private func stateRoleName(_ state: JobState) -> Role { DashboardView.stateRole(state) }
+
+    /// A priority change the scheduler refused: the next `+`/`-` starts from the job's own.
+    mutating func priorityRefused(_ id: JobID) {
+        pendingPriorities[id] = nil
     }
 
     /// Replaces the board with a fresh snapshot (after an event named an unknown job).
@@ -173,12 +200,17 @@ struct DashboardModel: Sendable {
     private mutating func clampSelection() {
         if let id = selectedID, selectedIndex < order.count, order[selectedIndex] == id {
             // Unchanged.
-        } else if let id = selectedID, let index = order.firstIndex(of: id) {
+        } else if let id = selectedID, isFollowing || board.jobs[id]?.state.kind == selectedKind,
+                  let index = order.firstIndex(of: id) {
+            // Moved within its part of the table (a new priority, a new sort): the cursor goes
+            // with it.
             selectedIndex = index
         } else {
+            // It changed state (or left): the cursor stays on its row.
             selectedIndex = min(selectedIndex, max(0, order.count - 1))
         }
         selectedID = order.isEmpty ? nil : order[selectedIndex]
+        selectedKind = selectedID.flatMap { board.jobs[$0]?.state.kind }
         if selectedIndex < top { top = selectedIndex }
         if selectedIndex >= top + pageSize { top = selectedIndex - pageSize + 1 }
         top = max(0, min(top, max(0, order.count - pageSize)))
@@ -195,9 +227,14 @@ struct DashboardModel: Sendable {
     static func ordered(
         _ jobs: some Collection<JobInfo>, sort: SortKey, filter: String, ordinals: [JobID: Int] = [:]
     ) -> [JobID] {
-        let needle = filter.lowercased()
+        let needle = filter.lowercased().trimmingCharacters(in: .whitespaces)
+        // A state's name (or `done`, as the header says) is a filter on the state alone: `queued`
+        // must not list a running job whose command mentions the word.
+        let stateNames: Set<String> = ["queued", "running", "waiting", "succeeded", "failed", "cancelled", "blocked", "scheduled", "skipped"]
+        let stateFilter = needle == "done" ? "succeeded" : (stateNames.contains(needle) ? needle : nil)
         func matches(_ job: JobInfo) -> Bool {
-            needle.isEmpty || job.displayName.lowercased().contains(needle) || job.command.lowercased().contains(needle)
+            if let stateFilter { return job.state.name == stateFilter }
+            return needle.isEmpty || job.displayName.lowercased().contains(needle) || job.command.lowercased().contains(needle)
                 || job.id.short.hasPrefix(needle) || job.state.name.hasPrefix(needle)
                 || (job.group != JobSpec.defaultGroup && job.group.lowercased().contains(needle))
         }
@@ -309,12 +346,19 @@ struct DashboardModel: Sendable {
         case .pageDown: select(index: selectedIndex + pageSize)
         case .moveToTop: select(index: 0)
         case .moveToBottom: select(index: order.count - 1)
+        case .toggleFollow:
+            isFollowing.toggle()
+            if isFollowing, let job = selectedJob {
+                message = Segment("following \(TextWidth.truncate(TextWidth.sanitize(job.displayName), to: 40)) (F stops)", .message)
+            } else {
+                message = Segment("the cursor keeps its row (F follows the selected job)", .message)
+            }
         case .showOutput:
             guard let job = selectedJob else { return [] }
             mode = .output(OutputView(id: job.id))
             return [.showOutput(job.id)]
         case .enqueue:
-            mode = .prompt(Prompt(kind: .newJob, command: LineEditor(), priority: LineEditor("0")))
+            mode = .prompt(Prompt(kind: .newJob, command: LineEditor(), priority: LineEditor("0", selected: true)))
         case .cancel:
             guard let job = selectedJob else { return noSelection() }
             guard !job.state.isFinished else {
@@ -345,7 +389,7 @@ struct DashboardModel: Sendable {
         case .setGroupLimit:
             guard let job = selectedJob else { return noSelection() }
             let limit = board.mirror.groups[job.group]?.limit.map(String.init) ?? ""
-            mode = .prompt(Prompt(kind: .groupLimit(job.group), command: LineEditor(limit), priority: LineEditor()))
+            mode = .prompt(Prompt(kind: .groupLimit(job.group), command: LineEditor(limit, selected: true), priority: LineEditor()))
         case .fewerSlots:
             guard board.localSlots > 1 else {
                 message = Segment("at least one local slot is needed", .error)
@@ -382,13 +426,15 @@ struct DashboardModel: Sendable {
     /// should never report) moves to the nearest end.
     private mutating func changePriority(of job: JobInfo, raise: Bool) -> [DashboardCommand] {
         let range = JobSpec.priorityRange
-        let (stepped, overflow) = job.priority.addingReportingOverflow(raise ? 1 : -1)
-        let target = overflow ? job.priority : min(max(stepped, range.lowerBound), range.upperBound)
-        guard raise ? target > job.priority : target < job.priority else {
+        let current = pendingPriorities[job.id] ?? job.priority
+        let (stepped, overflow) = current.addingReportingOverflow(raise ? 1 : -1)
+        let target = overflow ? current : min(max(stepped, range.lowerBound), range.upperBound)
+        guard raise ? target > current : target < current else {
             let end = raise ? "highest" : "lowest"
-            message = Segment("\(job.id.short) is already at the \(end) priority (\(job.priority)); priorities go from \(range.lowerBound) to \(range.upperBound)", .error)
+            message = Segment("\(job.id.short) is already at the \(end) priority (\(current)); priorities go from \(range.lowerBound) to \(range.upperBound)", .error)
             return []
         }
+        pendingPriorities[job.id] = target
         return [.reprioritize(job.id, to: target)]
     }
 
@@ -564,6 +610,7 @@ struct DashboardModel: Sendable {
             switch confirmation {
             case .cancel(let id, _):
                 message = Segment("cancelling \(id.short)…", .message)
+                messageJob = id
                 return [.cancel(id)]
             case .quit:
                 return [.quit]

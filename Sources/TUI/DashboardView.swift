@@ -55,9 +55,16 @@ enum DashboardView {
         lines.reserveCapacity(size.rows)
         lines.append(fitted(headerCounts(model, width: width), width: width))
         lines.append(fitted(headerStatus(model, now: now, width: width), width: width))
-        let columns = tableColumns(width: width, groups: model.board.hasGroups)
-        lines.append(tableHeader(columns, width: width))
         let ids = model.orderedIDs
+        // PRI is as wide as the widest priority on screen (up to -1000000): never cut.
+        var priorityWidth = 0
+        for index in model.top..<min(ids.count, model.top + layout.tableRows) {
+            if let job = model.board.jobs[ids[index]] { priorityWidth = max(priorityWidth, String(job.priority).count) }
+        }
+        // Beyond JobSpec.priorityRange (which the scheduler never reports) it is cut.
+        priorityWidth = min(priorityWidth, 8)
+        let columns = tableColumns(width: width, groups: model.board.hasGroups, priorityWidth: priorityWidth)
+        lines.append(tableHeader(columns, width: width))
         for row in 0..<layout.tableRows {
             let index = model.top + row
             if index < ids.count, let job = model.board.jobs[ids[index]] {
@@ -136,6 +143,7 @@ enum DashboardView {
         var right: [Segment] = []
         if !model.filter.isEmpty { right.append(Segment("filter: \(TextWidth.sanitize(model.filter)) ", .message)) }
         if model.sort != .state { right.append(Segment("sort: \(model.sort.rawValue) ", .message)) }
+        if model.isFollowing { right.append(Segment("FOLLOW ", .message)) }
         if board.isPaused { right.append(Segment(" PAUSED ", .paused)) }
         let rightWidth = right.reduce(0) { $0 + TextWidth.width($1.text) }
         let leftLine = fitted(left, width: max(0, width - rightWidth - 1))
@@ -143,7 +151,7 @@ enum DashboardView {
     }
 
     /// The table's columns for a screen `width` wide; GROUP only when `groups` are in use.
-    static func tableColumns(width: Int, groups: Bool) -> [Column] {
+    static func tableColumns(width: Int, groups: Bool, priorityWidth: Int = 0) -> [Column] {
         let wide = width >= 100
         let barWidth = wide ? 10 : 6
         var columns = [
@@ -153,7 +161,7 @@ enum DashboardView {
         if groups { columns.append(Column(field: .group, title: "GROUP", width: wide ? 10 : 8)) }
         columns += [
             Column(field: .state, title: "STATE", width: 9),
-            Column(field: .priority, title: "PRI", width: wide ? 4 : 3, alignRight: true),
+            Column(field: .priority, title: "PRI", width: max(wide ? 4 : 3, priorityWidth), alignRight: true),
             Column(field: .progress, title: "PROGRESS", width: barWidth + 5),
             Column(field: .attempts, title: "TRY", width: wide ? 5 : 4),
             Column(field: .worker, title: "WORKER", width: wide ? 12 : 7),
@@ -440,10 +448,14 @@ enum DashboardView {
                         row: 0,
                         column: TextWidth.width(label) + fieldWidth + TextWidth.width(priorityLabel) + priority.cursorColumn)
                 }
+                // A default shows selected: typing replaces it.
+                let shown = prompt.priority.isSelected
+                    ? [Segment(priority.text, .selected), Segment(String(repeating: " ", count: max(0, priorityWidth - TextWidth.width(priority.text))))]
+                    : [Segment(TextWidth.fit(priority.text, to: priorityWidth))]
                 return fitted([
                     Segment(label, .prompt), Segment(TextWidth.fit(command.text, to: fieldWidth)),
-                    Segment(priorityLabel, .dim), Segment(TextWidth.fit(priority.text, to: priorityWidth)),
-                ], width: width)
+                    Segment(priorityLabel, .dim),
+                ] + shown, width: width)
             }
         case .confirm(let confirmation):
             let text: String

@@ -3,7 +3,7 @@ enum TableAction: Hashable, Sendable, CaseIterable {
     case moveUp, moveDown, pageUp, pageDown, moveToTop, moveToBottom
     case showOutput, enqueue, cancel, raisePriority, lowerPriority, retry, togglePause
     case fewerSlots, moreSlots, filter, cycleSort, help, quit, interrupt
-    case toggleGroupPause, setGroupLimit
+    case toggleGroupPause, setGroupLimit, toggleFollow
 }
 
 /// One entry of the key table: the keys, how help shows them, and what they do.
@@ -30,6 +30,8 @@ enum KeyBindings {
         KeyBinding(keys: [.pageDown], label: "PgDn", summary: "one page down", action: .pageDown),
         KeyBinding(keys: [.home, .char("g")], label: "Home g", summary: "first job", action: .moveToTop),
         KeyBinding(keys: [.end, .char("G")], label: "End G", summary: "last job", action: .moveToBottom),
+        KeyBinding(keys: [.char("F")], label: "F", summary: "follow the selected job as it moves (again: the cursor keeps its row)",
+                   action: .toggleFollow),
         KeyBinding(keys: [.enter], label: "Enter", summary: "show the job's output (Esc/q returns)", action: .showOutput,
                    footer: ("Enter", "Output")),
         KeyBinding(keys: [.char("n")], label: "n", summary: "enqueue a shell command (Tab: priority; @group after:a,b first)", action: .enqueue,

@@ -129,7 +129,9 @@ struct RunSession {
         reader?.stop()
         await running.value
         let followed = await following.value
-        let wall = ContinuousClock.now - started
+        var wall = ContinuousClock.now - started
+        // The dashboard may stay open long after the last job ended: the run's time is until then.
+        if isScreen, let last = followed.lastFinish, last < wall { wall = last }
         let goodbyeSignal = await stopListening(signals: signals)
         // Under the dashboard, what a signal meant is what the dashboard made of it (SIGWINCH
         // and a first SIGINT do not end a run); a signal during the workers' goodbye ends it.

@@ -1,0 +1,163 @@
+import Foundation
+import Scheduler
+import Testing
+@testable import TUI
+
+/// What a user who lives in htop, k9s and lazygit tried and found broken (issue 13): each test
+/// failed before its fix.
+@Suite("Power-user bugs")
+@MainActor
+struct PowerUserTests {
+    /// Two running jobs (1, 2) and eighteen queued (3...20), on two slots.
+    func busyBoard() -> ModelBuilder {
+        var builder = ModelBuilder()
+        for n in 1...20 { builder.submit(n, "job \(n)", at: Double(n) / 100) }
+        builder.start(1, at: 1)
+        builder.start(2, on: localTwo, at: 1)
+        return builder
+    }
+
+    @Test("A selected job that finishes leaves the cursor on its row: the view is not dragged to the finished jobs")
+    func selectionKeepsItsRow() {
+        // Given the second running job selected on a 10-row table
+        var builder = busyBoard()
+        var model = builder.prepared(rows: 10)
+        _ = model.handle(.down)
+        #expect(model.selectedID == jobID(2))
+        #expect(model.selectedIndex == 1)
+        // When it finishes (it moves below the 18 queued jobs)
+        builder.model = model
+        builder.apply(.succeeded(jobID(2), attempts: 1), at: 2)
+        model = builder.model
+        model.prepare(tableRows: 10)
+        // Then the cursor keeps its row and the view its top: the job now there is selected
+        #expect(model.selectedIndex == 1)
+        #expect(model.top == 0)
+        #expect(model.selectedID != jobID(2))
+    }
+
+    @Test("F follows the selected job wherever it moves")
+    func followMode() {
+        // Given the second running job selected, and F pressed
+        var builder = busyBoard()
+        var model = builder.prepared(rows: 10)
+        _ = model.handle(.down)
+        _ = model.handle(.char("F"))
+        #expect(model.isFollowing)
+        // When it finishes
+        builder.model = model
+        builder.apply(.succeeded(jobID(2), attempts: 1), at: 2)
+        model = builder.model
+        model.prepare(tableRows: 10)
+        // Then the selection went with it, and the view scrolled to show it
+        #expect(model.selectedID == jobID(2))
+        #expect(model.selectedIndex == 19)
+        #expect(model.top == 10)
+        #expect(screen(model).lines[1].contains("FOLLOW"))
+    }
+
+    @Test("Every key of a burst counts: ++++ asks for four steps up, --- then three down")
+    func priorityBurst() {
+        // Given a queued job selected
+        var model = busyBoard().prepared(rows: 10)
+        _ = model.handle(.down)
+        _ = model.handle(.down)
+        let id = model.selectedID!
+        // When + comes four times before the scheduler says anything
+        var commands: [DashboardCommand] = []
+        for _ in 0..<4 { commands += model.handle(.char("+")) }
+        // Then each asks for one more than the last
+        #expect(commands == (1...4).map { .reprioritize(id, to: $0) })
+        // and once the scheduler reports them, - starts from there
+        for to in 1...4 {
+            model.apply(SchedulerEvent(seq: 100 + UInt64(to), time: .seconds(3), kind: .reprioritized(id, from: to - 1, to: to)))
+        }
+        #expect(model.handle(.char("-")) == [.reprioritize(id, to: 3)])
+    }
+}
+
+extension PowerUserTests {
+    @Test("The priority field's default is selected: typing replaces it, - starts a negative number", arguments: [
+        ("5", 5), ("-3", -3), ("12", 12),
+    ])
+    func priorityFieldReplacesItsDefault(typed: String, priority: Int) {
+        // Given the n prompt with a command, on its priority field
+        var model = busyBoard().prepared(rows: 10)
+        _ = model.handle(.char("n"))
+        for character in "make" { _ = model.handle(.char(character)) }
+        _ = model.handle(.tab)
+        // When a priority is typed and Enter pressed
+        for character in typed { _ = model.handle(.char(character)) }
+        // Then it is the priority submitted, not appended to the 0
+        #expect(model.handle(.enter) == [.submit(command: "make", priority: priority)])
+    }
+
+    @Test("A priority out of range is said under the prompt as it is typed, and Enter keeps the prompt open")
+    func priorityOutOfRange() {
+        var model = busyBoard().prepared(rows: 10)
+        _ = model.handle(.char("n"))
+        _ = model.handle(.char("x"))
+        _ = model.handle(.tab)
+        for _ in 0..<20 { _ = model.handle(.char("9")) }
+        #expect(screen(model).lines.contains { $0.contains("priority out of range") })
+        #expect(model.handle(.enter) == [])
+        #expect(screen(model).lines.contains { $0.contains("not submitted: priority out of range") })
+        guard case .prompt = model.mode else { Issue.record("the prompt closed"); return }
+    }
+
+    @Test("The PRI column is as wide as the widest priority shown", arguments: [80, 120])
+    func priorityColumnWidth(columns: Int) {
+        var builder = ModelBuilder()
+        builder.submit(1, "big", priority: 10_000)
+        builder.submit(2, "very negative", priority: -1_000_000)
+        let lines = screen(builder.prepared(), columns: columns).lines
+        #expect(lines.contains { $0.contains(" 10000 ") })
+        #expect(lines.contains { $0.contains(" -1000000 ") })
+    }
+}
+
+extension PowerUserTests {
+    @Test("A filter that is a state's name lists only jobs in that state, whatever their commands say")
+    func stateFilter() {
+        // Given a running job whose command says "queued", a queued job and a finished one
+        var builder = ModelBuilder()
+        builder.submit(1, "echo queued")
+        builder.submit(2, "plain")
+        builder.submit(3, "echo queued too")
+        builder.start(1)
+        builder.start(3, on: localTwo)
+        builder.apply(.succeeded(jobID(3), attempts: 1), at: 1)
+        var model = builder.prepared()
+        // When the filter is "queued"
+        _ = model.handle(.char("/"))
+        for character in "queued" { _ = model.handle(.char(character)) }
+        _ = model.handle(.enter)
+        model.prepare(tableRows: 14)
+        // Then only the queued job is listed
+        #expect(model.orderedIDs == [jobID(2)])
+        // and "done" is the header's word for succeeded
+        _ = model.handle(.char("/"))
+        _ = model.handle(.control("u"))
+        for character in "done" { _ = model.handle(.char(character)) }
+        _ = model.handle(.enter)
+        model.prepare(tableRows: 14)
+        #expect(model.orderedIDs == [jobID(3)])
+    }
+
+    @Test("The 'cancelling …' note gives way to the outcome once the job has ended")
+    func staleCancellingMessage() {
+        // Given a running job cancelled with c, y
+        var builder = ModelBuilder()
+        builder.submit(1, "sleep 100")
+        builder.start(1)
+        var model = builder.prepared()
+        _ = model.handle(.char("c"))
+        #expect(model.handle(.char("y")) == [.cancel(jobID(1))])
+        #expect(model.message?.text.hasPrefix("cancelling") == true)
+        // When the scheduler says it is cancelled
+        builder.model = model
+        builder.apply(.cancelled(jobID(1)), at: 2)
+        // Then the note says so instead
+        #expect(builder.model.message?.text == "\(jobID(1).short) cancelled")
+    }
+}
