@@ -119,7 +119,18 @@ struct RunSession {
             let exit = await Dashboard.run(client: client, signals: screenSignals.stream, options: DashboardOptions(title: title))
             screenSignals.continuation.finish()
             if case .signal(let number) = exit { dashboardSignal = number }
+            let running = await client.currentSnapshot().count(.running)
             _ = try? await client.perform(.shutdown(.cancelRunning))
+            if dashboardSignal == SIGINT {
+                // A second Ctrl-C on the dashboard: the user wants out now, not after the grace.
+                if running > 0 { StandardError.write("jobtop: Ctrl-C again: killing every running job now\n") }
+                Scheduler.killAllJobProcessesNow()
+                listener?.dropConnectionsNow()
+            } else if running > 0 {
+                // The screen is gone while the jobs take their grace period to stop: say so.
+                let jobs = running == 1 ? "1 job" : "\(running) jobs"
+                StandardError.write("jobtop: stopping \(jobs)… (Ctrl-C again to kill now)\n")
+            }
         }
         let fed = await feeding.value
         if case .refused(let error) = fed {
