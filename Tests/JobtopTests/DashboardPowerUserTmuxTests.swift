@@ -65,3 +65,46 @@ struct DashboardPowerUserTmuxTests {
         #expect(errors.split(separator: "\n").count == 1, "stderr: \(errors)")
     }
 }
+
+extension DashboardPowerUserTmuxTests {
+    @Test("Without colors the selected row is in reverse video, whatever its state", arguments: ["NO_COLOR=1", "TERM=vt100"])
+    func monochromeSelection(setting: String) async throws {
+        let tmux = try TmuxSession(shape: Self.shape)
+        defer { tmux.close() }
+        try await tmux.run("env \(setting) \(TmuxSession.binary) -j 1 -c 'sleep 300' -c 'echo q1 > /dev/null' -c 'echo q2 > /dev/null'")
+        try await tmux.waitForDashboard("one running, two queued") { $0.contains { $0.contains("q2") && $0.contains("queued") } }
+        // The first row follows the reversed table header, whose attributes a capture does not
+        // repeat: the rows below it are checked.
+        tmux.keys("j")
+        tmux.keys("j")
+        let queued = try await tmux.waitForValue("the second queued row selected, in reverse") { () -> String? in
+            let row = Self.styledRows(tmux).first { $0.contains("echo q2") }
+            return row.flatMap { Self.isReverse($0) ? $0 : nil }
+        }
+        #expect(Self.isReverse(queued))
+        // Then back to the first queued row, and its neighbour below (not selected) is plain.
+        tmux.keys("k")
+        let rows = try await tmux.waitForValue("the first queued row selected, in reverse") { () -> [String]? in
+            let rows = Self.styledRows(tmux)
+            guard let row = rows.first(where: { $0.contains("echo q1") }), Self.isReverse(row) else { return nil }
+            return rows
+        }
+        #expect(!Self.isReverse(rows.first { $0.contains("echo q2") } ?? ""))
+        tmux.keys("C-c")
+        tmux.keys("C-c")
+        try await tmux.waitFor("the shell prompt") { $0.contains { $0.contains("jobtop: 3 jobs") } }
+    }
+
+    /// The screen's rows with their escape sequences (`capture-pane -e`).
+    static func styledRows(_ tmux: TmuxSession) -> [String] {
+        let output = (try? TmuxSession.tmux(["capture-pane", "-e", "-p", "-t", "0"], socket: tmux.socket).output) ?? ""
+        return output.components(separatedBy: "\n")
+    }
+
+    /// Whether the row starts in reverse video (SGR 7 before its first character).
+    static func isReverse(_ row: String) -> Bool {
+        guard let start = row.range(of: "\u{1B}["), start.lowerBound == row.startIndex,
+              let end = row[start.upperBound...].firstIndex(of: "m") else { return false }
+        return row[start.upperBound..<end].split(separator: ";").contains("7")
+    }
+}
