@@ -61,11 +61,45 @@ struct DashboardModel: Sendable {
     /// The output view of one job.
     struct OutputView: Equatable, Sendable {
         var id: JobID
+        /// The lines as shown (see ``displayLines(_:)``).
         var lines: [OutputLine] = []
         var dropped = 0
         var isLoaded = false
         /// The first line shown, or `nil` to follow the end.
         var top: Int?
+        /// Cells scrolled sideways (←/→), for lines wider than the screen.
+        var left = 0
+    }
+
+    /// A job's output as the output view shows it: the pieces of a line longer than the engine
+    /// hands on at once joined again, and a line that a `\r` redrew (a progress counter)
+    /// replaced by its redraw, as a terminal would show it.
+    static func displayLines(_ raw: [OutputLine]) -> [OutputLine] {
+        var result: [OutputLine] = []
+        result.reserveCapacity(raw.count)
+        for line in raw {
+            guard let last = result.last, last.stream == line.stream else {
+                result.append(line)
+                continue
+            }
+            switch last.ending {
+            case .none:
+                // The rest of a long line.
+                result[result.count - 1].text += line.text
+                result[result.count - 1].ending = line.ending
+            case .carriageReturn:
+                if line.text.isEmpty && line.ending == .newline {
+                    // `\r\n` split between two reads: the line just ends.
+                    result[result.count - 1].ending = .carriageReturnNewline
+                } else {
+                    // The line redrawn.
+                    result[result.count - 1] = line
+                }
+            default:
+                result.append(line)
+            }
+        }
+        return result
     }
 
     /// What the screen shows.
@@ -145,10 +179,14 @@ struct DashboardModel: Sendable {
     /// Shows a job's output once fetched.
     mutating func setOutput(of id: JobID, lines: [OutputLine], dropped: Int) {
         guard case .output(var view) = mode, view.id == id else { return }
-        view.lines = lines
+        // Scrolled back, the text stays put when the tail drops its oldest lines.
+        if let top = view.top, view.isLoaded, dropped > view.dropped {
+            view.top = max(0, top - (dropped - view.dropped))
+        }
+        view.lines = Self.displayLines(lines)
         view.dropped = dropped
         view.isLoaded = true
-        if let top = view.top { view.top = min(top, max(0, lines.count - 1)) }
+        if let top = view.top { view.top = min(top, max(0, view.lines.count - 1)) }
         mode = .output(view)
     }
 
@@ -642,6 +680,8 @@ struct DashboardModel: Sendable {
         case .pageDown: view.top = current + outputRows
         case .home, .char("g"): view.top = 0
         case .end, .char("G"), .char("f"): view.top = nil
+        case .right, .char("l"): view.left += 20
+        case .left, .char("h"): view.left = max(0, view.left - 20)
         default: return []
         }
         if let top = view.top, top >= last { view.top = nil }

@@ -567,11 +567,28 @@ enum DashboardView {
         let rows = size.rows - 2
         var lines: [ScreenLine] = []
         let job = model.board.jobs[view.id]
+        let isFinished = job?.state.isFinished ?? true
         var title = " Output of \(view.id.short)"
-        if let job { title += " · \(TextWidth.sanitize(job.displayName)) · \(job.state.name)" }
-        var detail = " · \(view.lines.count) lines"
+        var reason = ""
+        if let job {
+            title += " · \(TextWidth.sanitize(job.displayName)) · \(job.state.name)"
+            // Why it failed, said where its output is read.
+            switch job.state {
+            case .failed(let why, _): reason = ": \(why)"
+            case .waitingForRetry(_, let attempt, let why): reason = " (attempt \(attempt): \(why))"
+            case .skipped(let why): reason = ": \(why)"
+            default: break
+            }
+            title += TextWidth.sanitize(reason)
+        }
+        var detail = " · \(view.lines.count) \(view.lines.count == 1 ? "line" : "lines")"
         if view.dropped > 0 { detail += " (\(view.dropped) earlier dropped)" }
-        detail += view.top == nil ? " · following " : " · scrolled "
+        if view.left > 0 { detail += " · →\(view.left)" }
+        if view.top != nil {
+            detail += " · scrolled "
+        } else {
+            detail += isFinished ? " · ended " : " · following "
+        }
         let detailWidth = TextWidth.width(detail)
         lines.append(ScreenLine(
             fitted([Segment(title, .title)], width: max(0, width - detailWidth), padRole: .title).segments
@@ -582,15 +599,18 @@ enum DashboardView {
             let index = top + row
             if index < view.lines.count {
                 let line = view.lines[index]
-                lines.append(fitted([Segment(TextWidth.sanitize(line.text), line.stream == .stderr ? .failed : .normal)], width: width))
+                let segments = ANSIText.segments(line.text, base: line.stream == .stderr ? .failed : .normal)
+                lines.append(fitted(ANSIText.dropCells(segments, view.left), width: width))
             } else if row == 0 {
-                lines.append(fitted([Segment(view.isLoaded ? " (no output yet)" : " loading…", .dim)], width: width))
+                let empty = isFinished ? " (no output)" : " (no output yet)"
+                lines.append(fitted([Segment(view.isLoaded ? empty : " loading…", .dim)], width: width))
             } else {
                 lines.append(fitted([], width: width))
             }
         }
         lines.append(fitted([
             Segment("Esc", .footerKey), Segment("Back ", .footerLabel), Segment("↑↓", .footerKey), Segment("Scroll ", .footerLabel),
+            Segment("←→", .footerKey), Segment("Sideways ", .footerLabel),
             Segment("PgUp/PgDn", .footerKey), Segment("Page ", .footerLabel), Segment("End", .footerKey),
             Segment("Follow ", .footerLabel),
         ], width: width, padRole: .footerLabel))
