@@ -326,11 +326,25 @@ enum DashboardView {
         if board.workers.count > shownWorkers {
             workerLines.append([Segment(" … \(board.workers.count - shownWorkers) more", .dim)])
         }
-        let entries = board.log.suffix(rows)
-        // A narrow pane keeps the text and drops the times.
+        // A narrow pane keeps the text and drops the times. A line too long for the pane goes
+        // on in a second row (a number at its end is never cut); the newest lines that fit show.
         let showsTimes = eventWidth >= 30
-        let eventLines: [[Segment]] = entries.map { entry in
-            [Segment(showsTimes ? " \(Formatting.clock(entry.time)) " : " ", .dim), Segment(TextWidth.sanitize(entry.text), entry.role)]
+        var eventLines: [[Segment]] = []
+        if eventWidth > 0 {
+            for entry in board.log.reversed() {
+                let prefix = showsTimes ? " \(Formatting.clock(entry.time)) " : " "
+                let indent = String(repeating: " ", count: TextWidth.width(prefix))
+                let room = max(1, eventWidth - TextWidth.width(prefix))
+                let chunks = wrap(TextWidth.sanitize(entry.text), width: room, rows: 2)
+                let entryLines = chunks.enumerated().map { index, chunk in
+                    [Segment(index == 0 ? prefix : indent, .dim), Segment(chunk, entry.role)]
+                }
+                if eventLines.count + entryLines.count > rows {
+                    if eventLines.isEmpty { eventLines = Array(entryLines.prefix(rows)) }
+                    break
+                }
+                eventLines.insert(contentsOf: entryLines, at: 0)
+            }
         }
         let groupLines = groupWidth > 0 ? groupRows(model, rows: rows, width: groupWidth) : []
         for row in 0..<rows {
@@ -345,6 +359,40 @@ enum DashboardView {
             lines.append(ScreenLine(line))
         }
         return lines
+    }
+
+    /// `text` in pieces of at most `width` cells, at most `rows` of them (the last cut with
+    /// `…` if the text goes on). Breaks after a space when there is one in the second half.
+    static func wrap(_ text: String, width: Int, rows: Int) -> [String] {
+        var pieces: [String] = []
+        var rest = Substring(text)
+        while !rest.isEmpty {
+            if pieces.count == rows - 1 || TextWidth.width(rest) <= width {
+                pieces.append(TextWidth.truncate(String(rest), to: width))
+                break
+            }
+            var piece = ""
+            var used = 0
+            var index = rest.startIndex
+            while index < rest.endIndex {
+                let cells = TextWidth.width(String(rest[index]))
+                if used + cells > width { break }
+                piece.append(rest[index])
+                used += cells
+                index = rest.index(after: index)
+            }
+            if index == rest.startIndex { break }
+            // A word is not split when a space in the second half of the piece allows.
+            if index < rest.endIndex, rest[index] != " ", let space = piece.lastIndex(of: " "),
+               piece.distance(from: piece.startIndex, to: space) >= piece.count / 2 {
+                let keep = piece.distance(from: piece.startIndex, to: space) + 1
+                piece = String(piece.prefix(keep))
+                index = rest.index(rest.startIndex, offsetBy: keep)
+            }
+            pieces.append(piece)
+            rest = rest[index...]
+        }
+        return pieces
     }
 
     // MARK: - Groups panel

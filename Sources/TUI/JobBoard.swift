@@ -82,6 +82,13 @@ struct JobBoard: Sendable {
         return id.short
     }
 
+    /// How the event pane names a job: its name or command, cut to 24 cells, else (a job no
+    /// longer kept) its short id.
+    func tag(_ id: JobID) -> String {
+        guard let job = mirror.jobs[id] else { return id.short }
+        return TextWidth.truncate(TextWidth.sanitize(job.displayName), to: 24)
+    }
+
     /// The name of worker `id`, if it is known.
     func workerName(_ id: WorkerID) -> String? { mirror.worker(id)?.name }
 
@@ -153,6 +160,23 @@ struct JobBoard: Sendable {
         for job in snapshot.jobs { assignOrdinal(job.id) }
         needsSnapshot = false
         orderVersion &+= 1
+        if log.isEmpty { describe(snapshot) }
+    }
+
+    /// The first snapshot (a dashboard opened on a run under way, or `attach`): the event pane
+    /// starts with what is going on instead of staying empty until the next event.
+    private mutating func describe(_ snapshot: SchedulerSnapshot) {
+        let total = snapshot.jobs.count
+        guard total > 0 else { return }
+        let queued = mirror.count(.queued)
+        append(snapshot.time, "\(total) job\(total == 1 ? "" : "s") submitted, \(queued) queued", .queued)
+        var running = snapshot.jobs.filter { $0.state.kind == .running }
+        running.sort { ($0.startedAt ?? .zero) < ($1.startedAt ?? .zero) }
+        for job in running.suffix(logLimit / 2) {
+            guard case .running(let worker, let attempt, let since, _) = job.state else { continue }
+            let suffix = job.maxAttempts > 1 ? " (attempt \(attempt)/\(job.maxAttempts))" : ""
+            append(since, "\(tag(job.id)) started on \(workerName(worker) ?? worker.short)\(suffix)", .running)
+        }
     }
 
     // MARK: - Internals
@@ -169,7 +193,7 @@ struct JobBoard: Sendable {
             assignOrdinal(info.id)
             orderVersion &+= 1
             // A job submitted blocked or scheduled gets no event of its own for it.
-            var text = "\(info.id.short) submitted: \(info.displayName)"
+            var text = "submitted: \(tag(info.id))"
             switch info.state {
             case .blocked:
                 let waiting = info.dependencies.filter { mirror.jobs[$0]?.state.kind != .succeeded }
@@ -185,27 +209,27 @@ struct JobBoard: Sendable {
         case .started(let id, let attempt, let maxAttempts, let worker):
             let workerName = workerName(worker) ?? worker.short
             let suffix = maxAttempts > 1 ? " (attempt \(attempt)/\(maxAttempts))" : ""
-            append(time, "\(id.short) started on \(workerName)\(suffix)", .running)
+            append(time, "\(tag(id)) started on \(workerName)\(suffix)", .running)
         case .leftoverProcesses(let id, let count, let stopped):
             let processes = count == 1 ? "1 process" : "\(count) processes"
-            append(time, "\(id.short) left \(processes) in its group; \(stopped ? "stopped" : "kept") \(count == 1 ? "it" : "them")", .dim)
+            append(time, "\(tag(id)) left \(processes) in its group; \(stopped ? "stopped" : "kept") \(count == 1 ? "it" : "them")", .dim)
         case .stopping(let id, let reason):
-            append(time, "\(id.short) stopping (\(reason == .cancel ? "cancel" : "timeout"))", .waiting)
+            append(time, "\(tag(id)) stopping (\(reason == .cancel ? "cancel" : "timeout"))", .waiting)
         case .retryScheduled(let id, let failedAttempt, let reason, let nextAttempt, let at):
             let delay = formatDuration(max(.zero, at - time))
-            append(time, "\(id.short) attempt \(failedAttempt) failed (\(reason)); attempt \(nextAttempt) in \(delay)", .waiting)
+            append(time, "\(tag(id)) attempt \(failedAttempt) failed (\(reason)); attempt \(nextAttempt) in \(delay)", .waiting)
         case .requeued(let id, let reason):
-            append(time, "\(id.short) requeued: \(reason)", .queued)
+            append(time, "\(tag(id)) requeued: \(reason)", .queued)
         case .succeeded(let id, let attempts):
-            append(time, "\(id.short) succeeded\(attempts > 1 ? " after \(attempts) attempts" : "")", .succeeded)
+            append(time, "\(tag(id)) succeeded\(attempts > 1 ? " after \(attempts) attempts" : "")", .succeeded)
         case .failed(let id, let reason, let attempts):
-            append(time, "\(id.short) failed: \(reason)\(attempts > 1 ? " (\(attempts) attempts)" : "")", .failed)
+            append(time, "\(tag(id)) failed: \(reason)\(attempts > 1 ? " (\(attempts) attempts)" : "")", .failed)
         case .cancelled(let id):
-            append(time, "\(id.short) cancelled", .cancelled)
+            append(time, "\(tag(id)) cancelled", .cancelled)
         case .reprioritized(let id, let from, let to):
             // A priority changes a queued job's place even though its state stays.
             orderVersion &+= 1
-            append(time, "\(id.short) priority \(from) → \(to)", .normal)
+            append(time, "\(tag(id)) priority \(from) → \(to)", .normal)
         case .paused:
             append(time, "dispatch paused", .paused)
         case .resumed:
@@ -226,13 +250,13 @@ struct JobBoard: Sendable {
         case .batchHalted(_, let failed):
             append(time, "\(failed.short) failed: halting the run, cancelling the rest", .failed)
         case .blocked(let id, let waitingFor):
-            append(time, "\(id.short) blocked: waits for \(waitingFor.map(label(of:)).joined(separator: ", "))", .blocked)
+            append(time, "\(tag(id)) blocked: waits for \(waitingFor.map(label(of:)).joined(separator: ", "))", .blocked)
         case .released(let id):
-            append(time, "\(id.short) released: may start", .queued)
+            append(time, "\(tag(id)) released: may start", .queued)
         case .scheduled(let id, let at):
-            append(time, "\(id.short) scheduled: starts in \(formatDuration(max(.zero, at - time)))", .waiting)
+            append(time, "\(tag(id)) scheduled: starts in \(formatDuration(max(.zero, at - time)))", .waiting)
         case .skipped(let id, let reason):
-            append(time, "\(id.short) skipped: \(reason)", .skipped)
+            append(time, "\(tag(id)) skipped: \(reason)", .skipped)
         case .groupChanged(let group):
             append(time, Self.describe(group, before: groupBefore), group.isPaused ? .paused : .normal)
         }

@@ -161,3 +161,41 @@ extension PowerUserTests {
         #expect(builder.model.message?.text == "\(jobID(1).short) cancelled")
     }
 }
+
+extension PowerUserTests {
+    @Test("A dashboard opened on a run under way starts its event pane with what is going on, by name")
+    func eventsFromTheFirstSnapshot() async throws {
+        // Given a scheduler with two running jobs and one queued, seen first as a snapshot
+        let scheduler = Scheduler(configuration: .init(localSlots: 2, gracePeriod: .seconds(1)))
+        let running = Task { await scheduler.run() }
+        for name in ["first", "second", "third"] {
+            _ = try await scheduler.perform(.submit([DashboardControllerTests.waiting(name)], batch: nil))
+        }
+        var snapshot = await scheduler.currentSnapshot()
+        while snapshot.count(.running) < 2 {
+            await Task.yield()
+            snapshot = await scheduler.currentSnapshot()
+        }
+        var model = DashboardModel()
+        model.apply(snapshot: snapshot, seq: snapshot.seq)
+        // Then the pane says so at once, naming the jobs
+        let texts = model.board.log.map(\.text)
+        #expect(texts.first == "3 jobs submitted, 1 queued")
+        #expect(Set(texts.dropFirst()) == ["first started on local-1", "second started on local-2"])
+        await scheduler.shutdown(.cancelRunning)
+        await running.value
+    }
+
+    @Test("The event pane names jobs, and a long line goes on in a second row instead of losing its numbers")
+    func eventNamesAndWrapping() {
+        var builder = ModelBuilder()
+        builder.submit(1, "curl --retry 0 https://example.com/a/long/path", maxAttempts: 3)
+        builder.apply(.started(jobID(1), attempt: 1, maxAttempts: 3, worker: localOne.id), at: 1)
+        builder.apply(.retryScheduled(jobID(1), failedAttempt: 1, reason: .exitStatus(7), nextAttempt: 2, at: .seconds(93)), at: 1)
+        let lines = screen(builder.prepared(), rows: 24, columns: 80).lines
+        #expect(!lines.contains { $0.contains("00000001") && $0.contains("started") })
+        #expect(lines.contains { $0.contains("curl --retry 0") })
+        #expect(lines.contains { $0.contains("started on") }, "\(lines.joined(separator: "\n"))")
+        #expect(lines.contains { $0.contains("attempt 2 in 1m32s") }, "\(lines.joined(separator: "\n"))")
+    }
+}
