@@ -3,7 +3,8 @@ import Scheduler
 
 /// How the job table is ordered.
 enum SortKey: String, CaseIterable, Sendable {
-    /// Running, then queued in run order, then waiting to retry, then finished newest first.
+    /// Running (in submission order), then queued in run order, then waiting to retry, then
+    /// finished newest first.
     case state
     /// Highest priority first.
     case priority
@@ -298,7 +299,7 @@ struct DashboardModel: Sendable {
 
     /// A job's place in the table as numbers compared in order.
     ///
-    /// By state: running (oldest start first), queued in run order (priority, then
+    /// By state: running (in submission order), queued in run order (priority, then
     /// submission), waiting (soonest retry first), finished (newest first).
     ///
     /// "Descending" fields are stored as their bitwise complement (`~x`, which is `-x - 1`):
@@ -318,8 +319,10 @@ struct DashboardModel: Sendable {
             let priority = Int64(truncatingIfNeeded: job.priority)
             id = job.id
             switch job.state {
-            case .running(_, _, let since, _):
-                (rank, a, b, c) = (0, Self.nanoseconds(job.startedAt ?? since), submitted, ordinal)
+            case .running:
+                // Submission order: the same from one run to the next (start times a few
+                // microseconds apart come in whatever order the slots report them).
+                (rank, a, b, c) = (0, submitted, ordinal, 0)
             case .queued:
                 (rank, a, b, c) = (1, ~priority, submitted, ordinal)
             case .waitingForRetry(let until, _, _), .scheduled(let until):
@@ -366,8 +369,16 @@ struct DashboardModel: Sendable {
         switch mode {
         case .table: return handleTable(key)
         case .help:
-            if key == .control("c") { return interrupt() }
-            mode = .table
+            // A screen too short for every line scrolls; any other key returns.
+            let last = max(0, DashboardView.helpLineCount - outputRows)
+            switch key {
+            case .control("c"): return interrupt()
+            case .up, .char("k"): helpTop = max(0, helpTop - 1)
+            case .down, .char("j"): helpTop = min(last, helpTop + 1)
+            case .pageUp: helpTop = max(0, helpTop - outputRows)
+            case .pageDown, .char(" "): helpTop = min(last, helpTop + outputRows)
+            default: mode = .table
+            }
             return []
         case .prompt(let prompt): return handlePrompt(key, prompt)
         case .confirm(let confirmation): return handleConfirm(key, confirmation)
@@ -450,6 +461,7 @@ struct DashboardModel: Sendable {
             clampSelection()
             message = Segment("sorted by \(sort.rawValue)", .message)
         case .help:
+            helpTop = 0
             mode = .help
         case .quit:
             return quit()
@@ -689,6 +701,8 @@ struct DashboardModel: Sendable {
         return []
     }
 
-    /// Rows of output the output view shows (the screen minus its header and footer).
+    /// Rows of output the output view shows (the screen minus its header and footer); help's too.
     var outputRows: Int = 20
+    /// The first line of help shown.
+    private(set) var helpTop = 0
 }

@@ -37,10 +37,10 @@ enum DashboardView {
     /// The frame for `model` on a screen of `size` at scheduler time `now`.
     static func render(_ model: DashboardModel, size: TerminalSize, now: SchedulerTime) -> Frame {
         guard size.rows >= minimumSize.rows, size.columns >= minimumSize.columns else {
-            return tooSmall(size)
+            return tooSmall(size, mode: model.mode)
         }
         switch model.mode {
-        case .help: return help(size: size)
+        case .help: return help(size: size, top: model.helpTop)
         case .output(let view): return output(view, model: model, size: size, now: now)
         default: return main(model, size: size, now: now)
         }
@@ -108,7 +108,7 @@ enum DashboardView {
 
     private static func headerCounts(_ model: DashboardModel, width: Int) -> [Segment] {
         let board = model.board
-        var segments = [Segment(" \(model.title) ", .title), Segment(" ")]
+        var segments: [Segment] = []
         var parts: [(JobStateKind, String, Role)] = [
             (.running, "running", .running), (.queued, "queued", .queued), (.waiting, "waiting", .waiting),
             (.blocked, "blocked", .blocked), (.scheduled, "scheduled", .waiting),
@@ -121,6 +121,10 @@ enum DashboardView {
         let title = TextWidth.width(model.title) + 3
         let full = parts.reduce(title) { $0 + TextWidth.width("\(board.count($1.0)) \($1.1)") + 3 }
         if full > width { parts.removeAll { board.count($0.0) == 0 } }
+        // The counts are never cut: the title gives way first.
+        let counts = parts.reduce(0) { $0 + TextWidth.width("\(board.count($1.0)) \($1.1)") + 3 } - 3
+        let titleRoom = max(6, width - counts - 3)
+        segments += [Segment(" \(TextWidth.truncate(model.title, to: titleRoom - 2)) ", .title), Segment(" ")]
         for (offset, part) in parts.enumerated() {
             if offset > 0 { segments.append(Segment(" · ", .dim)) }
             let count = board.count(part.0)
@@ -506,15 +510,21 @@ enum DashboardView {
                 ] + shown, width: width)
             }
         case .confirm(let confirmation):
-            let text: String
+            var text: String
             switch confirmation {
             case .cancel(let id, let name):
-                // The name is cut short so that the y/n choice always shows at 80 columns.
+                // The name is cut short so that the y/n choice always shows at 80 columns, and
+                // shorter still (down to nothing) on a narrow screen.
                 let shown = TextWidth.truncate(TextWidth.sanitize(name), to: 24)
                 text = " Cancel job \(id.short) (\(shown))? y = cancel it, n = keep it "
+                if TextWidth.width(text) > width {
+                    let room = width - TextWidth.width(" Cancel \(id.short) ()? y/n ")
+                    text = room >= 4
+                        ? " Cancel \(id.short) (\(TextWidth.truncate(TextWidth.sanitize(name), to: room)))? y/n "
+                        : " Cancel \(id.short)? y/n "
+                }
             case .quit(let active):
-                let jobs = active == 1 ? "1 job is" : "\(active) jobs are"
-                text = " \(jobs) still queued or running. Cancel them and quit? y = quit, n = stay "
+                text = confirmQuitText(active: active, width: width)
             }
             return fitted([Segment(text, .prompt)], width: width)
         default:
@@ -526,6 +536,14 @@ enum DashboardView {
             }
             return fitted([], width: width)
         }
+    }
+
+    /// The quit question, in the words that fit `width`.
+    static func confirmQuitText(active: Int, width: Int) -> String {
+        let jobs = active == 1 ? "1 job is" : "\(active) jobs are"
+        let text = " \(jobs) still queued or running. Cancel them and quit? y = quit, n = stay "
+        guard TextWidth.width(text) > width else { return text }
+        return " Cancel \(active == 1 ? "1 active job" : "\(active) active jobs") and quit? y/n "
     }
 
     /// The status line's word on the selected job when it waits for something other than a
@@ -601,9 +619,15 @@ enum DashboardView {
 
     private static func footer(width: Int) -> ScreenLine {
         var segments: [Segment] = []
-        for entry in KeyBindings.footer(width: width - 1) {
-            segments.append(Segment(" " + entry.key, .footerKey))
-            segments.append(Segment(" " + entry.label + " ", .footerLabel))
+        let footer = KeyBindings.footer(width: width - 1)
+        for (index, entry) in footer.entries.enumerated() {
+            if footer.isCompact {
+                segments.append(Segment((index == 0 ? "" : " ") + entry.key, .footerKey))
+                segments.append(Segment(entry.label, .footerLabel))
+            } else {
+                segments.append(Segment(" " + entry.key, .footerKey))
+                segments.append(Segment(" " + entry.label + " ", .footerLabel))
+            }
         }
         return fitted(segments, width: width)
     }
@@ -665,9 +689,8 @@ enum DashboardView {
         return Frame(lines: lines, cursor: nil)
     }
 
-    private static func help(size: TerminalSize) -> Frame {
-        let width = size.columns
-        var lines: [ScreenLine] = [fitted([Segment(" jobtop keys", .title)], width: width, padRole: .title)]
+    /// Help's body, one entry per line.
+    private static func helpBody() -> [[Segment]] {
         let entries = KeyBindings.helpLines
         let labelWidth = entries.reduce(0) { max($0, TextWidth.width($1.label)) }
         var body: [[Segment]] = entries.map { line in
@@ -677,19 +700,42 @@ enum DashboardView {
         body.append([Segment("  its group and the jobs that must succeed first: @gpu after:fetch train.sh", .dim)])
         body.append([Segment("  In prompts: ←/→ Home/End move, Backspace, Ctrl-U clears, Tab switches field,", .dim)])
         body.append([Segment("  Enter submits, Esc aborts.", .dim)])
-        for row in 0..<(size.rows - 2) {
-            lines.append(fitted(row < body.count ? body[row] : [], width: width))
+        return body
+    }
+
+    /// Lines of help, for scrolling it.
+    static let helpLineCount = helpBody().count
+
+    private static func help(size: TerminalSize, top: Int) -> Frame {
+        let width = size.columns
+        var lines: [ScreenLine] = [fitted([Segment(" jobtop keys", .title)], width: width, padRole: .title)]
+        let body = helpBody()
+        let rows = size.rows - 2
+        let top = max(0, min(top, body.count - rows))
+        for row in 0..<rows {
+            let index = top + row
+            lines.append(fitted(index < body.count ? body[index] : [], width: width))
         }
-        lines.append(fitted([Segment(" Press any key to return", .footerLabel)], width: width, padRole: .footerLabel))
+        let footer = body.count > rows
+            ? " ↑↓ PgUp PgDn scroll (\(top + 1)–\(min(body.count, top + rows)) of \(body.count)) · any other key returns"
+            : " Press any key to return"
+        lines.append(fitted([Segment(footer, .footerLabel)], width: width, padRole: .footerLabel))
         return Frame(lines: lines, cursor: nil)
     }
 
-    private static func tooSmall(_ size: TerminalSize) -> Frame {
-        let message = [
+    private static func tooSmall(_ size: TerminalSize, mode: DashboardModel.Mode) -> Frame {
+        var message = [
             "Terminal too small: \(size.columns)×\(size.rows)",
             "jobtop needs at least \(minimumSize.columns)×\(minimumSize.rows).",
             "Enlarge the window, or press q to quit.",
         ]
+        // A question asked (q with jobs active) must show, or y/n would act unseen.
+        if case .confirm(let confirmation) = mode {
+            switch confirmation {
+            case .quit(let active): message[2] = "Quit, cancelling \(active) job\(active == 1 ? "" : "s")? y/n"
+            case .cancel(let id, _): message[2] = "Cancel \(id.short)? y/n"
+            }
+        }
         var lines: [ScreenLine] = []
         let first = max(0, (size.rows - message.count) / 2)
         for row in 0..<max(0, size.rows) {

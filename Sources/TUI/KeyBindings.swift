@@ -113,16 +113,20 @@ enum KeyBindings {
     /// Which footer entries a narrow screen leaves out first.
     static let footerDropOrder: [TableAction] = [.showOutput, .moreSlots, .retry, .cycleSort, .filter, .raisePriority, .togglePause]
 
-    /// The footer's entries for a screen `width` cells wide, in order.
-    static func footer(width: Int) -> [(key: String, label: String)] {
+    /// The footer's entries for a screen `width` cells wide, in order, and whether they are
+    /// drawn compact (htop's `F1Help`: no space between key and label, one between entries),
+    /// which an 80-column screen needs to show every key.
+    static func footer(width: Int) -> (entries: [(key: String, label: String)], isCompact: Bool) {
         var actions = footerOrder
-        func cells(_ actions: [TableAction]) -> Int {
+        func cells(_ actions: [TableAction], compact: Bool) -> Int {
+            // Compact entries are one space apart, the first at the edge.
             actions.compactMap { action in table.first { $0.action == action }?.footer }
-                .reduce(0) { $0 + TextWidth.width($1.key) + TextWidth.width($1.label) + 3 }
+                .reduce(compact ? -1 : 0) { $0 + TextWidth.width($1.key) + TextWidth.width($1.label) + (compact ? 1 : 3) }
         }
-        for dropped in footerDropOrder where cells(actions) > width {
+        let isCompact = cells(actions, compact: false) > width
+        for dropped in footerDropOrder where cells(actions, compact: isCompact) > width {
             actions.removeAll { $0 == dropped }
         }
-        return actions.compactMap { action in table.first { $0.action == action }?.footer }
+        return (actions.compactMap { action in table.first { $0.action == action }?.footer }, isCompact)
     }
 }

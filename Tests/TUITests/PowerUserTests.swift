@@ -199,3 +199,71 @@ extension PowerUserTests {
         #expect(lines.contains { $0.contains("attempt 2 in 1m32s") }, "\(lines.joined(separator: "\n"))")
     }
 }
+
+extension PowerUserTests {
+    @Test("Running rows keep their submission order, whichever started first")
+    func runningOrder() {
+        var builder = ModelBuilder()
+        builder.submit(1, "first", at: 0)
+        builder.submit(2, "second", at: 0.01)
+        builder.start(2, on: localTwo, at: 1)
+        builder.start(1, at: 1.001)
+        #expect(builder.prepared().orderedIDs == [jobID(1), jobID(2)])
+    }
+
+    /// A board with a long title and a job in every common state.
+    func fullHeaderModel() -> DashboardModel {
+        var builder = busyBoard()
+        builder.model.title = "jobtop: examples/a-long-job-file-name.toml"
+        builder.apply(.succeeded(jobID(1), attempts: 1), at: 2)
+        builder.apply(.cancelled(jobID(3)), at: 2)
+        builder.apply(.started(jobID(4), attempt: 1, maxAttempts: 1, worker: localOne.id), at: 2)
+        builder.apply(.failed(jobID(4), reason: .exitStatus(1), attempts: 1), at: 3)
+        return builder.prepared()
+    }
+
+    @Test("At 80×24 the header keeps every count (the title gives way) and the footer every key")
+    func eightyByTwentyFour() {
+        let lines = screen(fullHeaderModel(), rows: 24, columns: 80).lines
+        for count in ["1 running", "16 queued", "1 done", "1 failed", "1 cancelled"] {
+            #expect(lines[0].contains(count), "\(lines[0])")
+        }
+        for key in ["Help", "New", "Cancel", "Prio", "Retry", "Pause", "Slots", "Filter", "Sort", "Output", "Quit"] {
+            #expect(lines[23].contains(key), "\(lines[23])")
+        }
+    }
+
+    @Test("At 60×15 help scrolls to its last line")
+    func helpScrolls() {
+        var model = fullHeaderModel()
+        model.outputRows = 13
+        _ = model.handle(.char("?"))
+        let first = screen(model, rows: 15, columns: 60).lines
+        #expect(first[14].contains("scroll"))
+        #expect(!first.contains { $0.contains("Enter submits, Esc aborts.") })
+        for _ in 0..<40 { _ = model.handle(.down) }
+        #expect(model.mode == .help)
+        let last = screen(model, rows: 15, columns: 60).lines
+        #expect(last[13].contains("Enter submits, Esc aborts."))
+        _ = model.handle(.char("x"))
+        #expect(model.mode == .table)
+    }
+
+    @Test("At 50 columns the y/n questions show whole")
+    func narrowQuestions() {
+        var model = fullHeaderModel()
+        _ = model.handle(.char("q"))
+        #expect(screen(model, rows: 20, columns: 50).lines.contains { $0.contains("and quit? y/n") })
+        _ = model.handle(.char("n"))
+        _ = model.handle(.home)
+        _ = model.handle(.char("c"))
+        #expect(screen(model, rows: 20, columns: 50).lines.contains { $0.contains("? y/n") && $0.contains("Cancel ") })
+    }
+
+    @Test("On a screen too small to draw, q's question shows")
+    func tooSmallShowsTheQuestion() {
+        var model = fullHeaderModel()
+        _ = model.handle(.char("q"))
+        #expect(screen(model, rows: 8, columns: 40).lines.contains { $0.contains("Quit, cancelling 17 jobs? y/n") })
+    }
+}
