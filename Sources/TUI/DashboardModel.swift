@@ -70,6 +70,8 @@ struct DashboardModel: Sendable {
         var top: Int?
         /// Cells scrolled sideways (←/→), for lines wider than the screen.
         var left = 0
+        /// Whether the job's details show above its output (`d` toggles).
+        var showsDetails = true
     }
 
     /// A job's output as the output view shows it: the pieces of a line longer than the engine
@@ -692,6 +694,10 @@ struct DashboardModel: Sendable {
         case .pageDown: view.top = current + outputRows
         case .home, .char("g"): view.top = 0
         case .end, .char("G"), .char("f"): view.top = nil
+        case .char("d"), .tab:
+            view.showsDetails.toggle()
+            mode = .output(view)
+            return []
         case .right, .char("l"): view.left += 20
         case .left, .char("h"): view.left = max(0, view.left - 20)
         default: return []

@@ -27,7 +27,7 @@ enum DashboardView {
 
     /// One column of the job table.
     struct Column {
-        enum Field { case id, name, group, state, priority, progress, attempts, worker, time }
+        enum Field { case id, name, group, state, priority, progress, attempts, worker, time, reason }
         var field: Field
         var title: String
         var width: Int
@@ -63,7 +63,9 @@ enum DashboardView {
         }
         // Beyond JobSpec.priorityRange (which the scheduler never reports) it is cut.
         priorityWidth = min(priorityWidth, 8)
-        let columns = tableColumns(width: width, groups: model.board.hasGroups, priorityWidth: priorityWidth)
+        let board = model.board
+        let reasons = board.count(.failed) + board.count(.waiting) + board.count(.skipped) > 0
+        let columns = tableColumns(width: width, groups: board.hasGroups, priorityWidth: priorityWidth, reasons: reasons)
         lines.append(tableHeader(columns, width: width))
         for row in 0..<layout.tableRows {
             let index = model.top + row
@@ -155,7 +157,7 @@ enum DashboardView {
     }
 
     /// The table's columns for a screen `width` wide; GROUP only when `groups` are in use.
-    static func tableColumns(width: Int, groups: Bool, priorityWidth: Int = 0) -> [Column] {
+    static func tableColumns(width: Int, groups: Bool, priorityWidth: Int = 0, reasons: Bool = false) -> [Column] {
         let wide = width >= 100
         let barWidth = wide ? 10 : 6
         var columns = [
@@ -171,11 +173,13 @@ enum DashboardView {
             Column(field: .worker, title: "WORKER", width: wide ? 12 : 7),
             Column(field: .time, title: "TIME", width: wide ? 13 : 10),
         ]
+        // Why failed jobs failed, on a screen wide enough, while some job has a reason.
+        if reasons && width >= 110 { columns.append(Column(field: .reason, title: "WHY", width: 14)) }
         func nameWidth() -> Int {
             width - columns.filter { $0.field != .name }.reduce(0) { $0 + $1.width + 1 } - 1
         }
         // Narrow screens give up the least useful columns before the name gets too short.
-        for dropped in [Column.Field.worker, .attempts, .priority, .group] where nameWidth() < 16 {
+        for dropped in [Column.Field.reason, .worker, .attempts, .priority, .group] where nameWidth() < 16 {
             columns.removeAll { $0.field == dropped }
         }
         if let index = columns.firstIndex(where: { $0.field == .name }) { columns[index].width = max(4, nameWidth()) }
@@ -224,6 +228,8 @@ enum DashboardView {
                 segments.append(Segment(TextWidth.fit(TextWidth.sanitize(name), to: w), .dim))
             case .time:
                 segments.append(Segment(TextWidth.fit(timeCell(job, now: now), to: w)))
+            case .reason:
+                segments.append(Segment(TextWidth.fit(TextWidth.sanitize(reasonText(job) ?? ""), to: w), stateRole(job.state)))
             }
         }
         var line = fitted(segments, width: width)
@@ -665,9 +671,18 @@ enum DashboardView {
         lines.append(ScreenLine(
             fitted([Segment(title, .title)], width: max(0, width - detailWidth), padRole: .title).segments
                 + fitted([Segment(detail, .title)], width: min(width, detailWidth), padRole: .title).segments))
-        let last = max(0, view.lines.count - rows)
+        // The job's details, then a rule, then as much output as fits.
+        var details: [ScreenLine] = []
+        if view.showsDetails, let job {
+            let room = max(2, (size.rows - 2) / 2)
+            details = jobDetails(job, board: model.board, width: width, now: now, rows: room - 1)
+            details.append(fitted([Segment(String(repeating: "─", count: width), .dim)], width: width))
+        }
+        lines.append(contentsOf: details)
+        let outputRows = max(1, rows - details.count)
+        let last = max(0, view.lines.count - outputRows)
         let top = min(view.top ?? last, last)
-        for row in 0..<rows {
+        for row in 0..<outputRows {
             let index = top + row
             if index < view.lines.count {
                 let line = view.lines[index]
@@ -682,11 +697,73 @@ enum DashboardView {
         }
         lines.append(fitted([
             Segment("Esc", .footerKey), Segment("Back ", .footerLabel), Segment("↑↓", .footerKey), Segment("Scroll ", .footerLabel),
-            Segment("←→", .footerKey), Segment("Sideways ", .footerLabel),
+            Segment("←→", .footerKey), Segment("Sideways ", .footerLabel), Segment("d", .footerKey), Segment("Details ", .footerLabel),
             Segment("PgUp/PgDn", .footerKey), Segment("Page ", .footerLabel), Segment("End", .footerKey),
             Segment("Follow ", .footerLabel),
         ], width: width, padRole: .footerLabel))
         return Frame(lines: lines, cursor: nil)
+    }
+
+    /// The details panel of a job, at most `rows` lines: what it runs, where it belongs, what
+    /// it waits for, each attempt (worker, start, duration, outcome) and why it failed.
+    static func jobDetails(_ job: JobInfo, board: JobBoard, width: Int, now: SchedulerTime, rows: Int) -> [ScreenLine] {
+        func line(_ label: String, _ value: [Segment]) -> ScreenLine {
+            fitted([Segment(" " + TextWidth.fit(label, to: 9), .dim)] + value, width: width)
+        }
+        var lines: [ScreenLine] = []
+        lines.append(line("command", [Segment(TextWidth.sanitize(job.command))]))
+        var about = [Segment("\(job.id.short)")]
+        if let name = job.name { about.append(Segment(" · name \(TextWidth.sanitize(name))")) }
+        about.append(Segment(" · group \(TextWidth.sanitize(job.group)) · priority \(job.priority)"))
+        if let key = job.key { about.append(Segment(" · key \(TextWidth.sanitize(key))")) }
+        about.append(Segment(" · submitted \(Formatting.clock(job.submittedAt))", .dim))
+        lines.append(line("job", about))
+        if !job.dependencies.isEmpty {
+            var after: [Segment] = []
+            for (index, id) in job.dependencies.enumerated() {
+                if index > 0 { after.append(Segment(", ")) }
+                after.append(Segment(TextWidth.sanitize(board.label(of: id))))
+                if let other = board.jobs[id] {
+                    after += [Segment(" ("), Segment(other.state.name, stateRole(other.state)), Segment(")")]
+                }
+            }
+            lines.append(line("after", after))
+        }
+        var state: [Segment] = [Segment(job.state.name, stateRole(job.state))]
+        if let reason = reasonText(job) { state.append(Segment(": " + TextWidth.sanitize(reason), stateRole(job.state))) }
+        state.append(Segment(" · attempts \(job.attempts)/\(job.maxAttempts)", .dim))
+        lines.append(line("state", state))
+        var attempts = board.attempts[job.id] ?? []
+        if attempts.isEmpty, let started = job.startedAt {
+            // Started before the dashboard watched: what the job record says.
+            attempts = [JobBoard.Attempt(number: job.attempts, worker: "", start: started, end: job.finishedAt,
+                                         outcome: job.state.isFinished ? (reasonText(job) ?? job.state.name) : nil)]
+        }
+        let room = max(0, rows - lines.count)
+        if attempts.count > room, room > 0 {
+            attempts = Array(attempts.suffix(room - 1))
+            lines.append(line("", [Segment("… earlier attempts not shown", .dim)]))
+        }
+        for attempt in attempts.suffix(room) {
+            let duration = Formatting.compact(max(.zero, (attempt.end ?? now) - attempt.start))
+            var text = "\(attempt.number)"
+            if !attempt.worker.isEmpty { text += " on \(TextWidth.sanitize(attempt.worker))" }
+            text += " at \(Formatting.clock(attempt.start)), \(duration)"
+            let outcome = attempt.outcome ?? "running"
+            let role: Role = attempt.outcome == nil ? .running : (outcome == "succeeded" ? .succeeded : .failed)
+            lines.append(line("attempt", [Segment(text + ": "), Segment(TextWidth.sanitize(outcome), role)]))
+        }
+        return Array(lines.prefix(rows))
+    }
+
+    /// Why a job failed, waits to retry, or was skipped; `nil` for the others.
+    static func reasonText(_ job: JobInfo) -> String? {
+        switch job.state {
+        case .failed(let reason, _): reason.description
+        case .waitingForRetry(_, _, let reason): reason.description
+        case .skipped(let reason): reason.description
+        default: nil
+        }
     }
 
     /// Help's body, one entry per line.

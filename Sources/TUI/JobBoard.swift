@@ -37,6 +37,20 @@ struct JobBoard: Sendable {
     /// never come once per event.
     private(set) var fullPasses = 0
 
+    /// One attempt of a job, as the dashboard saw it: for the details panel.
+    struct Attempt: Equatable, Sendable {
+        var number: Int
+        var worker: String
+        var start: SchedulerTime
+        var end: SchedulerTime?
+        /// How it ended (`exit 1`, `succeeded`, `cancelled`), once it has.
+        var outcome: String?
+    }
+
+    /// The attempts of each job seen starting while the dashboard watched (a snapshot gives
+    /// only the current one); dropped with the job.
+    private(set) var attempts: [JobID: [Attempt]] = [:]
+
     /// Lines kept in the event log.
     var logLimit: Int
 
@@ -142,8 +156,12 @@ struct JobBoard: Sendable {
         if let id = event.kind.jobID, let after = mirror.jobs[id]?.state.kind, after != before {
             orderVersion &+= 1
         }
+        recordAttempt(event)
         if !evicted.isEmpty {
-            for id in evicted { ordinals[id] = nil }
+            for id in evicted {
+                ordinals[id] = nil
+                attempts[id] = nil
+            }
             orderVersion &+= 1
         }
         if event.kind.isFinal { finished(at: time) }
@@ -157,6 +175,12 @@ struct JobBoard: Sendable {
         mirror.apply(SchedulerEvent(seq: snapshot.seq, time: snapshot.time, kind: .snapshot(snapshot)))
         // Ordinals: kept for the jobs still here, new ones in the snapshot's order.
         ordinals = ordinals.filter { mirror.jobs[$0.key] != nil }
+        attempts = attempts.filter { mirror.jobs[$0.key] != nil }
+        // A running job seen first in a snapshot: its current attempt.
+        for job in snapshot.jobs where attempts[job.id] == nil {
+            guard case .running(let worker, let attempt, let since, _) = job.state else { continue }
+            attempts[job.id] = [Attempt(number: attempt, worker: workerName(worker) ?? worker.short, start: since)]
+        }
         for job in snapshot.jobs { assignOrdinal(job.id) }
         needsSnapshot = false
         orderVersion &+= 1
@@ -180,6 +204,26 @@ struct JobBoard: Sendable {
     }
 
     // MARK: - Internals
+
+    /// Keeps the attempt history: a start opens an attempt, an end closes it.
+    private mutating func recordAttempt(_ event: SchedulerEvent) {
+        func close(_ id: JobID, _ outcome: String) {
+            guard var list = attempts[id], let last = list.indices.last, list[last].end == nil else { return }
+            list[last].end = event.time
+            list[last].outcome = outcome
+            attempts[id] = list
+        }
+        switch event.kind {
+        case .started(let id, let attempt, _, let worker):
+            attempts[id, default: []].append(Attempt(number: attempt, worker: workerName(worker) ?? worker.short, start: event.time))
+        case .retryScheduled(let id, _, let reason, _, _): close(id, reason.description)
+        case .failed(let id, let reason, _): close(id, reason.description)
+        case .succeeded(let id, _): close(id, "succeeded")
+        case .cancelled(let id): close(id, "cancelled")
+        case .requeued(let id, let reason): close(id, "requeued: \(reason)")
+        default: break
+        }
+    }
 
     /// The event pane's line for `event`, if it gets one.
     private mutating func describe(_ event: SchedulerEvent, workerName leavingName: String?, groupBefore: JobGroup?) {

@@ -123,7 +123,7 @@ struct RunSession {
             _ = try? await client.perform(.shutdown(.cancelRunning))
             if dashboardSignal == SIGINT {
                 // A second Ctrl-C on the dashboard: the user wants out now, not after the grace.
-                if running > 0 { StandardError.write("jobtop: Ctrl-C again: killing every running job now\n") }
+                if running > 0 { StandardError.write("jobtop: Ctrl-C again: killing the jobs' process groups now\n") }
                 Scheduler.killAllJobProcessesNow()
                 listener?.dropConnectionsNow()
             } else if running > 0 {

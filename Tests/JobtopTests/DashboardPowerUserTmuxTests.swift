@@ -28,7 +28,7 @@ struct DashboardPowerUserTmuxTests {
         // The grace is ten minutes: only a kill ends it within the wait.
         let after = try await tmux.waitFor("the exit status") { $0.contains { $0.hasPrefix("exit=") } }
         #expect(after.contains { $0.contains("exit=130") })
-        #expect(after.contains { $0.contains("killing every running job now") })
+        #expect(after.contains { $0.contains("jobtop: Ctrl-C again: killing the jobs' process groups now") })
     }
 
     @Test("q, y with a job that takes its grace says it is stopping, and Ctrl-C then kills it")

@@ -7,14 +7,15 @@ import Testing
 @Suite("Output view")
 @MainActor
 struct OutputViewTests {
-    /// Job 1 running, its output view open.
-    func openView(state: (inout ModelBuilder) -> Void = { _ in }) -> DashboardModel {
+    /// Job 1 running, its output view open (without the details panel unless asked).
+    func openView(details: Bool = false, state: (inout ModelBuilder) -> Void = { _ in }) -> DashboardModel {
         var builder = ModelBuilder()
         builder.submit(1, "chatty")
         builder.start(1)
         state(&builder)
         var model = builder.prepared()
         _ = model.handle(.enter)
+        if !details { _ = model.handle(.char("d")) }
         return model
     }
 
@@ -85,5 +86,35 @@ struct OutputViewTests {
         model.setOutput(of: jobID(1), lines: [], dropped: 0)
         #expect(screen(model).lines[1].contains("(no output)"))
         #expect(!screen(model).lines[1].contains("yet"))
+    }
+
+    @Test("Enter shows the job's details above its output: command, group, each attempt with its worker and outcome, why it failed")
+    func detailsPanel() {
+        let model = openView(details: true) { builder in
+            builder.apply(.retryScheduled(jobID(1), failedAttempt: 1, reason: .exitStatus(2), nextAttempt: 2, at: .seconds(5)), at: 3)
+            builder.apply(.started(jobID(1), attempt: 2, maxAttempts: 3, worker: localTwo.id), at: 5)
+            builder.apply(.failed(jobID(1), reason: .signal(9), attempts: 2), at: 8)
+        }
+        let lines = screen(model, rows: 30, columns: 100).lines
+        #expect(lines[1].contains("command") && lines[1].contains("chatty"))
+        #expect(lines.contains { $0.contains("group default") && $0.contains("priority 0") })
+        #expect(lines.contains { $0.contains("state") && $0.contains("failed: killed by SIGKILL") })
+        #expect(lines.contains { $0.contains("attempt") && $0.contains("1 on local-1 at 00:00, 3s: exit 2") })
+        #expect(lines.contains { $0.contains("attempt") && $0.contains("2 on local-2 at 00:05, 3s: killed by SIGKILL") })
+        #expect(lines.contains { $0.hasPrefix("────") })
+    }
+}
+
+extension OutputViewTests {
+    @Test("A wide table gets a WHY column with the short reason of failed jobs")
+    func reasonColumn() {
+        var builder = ModelBuilder()
+        builder.submit(1, "false")
+        builder.start(1)
+        builder.apply(.failed(jobID(1), reason: .exitStatus(1), attempts: 1), at: 1)
+        let wide = screen(builder.prepared(), rows: 24, columns: 120).lines
+        #expect(wide[2].contains("WHY"))
+        #expect(wide.contains { $0.contains("false") && $0.contains("failed") && $0.hasSuffix("exit 1        ") })
+        #expect(!screen(builder.prepared(), rows: 24, columns: 80).lines[2].contains("WHY"))
     }
 }
