@@ -139,9 +139,38 @@ enum DashboardView {
         let board = model.board
         let remote = board.workers.filter { $0.kind == .remote }
         let busy = board.count(.running)
-        var left = [
-            Segment(" slots \(busy)/\(board.totalSlots)"),
-            Segment(" · ", .dim), Segment("\(Formatting.rate(board.jobsPerSecond(now: now))) jobs/s"),
+        var left: [Segment] = []
+        // The run at a glance: done/total with a bar, ETA from the last minute's finish rate,
+        // the finish rate as a sparkline, the slots in use as a bar.
+        let finished = board.count(.succeeded) + board.count(.failed) + board.count(.cancelled) + board.count(.skipped)
+        let total = finished + board.activeCount
+        if total > 0 {
+            let fraction = Double(finished) / Double(total)
+            let bar = Formatting.bar(fraction, width: width >= 100 ? 12 : 8)
+            left += [
+                Segment(" "), Segment(bar.filled, .progressFill), Segment(bar.empty, .progressEmpty),
+                Segment(" \(finished)/\(total) \(Formatting.percent(fraction))"),
+            ]
+            let rate = board.minuteRate(now: now)
+            let active = board.activeCount
+            if active > 0 && rate > 0 {
+                left += [Segment(" · ", .dim), Segment("ETA \(Formatting.compact(seconds: Double(active) / rate))")]
+            }
+            left.append(Segment(" · ", .dim))
+        } else {
+            left.append(Segment(" "))
+        }
+        let counts = board.finishes(lastSeconds: width >= 100 ? 20 : 10, now: now)
+        left += [
+            Segment(sparkline(counts), .running), Segment(" \(Formatting.rate(board.jobsPerSecond(now: now)))/s"),
+            Segment(" · ", .dim), Segment("slots "),
+        ]
+        if width >= 100 {
+            let slotBar = Formatting.bar(board.totalSlots > 0 ? Double(busy) / Double(board.totalSlots) : 0, width: 6)
+            left += [Segment(slotBar.filled, .progressFill), Segment(slotBar.empty, .progressEmpty), Segment(" ")]
+        }
+        left += [
+            Segment("\(busy)/\(board.totalSlots)"),
             Segment(" · ", .dim), Segment("up \(Formatting.compact(now))"),
             Segment(" · ", .dim), Segment("workers \(board.localSlots) local, \(remote.count) remote"),
         ]
@@ -154,6 +183,16 @@ enum DashboardView {
         let rightWidth = right.reduce(0) { $0 + TextWidth.width($1.text) }
         let leftLine = fitted(left, width: max(0, width - rightWidth - 1))
         return leftLine.segments + [Segment(" ")] + right
+    }
+
+    /// `▁▃█` for counts: each one cell, scaled to the largest (all zero: the lowest bar).
+    static func sparkline(_ counts: [Int]) -> String {
+        let bars = Array("▁▂▃▄▅▆▇█")
+        let top = counts.max() ?? 0
+        guard top > 0 else { return String(repeating: bars[0], count: counts.count) }
+        return String(counts.map { count in
+            count == 0 ? bars[0] : bars[min(bars.count - 1, max(1, Int((Double(count) / Double(top) * Double(bars.count - 1)).rounded(.up))))]
+        })
     }
 
     /// The table's columns for a screen `width` wide; GROUP only when `groups` are in use.
@@ -324,10 +363,15 @@ enum DashboardView {
             let name = TextWidth.fit(TextWidth.sanitize(worker.name), to: 10)
             let retiring = board.retiring.contains(worker.id) ? " (leaving)" : ""
             if let job = jobs.first {
-                let load = worker.slots > 1 ? "busy \(jobs.count)/\(worker.slots)" : "busy"
-                workerLines.append([
-                    Segment(" \(name) "), Segment(load, .running), Segment(retiring, .dim),
-                    Segment(" " + TextWidth.sanitize(job.displayName)),
+                var load = [Segment("busy", .running)]
+                if worker.slots > 1 {
+                    // A worker of several slots: how full it is, as a bar.
+                    let bar = Formatting.bar(Double(jobs.count) / Double(worker.slots), width: min(8, worker.slots))
+                    load = [Segment(bar.filled, .progressFill), Segment(bar.empty, .progressEmpty),
+                            Segment(" \(jobs.count)/\(worker.slots)", .running)]
+                }
+                workerLines.append([Segment(" \(name) ")] + load + [
+                    Segment(retiring, .dim), Segment(" " + TextWidth.sanitize(job.displayName)),
                 ])
             } else {
                 workerLines.append([Segment(" \(name) "), Segment("idle", .dim), Segment(retiring, .dim)])

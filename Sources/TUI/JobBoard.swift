@@ -22,6 +22,9 @@ struct JobBoard: Sendable {
     private(set) var log: Deque<LogEntry> = []
     /// When recent jobs finished, for jobs/s.
     private var finishTimes: Deque<SchedulerTime> = []
+    /// Jobs finished in each second of the last minute that had any (scheduler seconds), oldest
+    /// first: the header's sparkline and ETA.
+    private(set) var finishesBySecond: Deque<(second: Int, count: Int)> = []
     /// The scheduler time of the last snapshot or event.
     private(set) var lastTime: SchedulerTime = .zero
     /// Bumped whenever the order or membership of the job table may have changed.
@@ -121,6 +124,24 @@ struct JobBoard: Sendable {
             if finishTimes[middle] > start { high = middle } else { low = middle + 1 }
         }
         return Double(finishTimes.count - low) / 5
+    }
+
+    /// Jobs finished in each of the `seconds` whole seconds up to `now`, oldest first.
+    func finishes(lastSeconds seconds: Int, now: SchedulerTime) -> [Int] {
+        let end = Formatting.wholeSeconds(now.seconds)
+        var counts = Array(repeating: 0, count: max(0, seconds))
+        for entry in finishesBySecond {
+            let offset = seconds - 1 - (end - entry.second)
+            if offset >= 0 && offset < seconds { counts[offset] += entry.count }
+        }
+        return counts
+    }
+
+    /// Jobs finished per second over the last minute (or since the start, if shorter).
+    func minuteRate(now: SchedulerTime) -> Double {
+        let window = min(60, max(1, now.seconds))
+        let counts = finishes(lastSeconds: 60, now: now)
+        return Double(counts.reduce(0, +)) / window
     }
 
     // MARK: - Updates
@@ -327,6 +348,13 @@ struct JobBoard: Sendable {
     }
 
     private mutating func finished(at time: SchedulerTime) {
+        let second = Formatting.wholeSeconds(time.seconds)
+        if let last = finishesBySecond.last, last.second == second {
+            finishesBySecond[finishesBySecond.count - 1].count += 1
+        } else {
+            finishesBySecond.append((second, 1))
+        }
+        while let first = finishesBySecond.first, first.second <= second - 60 { finishesBySecond.removeFirst() }
         finishTimes.append(time)
         while let first = finishTimes.first, first <= time - .seconds(5) { finishTimes.removeFirst() }
     }

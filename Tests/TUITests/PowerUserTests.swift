@@ -267,3 +267,22 @@ extension PowerUserTests {
         #expect(screen(model, rows: 8, columns: 40).lines.contains { $0.contains("Quit, cancelling 17 jobs? y/n") })
     }
 }
+
+extension PowerUserTests {
+    @Test("The header tells the run at a glance: done/total with a bar, ETA from the last minute, a throughput sparkline")
+    func headerAtAGlance() {
+        // Given 20 jobs, 10 finished over the last 10 seconds (one a second), 2 running
+        var builder = busyBoard()
+        for n in 3...12 {
+            builder.apply(.started(jobID(n), attempt: 1, maxAttempts: 1, worker: localOne.id), at: Double(n))
+            builder.apply(.succeeded(jobID(n), attempts: 1), at: Double(n) + 0.5)
+        }
+        let line = screen(builder.prepared(), rows: 24, columns: 120, now: 12.9).lines[1]
+        // Then: 10 of 20 done, a half-full bar; 10 active at 10 a minute (12.9 s window) → ETA 12s
+        #expect(line.contains("██████░░░░░░ 10/20 50%"), "\(line)")
+        #expect(line.contains("ETA 12s"), "\(line)")
+        // one bar per second: nothing 20 s ago, one finish a second for the last ten
+        #expect(line.contains("▁▁▁▁▁▁▁▁▁▁████████"), "\(line)")
+        #expect(line.contains("slots ██████ 2/2"), "\(line)")
+    }
+}
