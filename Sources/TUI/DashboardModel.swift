@@ -42,6 +42,8 @@ struct DashboardModel: Sendable {
     /// A question waiting for y/n.
     enum Confirmation: Equatable, Sendable {
         case cancel(JobID, name: String)
+        /// Cancel every one of these (the tagged jobs still active).
+        case cancelTagged([JobID])
         case quit(active: Int)
     }
 
@@ -134,6 +136,8 @@ struct DashboardModel: Sendable {
     private var selectedKind: JobStateKind?
     /// `F`: the cursor follows the selected job wherever it moves.
     private(set) var isFollowing = false
+    /// Jobs tagged with Space: `c`, `+`, `-` and `r` act on all of them.
+    private(set) var tagged: Set<JobID> = []
     /// Priorities asked for and not yet reported back: `++++` typed in one burst counts four
     /// steps, not one (each key starts from what the last one asked for).
     private var pendingPriorities: [JobID: Int] = [:]
@@ -165,6 +169,16 @@ struct DashboardModel: Sendable {
     }
 
     private func stateRoleName(_ state: JobState) -> Role { DashboardView.stateRole(state) }
+
+    /// The tagged jobs still on the board, in table order.
+    var liveTagged: [JobID] {
+        guard !tagged.isEmpty else { return [] }
+        // Tagged jobs a filter hides are acted on too.
+        let shown = order.filter { tagged.contains($0) }
+        guard shown.count < tagged.count else { return shown }
+        let shownSet = Set(shown)
+        return shown + tagged.filter { !shownSet.contains($0) && board.jobs[$0] != nil }.sorted()
+    }
 
     /// A priority change the scheduler refused: the next `+`/`-` starts from the job's own.
     mutating func priorityRefused(_ id: JobID) {
@@ -397,6 +411,15 @@ struct DashboardModel: Sendable {
         case .pageDown: select(index: selectedIndex + pageSize)
         case .moveToTop: select(index: 0)
         case .moveToBottom: select(index: order.count - 1)
+        case .toggleTag:
+            guard let job = selectedJob else { return noSelection() }
+            if tagged.remove(job.id) == nil { tagged.insert(job.id) }
+            // As in htop: the cursor moves on, so that Space Space Space tags a run of rows.
+            select(index: selectedIndex + 1)
+            message = Segment("\(tagged.count) tagged (c + - r act on them; U untags)", .message)
+        case .untagAll:
+            tagged = []
+            message = Segment("no job tagged", .message)
         case .toggleFollow:
             isFollowing.toggle()
             if isFollowing, let job = selectedJob {
@@ -410,6 +433,30 @@ struct DashboardModel: Sendable {
             return [.showOutput(job.id)]
         case .enqueue:
             mode = .prompt(Prompt(kind: .newJob, command: LineEditor(), priority: LineEditor("0", selected: true)))
+        case .cancel where !liveTagged.isEmpty:
+            let active = liveTagged.filter { board.jobs[$0].map { !$0.state.isFinished } ?? false }
+            guard !active.isEmpty else {
+                message = Segment("every tagged job has already ended", .error)
+                return []
+            }
+            mode = .confirm(.cancelTagged(active))
+        case .raisePriority where !liveTagged.isEmpty, .lowerPriority where !liveTagged.isEmpty:
+            var commands: [DashboardCommand] = []
+            for id in liveTagged {
+                guard let job = board.jobs[id], !job.state.isFinished else { continue }
+                let saved = message
+                commands += changePriority(of: job, raise: action == .raisePriority)
+                message = saved
+            }
+            message = Segment("\(commands.count) tagged job\(commands.count == 1 ? "" : "s") \(action == .raisePriority ? "raised" : "lowered")", .message)
+            return commands
+        case .retry where !liveTagged.isEmpty:
+            let retried = liveTagged.filter { id in
+                guard let kind = board.jobs[id]?.state.kind else { return false }
+                return kind == .failed || kind == .cancelled || kind == .skipped
+            }
+            message = Segment("\(retried.count) tagged job\(retried.count == 1 ? "" : "s") retried", .message)
+            return retried.map { .retry($0) }
         case .cancel:
             guard let job = selectedJob else { return noSelection() }
             guard !job.state.isFinished else {
@@ -664,6 +711,10 @@ struct DashboardModel: Sendable {
                 message = Segment("cancelling \(id.short)…", .message)
                 messageJob = id
                 return [.cancel(id)]
+            case .cancelTagged(let ids):
+                message = Segment("cancelling \(ids.count) tagged job\(ids.count == 1 ? "" : "s")…", .message)
+                tagged = []
+                return ids.map { .cancel($0) }
             case .quit:
                 return [.quit]
             }

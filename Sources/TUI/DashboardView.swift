@@ -237,8 +237,10 @@ enum DashboardView {
         _ job: JobInfo, columns: [Column], model: DashboardModel, selected: Bool, now: SchedulerTime, width: Int
     ) -> ScreenLine {
         var segments: [Segment] = []
-        for column in columns {
-            segments.append(Segment(" "))
+        let isTagged = model.tagged.contains(job.id)
+        for (index, column) in columns.enumerated() {
+            // A tagged row is marked in its first cell.
+            segments.append(index == 0 && isTagged ? Segment("*", .message) : Segment(" "))
             let w = column.width
             switch column.field {
             case .id:
@@ -575,6 +577,10 @@ enum DashboardView {
                 }
             case .quit(let active):
                 text = confirmQuitText(active: active, width: width)
+            case .cancelTagged(let ids):
+                let jobs = ids.count == 1 ? "1 tagged job" : "\(ids.count) tagged jobs"
+                text = " Cancel \(jobs)? y = cancel them, n = keep them "
+                if TextWidth.width(text) > width { text = " Cancel \(jobs)? y/n " }
             }
             return fitted([Segment(text, .prompt)], width: width)
         default:
@@ -817,9 +823,8 @@ enum DashboardView {
         var body: [[Segment]] = entries.map { line in
             [Segment("  "), Segment(TextWidth.fit(line.label, to: labelWidth), .footerKey), Segment("  " + line.summary)]
         }
-        body.append([Segment("  n: put @GROUP and after:NAME,NAME (names or ids) before the command to pick", .dim)])
-        body.append([Segment("  its group and the jobs that must succeed first: @gpu after:fetch train.sh", .dim)])
-        body.append([Segment("  In prompts: ←/→ Home/End move, Backspace, Ctrl-U clears, Tab switches field,", .dim)])
+        body.append([Segment("  n: @GROUP and after:NAME,NAME before the command: @gpu after:fetch train.sh", .dim)])
+        body.append([Segment("  In prompts: ←→ Home End move, Ctrl-U clears, Tab: the next field,", .dim)])
         body.append([Segment("  Enter submits, Esc aborts.", .dim)])
         return body
     }
@@ -855,6 +860,7 @@ enum DashboardView {
             switch confirmation {
             case .quit(let active): message[2] = "Quit, cancelling \(active) job\(active == 1 ? "" : "s")? y/n"
             case .cancel(let id, _): message[2] = "Cancel \(id.short)? y/n"
+            case .cancelTagged(let ids): message[2] = "Cancel \(ids.count) tagged? y/n"
             }
         }
         var lines: [ScreenLine] = []

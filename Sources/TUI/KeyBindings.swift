@@ -3,7 +3,7 @@ enum TableAction: Hashable, Sendable, CaseIterable {
     case moveUp, moveDown, pageUp, pageDown, moveToTop, moveToBottom
     case showOutput, enqueue, cancel, raisePriority, lowerPriority, retry, togglePause
     case fewerSlots, moreSlots, filter, cycleSort, help, quit, interrupt
-    case toggleGroupPause, setGroupLimit, toggleFollow
+    case toggleGroupPause, setGroupLimit, toggleFollow, toggleTag, untagAll
 }
 
 /// One entry of the key table: the keys, how help shows them, and what they do.
@@ -32,6 +32,9 @@ enum KeyBindings {
         KeyBinding(keys: [.end, .char("G")], label: "End G", summary: "last job", action: .moveToBottom),
         KeyBinding(keys: [.char("F")], label: "F", summary: "follow the selected job as it moves (again: the cursor keeps its row)",
                    action: .toggleFollow),
+        KeyBinding(keys: [.char(" ")], label: "Space", summary: "tag / untag the selected job (c + - r then act on every tagged job)",
+                   action: .toggleTag),
+        KeyBinding(keys: [.char("U")], label: "U", summary: "untag every job", action: .untagAll),
         KeyBinding(keys: [.enter], label: "Enter", summary: "show the job's output (Esc/q returns)", action: .showOutput,
                    footer: ("Enter", "Output")),
         KeyBinding(keys: [.char("n")], label: "n", summary: "enqueue a shell command (Tab: priority; @group after:a,b first)", action: .enqueue,
@@ -87,6 +90,7 @@ enum KeyBindings {
         (.moveToTop, .moveToBottom, "first / last job"),
         (.raisePriority, .lowerPriority, "raise / lower the selected job's priority"),
         (.fewerSlots, .moreSlots, "one local slot less / more"),
+        (.toggleTag, .untagAll, "tag the selected job (c + - r act on all tagged) / untag all"),
     ]
 
     /// Help's lines: each binding once, pairs on one line, as (keys, summary).

@@ -286,3 +286,32 @@ extension PowerUserTests {
         #expect(line.contains("slots ██████ 2/2"), "\(line)")
     }
 }
+
+extension PowerUserTests {
+    @Test("Space tags rows (the cursor moves on); c, + and r then act on every tagged job; U untags")
+    func tagging() {
+        // Given the first three queued jobs tagged
+        var builder = busyBoard()
+        builder.apply(.failed(jobID(20), reason: .exitStatus(1), attempts: 1), at: 2)
+        var model = builder.prepared(rows: 10)
+        _ = model.handle(.down)
+        _ = model.handle(.down)
+        for _ in 0..<3 { _ = model.handle(.char(" ")) }
+        #expect(model.tagged == [jobID(3), jobID(4), jobID(5)])
+        #expect(screen(model).lines.filter { $0.hasPrefix("*") }.count == 3)
+        // + raises each of them
+        #expect(model.handle(.char("+")) == [jobID(3), jobID(4), jobID(5)].map { .reprioritize($0, to: 1) })
+        // c asks once for all, y cancels all
+        #expect(model.handle(.char("c")) == [])
+        #expect(model.mode == .confirm(.cancelTagged([jobID(3), jobID(4), jobID(5)])))
+        #expect(screen(model).lines.contains { $0.contains("Cancel 3 tagged jobs? y = cancel them") })
+        #expect(model.handle(.char("y")) == [jobID(3), jobID(4), jobID(5)].map { .cancel($0) })
+        #expect(model.tagged.isEmpty)
+        // r on tagged finished jobs retries each; U untags
+        _ = model.handle(.end)
+        _ = model.handle(.char(" "))
+        #expect(model.handle(.char("r")) == [.retry(jobID(20))])
+        _ = model.handle(.char("U"))
+        #expect(model.tagged.isEmpty)
+    }
+}
