@@ -245,6 +245,9 @@ final class DashboardController {
         case .pauseGroup(let group): request = .pauseGroup(group)
         case .resumeGroup(let group): request = .resumeGroup(group)
         case .setGroupLimit(let group, let limit): request = .setGroupLimit(group, limit)
+        case .saveOutput(let id, let path):
+            let tail = await client.outputTail(of: id)
+            return Self.write(tail.lines, dropped: tail.dropped, to: path)
         case .showOutput, .quit, .forceQuit: return nil
         }
         let reply: SchedulerReply
@@ -270,6 +273,21 @@ final class DashboardController {
         default:
             return nil
         }
+    }
+
+    /// Writes output lines (their exact bytes) to `path`; says what was done, or why not.
+    private nonisolated static func write(_ lines: [OutputLine], dropped: Int, to path: String) -> Segment {
+        var data = Data()
+        for line in lines { data.append(contentsOf: line.rawBytes) }
+        do {
+            try data.write(to: URL(fileURLWithPath: path))
+        } catch {
+            let reason = (error as NSError).localizedFailureReason ?? (error as NSError).localizedDescription
+            return Segment("nothing written: cannot write \(path): \(reason)", .error)
+        }
+        let count = "\(lines.count) line\(lines.count == 1 ? "" : "s")"
+        let note = dropped > 0 ? " (the \(dropped) before them were not kept)" : ""
+        return Segment("wrote \(count) to \(path)\(note)", .message)
     }
 
     // MARK: - Scheduler events

@@ -30,6 +30,8 @@ enum DashboardCommand: Equatable, Sendable {
     case setGroupLimit(String, Int?)
     /// Fetch the job's output for the output view.
     case showOutput(JobID)
+    /// Write the job's output (its kept tail) to a file.
+    case saveOutput(JobID, path: String)
     /// Quit; active jobs are cancelled by the caller.
     case quit
     /// Quit at once (a second Ctrl-C).
@@ -53,6 +55,10 @@ struct DashboardModel: Sendable {
             case newJob, filter
             /// The limit of this group (the text is in `command`).
             case groupLimit(String)
+            /// A priority for these jobs (the text is in `priority`).
+            case setPriority([JobID])
+            /// The file to write this job's output to (the text is in `command`).
+            case saveOutput(JobID)
         }
         enum Field: Equatable, Sendable { case command, priority }
         var kind: Kind
@@ -114,6 +120,8 @@ struct DashboardModel: Sendable {
         case prompt(Prompt)
         case confirm(Confirmation)
         case output(OutputView)
+        /// Every event kept, full screen (`E`).
+        case events
     }
 
     var title: String
@@ -399,6 +407,7 @@ struct DashboardModel: Sendable {
         case .prompt(let prompt): return handlePrompt(key, prompt)
         case .confirm(let confirmation): return handleConfirm(key, confirmation)
         case .output(let view): return handleOutput(key, view)
+        case .events: return handleEvents(key)
         }
     }
 
@@ -512,6 +521,21 @@ struct DashboardModel: Sendable {
         case .help:
             helpTop = 0
             mode = .help
+        case .eventsView:
+            eventsTop = nil
+            mode = .events
+        case .setPriority:
+            let targets = liveTagged.isEmpty ? selectedJob.map { [$0.id] } ?? [] : liveTagged
+            let active = targets.filter { board.jobs[$0].map { !$0.state.isFinished } ?? false }
+            guard !active.isEmpty else {
+                message = Segment(targets.isEmpty ? "no job selected" : "only active jobs have a priority to change", .error)
+                return []
+            }
+            let current = board.jobs[active[0]].map { String(pendingPriorities[$0.id] ?? $0.priority) } ?? "0"
+            mode = .prompt(Prompt(kind: .setPriority(active), command: LineEditor(), priority: LineEditor(current, selected: true), field: .priority))
+        case .saveOutput:
+            guard let job = selectedJob else { return noSelection() }
+            mode = .prompt(Prompt(kind: .saveOutput(job.id), command: LineEditor("jobtop-\(job.id.short).log", selected: true), priority: LineEditor()))
         case .quit:
             return quit()
         case .interrupt:
@@ -570,6 +594,24 @@ struct DashboardModel: Sendable {
             case .filter:
                 setFilter(prompt.command.text)
                 return []
+            case .setPriority(let ids):
+                switch Self.priority(from: prompt.priority.text) {
+                case .success(let priority):
+                    for id in ids { pendingPriorities[id] = priority }
+                    return ids.map { .reprioritize($0, to: priority) }
+                case .failure(let problem):
+                    mode = .prompt(prompt)
+                    message = Segment("priority not changed: \(problem.description)", .error)
+                    return []
+                }
+            case .saveOutput(let id):
+                let path = prompt.command.text.trimmingCharacters(in: .whitespaces)
+                guard !path.isEmpty else {
+                    mode = .prompt(prompt)
+                    message = Segment("nothing written: give a file name", .error)
+                    return []
+                }
+                return [.saveOutput(id, path: path)]
             case .groupLimit(let group):
                 switch Self.groupLimit(from: prompt.command.text) {
                 case .success(let limit):
@@ -618,6 +660,8 @@ struct DashboardModel: Sendable {
                         message = Segment(problem.description, .error)
                     }
                 }
+            } else if case .saveOutput = prompt.kind {
+                prompt.command.handle(key)
             } else if prompt.field == .command || prompt.kind == .filter {
                 prompt.command.handle(key)
             } else if case .char(let c) = key, !(("0"..."9").contains(c) || c == "-") {
@@ -728,6 +772,28 @@ struct DashboardModel: Sendable {
         return []
     }
 
+    private mutating func handleEvents(_ key: Key) -> [DashboardCommand] {
+        let last = max(0, board.log.count - outputRows)
+        let current = eventsTop ?? last
+        switch key {
+        case .escape, .char("q"), .char("E"), .enter, .function(10):
+            mode = .table
+            return []
+        case .control("c"):
+            mode = .table
+            return interrupt()
+        case .up, .char("k"): eventsTop = max(0, current - 1)
+        case .down, .char("j"): eventsTop = current + 1
+        case .pageUp: eventsTop = max(0, current - outputRows)
+        case .pageDown: eventsTop = current + outputRows
+        case .home, .char("g"): eventsTop = 0
+        case .end, .char("G"): eventsTop = nil
+        default: return []
+        }
+        if let top = eventsTop, top >= last { eventsTop = nil }
+        return []
+    }
+
     private mutating func handleOutput(_ key: Key, _ view: OutputView) -> [DashboardCommand] {
         var view = view
         let last = max(0, view.lines.count - outputRows)
@@ -762,4 +828,6 @@ struct DashboardModel: Sendable {
     var outputRows: Int = 20
     /// The first line of help shown.
     private(set) var helpTop = 0
+    /// The first event shown in the events view, or `nil` to follow the newest.
+    private(set) var eventsTop: Int?
 }

@@ -41,6 +41,7 @@ enum DashboardView {
         }
         switch model.mode {
         case .help: return help(size: size, top: model.helpTop)
+        case .events: return events(model, size: size)
         case .output(let view): return output(view, model: model, size: size, now: now)
         default: return main(model, size: size, now: now)
         }
@@ -519,6 +520,21 @@ enum DashboardView {
         switch model.mode {
         case .prompt(let prompt):
             switch prompt.kind {
+            case .setPriority(let ids):
+                let label = ids.count == 1 ? " Priority of \(ids[0].short): " : " Priority of \(ids.count) tagged jobs: "
+                let fieldWidth = 9
+                let field = prompt.priority.visible(width: fieldWidth)
+                cursor = ScreenPosition(row: 0, column: TextWidth.width(label) + field.cursorColumn)
+                let shown = prompt.priority.isSelected ? Segment(TextWidth.fit(field.text, to: fieldWidth), .selected)
+                    : Segment(TextWidth.fit(field.text, to: fieldWidth))
+                let range = JobSpec.priorityRange
+                return fitted([Segment(label, .prompt), shown, Segment("  \(range.lowerBound) to \(range.upperBound), higher runs first", .dim)], width: width)
+            case .saveOutput(let id):
+                let label = " Write the output of \(id.short) to: "
+                let fieldWidth = max(4, width - TextWidth.width(label) - 1)
+                let field = prompt.command.visible(width: fieldWidth)
+                cursor = ScreenPosition(row: 0, column: TextWidth.width(label) + field.cursorColumn)
+                return fitted([Segment(label, .prompt), Segment(TextWidth.fit(field.text, to: fieldWidth), prompt.command.isSelected ? .selected : .normal)], width: width)
             case .groupLimit(let group):
                 let label = " Limit of group \(TextWidth.truncate(TextWidth.sanitize(group), to: 24)): "
                 let hint = "  1 or more · empty or - for none"
@@ -664,6 +680,10 @@ enum DashboardView {
             return footer(width: width)
         case .groupLimit:
             return fitted([Segment(" Enter sets it · Esc aborts · lowering it stops no running job", .dim)], width: width)
+        case .setPriority:
+            return fitted([Segment(" Enter sets it · Esc aborts · typing replaces the current one", .dim)], width: width)
+        case .saveOutput:
+            return fitted([Segment(" Enter writes the kept output (stdout and stderr, as written) · Esc aborts", .dim)], width: width)
         case .newJob:
             let range = JobSpec.priorityRange
             let hint = prompt.field == .command
@@ -814,6 +834,34 @@ enum DashboardView {
         case .skipped(let reason): reason.description
         default: nil
         }
+    }
+
+    /// `E`: every event kept, newest last, with times and job names; scrolls like the output view.
+    private static func events(_ model: DashboardModel, size: TerminalSize) -> Frame {
+        let width = size.columns
+        let rows = size.rows - 2
+        let log = model.board.log
+        let last = max(0, log.count - rows)
+        let top = min(model.eventsTop ?? last, last)
+        var detail = " · \(log.count) event\(log.count == 1 ? "" : "s") kept"
+        detail += model.eventsTop == nil ? " · following " : " · scrolled "
+        var lines = [fitted([Segment(" Events", .title), Segment(detail, .title)], width: width, padRole: .title)]
+        for row in 0..<rows {
+            let index = top + row
+            if index < log.count {
+                let entry = log[index]
+                lines.append(fitted([Segment(" \(Formatting.clock(entry.time)) ", .dim), Segment(TextWidth.sanitize(entry.text), entry.role)], width: width))
+            } else if row == 0 {
+                lines.append(fitted([Segment(" (no events yet)", .dim)], width: width))
+            } else {
+                lines.append(fitted([], width: width))
+            }
+        }
+        lines.append(fitted([
+            Segment("Esc", .footerKey), Segment("Back ", .footerLabel), Segment("↑↓", .footerKey), Segment("Scroll ", .footerLabel),
+            Segment("PgUp/PgDn", .footerKey), Segment("Page ", .footerLabel), Segment("End", .footerKey), Segment("Follow ", .footerLabel),
+        ], width: width, padRole: .footerLabel))
+        return Frame(lines: lines, cursor: nil)
     }
 
     /// Help's body, one entry per line.

@@ -3,7 +3,7 @@ enum TableAction: Hashable, Sendable, CaseIterable {
     case moveUp, moveDown, pageUp, pageDown, moveToTop, moveToBottom
     case showOutput, enqueue, cancel, raisePriority, lowerPriority, retry, togglePause
     case fewerSlots, moreSlots, filter, cycleSort, help, quit, interrupt
-    case toggleGroupPause, setGroupLimit, toggleFollow, toggleTag, untagAll
+    case toggleGroupPause, setGroupLimit, toggleFollow, toggleTag, untagAll, setPriority, saveOutput, eventsView
 }
 
 /// One entry of the key table: the keys, how help shows them, and what they do.
@@ -41,10 +41,13 @@ enum KeyBindings {
                    footer: ("n", "New")),
         KeyBinding(keys: [.char("c"), .function(9)], label: "c F9", summary: "cancel the selected job (asks y/n)",
                    action: .cancel, footer: ("c", "Cancel")),
-        KeyBinding(keys: [.char("+"), .char("="), .function(7)], label: "+ F7",
+        KeyBinding(keys: [.char("+"), .function(7)], label: "+ F7",
                    summary: "raise the selected job's priority", action: .raisePriority, footer: ("+-", "Prio")),
         KeyBinding(keys: [.char("-"), .function(8)], label: "- F8", summary: "lower the selected job's priority",
                    action: .lowerPriority),
+        KeyBinding(keys: [.char("=")], label: "=", summary: "set the selected (or tagged) jobs' priority to a number",
+                   action: .setPriority),
+        KeyBinding(keys: [.char("w")], label: "w", summary: "write the selected job's output to a file", action: .saveOutput),
         KeyBinding(keys: [.char("r")], label: "r", summary: "retry a failed, cancelled or skipped job", action: .retry,
                    footer: ("r", "Retry")),
         KeyBinding(keys: [.char("p")], label: "p", summary: "pause / resume starting jobs", action: .togglePause,
@@ -64,6 +67,7 @@ enum KeyBindings {
                    footer: ("s", "Sort")),
         KeyBinding(keys: [.char("?"), .function(1)], label: "? F1", summary: "this help", action: .help,
                    footer: ("?", "Help")),
+        KeyBinding(keys: [.char("E")], label: "E", summary: "every event, full screen and scrollable", action: .eventsView),
         KeyBinding(keys: [.char("q"), .function(10)], label: "q F10",
                    summary: "quit (asks first while jobs are active)", action: .quit, footer: ("q", "Quit")),
         KeyBinding(keys: [.control("c")], label: "Ctrl-C", summary: "like q; a second Ctrl-C forces", action: .interrupt),
@@ -91,6 +95,9 @@ enum KeyBindings {
         (.raisePriority, .lowerPriority, "raise / lower the selected job's priority"),
         (.fewerSlots, .moreSlots, "one local slot less / more"),
         (.toggleTag, .untagAll, "tag the selected job (c + - r act on all tagged) / untag all"),
+        (.showOutput, .saveOutput, "the job's details and output (Esc returns) / write its output to a file"),
+        (.help, .eventsView, "this help / every event, full screen"),
+        (.quit, .interrupt, "quit (asks while jobs are active) / the same; twice forces"),
     ]
 
     /// Help's lines: each binding once, pairs on one line, as (keys, summary).

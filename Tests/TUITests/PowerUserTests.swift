@@ -315,3 +315,39 @@ extension PowerUserTests {
         #expect(model.tagged.isEmpty)
     }
 }
+
+extension PowerUserTests {
+    @Test("= sets a priority directly: the current one is selected and typing replaces it")
+    func setPriorityDirectly() {
+        var model = busyBoard().prepared(rows: 10)
+        _ = model.handle(.down)
+        _ = model.handle(.down)
+        _ = model.handle(.char("="))
+        #expect(screen(model).lines.contains { $0.contains("Priority of \(jobID(3).short): 0") })
+        for character in "-250" { _ = model.handle(.char(character)) }
+        #expect(model.handle(.enter) == [.reprioritize(jobID(3), to: -250)])
+        // Out of range: refused, the prompt stays
+        _ = model.handle(.char("="))
+        for character in "5000000" { _ = model.handle(.char(character)) }
+        #expect(model.handle(.enter) == [])
+        #expect(screen(model).lines.contains { $0.contains("priority not changed: priority out of range") })
+    }
+
+    @Test("E shows every event full screen, scrollable, with job names; Esc returns")
+    func eventsView() {
+        var builder = busyBoard()
+        for _ in 0..<2 { for n in 3...20 { builder.apply(.reprioritized(jobID(n), from: 0, to: 1), at: 2) } }
+        var model = builder.prepared(rows: 10)
+        model.outputRows = 22
+        _ = model.handle(.char("E"))
+        var lines = screen(model).lines
+        #expect(lines[0].contains("Events") && lines[0].contains("following"))
+        #expect(lines[22].contains("job 20 priority 0 → 1"))
+        _ = model.handle(.home)
+        lines = screen(model).lines
+        #expect(lines[0].contains("scrolled"))
+        #expect(lines[1].contains("slots: 2 local"))
+        _ = model.handle(.escape)
+        #expect(model.mode == .table)
+    }
+}
