@@ -80,6 +80,10 @@ struct DashboardModel: Sendable {
         var left = 0
         /// Whether the job's details show above its output (`d` toggles).
         var showsDetails = true
+        /// The search being typed after `/`, if any.
+        var search: LineEditor?
+        /// The last search (`n`/`N` go on with it).
+        var query = ""
     }
 
     /// A job's output as the output view shows it: the pieces of a line longer than the engine
@@ -798,6 +802,40 @@ struct DashboardModel: Sendable {
         var view = view
         let last = max(0, view.lines.count - outputRows)
         let current = view.top ?? last
+        if var search = view.search {
+            // Typing a search: Enter finds it, Esc drops it.
+            switch key {
+            case .escape:
+                view.search = nil
+            case .enter:
+                view.search = nil
+                view.query = search.text
+                view = Self.find(in: view, from: current, forward: true, message: &message)
+            case .control("c"):
+                mode = .table
+                return interrupt()
+            default:
+                search.handle(key)
+                view.search = search
+            }
+            mode = .output(view)
+            return []
+        }
+        switch key {
+        case .char("/"):
+            view.search = LineEditor(view.query, selected: true)
+            mode = .output(view)
+            return []
+        case .char("n"), .char("N"):
+            guard !view.query.isEmpty else {
+                message = Segment("no search yet: / and a text first", .error)
+                return []
+            }
+            view = Self.find(in: view, from: key == .char("n") ? current + 1 : current - 1, forward: key == .char("n"), message: &message)
+            mode = .output(view)
+            return []
+        default: break
+        }
         switch key {
         case .escape, .char("q"), .enter, .function(10):
             mode = .table
@@ -822,6 +860,25 @@ struct DashboardModel: Sendable {
         if let top = view.top, top >= last { view.top = nil }
         mode = .output(view)
         return []
+    }
+
+    /// The output view scrolled to the next line (from `start`, wrapping around) that holds its
+    /// query, case-insensitively; a message says which match it is, or that there is none.
+    static func find(in view: OutputView, from start: Int, forward: Bool, message: inout Segment?) -> OutputView {
+        var view = view
+        let needle = view.query.lowercased()
+        let matches = view.lines.indices.filter { view.lines[$0].text.lowercased().contains(needle) }
+        guard !needle.isEmpty, !matches.isEmpty else {
+            message = Segment("'\(TextWidth.truncate(TextWidth.sanitize(view.query), to: 40))' is not in the kept output", .error)
+            return view
+        }
+        let found = forward
+            ? (matches.first { $0 >= start } ?? matches[0])
+            : (matches.last { $0 <= start } ?? matches[matches.count - 1])
+        view.top = found
+        let position = (matches.firstIndex(of: found) ?? 0) + 1
+        message = Segment("'\(TextWidth.truncate(TextWidth.sanitize(view.query), to: 40))': match \(position) of \(matches.count) (n next, N previous)", .message)
+        return view
     }
 
     /// Rows of output the output view shows (the screen minus its header and footer); help's too.

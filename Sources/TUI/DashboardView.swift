@@ -765,8 +765,19 @@ enum DashboardView {
                 lines.append(fitted([], width: width))
             }
         }
+        if let search = view.search {
+            let label = " Search: "
+            let field = search.visible(width: max(4, width - TextWidth.width(label) - 1))
+            lines.append(fitted([Segment(label, .prompt), Segment(field.text, search.isSelected ? .selected : .normal)], width: width))
+            return Frame(lines: lines, cursor: ScreenPosition(row: size.rows - 1, column: TextWidth.width(label) + field.cursorColumn))
+        }
+        if let message = model.message {
+            lines.append(fitted([Segment(" "), Segment(TextWidth.sanitize(message.text), message.role)], width: width))
+            return Frame(lines: lines, cursor: nil)
+        }
         lines.append(fitted([
             Segment("Esc", .footerKey), Segment("Back ", .footerLabel), Segment("↑↓", .footerKey), Segment("Scroll ", .footerLabel),
+            Segment("/", .footerKey), Segment("Search ", .footerLabel),
             Segment("←→", .footerKey), Segment("Sideways ", .footerLabel), Segment("d", .footerKey), Segment("Details ", .footerLabel),
             Segment("PgUp/PgDn", .footerKey), Segment("Page ", .footerLabel), Segment("End", .footerKey),
             Segment("Follow ", .footerLabel),

@@ -118,3 +118,28 @@ extension OutputViewTests {
         #expect(!screen(builder.prepared(), rows: 24, columns: 80).lines[2].contains("WHY"))
     }
 }
+
+extension OutputViewTests {
+    @Test("/ in the output view searches the kept output; n and N go to the next and previous match")
+    func search() {
+        var model = openView()
+        model.setOutput(of: jobID(1), lines: (1...100).map { OutputLine(stream: .stdout, text: $0 % 25 == 0 ? "ERROR at \($0)" : "ok \($0)") }, dropped: 0)
+        _ = model.handle(.home)
+        _ = model.handle(.char("/"))
+        #expect(screen(model).lines[23].contains("Search:"))
+        for character in "error" { _ = model.handle(.char(character)) }
+        _ = model.handle(.enter)
+        var lines = screen(model).lines
+        #expect(lines[1].hasPrefix("ERROR at 25"), "\(lines[1])")
+        #expect(lines[23].contains("match 1 of 4"))
+        _ = model.handle(.char("n"))
+        #expect(screen(model).lines[1].hasPrefix("ERROR at 50"))
+        _ = model.handle(.char("N"))
+        lines = screen(model).lines
+        #expect(lines[1].hasPrefix("ERROR at 25"))
+        _ = model.handle(.char("/"))
+        for character in "nowhere" { _ = model.handle(.char(character)) }
+        _ = model.handle(.enter)
+        #expect(screen(model).lines[23].contains("'nowhere' is not in the kept output"))
+    }
+}
