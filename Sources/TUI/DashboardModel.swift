@@ -126,6 +126,8 @@ struct DashboardModel: Sendable {
         case output(OutputView)
         /// Every event kept, full screen (`E`).
         case events
+        /// One lane per worker slot, jobs as bars over time (`t`).
+        case timeline
     }
 
     var title: String
@@ -412,6 +414,14 @@ struct DashboardModel: Sendable {
         case .confirm(let confirmation): return handleConfirm(key, confirmation)
         case .output(let view): return handleOutput(key, view)
         case .events: return handleEvents(key)
+        case .timeline:
+            switch key {
+            case .control("c"): return interrupt()
+            case .char("+"), .char("="): timelineMinutes = max(1, timelineMinutes / 2)
+            case .char("-"): timelineMinutes = min(60, timelineMinutes * 2)
+            default: mode = .table
+            }
+            return []
         }
     }
 
@@ -528,6 +538,8 @@ struct DashboardModel: Sendable {
         case .eventsView:
             eventsTop = nil
             mode = .events
+        case .timeline:
+            mode = .timeline
         case .setPriority:
             let targets = liveTagged.isEmpty ? selectedJob.map { [$0.id] } ?? [] : liveTagged
             let active = targets.filter { board.jobs[$0].map { !$0.state.isFinished } ?? false }
@@ -885,6 +897,8 @@ struct DashboardModel: Sendable {
     var outputRows: Int = 20
     /// The first line of help shown.
     private(set) var helpTop = 0
+    /// The minutes the timeline spans (`+` zooms in, `-` out).
+    private(set) var timelineMinutes = 2
     /// The first event shown in the events view, or `nil` to follow the newest.
     private(set) var eventsTop: Int?
 }

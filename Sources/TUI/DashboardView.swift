@@ -42,6 +42,7 @@ enum DashboardView {
         switch model.mode {
         case .help: return help(size: size, top: model.helpTop)
         case .events: return events(model, size: size)
+        case .timeline: return timeline(model, size: size, now: now)
         case .output(let view): return output(view, model: model, size: size, now: now)
         default: return main(model, size: size, now: now)
         }
@@ -847,6 +848,83 @@ enum DashboardView {
         }
     }
 
+    /// `t`: one lane per worker slot, each job's attempts as bars over the last minutes, colored
+    /// by outcome (running, succeeded, failed, cancelled): where the time went.
+    static func timeline(_ model: DashboardModel, size: TerminalSize, now: SchedulerTime) -> Frame {
+        let width = size.columns
+        let board = model.board
+        let span = Duration.seconds(model.timelineMinutes * 60)
+        let labelWidth = 12
+        let cells = max(1, width - labelWidth - 2)
+        let start = now - span
+        var lines = [fitted([
+            Segment(" Timeline", .title),
+            Segment(" · the last \(model.timelineMinutes) min, \(Formatting.compact(span / cells)) a cell · + zooms in, - out, any other key returns ", .title),
+        ], width: width, padRole: .title)]
+        // Lanes: each worker's slots; an attempt goes in the first lane of its worker free at its start.
+        var lanes: [(label: String, cells: [(Character, Role)])] = []
+        var laneIndex: [String: Int] = [:]
+        for worker in board.workers {
+            laneIndex[worker.name] = lanes.count
+            for slot in 0..<max(1, worker.slots) {
+                let label = worker.slots > 1 ? "\(worker.name)/\(slot + 1)" : worker.name
+                lanes.append((TextWidth.fit(TextWidth.sanitize(label), to: labelWidth), Array(repeating: ("·", .dim), count: cells)))
+            }
+        }
+        var spans: [(worker: String, attempt: JobBoard.Attempt)] = []
+        for (_, attempts) in board.attempts {
+            for attempt in attempts where (attempt.end ?? now) >= start { spans.append((attempt.worker, attempt)) }
+        }
+        spans.sort { $0.attempt.start < $1.attempt.start }
+        var busyByLane = Array(repeating: SchedulerTime.zero, count: lanes.count)
+        for (worker, attempt) in spans {
+            guard let first = laneIndex[worker] else { continue }
+            let slots = board.workers.first { $0.name == worker }.map { max(1, $0.slots) } ?? 1
+            let lane = (first..<first + slots).first { busyByLane[$0] <= attempt.start } ?? first
+            let end = attempt.end ?? now
+            busyByLane[lane] = max(busyByLane[lane], end)
+            let role: Role = switch attempt.outcome {
+            case nil: .running
+            case "succeeded": .succeeded
+            case "cancelled": .cancelled
+            default: .failed
+            }
+            let from = max(0, Int(((attempt.start - start) / span) * Double(cells)))
+            let to = min(cells - 1, max(from, Int(((end - start) / span) * Double(cells))))
+            guard from < cells else { continue }
+            for cell in from...to { lanes[lane].cells[cell] = ("█", role) }
+        }
+        let rows = size.rows - 3
+        for row in 0..<rows {
+            if row < lanes.count {
+                let lane = lanes[row]
+                var segments = [Segment(" " + lane.label + " ")]
+                var run = ""
+                var role = lane.cells.first?.1 ?? .dim
+                for (character, cellRole) in lane.cells {
+                    if cellRole != role {
+                        segments.append(Segment(run, role))
+                        run = ""
+                        role = cellRole
+                    }
+                    run.append(character)
+                }
+                segments.append(Segment(run, role))
+                lines.append(fitted(segments, width: width))
+            } else {
+                lines.append(fitted([], width: width))
+            }
+        }
+        // The time axis under the lanes.
+        let axis = " " + String(repeating: " ", count: labelWidth + 1) + "-\(model.timelineMinutes)m"
+        lines.append(fitted([Segment(axis, .dim), Segment(String(repeating: " ", count: max(0, width - TextWidth.width(axis) - 4)) + "now", .dim)], width: width))
+        lines.append(fitted([
+            Segment(" █", .running), Segment(" running ", .footerLabel), Segment("█", .succeeded), Segment(" succeeded ", .footerLabel),
+            Segment("█", .failed), Segment(" failed ", .footerLabel), Segment("█", .cancelled), Segment(" cancelled ", .footerLabel),
+        ], width: width, padRole: .footerLabel))
+        return Frame(lines: lines, cursor: nil)
+    }
+
     /// `E`: every event kept, newest last, with times and job names; scrolls like the output view.
     private static func events(_ model: DashboardModel, size: TerminalSize) -> Frame {
         let width = size.columns
@@ -883,8 +961,7 @@ enum DashboardView {
             [Segment("  "), Segment(TextWidth.fit(line.label, to: labelWidth), .footerKey), Segment("  " + line.summary)]
         }
         body.append([Segment("  n: @GROUP and after:NAME,NAME before the command: @gpu after:fetch train.sh", .dim)])
-        body.append([Segment("  In prompts: ←→ Home End move, Ctrl-U clears, Tab: the next field,", .dim)])
-        body.append([Segment("  Enter submits, Esc aborts.", .dim)])
+        body.append([Segment("  Prompts: ←→ Home End, Ctrl-U clears, Tab: field, Enter submits, Esc aborts.", .dim)])
         return body
     }
 

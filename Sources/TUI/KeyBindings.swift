@@ -3,7 +3,7 @@ enum TableAction: Hashable, Sendable, CaseIterable {
     case moveUp, moveDown, pageUp, pageDown, moveToTop, moveToBottom
     case showOutput, enqueue, cancel, raisePriority, lowerPriority, retry, togglePause
     case fewerSlots, moreSlots, filter, cycleSort, help, quit, interrupt
-    case toggleGroupPause, setGroupLimit, toggleFollow, toggleTag, untagAll, setPriority, saveOutput, eventsView
+    case toggleGroupPause, setGroupLimit, toggleFollow, toggleTag, untagAll, setPriority, saveOutput, eventsView, timeline
 }
 
 /// One entry of the key table: the keys, how help shows them, and what they do.
@@ -68,6 +68,8 @@ enum KeyBindings {
         KeyBinding(keys: [.char("?"), .function(1)], label: "? F1", summary: "this help", action: .help,
                    footer: ("?", "Help")),
         KeyBinding(keys: [.char("E")], label: "E", summary: "every event, full screen and scrollable", action: .eventsView),
+        KeyBinding(keys: [.char("t")], label: "t", summary: "timeline: one lane per worker slot, jobs as bars over the last minutes",
+                   action: .timeline),
         KeyBinding(keys: [.char("q"), .function(10)], label: "q F10",
                    summary: "quit (asks first while jobs are active)", action: .quit, footer: ("q", "Quit")),
         KeyBinding(keys: [.control("c")], label: "Ctrl-C", summary: "like q; a second Ctrl-C forces", action: .interrupt),

@@ -244,7 +244,7 @@ extension PowerUserTests {
         for _ in 0..<40 { _ = model.handle(.down) }
         #expect(model.mode == .help)
         let last = screen(model, rows: 15, columns: 60).lines
-        #expect(last[13].contains("Enter submits, Esc aborts."))
+        #expect(last[13].contains("Prompts: ←→ Home End"))
         _ = model.handle(.char("x"))
         #expect(model.mode == .table)
     }
@@ -348,6 +348,33 @@ extension PowerUserTests {
         #expect(lines[0].contains("scrolled"))
         #expect(lines[1].contains("slots: 2 local"))
         _ = model.handle(.escape)
+        #expect(model.mode == .table)
+    }
+}
+
+extension PowerUserTests {
+    @Test("t shows a timeline: one lane per worker, jobs as bars colored by outcome over the last minutes")
+    func timeline() {
+        // Given local-1 ran a job from 0:10 to 1:10 that succeeded, local-2 one from 1:00 that still runs
+        var builder = busyBoard()
+        builder.model = ModelBuilder().model
+        builder.submit(1, "long")
+        builder.submit(2, "still")
+        builder.start(1, at: 10)
+        builder.apply(.succeeded(jobID(1), attempts: 1), at: 70)
+        builder.start(2, on: localTwo, at: 60)
+        var model = builder.prepared()
+        _ = model.handle(.char("t"))
+        let frame = DashboardView.render(model, size: TerminalSize(rows: 24, columns: 80), now: .seconds(120))
+        let text = frame.lines.map(\.text)
+        #expect(text[0].contains("Timeline") && text[0].contains("last 2 min"))
+        // Lanes of 66 cells for 120 s: local-1 busy from cell 5 to 38, local-2 from 33 to the end
+        let one = try! #require(frame.lines.first { $0.text.hasPrefix(" local-1") })
+        let two = try! #require(frame.lines.first { $0.text.hasPrefix(" local-2") })
+        #expect(one.segments.contains { $0.role == .succeeded && $0.text.count >= 30 })
+        #expect(two.segments.last { $0.text.contains("█") }?.role == .running)
+        #expect(two.text.trimmingCharacters(in: .whitespaces).hasSuffix("█"))
+        _ = model.handle(.char("q"))
         #expect(model.mode == .table)
     }
 }
