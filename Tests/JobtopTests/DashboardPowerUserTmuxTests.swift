@@ -108,3 +108,23 @@ extension DashboardPowerUserTmuxTests {
         return row[start.upperBound..<end].split(separator: ";").contains("7")
     }
 }
+
+extension DashboardPowerUserTmuxTests {
+    @Test("The exit summary's time ends with the last job, not when the finished dashboard was closed")
+    func summaryTime() async throws {
+        let tmux = try TmuxSession(shape: Self.shape)
+        defer { tmux.close() }
+        try await tmux.run("\(TmuxSession.binary) -j1 -c 'true'; echo \"exit=$?\"")
+        try await tmux.waitForDashboard("the job done") { $0.first?.contains("1 done") == true }
+        // The dashboard stays open, idle, for three seconds: the scenario, not a wait for something.
+        try await Task.sleep(for: .seconds(3))
+        tmux.keys("q")
+        let after = try await tmux.waitFor("the summary") { $0.contains { $0.hasPrefix("exit=") } }
+        let summary = try #require(after.first { $0.contains("jobtop: 1 job: 1 succeeded") })
+        // "… in 14ms (70.5 jobs/s)" or "… in 1.2s (…)": under two and a half seconds either way.
+        let time = summary.components(separatedBy: " in ").last?.components(separatedBy: " (").first ?? ""
+        let seconds = time.hasSuffix("ms") ? Double(time.dropLast(2)).map { $0 / 1000 } : Double(time.dropLast())
+        #expect((seconds ?? 99) < 2.5, "\(summary)")
+        #expect(after.contains { $0 == "exit=0" })
+    }
+}
