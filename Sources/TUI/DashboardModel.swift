@@ -393,7 +393,10 @@ struct DashboardModel: Sendable {
 
     /// Handles a key and returns what should be done.
     mutating func handle(_ key: Key) -> [DashboardCommand] {
-        refreshOrder()
+        // A key acts on the order on screen. A small table is re-sorted first (cheap); a big
+        // one keeps the order shown until its next sort (100,000 jobs take 100-200 ms to sort:
+        // a key must not wait for that).
+        if board.jobs.count < DashboardController.bigTable || orderStamp == nil { refreshOrder() }
         clampSelection()
         if key != .control("c") { message = nil }
         switch mode {
