@@ -330,14 +330,15 @@ final class DashboardController {
         max(model.board.lastTime, anchor.time + (clock.now - anchor.at))
     }
 
-    /// Ticks once a second while something on screen moves with time; idle, only when the
-    /// header's `up` changes (every second for its first hour, then every minute): one small
-    /// frame, only the changed cells reach the terminal.
+    /// Ticks once a second while something on screen moves with time; idle, once a minute,
+    /// when the header's `up` (whole minutes while idle) changes: one small frame, only the
+    /// changed cells reach the terminal.
     private func updateTicker() {
         guard ticker == nil else { return }
         ticker = Task {
             while !Task.isCancelled {
-                let wait: Duration = self.needsTicks || self.schedulerNow < .seconds(3_600) ? .seconds(1) : .seconds(60)
+                // Idle, the header's `up` shows whole minutes: one frame a minute.
+                let wait: Duration = self.needsTicks ? .seconds(1) : .seconds(60) - .seconds(Int64(self.schedulerNow.seconds) % 60)
                 try? await Task.sleep(for: wait)
                 self.markDirty()
             }

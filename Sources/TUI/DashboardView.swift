@@ -173,7 +173,7 @@ enum DashboardView {
         }
         left += [
             Segment("\(busy)/\(board.totalSlots)"),
-            Segment(" · ", .dim), Segment("up \(Formatting.compact(now))"),
+            Segment(" · ", .dim), Segment("up \(isIdle(board, now: now) ? Formatting.minutes(now) : Formatting.compact(now))"),
             Segment(" · ", .dim), Segment("workers \(board.localSlots) local, \(remote.count) remote"),
         ]
         if board.shutdown != nil { left.append(Segment(" · shutting down", .waiting)) }
@@ -185,6 +185,11 @@ enum DashboardView {
         let rightWidth = right.reduce(0) { $0 + TextWidth.width($1.text) }
         let leftLine = fitted(left, width: max(0, width - rightWidth - 1))
         return leftLine.segments + [Segment(" ")] + right
+    }
+
+    /// Whether nothing on screen moves with time (the dashboard then ticks once a minute).
+    static func isIdle(_ board: JobBoard, now: SchedulerTime) -> Bool {
+        board.count(.running) + board.count(.waiting) + board.count(.scheduled) == 0 && board.jobsPerSecond(now: now) == 0
     }
 
     /// `▁▃█` for counts: each one cell, scaled to the largest (all zero: the lowest bar).

@@ -23,15 +23,6 @@ struct PowerUserControllerTests {
         await harness.finish()
     }
 
-    @Test("The header's up keeps counting on an idle dashboard")
-    func upMovesWhenIdle() async throws {
-        let harness = Harness(slots: 1)
-        await harness.terminal.frame(showing: "up 0s")
-        // Nothing happens; the clock alone moves the header.
-        await harness.terminal.frame { $0.count > 1 && ($0[1].contains("up 1s") || $0[1].contains("up 2s")) }
-        await harness.finish()
-    }
-
     @Test("w writes the selected job's output to the file named, byte for byte")
     func saveOutput() async throws {
         let harness = Harness(slots: 1)

@@ -378,3 +378,14 @@ extension PowerUserTests {
         #expect(model.mode == .table)
     }
 }
+
+extension PowerUserTests {
+    @Test("An idle dashboard's up shows whole minutes (it ticks once a minute); a busy one seconds")
+    func idleUp() {
+        let idle = ModelBuilder().prepared()
+        #expect(screen(idle, now: 30).lines[1].contains("up <1m"))
+        #expect(screen(idle, now: 61).lines[1].contains("up 1m"))
+        #expect(screen(idle, now: 3_700).lines[1].contains("up 1h01m"))
+        #expect(screen(busyBoard().prepared(), now: 61).lines[1].contains("up 1m01s"))
+    }
+}
