@@ -897,7 +897,9 @@ enum DashboardView {
             let from = max(0, Int(((attempt.start - start) / span) * Double(cells)))
             let to = min(cells - 1, max(from, Int(((end - start) / span) * Double(cells))))
             guard from < cells else { continue }
-            for cell in from...to { lanes[lane].cells[cell] = ("█", role) }
+            // The character says the outcome too, for a screen without colors.
+            let mark: Character = role == .failed ? "▒" : (role == .cancelled ? "░" : "█")
+            for cell in from...to { lanes[lane].cells[cell] = (mark, role) }
         }
         let rows = size.rows - 3
         for row in 0..<rows {
@@ -925,7 +927,7 @@ enum DashboardView {
         lines.append(fitted([Segment(axis, .dim), Segment(String(repeating: " ", count: max(0, width - TextWidth.width(axis) - 4)) + "now", .dim)], width: width))
         lines.append(fitted([
             Segment(" █", .running), Segment(" running ", .footerLabel), Segment("█", .succeeded), Segment(" succeeded ", .footerLabel),
-            Segment("█", .failed), Segment(" failed ", .footerLabel), Segment("█", .cancelled), Segment(" cancelled ", .footerLabel),
+            Segment("▒", .failed), Segment(" failed ", .footerLabel), Segment("░", .cancelled), Segment(" cancelled ", .footerLabel),
         ], width: width, padRole: .footerLabel))
         return Frame(lines: lines, cursor: nil)
     }
