@@ -12,7 +12,8 @@
 # average is printed beside the figures: on a busy machine they are slower, ratios less so.
 #
 #   Scripts/bench-dashboard.sh                 # both; N=10000 J=8 IDLE=10 SMALL=1000 BIG=100000 CYCLES=20000
-#   Scripts/bench-dashboard.sh events          # only the per-event cost
+#   Scripts/bench-dashboard.sh events          # only the per-event cost, key to frame with BIG jobs, model memory
+#   Scripts/bench-dashboard.sh capture         # a capture of the header and the timeline (for the README)
 #   N=2000 IDLE=5 Scripts/bench-dashboard.sh screen
 #   JOBTOP=path/to/jobtop Scripts/bench-dashboard.sh screen   # an existing binary, no build
 set -euo pipefail
@@ -28,11 +29,11 @@ CYCLES=${CYCLES:-20000}
 WORKERS=${WORKERS:-8}
 
 case "$MODE" in
-    all|events|screen) ;;
-    *) echo "bench-dashboard: unknown mode '$MODE' (all, events or screen)" >&2; exit 2 ;;
+    all|events|screen|capture) ;;
+    *) echo "bench-dashboard: unknown mode '$MODE' (all, events, screen or capture)" >&2; exit 2 ;;
 esac
 
-if [ "$MODE" != screen ]; then
+if [ "$MODE" = all ] || [ "$MODE" = events ]; then
     # The project's own .build (a scratch path of its own would be another full release build).
     swift build -c release --product jobtop-dashboard-bench > /dev/null
     "$(swift build -c release --show-bin-path)/jobtop-dashboard-bench" "$SMALL" "$BIG" "$CYCLES" "$WORKERS"
@@ -76,6 +77,27 @@ jobtop_pid() { pgrep -P "$(tmux_ display-message -p -t 0 '#{pane_pid}')" -x jobt
 
 tmux_ -f /dev/null new-session -d -x 100 -y 30 "cd $work && exec env PS1='READY$ ' /bin/sh"
 tmux_ set-option -g window-size manual
+
+if [ "$MODE" = capture ]; then
+    # 300 sleeps of 0.2-1.2 s on 4 slots, one in ten failing: the header and the timeline after a while.
+    awk 'BEGIN { srand(7); for (i = 1; i <= 300; i++) { d = 0.2 + rand(); printf "sleep %.1f%s\n", d, (i % 10 == 0 ? "; exit 1" : "") } }' > "$work/jobs.txt"
+    tmux_ send-keys -t 0 -l "$JOBTOP -j 4 jobs.txt"
+    tmux_ send-keys -t 0 Enter
+    wait_screen " running · " 30
+    sleep "${CAPTURE_AFTER:-40}"
+    echo "header and table (top):"
+    tmux_ capture-pane -p -t 0 | head -n 8
+    tmux_ send-keys -t 0 t
+    sleep 1
+    echo "timeline (t):"
+    tmux_ capture-pane -p -t 0 | head -n 8
+    tmux_ send-keys -t 0 q
+    tmux_ send-keys -t 0 q
+    sleep 0.5
+    tmux_ send-keys -t 0 y
+    wait_screen "READY" 60
+    exit 0
+fi
 
 # 1. Idle.
 tmux_ send-keys -t 0 -l "JOBTOP_FRAME_STATS=$work/idle.frames $JOBTOP -j 2"

@@ -47,6 +47,19 @@ static inline int cn_key_f(int n) { return KEY_F(n); }
 // unusable terminal instead of exiting the process.
 static inline SCREEN *cn_newterm(void) { return newterm(NULL, stdout, stdin); }
 
+// Whether the terminal on stdout can be driven full-screen: TERM names a terminfo entry that
+// has cursor addressing and can clear the screen (TERM=dumb or unset cannot). Asked before
+// anything starts; it loads the entry without taking the terminal over. term.h is not
+// included: its capability macros (lines, columns, ...) would clash with Swift names.
+extern int setupterm(const char *name, int fd, int *error);
+static inline int cn_terminal_is_usable(void) {
+    int error = 0;
+    if (setupterm(NULL, STDOUT_FILENO, &error) != 0) return 0;
+    char *address = tigetstr("cup");
+    char *clear = tigetstr("clear");
+    return address != NULL && address != (char *)-1 && clear != NULL && clear != (char *)-1;
+}
+
 // Sets the attributes and color pair of the standard screen (wattrset is a macro).
 static inline void cn_set_attributes(attr_t attributes, short pair) {
     wattr_set(stdscr, attributes, pair, NULL);

@@ -60,6 +60,13 @@ public enum Dashboard {
         return await controller.run()
     }
 
+    /// Why the terminal on stdout cannot show the dashboard (`TERM is not set`, `TERM=dumb
+    /// cannot move the cursor`), or `nil` when it can: asked before anything starts, so that
+    /// the caller can run headless instead.
+    public static func terminalProblem() -> String? {
+        NcursesTerminal.usabilityProblem()
+    }
+
     /// The signals the caller should watch and hand to ``run(client:signals:options:)``.
     public nonisolated static let signals: [Int32] = DashboardController.handledSignals
 }

@@ -110,4 +110,92 @@ package enum DashboardBenchmark {
             millisecondsPerFrame: frameTime.seconds * 1e3 / Double(max(1, frames)),
             frames: frames)
     }
+
+    /// What ``keyLatency(queued:keys:)`` measured.
+    package struct KeyLatency: Sendable {
+        /// Jobs in the table.
+        package var jobs: Int
+        /// Milliseconds from a key to its frame laid out, sorted.
+        package var milliseconds: [Double]
+        /// Resident memory the model of `jobs` jobs added (bytes, from /proc/self/statm).
+        package var modelBytes: Int
+
+        /// The `fraction` quantile (0.99: p99).
+        package func quantile(_ fraction: Double) -> Double {
+            guard !milliseconds.isEmpty else { return 0 }
+            return milliseconds[min(milliseconds.count - 1, Int(Double(milliseconds.count) * fraction))]
+        }
+    }
+
+    /// The time from a key to its frame with a big table: `queued` queued jobs (and a few
+    /// running and finished), a job starting and one ending between two keys (the order is
+    /// always stale), `keys` keys of the kinds a user types (move, page, priority), each frame
+    /// sorting the table when the dashboard would (``DashboardController/reorders``: a big
+    /// table at most every `pause`, which keys 20 ms apart hit now and then).
+    package static func keyLatency(queued: Int, keys: Int = 300) -> KeyLatency {
+        let residentBefore = residentBytes()
+        var model = DashboardModel(title: "bench")
+        var seq: UInt64 = 0
+        func apply(_ kind: SchedulerEvent.Kind) {
+            seq += 1
+            model.apply(SchedulerEvent(seq: seq, time: .milliseconds(Int64(seq)), kind: kind))
+        }
+        let workers = (0..<8).map { WorkerDescriptor(id: WorkerID(uuid: UUID()), name: "local-\($0 + 1)", kind: .local, slots: 1) }
+        for worker in workers { apply(.workerJoined(worker)) }
+        apply(.slotsChanged(local: 8, total: 8))
+        var ids: [JobID] = []
+        ids.reserveCapacity(queued)
+        for index in 0..<queued {
+            let id = JobID(uuid: UUID())
+            ids.append(id)
+            apply(.submitted(JobInfo(id: id, command: "sleep 0.01 # \(index)", priority: index % 7, submittedAt: .milliseconds(Int64(seq)))))
+        }
+        let size = TerminalSize(rows: 30, columns: 100)
+        let tableRows = DashboardView.Layout(size: size).tableRows
+        model.prepare(tableRows: tableRows)
+        _ = DashboardView.render(model, size: size, now: .milliseconds(Int64(seq)))
+        let modelBytes = max(0, residentBytes() - residentBefore)
+
+        let script: [Key] = [.down, .down, .pageDown, .char("j"), .char("+"), .up, .pageUp, .char("-"), .end, .home]
+        let clock = ContinuousClock()
+        var times: [Double] = []
+        times.reserveCapacity(keys)
+        var next = 0
+        // Keys come 20 ms apart (a fast typist, a held key); the dashboard's pause between
+        // sorts of a big table is at least 250 ms.
+        var sinceSort = Duration.zero
+        var sortCost = Duration.zero
+        for index in 0..<keys {
+            // A job starts and one ends between two keys: the order is stale.
+            let id = ids[next % ids.count]
+            next += 1
+            apply(.started(id, attempt: 1, maxAttempts: 1, worker: workers[index % 8].id))
+            apply(.succeeded(id, attempts: 1))
+            let start = clock.now
+            _ = model.handle(script[index % script.count])
+            let pause = max(DashboardController.reorderInterval, sortCost * (1 / DashboardController.reorderShare))
+            let reorder = DashboardController.reorders(jobs: model.board.jobs.count, sinceLast: sinceSort, pause: pause, isKey: true)
+            model.prepare(tableRows: tableRows, reorder: reorder)
+            let sorted = clock.now
+            _ = DashboardView.render(model, size: size, now: .milliseconds(Int64(seq)))
+            let spent = clock.now - start
+            times.append(spent.seconds * 1e3)
+            if reorder {
+                sinceSort = .zero
+                sortCost = sorted - start
+            } else {
+                sinceSort += .milliseconds(20) + spent
+            }
+        }
+        times.sort()
+        return KeyLatency(jobs: model.board.jobs.count, milliseconds: times, modelBytes: modelBytes)
+    }
+
+    /// Resident memory of this process, from /proc/self/statm (0 where there is none).
+    private static func residentBytes() -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+        let fields = text.split(separator: " ")
+        guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
 }

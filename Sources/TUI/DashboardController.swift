@@ -19,9 +19,9 @@ final class DashboardController {
     static let frameInterval: Duration = .milliseconds(35)
     /// Tables with at least this many jobs are re-sorted at most every ``reorderInterval``, and
     /// at most ``reorderShare`` of the time: a sort that took 50 ms waits at least 500 ms.
-    static let bigTable = 2_000
-    static let reorderInterval: Duration = .milliseconds(250)
-    static let reorderShare = 0.1
+    nonisolated static let bigTable = 2_000
+    nonisolated static let reorderInterval: Duration = .milliseconds(250)
+    nonisolated static let reorderShare = 0.1
     /// The signals the dashboard acts on: SIGWINCH relayouts, SIGINT is Ctrl-C, the others end it.
     nonisolated static let handledSignals: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGWINCH]
 
@@ -107,6 +107,7 @@ final class DashboardController {
         let (stream, continuation) = AsyncStream<DashboardCommand>.makeStream()
         commands = continuation
         commandRunner = Task { await self.runCommands(stream) }
+        updateTicker()
         let client = client
         consumer = Task {
             // A screen shows the present: one that falls behind skips ahead (a fresh snapshot)
@@ -254,12 +255,16 @@ final class DashboardController {
         case .shutdownServe:
             askedServeShutdown = true
             request = .shutdown(.graceful)
+        case .saveOutput(let id, let path):
+            let tail = await client.outputTail(of: id)
+            return Self.write(tail.lines, dropped: tail.dropped, to: path)
         case .showOutput, .quit, .forceQuit: return nil
         }
         let reply: SchedulerReply
         do {
             reply = try await client.perform(request)
         } catch {
+            if case .reprioritize(let id, _) = command { model.priorityRefused(id) }
             return Segment(error.description, .error)
         }
         switch (command, reply) {
@@ -278,6 +283,21 @@ final class DashboardController {
         default:
             return nil
         }
+    }
+
+    /// Writes output lines (their exact bytes) to `path`; says what was done, or why not.
+    private nonisolated static func write(_ lines: [OutputLine], dropped: Int, to path: String) -> Segment {
+        var data = Data()
+        for line in lines { data.append(contentsOf: line.rawBytes) }
+        do {
+            try data.write(to: URL(fileURLWithPath: path))
+        } catch {
+            let reason = (error as NSError).localizedFailureReason ?? (error as NSError).localizedDescription
+            return Segment("nothing written: cannot write \(path): \(reason)", .error)
+        }
+        let count = "\(lines.count) line\(lines.count == 1 ? "" : "s")"
+        let note = dropped > 0 ? " (the \(dropped) before them were not kept)" : ""
+        return Segment("wrote \(count) to \(path)\(note)", .message)
     }
 
     // MARK: - Scheduler events
@@ -320,16 +340,18 @@ final class DashboardController {
         max(model.board.lastTime, anchor.time + (clock.now - anchor.at))
     }
 
-    /// Ticks once a second while something on screen moves with time.
+    /// Ticks once a second while something on screen moves with time; idle, once a minute,
+    /// when the header's `up` (whole minutes while idle) changes: one small frame, only the
+    /// changed cells reach the terminal.
     private func updateTicker() {
-        guard ticker == nil, needsTicks else { return }
+        guard ticker == nil else { return }
         ticker = Task {
             while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(1))
+                // Idle, the header's `up` shows whole minutes: one frame a minute.
+                let wait: Duration = self.needsTicks ? .seconds(1) : .seconds(60) - .seconds(Int64(self.schedulerNow.seconds) % 60)
+                try? await Task.sleep(for: wait)
                 self.markDirty()
-                if !self.needsTicks { break }
             }
-            self.ticker = nil
         }
     }
 
@@ -418,7 +440,7 @@ final class DashboardController {
         // Sorting thousands of jobs on every frame would cost more than drawing them: a big
         // table follows the scheduler's changes a few times a second, a key at once.
         let pause = max(Self.reorderInterval, lastReorderCost * (1 / Self.reorderShare))
-        let reorder = model.board.jobs.count < Self.bigTable || hasKeyInput || now - lastReorder >= pause
+        let reorder = Self.reorders(jobs: model.board.jobs.count, sinceLast: now - lastReorder, pause: pause, isKey: hasKeyInput)
         if reorder { lastReorder = now }
         hasKeyInput = false
         model.prepare(tableRows: DashboardView.Layout(size: size).tableRows, reorder: reorder)
@@ -438,6 +460,14 @@ final class DashboardController {
         }
         framesThisSecond += 1
         maxFramesPerSecond = max(maxFramesPerSecond, framesThisSecond)
+    }
+
+    /// Whether a frame sorts the table again. A small table: always (it is cheap). A big one
+    /// (100,000 jobs sort in ~100-200 ms): only once `pause` has passed since the last sort, even
+    /// for a key, so that a key's frame comes at once (a new sort key or filter always applies;
+    /// the selection moves in the order shown, which catches up within the pause).
+    nonisolated static func reorders(jobs: Int, sinceLast: Duration, pause: Duration, isKey: Bool) -> Bool {
+        jobs < bigTable || sinceLast >= pause
     }
 
     /// The CPU time of the calling thread.

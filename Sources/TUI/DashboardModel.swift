@@ -3,7 +3,8 @@ import Scheduler
 
 /// How the job table is ordered.
 enum SortKey: String, CaseIterable, Sendable {
-    /// Running, then queued in run order, then waiting to retry, then finished newest first.
+    /// Running (in submission order), then queued in run order, then waiting to retry, then
+    /// finished newest first.
     case state
     /// Highest priority first.
     case priority
@@ -29,6 +30,8 @@ enum DashboardCommand: Equatable, Sendable {
     case setGroupLimit(String, Int?)
     /// Fetch the job's output for the output view.
     case showOutput(JobID)
+    /// Write the job's output (its kept tail) to a file.
+    case saveOutput(JobID, path: String)
     /// Quit; active jobs are cancelled by the caller.
     case quit
     /// Quit at once (a second Ctrl-C).
@@ -43,6 +46,8 @@ struct DashboardModel: Sendable {
     /// A question waiting for y/n.
     enum Confirmation: Equatable, Sendable {
         case cancel(JobID, name: String)
+        /// Cancel every one of these (the tagged jobs still active).
+        case cancelTagged([JobID])
         case quit(active: Int)
         /// Attached: shut the serve down.
         case shutdownServe
@@ -54,6 +59,10 @@ struct DashboardModel: Sendable {
             case newJob, filter
             /// The limit of this group (the text is in `command`).
             case groupLimit(String)
+            /// A priority for these jobs (the text is in `priority`).
+            case setPriority([JobID])
+            /// The file to write this job's output to (the text is in `command`).
+            case saveOutput(JobID)
         }
         enum Field: Equatable, Sendable { case command, priority }
         var kind: Kind
@@ -65,11 +74,51 @@ struct DashboardModel: Sendable {
     /// The output view of one job.
     struct OutputView: Equatable, Sendable {
         var id: JobID
+        /// The lines as shown (see ``displayLines(_:)``).
         var lines: [OutputLine] = []
         var dropped = 0
         var isLoaded = false
         /// The first line shown, or `nil` to follow the end.
         var top: Int?
+        /// Cells scrolled sideways (←/→), for lines wider than the screen.
+        var left = 0
+        /// Whether the job's details show above its output (`d` toggles).
+        var showsDetails = true
+        /// The search being typed after `/`, if any.
+        var search: LineEditor?
+        /// The last search (`n`/`N` go on with it).
+        var query = ""
+    }
+
+    /// A job's output as the output view shows it: the pieces of a line longer than the engine
+    /// hands on at once joined again, and a line that a `\r` redrew (a progress counter)
+    /// replaced by its redraw, as a terminal would show it.
+    static func displayLines(_ raw: [OutputLine]) -> [OutputLine] {
+        var result: [OutputLine] = []
+        result.reserveCapacity(raw.count)
+        for line in raw {
+            guard let last = result.last, last.stream == line.stream else {
+                result.append(line)
+                continue
+            }
+            switch last.ending {
+            case .none:
+                // The rest of a long line.
+                result[result.count - 1].text += line.text
+                result[result.count - 1].ending = line.ending
+            case .carriageReturn:
+                if line.text.isEmpty && line.ending == .newline {
+                    // `\r\n` split between two reads: the line just ends.
+                    result[result.count - 1].ending = .carriageReturnNewline
+                } else {
+                    // The line redrawn.
+                    result[result.count - 1] = line
+                }
+            default:
+                result.append(line)
+            }
+        }
+        return result
     }
 
     /// What the screen shows.
@@ -79,6 +128,10 @@ struct DashboardModel: Sendable {
         case prompt(Prompt)
         case confirm(Confirmation)
         case output(OutputView)
+        /// Every event kept, full screen (`E`).
+        case events
+        /// One lane per worker slot, jobs as bars over time (`t`).
+        case timeline
     }
 
     var title: String
@@ -89,10 +142,25 @@ struct DashboardModel: Sendable {
     private(set) var sort: SortKey = .state
     private(set) var filter = ""
     /// A one-off note on the status line, cleared by the next key.
-    var message: Segment?
+    var message: Segment? {
+        didSet { messageJob = nil }
+    }
+    /// The job a "cancelling …" message is about: its end replaces the message.
+    private var messageJob: JobID?
 
     private(set) var selectedID: JobID?
     private(set) var selectedIndex = 0
+    /// The selected job's state when last seen: a job that changes state (it finished, it
+    /// started) moves to another part of the table, and the cursor keeps its place on screen
+    /// instead of dragging the view there (htop's rule), unless ``isFollowing``.
+    private var selectedKind: JobStateKind?
+    /// `F`: the cursor follows the selected job wherever it moves.
+    private(set) var isFollowing = false
+    /// Jobs tagged with Space: `c`, `+`, `-` and `r` act on all of them.
+    private(set) var tagged: Set<JobID> = []
+    /// Priorities asked for and not yet reported back: `++++` typed in one burst counts four
+    /// steps, not one (each key starts from what the last one asked for).
+    private var pendingPriorities: [JobID: Int] = [:]
     /// The first table row shown.
     private(set) var top = 0
     /// Rows the table shows; set by ``prepare(tableRows:)``.
@@ -111,6 +179,30 @@ struct DashboardModel: Sendable {
     /// property, changed in place, never copied).
     mutating func apply(_ event: SchedulerEvent) {
         board.apply(event)
+        if let id = messageJob, event.kind.jobID == id, let job = board.jobs[id], job.state.isFinished {
+            message = Segment("\(id.short) \(job.state.name)", stateRoleName(job.state))
+        }
+        if !pendingPriorities.isEmpty, let id = event.kind.jobID, let pending = pendingPriorities[id] {
+            if case .reprioritized(_, _, let to) = event.kind, to == pending { pendingPriorities[id] = nil }
+            if board.jobs[id].map({ $0.state.isFinished }) ?? true { pendingPriorities[id] = nil }
+        }
+    }
+
+    private func stateRoleName(_ state: JobState) -> Role { DashboardView.stateRole(state) }
+
+    /// The tagged jobs still on the board, in table order.
+    var liveTagged: [JobID] {
+        guard !tagged.isEmpty else { return [] }
+        // Tagged jobs a filter hides are acted on too.
+        let shown = order.filter { tagged.contains($0) }
+        guard shown.count < tagged.count else { return shown }
+        let shownSet = Set(shown)
+        return shown + tagged.filter { !shownSet.contains($0) && board.jobs[$0] != nil }.sorted()
+    }
+
+    /// A priority change the scheduler refused: the next `+`/`-` starts from the job's own.
+    mutating func priorityRefused(_ id: JobID) {
+        pendingPriorities[id] = nil
     }
 
     /// Replaces the board with a fresh snapshot (after an event named an unknown job).
@@ -124,10 +216,14 @@ struct DashboardModel: Sendable {
     /// Shows a job's output once fetched.
     mutating func setOutput(of id: JobID, lines: [OutputLine], dropped: Int) {
         guard case .output(var view) = mode, view.id == id else { return }
-        view.lines = lines
+        // Scrolled back, the text stays put when the tail drops its oldest lines.
+        if let top = view.top, view.isLoaded, dropped > view.dropped {
+            view.top = max(0, top - (dropped - view.dropped))
+        }
+        view.lines = Self.displayLines(lines)
         view.dropped = dropped
         view.isLoaded = true
-        if let top = view.top { view.top = min(top, max(0, lines.count - 1)) }
+        if let top = view.top { view.top = min(top, max(0, view.lines.count - 1)) }
         mode = .output(view)
     }
 
@@ -179,12 +275,17 @@ struct DashboardModel: Sendable {
     private mutating func clampSelection() {
         if let id = selectedID, selectedIndex < order.count, order[selectedIndex] == id {
             // Unchanged.
-        } else if let id = selectedID, let index = order.firstIndex(of: id) {
+        } else if let id = selectedID, isFollowing || board.jobs[id]?.state.kind == selectedKind,
+                  let index = order.firstIndex(of: id) {
+            // Moved within its part of the table (a new priority, a new sort): the cursor goes
+            // with it.
             selectedIndex = index
         } else {
+            // It changed state (or left): the cursor stays on its row.
             selectedIndex = min(selectedIndex, max(0, order.count - 1))
         }
         selectedID = order.isEmpty ? nil : order[selectedIndex]
+        selectedKind = selectedID.flatMap { board.jobs[$0]?.state.kind }
         if selectedIndex < top { top = selectedIndex }
         if selectedIndex >= top + pageSize { top = selectedIndex - pageSize + 1 }
         top = max(0, min(top, max(0, order.count - pageSize)))
@@ -201,9 +302,14 @@ struct DashboardModel: Sendable {
     static func ordered(
         _ jobs: some Collection<JobInfo>, sort: SortKey, filter: String, ordinals: [JobID: Int] = [:]
     ) -> [JobID] {
-        let needle = filter.lowercased()
+        let needle = filter.lowercased().trimmingCharacters(in: .whitespaces)
+        // A state's name (or `done`, as the header says) is a filter on the state alone: `queued`
+        // must not list a running job whose command mentions the word.
+        let stateNames: Set<String> = ["queued", "running", "waiting", "succeeded", "failed", "cancelled", "blocked", "scheduled", "skipped"]
+        let stateFilter = needle == "done" ? "succeeded" : (stateNames.contains(needle) ? needle : nil)
         func matches(_ job: JobInfo) -> Bool {
-            needle.isEmpty || job.displayName.lowercased().contains(needle) || job.command.lowercased().contains(needle)
+            if let stateFilter { return job.state.name == stateFilter }
+            return needle.isEmpty || job.displayName.lowercased().contains(needle) || job.command.lowercased().contains(needle)
                 || job.id.short.hasPrefix(needle) || job.state.name.hasPrefix(needle)
                 || (job.group != JobSpec.defaultGroup && job.group.lowercased().contains(needle))
         }
@@ -229,7 +335,7 @@ struct DashboardModel: Sendable {
 
     /// A job's place in the table as numbers compared in order.
     ///
-    /// By state: running (oldest start first), queued in run order (priority, then
+    /// By state: running (in submission order), queued in run order (priority, then
     /// submission), waiting (soonest retry first), finished (newest first).
     ///
     /// "Descending" fields are stored as their bitwise complement (`~x`, which is `-x - 1`):
@@ -249,8 +355,10 @@ struct DashboardModel: Sendable {
             let priority = Int64(truncatingIfNeeded: job.priority)
             id = job.id
             switch job.state {
-            case .running(_, _, let since, _):
-                (rank, a, b, c) = (0, Self.nanoseconds(job.startedAt ?? since), submitted, ordinal)
+            case .running:
+                // Submission order: the same from one run to the next (start times a few
+                // microseconds apart come in whatever order the slots report them).
+                (rank, a, b, c) = (0, submitted, ordinal, 0)
             case .queued:
                 (rank, a, b, c) = (1, ~priority, submitted, ordinal)
             case .waitingForRetry(let until, _, _), .scheduled(let until):
@@ -291,18 +399,38 @@ struct DashboardModel: Sendable {
 
     /// Handles a key and returns what should be done.
     mutating func handle(_ key: Key) -> [DashboardCommand] {
-        refreshOrder()
+        // A key acts on the order on screen. A small table is re-sorted first (cheap); a big
+        // one keeps the order shown until its next sort (100,000 jobs take 100-200 ms to sort:
+        // a key must not wait for that).
+        if board.jobs.count < DashboardController.bigTable || orderStamp == nil { refreshOrder() }
         clampSelection()
         if key != .control("c") { message = nil }
         switch mode {
         case .table: return handleTable(key)
         case .help:
-            if key == .control("c") { return interrupt() }
-            mode = .table
+            // A screen too short for every line scrolls; any other key returns.
+            let last = max(0, DashboardView.helpLineCount - outputRows)
+            switch key {
+            case .control("c"): return interrupt()
+            case .up, .char("k"): helpTop = max(0, helpTop - 1)
+            case .down, .char("j"): helpTop = min(last, helpTop + 1)
+            case .pageUp: helpTop = max(0, helpTop - outputRows)
+            case .pageDown, .char(" "): helpTop = min(last, helpTop + outputRows)
+            default: mode = .table
+            }
             return []
         case .prompt(let prompt): return handlePrompt(key, prompt)
         case .confirm(let confirmation): return handleConfirm(key, confirmation)
         case .output(let view): return handleOutput(key, view)
+        case .events: return handleEvents(key)
+        case .timeline:
+            switch key {
+            case .control("c"): return interrupt()
+            case .char("+"), .char("="): timelineMinutes = max(1, timelineMinutes / 2)
+            case .char("-"): timelineMinutes = min(60, timelineMinutes * 2)
+            default: mode = .table
+            }
+            return []
         }
     }
 
@@ -315,12 +443,52 @@ struct DashboardModel: Sendable {
         case .pageDown: select(index: selectedIndex + pageSize)
         case .moveToTop: select(index: 0)
         case .moveToBottom: select(index: order.count - 1)
+        case .toggleTag:
+            guard let job = selectedJob else { return noSelection() }
+            if tagged.remove(job.id) == nil { tagged.insert(job.id) }
+            // As in htop: the cursor moves on, so that Space Space Space tags a run of rows.
+            select(index: selectedIndex + 1)
+            message = Segment("\(tagged.count) tagged (c + - r act on them; U untags)", .message)
+        case .untagAll:
+            tagged = []
+            message = Segment("no job tagged", .message)
+        case .toggleFollow:
+            isFollowing.toggle()
+            if isFollowing, let job = selectedJob {
+                message = Segment("following \(TextWidth.truncate(TextWidth.sanitize(job.displayName), to: 40)) (F stops)", .message)
+            } else {
+                message = Segment("the cursor keeps its row (F follows the selected job)", .message)
+            }
         case .showOutput:
             guard let job = selectedJob else { return [] }
             mode = .output(OutputView(id: job.id))
             return [.showOutput(job.id)]
         case .enqueue:
-            mode = .prompt(Prompt(kind: .newJob, command: LineEditor(), priority: LineEditor("0")))
+            mode = .prompt(Prompt(kind: .newJob, command: LineEditor(), priority: LineEditor("0", selected: true)))
+        case .cancel where !liveTagged.isEmpty:
+            let active = liveTagged.filter { board.jobs[$0].map { !$0.state.isFinished } ?? false }
+            guard !active.isEmpty else {
+                message = Segment("every tagged job has already ended", .error)
+                return []
+            }
+            mode = .confirm(.cancelTagged(active))
+        case .raisePriority where !liveTagged.isEmpty, .lowerPriority where !liveTagged.isEmpty:
+            var commands: [DashboardCommand] = []
+            for id in liveTagged {
+                guard let job = board.jobs[id], !job.state.isFinished else { continue }
+                let saved = message
+                commands += changePriority(of: job, raise: action == .raisePriority)
+                message = saved
+            }
+            message = Segment("\(commands.count) tagged job\(commands.count == 1 ? "" : "s") \(action == .raisePriority ? "raised" : "lowered")", .message)
+            return commands
+        case .retry where !liveTagged.isEmpty:
+            let retried = liveTagged.filter { id in
+                guard let kind = board.jobs[id]?.state.kind else { return false }
+                return kind == .failed || kind == .cancelled || kind == .skipped
+            }
+            message = Segment("\(retried.count) tagged job\(retried.count == 1 ? "" : "s") retried", .message)
+            return retried.map { .retry($0) }
         case .cancel:
             guard let job = selectedJob else { return noSelection() }
             guard !job.state.isFinished else {
@@ -351,7 +519,7 @@ struct DashboardModel: Sendable {
         case .setGroupLimit:
             guard let job = selectedJob else { return noSelection() }
             let limit = board.mirror.groups[job.group]?.limit.map(String.init) ?? ""
-            mode = .prompt(Prompt(kind: .groupLimit(job.group), command: LineEditor(limit), priority: LineEditor()))
+            mode = .prompt(Prompt(kind: .groupLimit(job.group), command: LineEditor(limit, selected: true), priority: LineEditor()))
         case .fewerSlots:
             guard board.localSlots > 1 else {
                 message = Segment("at least one local slot is needed", .error)
@@ -374,7 +542,25 @@ struct DashboardModel: Sendable {
             clampSelection()
             message = Segment("sorted by \(sort.rawValue)", .message)
         case .help:
+            helpTop = 0
             mode = .help
+        case .eventsView:
+            eventsTop = nil
+            mode = .events
+        case .timeline:
+            mode = .timeline
+        case .setPriority:
+            let targets = liveTagged.isEmpty ? selectedJob.map { [$0.id] } ?? [] : liveTagged
+            let active = targets.filter { board.jobs[$0].map { !$0.state.isFinished } ?? false }
+            guard !active.isEmpty else {
+                message = Segment(targets.isEmpty ? "no job selected" : "only active jobs have a priority to change", .error)
+                return []
+            }
+            let current = board.jobs[active[0]].map { String(pendingPriorities[$0.id] ?? $0.priority) } ?? "0"
+            mode = .prompt(Prompt(kind: .setPriority(active), command: LineEditor(), priority: LineEditor(current, selected: true), field: .priority))
+        case .saveOutput:
+            guard let job = selectedJob else { return noSelection() }
+            mode = .prompt(Prompt(kind: .saveOutput(job.id), command: LineEditor("jobtop-\(job.id.short).log", selected: true), priority: LineEditor()))
         case .quit:
             return quit()
         case .interrupt:
@@ -394,13 +580,15 @@ struct DashboardModel: Sendable {
     /// should never report) moves to the nearest end.
     private mutating func changePriority(of job: JobInfo, raise: Bool) -> [DashboardCommand] {
         let range = JobSpec.priorityRange
-        let (stepped, overflow) = job.priority.addingReportingOverflow(raise ? 1 : -1)
-        let target = overflow ? job.priority : min(max(stepped, range.lowerBound), range.upperBound)
-        guard raise ? target > job.priority : target < job.priority else {
+        let current = pendingPriorities[job.id] ?? job.priority
+        let (stepped, overflow) = current.addingReportingOverflow(raise ? 1 : -1)
+        let target = overflow ? current : min(max(stepped, range.lowerBound), range.upperBound)
+        guard raise ? target > current : target < current else {
             let end = raise ? "highest" : "lowest"
-            message = Segment("\(job.id.short) is already at the \(end) priority (\(job.priority)); priorities go from \(range.lowerBound) to \(range.upperBound)", .error)
+            message = Segment("\(job.id.short) is already at the \(end) priority (\(current)); priorities go from \(range.lowerBound) to \(range.upperBound)", .error)
             return []
         }
+        pendingPriorities[job.id] = target
         return [.reprioritize(job.id, to: target)]
     }
 
@@ -439,6 +627,24 @@ struct DashboardModel: Sendable {
             case .filter:
                 setFilter(prompt.command.text)
                 return []
+            case .setPriority(let ids):
+                switch Self.priority(from: prompt.priority.text) {
+                case .success(let priority):
+                    for id in ids { pendingPriorities[id] = priority }
+                    return ids.map { .reprioritize($0, to: priority) }
+                case .failure(let problem):
+                    mode = .prompt(prompt)
+                    message = Segment("priority not changed: \(problem.description)", .error)
+                    return []
+                }
+            case .saveOutput(let id):
+                let path = prompt.command.text.trimmingCharacters(in: .whitespaces)
+                guard !path.isEmpty else {
+                    mode = .prompt(prompt)
+                    message = Segment("nothing written: give a file name", .error)
+                    return []
+                }
+                return [.saveOutput(id, path: path)]
             case .groupLimit(let group):
                 switch Self.groupLimit(from: prompt.command.text) {
                 case .success(let limit):
@@ -487,6 +693,8 @@ struct DashboardModel: Sendable {
                         message = Segment(problem.description, .error)
                     }
                 }
+            } else if case .saveOutput = prompt.kind {
+                prompt.command.handle(key)
             } else if prompt.field == .command || prompt.kind == .filter {
                 prompt.command.handle(key)
             } else if case .char(let c) = key, !(("0"..."9").contains(c) || c == "-") {
@@ -578,7 +786,12 @@ struct DashboardModel: Sendable {
             switch confirmation {
             case .cancel(let id, _):
                 message = Segment("cancelling \(id.short)…", .message)
+                messageJob = id
                 return [.cancel(id)]
+            case .cancelTagged(let ids):
+                message = Segment("cancelling \(ids.count) tagged job\(ids.count == 1 ? "" : "s")…", .message)
+                tagged = []
+                return ids.map { .cancel($0) }
             case .quit:
                 return [.quit]
             case .shutdownServe:
@@ -595,10 +808,66 @@ struct DashboardModel: Sendable {
         return []
     }
 
+    private mutating func handleEvents(_ key: Key) -> [DashboardCommand] {
+        let last = max(0, board.log.count - outputRows)
+        let current = eventsTop ?? last
+        switch key {
+        case .escape, .char("q"), .char("E"), .enter, .function(10):
+            mode = .table
+            return []
+        case .control("c"):
+            mode = .table
+            return interrupt()
+        case .up, .char("k"): eventsTop = max(0, current - 1)
+        case .down, .char("j"): eventsTop = current + 1
+        case .pageUp: eventsTop = max(0, current - outputRows)
+        case .pageDown: eventsTop = current + outputRows
+        case .home, .char("g"): eventsTop = 0
+        case .end, .char("G"): eventsTop = nil
+        default: return []
+        }
+        if let top = eventsTop, top >= last { eventsTop = nil }
+        return []
+    }
+
     private mutating func handleOutput(_ key: Key, _ view: OutputView) -> [DashboardCommand] {
         var view = view
         let last = max(0, view.lines.count - outputRows)
         let current = view.top ?? last
+        if var search = view.search {
+            // Typing a search: Enter finds it, Esc drops it.
+            switch key {
+            case .escape:
+                view.search = nil
+            case .enter:
+                view.search = nil
+                view.query = search.text
+                view = Self.find(in: view, from: current, forward: true, message: &message)
+            case .control("c"):
+                mode = .table
+                return interrupt()
+            default:
+                search.handle(key)
+                view.search = search
+            }
+            mode = .output(view)
+            return []
+        }
+        switch key {
+        case .char("/"):
+            view.search = LineEditor(view.query, selected: true)
+            mode = .output(view)
+            return []
+        case .char("n"), .char("N"):
+            guard !view.query.isEmpty else {
+                message = Segment("no search yet: / and a text first", .error)
+                return []
+            }
+            view = Self.find(in: view, from: key == .char("n") ? current + 1 : current - 1, forward: key == .char("n"), message: &message)
+            mode = .output(view)
+            return []
+        default: break
+        }
         switch key {
         case .escape, .char("q"), .enter, .function(10):
             mode = .table
@@ -612,6 +881,12 @@ struct DashboardModel: Sendable {
         case .pageDown: view.top = current + outputRows
         case .home, .char("g"): view.top = 0
         case .end, .char("G"), .char("f"): view.top = nil
+        case .char("d"), .tab:
+            view.showsDetails.toggle()
+            mode = .output(view)
+            return []
+        case .right, .char("l"): view.left += 20
+        case .left, .char("h"): view.left = max(0, view.left - 20)
         default: return []
         }
         if let top = view.top, top >= last { view.top = nil }
@@ -619,6 +894,31 @@ struct DashboardModel: Sendable {
         return []
     }
 
-    /// Rows of output the output view shows (the screen minus its header and footer).
+    /// The output view scrolled to the next line (from `start`, wrapping around) that holds its
+    /// query, case-insensitively; a message says which match it is, or that there is none.
+    static func find(in view: OutputView, from start: Int, forward: Bool, message: inout Segment?) -> OutputView {
+        var view = view
+        let needle = view.query.lowercased()
+        let matches = view.lines.indices.filter { view.lines[$0].text.lowercased().contains(needle) }
+        guard !needle.isEmpty, !matches.isEmpty else {
+            message = Segment("'\(TextWidth.truncate(TextWidth.sanitize(view.query), to: 40))' is not in the kept output", .error)
+            return view
+        }
+        let found = forward
+            ? (matches.first { $0 >= start } ?? matches[0])
+            : (matches.last { $0 <= start } ?? matches[matches.count - 1])
+        view.top = found
+        let position = (matches.firstIndex(of: found) ?? 0) + 1
+        message = Segment("'\(TextWidth.truncate(TextWidth.sanitize(view.query), to: 40))': match \(position) of \(matches.count) (n next, N previous)", .message)
+        return view
+    }
+
+    /// Rows of output the output view shows (the screen minus its header and footer); help's too.
     var outputRows: Int = 20
+    /// The first line of help shown.
+    private(set) var helpTop = 0
+    /// The minutes the timeline spans (`+` zooms in, `-` out).
+    private(set) var timelineMinutes = 2
+    /// The first event shown in the events view, or `nil` to follow the newest.
+    private(set) var eventsTop: Int?
 }

@@ -27,7 +27,7 @@ enum DashboardView {
 
     /// One column of the job table.
     struct Column {
-        enum Field { case id, name, group, state, priority, progress, attempts, worker, time }
+        enum Field { case id, name, group, state, priority, progress, attempts, worker, time, reason }
         var field: Field
         var title: String
         var width: Int
@@ -37,10 +37,12 @@ enum DashboardView {
     /// The frame for `model` on a screen of `size` at scheduler time `now`.
     static func render(_ model: DashboardModel, size: TerminalSize, now: SchedulerTime) -> Frame {
         guard size.rows >= minimumSize.rows, size.columns >= minimumSize.columns else {
-            return tooSmall(size)
+            return tooSmall(size, mode: model.mode)
         }
         switch model.mode {
-        case .help: return help(size: size)
+        case .help: return help(size: size, top: model.helpTop)
+        case .events: return events(model, size: size)
+        case .timeline: return timeline(model, size: size, now: now)
         case .output(let view): return output(view, model: model, size: size, now: now)
         default: return main(model, size: size, now: now)
         }
@@ -55,9 +57,18 @@ enum DashboardView {
         lines.reserveCapacity(size.rows)
         lines.append(fitted(headerCounts(model, width: width), width: width))
         lines.append(fitted(headerStatus(model, now: now, width: width), width: width))
-        let columns = tableColumns(width: width, groups: model.board.hasGroups)
-        lines.append(tableHeader(columns, width: width))
         let ids = model.orderedIDs
+        // PRI is as wide as the widest priority on screen (up to -1000000): never cut.
+        var priorityWidth = 0
+        for index in model.top..<min(ids.count, model.top + layout.tableRows) {
+            if let job = model.board.jobs[ids[index]] { priorityWidth = max(priorityWidth, String(job.priority).count) }
+        }
+        // Beyond JobSpec.priorityRange (which the scheduler never reports) it is cut.
+        priorityWidth = min(priorityWidth, 8)
+        let board = model.board
+        let reasons = board.count(.failed) + board.count(.waiting) + board.count(.skipped) > 0
+        let columns = tableColumns(width: width, groups: board.hasGroups, priorityWidth: priorityWidth, reasons: reasons)
+        lines.append(tableHeader(columns, width: width))
         for row in 0..<layout.tableRows {
             let index = model.top + row
             if index < ids.count, let job = model.board.jobs[ids[index]] {
@@ -101,7 +112,7 @@ enum DashboardView {
 
     private static func headerCounts(_ model: DashboardModel, width: Int) -> [Segment] {
         let board = model.board
-        var segments = [Segment(" \(model.title) ", .title), Segment(" ")]
+        var segments: [Segment] = []
         var parts: [(JobStateKind, String, Role)] = [
             (.running, "running", .running), (.queued, "queued", .queued), (.waiting, "waiting", .waiting),
             (.blocked, "blocked", .blocked), (.scheduled, "scheduled", .waiting),
@@ -114,6 +125,10 @@ enum DashboardView {
         let title = TextWidth.width(model.title) + 3
         let full = parts.reduce(title) { $0 + TextWidth.width("\(board.count($1.0)) \($1.1)") + 3 }
         if full > width { parts.removeAll { board.count($0.0) == 0 } }
+        // The counts are never cut: the title gives way first.
+        let counts = parts.reduce(0) { $0 + TextWidth.width("\(board.count($1.0)) \($1.1)") + 3 } - 3
+        let titleRoom = max(6, width - counts - 3)
+        segments += [Segment(" \(TextWidth.truncate(model.title, to: titleRoom - 2)) ", .title), Segment(" ")]
         for (offset, part) in parts.enumerated() {
             if offset > 0 { segments.append(Segment(" · ", .dim)) }
             let count = board.count(part.0)
@@ -126,24 +141,69 @@ enum DashboardView {
         let board = model.board
         let remote = board.workers.filter { $0.kind == .remote }
         let busy = board.count(.running)
-        var left = [
-            Segment(" slots \(busy)/\(board.totalSlots)"),
-            Segment(" · ", .dim), Segment("\(Formatting.rate(board.jobsPerSecond(now: now))) jobs/s"),
-            Segment(" · ", .dim), Segment("up \(Formatting.compact(now))"),
+        var left: [Segment] = []
+        // The run at a glance: done/total with a bar, ETA from the last minute's finish rate,
+        // the finish rate as a sparkline, the slots in use as a bar.
+        let finished = board.count(.succeeded) + board.count(.failed) + board.count(.cancelled) + board.count(.skipped)
+        let total = finished + board.activeCount
+        if total > 0 {
+            let fraction = Double(finished) / Double(total)
+            let bar = Formatting.bar(fraction, width: width >= 100 ? 12 : 8)
+            left += [
+                Segment(" "), Segment(bar.filled, .progressFill), Segment(bar.empty, .progressEmpty),
+                Segment(" \(finished)/\(total) \(Formatting.percent(fraction))"),
+            ]
+            let rate = board.minuteRate(now: now)
+            let active = board.activeCount
+            if active > 0 && rate > 0 {
+                left += [Segment(" · ", .dim), Segment("ETA \(Formatting.compact(seconds: Double(active) / rate))")]
+            }
+            left.append(Segment(" · ", .dim))
+        } else {
+            left.append(Segment(" "))
+        }
+        let counts = board.finishes(lastSeconds: width >= 100 ? 20 : 10, now: now)
+        left += [
+            Segment(sparkline(counts), .running), Segment(" \(Formatting.rate(board.jobsPerSecond(now: now)))/s"),
+            Segment(" · ", .dim), Segment("slots "),
+        ]
+        if width >= 100 {
+            let slotBar = Formatting.bar(board.totalSlots > 0 ? Double(busy) / Double(board.totalSlots) : 0, width: 6)
+            left += [Segment(slotBar.filled, .progressFill), Segment(slotBar.empty, .progressEmpty), Segment(" ")]
+        }
+        left += [
+            Segment("\(busy)/\(board.totalSlots)"),
+            Segment(" · ", .dim), Segment("up \(isIdle(board, now: now) ? Formatting.minutes(now) : Formatting.compact(now))"),
             Segment(" · ", .dim), Segment("workers \(board.localSlots) local, \(remote.count) remote"),
         ]
         if board.shutdown != nil { left.append(Segment(" · shutting down", .waiting)) }
         var right: [Segment] = []
         if !model.filter.isEmpty { right.append(Segment("filter: \(TextWidth.sanitize(model.filter)) ", .message)) }
         if model.sort != .state { right.append(Segment("sort: \(model.sort.rawValue) ", .message)) }
+        if model.isFollowing { right.append(Segment("FOLLOW ", .message)) }
         if board.isPaused { right.append(Segment(" PAUSED ", .paused)) }
         let rightWidth = right.reduce(0) { $0 + TextWidth.width($1.text) }
         let leftLine = fitted(left, width: max(0, width - rightWidth - 1))
         return leftLine.segments + [Segment(" ")] + right
     }
 
+    /// Whether nothing on screen moves with time (the dashboard then ticks once a minute).
+    static func isIdle(_ board: JobBoard, now: SchedulerTime) -> Bool {
+        board.count(.running) + board.count(.waiting) + board.count(.scheduled) == 0 && board.jobsPerSecond(now: now) == 0
+    }
+
+    /// `▁▃█` for counts: each one cell, scaled to the largest (all zero: the lowest bar).
+    static func sparkline(_ counts: [Int]) -> String {
+        let bars = Array("▁▂▃▄▅▆▇█")
+        let top = counts.max() ?? 0
+        guard top > 0 else { return String(repeating: bars[0], count: counts.count) }
+        return String(counts.map { count in
+            count == 0 ? bars[0] : bars[min(bars.count - 1, max(1, Int((Double(count) / Double(top) * Double(bars.count - 1)).rounded(.up))))]
+        })
+    }
+
     /// The table's columns for a screen `width` wide; GROUP only when `groups` are in use.
-    static func tableColumns(width: Int, groups: Bool) -> [Column] {
+    static func tableColumns(width: Int, groups: Bool, priorityWidth: Int = 0, reasons: Bool = false) -> [Column] {
         let wide = width >= 100
         let barWidth = wide ? 10 : 6
         var columns = [
@@ -153,17 +213,19 @@ enum DashboardView {
         if groups { columns.append(Column(field: .group, title: "GROUP", width: wide ? 10 : 8)) }
         columns += [
             Column(field: .state, title: "STATE", width: 9),
-            Column(field: .priority, title: "PRI", width: wide ? 4 : 3, alignRight: true),
+            Column(field: .priority, title: "PRI", width: max(wide ? 4 : 3, priorityWidth), alignRight: true),
             Column(field: .progress, title: "PROGRESS", width: barWidth + 5),
             Column(field: .attempts, title: "TRY", width: wide ? 5 : 4),
             Column(field: .worker, title: "WORKER", width: wide ? 12 : 7),
             Column(field: .time, title: "TIME", width: wide ? 13 : 10),
         ]
+        // Why failed jobs failed, on a screen wide enough, while some job has a reason.
+        if reasons && width >= 110 { columns.append(Column(field: .reason, title: "WHY", width: 14)) }
         func nameWidth() -> Int {
             width - columns.filter { $0.field != .name }.reduce(0) { $0 + $1.width + 1 } - 1
         }
         // Narrow screens give up the least useful columns before the name gets too short.
-        for dropped in [Column.Field.worker, .attempts, .priority, .group] where nameWidth() < 16 {
+        for dropped in [Column.Field.reason, .worker, .attempts, .priority, .group] where nameWidth() < 16 {
             columns.removeAll { $0.field == dropped }
         }
         if let index = columns.firstIndex(where: { $0.field == .name }) { columns[index].width = max(4, nameWidth()) }
@@ -182,8 +244,10 @@ enum DashboardView {
         _ job: JobInfo, columns: [Column], model: DashboardModel, selected: Bool, now: SchedulerTime, width: Int
     ) -> ScreenLine {
         var segments: [Segment] = []
-        for column in columns {
-            segments.append(Segment(" "))
+        let isTagged = model.tagged.contains(job.id)
+        for (index, column) in columns.enumerated() {
+            // A tagged row is marked in its first cell.
+            segments.append(index == 0 && isTagged ? Segment("*", .message) : Segment(" "))
             let w = column.width
             switch column.field {
             case .id:
@@ -212,6 +276,8 @@ enum DashboardView {
                 segments.append(Segment(TextWidth.fit(TextWidth.sanitize(name), to: w), .dim))
             case .time:
                 segments.append(Segment(TextWidth.fit(timeCell(job, now: now), to: w)))
+            case .reason:
+                segments.append(Segment(TextWidth.fit(TextWidth.sanitize(reasonText(job) ?? ""), to: w), stateRole(job.state)))
             }
         }
         var line = fitted(segments, width: width)
@@ -306,10 +372,15 @@ enum DashboardView {
             let name = TextWidth.fit(TextWidth.sanitize(worker.name), to: 10)
             let retiring = board.retiring.contains(worker.id) ? " (leaving)" : ""
             if let job = jobs.first {
-                let load = worker.slots > 1 ? "busy \(jobs.count)/\(worker.slots)" : "busy"
-                workerLines.append([
-                    Segment(" \(name) "), Segment(load, .running), Segment(retiring, .dim),
-                    Segment(" " + TextWidth.sanitize(job.displayName)),
+                var load = [Segment("busy", .running)]
+                if worker.slots > 1 {
+                    // A worker of several slots: how full it is, as a bar.
+                    let bar = Formatting.bar(Double(jobs.count) / Double(worker.slots), width: min(8, worker.slots))
+                    load = [Segment(bar.filled, .progressFill), Segment(bar.empty, .progressEmpty),
+                            Segment(" \(jobs.count)/\(worker.slots)", .running)]
+                }
+                workerLines.append([Segment(" \(name) ")] + load + [
+                    Segment(retiring, .dim), Segment(" " + TextWidth.sanitize(job.displayName)),
                 ])
             } else {
                 workerLines.append([Segment(" \(name) "), Segment("idle", .dim), Segment(retiring, .dim)])
@@ -318,11 +389,25 @@ enum DashboardView {
         if board.workers.count > shownWorkers {
             workerLines.append([Segment(" … \(board.workers.count - shownWorkers) more", .dim)])
         }
-        let entries = board.log.suffix(rows)
-        // A narrow pane keeps the text and drops the times.
+        // A narrow pane keeps the text and drops the times. A line too long for the pane goes
+        // on in a second row (a number at its end is never cut); the newest lines that fit show.
         let showsTimes = eventWidth >= 30
-        let eventLines: [[Segment]] = entries.map { entry in
-            [Segment(showsTimes ? " \(Formatting.clock(entry.time)) " : " ", .dim), Segment(TextWidth.sanitize(entry.text), entry.role)]
+        var eventLines: [[Segment]] = []
+        if eventWidth > 0 {
+            for entry in board.log.reversed() {
+                let prefix = showsTimes ? " \(Formatting.clock(entry.time)) " : " "
+                let indent = String(repeating: " ", count: TextWidth.width(prefix))
+                let room = max(1, eventWidth - TextWidth.width(prefix))
+                let chunks = wrap(TextWidth.sanitize(entry.text), width: room, rows: 2)
+                let entryLines = chunks.enumerated().map { index, chunk in
+                    [Segment(index == 0 ? prefix : indent, .dim), Segment(chunk, entry.role)]
+                }
+                if eventLines.count + entryLines.count > rows {
+                    if eventLines.isEmpty { eventLines = Array(entryLines.prefix(rows)) }
+                    break
+                }
+                eventLines.insert(contentsOf: entryLines, at: 0)
+            }
         }
         let groupLines = groupWidth > 0 ? groupRows(model, rows: rows, width: groupWidth) : []
         for row in 0..<rows {
@@ -337,6 +422,40 @@ enum DashboardView {
             lines.append(ScreenLine(line))
         }
         return lines
+    }
+
+    /// `text` in pieces of at most `width` cells, at most `rows` of them (the last cut with
+    /// `…` if the text goes on). Breaks after a space when there is one in the second half.
+    static func wrap(_ text: String, width: Int, rows: Int) -> [String] {
+        var pieces: [String] = []
+        var rest = Substring(text)
+        while !rest.isEmpty {
+            if pieces.count == rows - 1 || TextWidth.width(rest) <= width {
+                pieces.append(TextWidth.truncate(String(rest), to: width))
+                break
+            }
+            var piece = ""
+            var used = 0
+            var index = rest.startIndex
+            while index < rest.endIndex {
+                let cells = TextWidth.width(String(rest[index]))
+                if used + cells > width { break }
+                piece.append(rest[index])
+                used += cells
+                index = rest.index(after: index)
+            }
+            if index == rest.startIndex { break }
+            // A word is not split when a space in the second half of the piece allows.
+            if index < rest.endIndex, rest[index] != " ", let space = piece.lastIndex(of: " "),
+               piece.distance(from: piece.startIndex, to: space) >= piece.count / 2 {
+                let keep = piece.distance(from: piece.startIndex, to: space) + 1
+                piece = String(piece.prefix(keep))
+                index = rest.index(rest.startIndex, offsetBy: keep)
+            }
+            pieces.append(piece)
+            rest = rest[index...]
+        }
+        return pieces
     }
 
     // MARK: - Groups panel
@@ -407,6 +526,21 @@ enum DashboardView {
         switch model.mode {
         case .prompt(let prompt):
             switch prompt.kind {
+            case .setPriority(let ids):
+                let label = ids.count == 1 ? " Priority of \(ids[0].short): " : " Priority of \(ids.count) tagged jobs: "
+                let fieldWidth = 9
+                let field = prompt.priority.visible(width: fieldWidth)
+                cursor = ScreenPosition(row: 0, column: TextWidth.width(label) + field.cursorColumn)
+                let shown = prompt.priority.isSelected ? Segment(TextWidth.fit(field.text, to: fieldWidth), .selected)
+                    : Segment(TextWidth.fit(field.text, to: fieldWidth))
+                let range = JobSpec.priorityRange
+                return fitted([Segment(label, .prompt), shown, Segment("  \(range.lowerBound) to \(range.upperBound), higher runs first", .dim)], width: width)
+            case .saveOutput(let id):
+                let label = " Write the output of \(id.short) to: "
+                let fieldWidth = max(4, width - TextWidth.width(label) - 1)
+                let field = prompt.command.visible(width: fieldWidth)
+                cursor = ScreenPosition(row: 0, column: TextWidth.width(label) + field.cursorColumn)
+                return fitted([Segment(label, .prompt), Segment(TextWidth.fit(field.text, to: fieldWidth), prompt.command.isSelected ? .selected : .normal)], width: width)
             case .groupLimit(let group):
                 let label = " Limit of group \(TextWidth.truncate(TextWidth.sanitize(group), to: 24)): "
                 let hint = "  1 or more · empty or - for none"
@@ -440,23 +574,38 @@ enum DashboardView {
                         row: 0,
                         column: TextWidth.width(label) + fieldWidth + TextWidth.width(priorityLabel) + priority.cursorColumn)
                 }
+                // A default shows selected: typing replaces it.
+                let shown = prompt.priority.isSelected
+                    ? [Segment(priority.text, .selected), Segment(String(repeating: " ", count: max(0, priorityWidth - TextWidth.width(priority.text))))]
+                    : [Segment(TextWidth.fit(priority.text, to: priorityWidth))]
                 return fitted([
                     Segment(label, .prompt), Segment(TextWidth.fit(command.text, to: fieldWidth)),
-                    Segment(priorityLabel, .dim), Segment(TextWidth.fit(priority.text, to: priorityWidth)),
-                ], width: width)
+                    Segment(priorityLabel, .dim),
+                ] + shown, width: width)
             }
         case .confirm(let confirmation):
-            let text: String
+            var text: String
             switch confirmation {
             case .cancel(let id, let name):
-                // The name is cut short so that the y/n choice always shows at 80 columns.
+                // The name is cut short so that the y/n choice always shows at 80 columns, and
+                // shorter still (down to nothing) on a narrow screen.
                 let shown = TextWidth.truncate(TextWidth.sanitize(name), to: 24)
                 text = " Cancel job \(id.short) (\(shown))? y = cancel it, n = keep it "
+                if TextWidth.width(text) > width {
+                    let room = width - TextWidth.width(" Cancel \(id.short) ()? y/n ")
+                    text = room >= 4
+                        ? " Cancel \(id.short) (\(TextWidth.truncate(TextWidth.sanitize(name), to: room)))? y/n "
+                        : " Cancel \(id.short)? y/n "
+                }
             case .quit(let active):
-                let jobs = active == 1 ? "1 job is" : "\(active) jobs are"
-                text = " \(jobs) still queued or running. Cancel them and quit? y = quit, n = stay "
+                text = confirmQuitText(active: active, width: width)
             case .shutdownServe:
                 text = " Shut down jobtop serve? Running jobs finish first. y = shut down, n = stay "
+                if TextWidth.width(text) > width { text = " Shut down serve? y/n " }
+            case .cancelTagged(let ids):
+                let jobs = ids.count == 1 ? "1 tagged job" : "\(ids.count) tagged jobs"
+                text = " Cancel \(jobs)? y = cancel them, n = keep them "
+                if TextWidth.width(text) > width { text = " Cancel \(jobs)? y/n " }
             }
             return fitted([Segment(text, .prompt)], width: width)
         default:
@@ -468,6 +617,14 @@ enum DashboardView {
             }
             return fitted([], width: width)
         }
+    }
+
+    /// The quit question, in the words that fit `width`.
+    static func confirmQuitText(active: Int, width: Int) -> String {
+        let jobs = active == 1 ? "1 job is" : "\(active) jobs are"
+        let text = " \(jobs) still queued or running. Cancel them and quit? y = quit, n = stay "
+        guard TextWidth.width(text) > width else { return text }
+        return " Cancel \(active == 1 ? "1 active job" : "\(active) active jobs") and quit? y/n "
     }
 
     /// The status line's word on the selected job when it waits for something other than a
@@ -532,6 +689,10 @@ enum DashboardView {
             return footer(width: width)
         case .groupLimit:
             return fitted([Segment(" Enter sets it · Esc aborts · lowering it stops no running job", .dim)], width: width)
+        case .setPriority:
+            return fitted([Segment(" Enter sets it · Esc aborts · typing replaces the current one", .dim)], width: width)
+        case .saveOutput:
+            return fitted([Segment(" Enter writes the kept output (stdout and stderr, as written) · Esc aborts", .dim)], width: width)
         case .newJob:
             let range = JobSpec.priorityRange
             let hint = prompt.field == .command
@@ -543,9 +704,15 @@ enum DashboardView {
 
     private static func footer(width: Int) -> ScreenLine {
         var segments: [Segment] = []
-        for entry in KeyBindings.footer(width: width - 1) {
-            segments.append(Segment(" " + entry.key, .footerKey))
-            segments.append(Segment(" " + entry.label + " ", .footerLabel))
+        let footer = KeyBindings.footer(width: width - 1)
+        for (index, entry) in footer.entries.enumerated() {
+            if footer.isCompact {
+                segments.append(Segment((index == 0 ? "" : " ") + entry.key, .footerKey))
+                segments.append(Segment(entry.label, .footerLabel))
+            } else {
+                segments.append(Segment(" " + entry.key, .footerKey))
+                segments.append(Segment(" " + entry.label + " ", .footerLabel))
+            }
         }
         return fitted(segments, width: width)
     }
@@ -557,61 +724,292 @@ enum DashboardView {
         let rows = size.rows - 2
         var lines: [ScreenLine] = []
         let job = model.board.jobs[view.id]
+        let isFinished = job?.state.isFinished ?? true
         var title = " Output of \(view.id.short)"
-        if let job { title += " · \(TextWidth.sanitize(job.displayName)) · \(job.state.name)" }
-        var detail = " · \(view.lines.count) lines"
+        var reason = ""
+        if let job {
+            title += " · \(TextWidth.sanitize(job.displayName)) · \(job.state.name)"
+            // Why it failed, said where its output is read.
+            switch job.state {
+            case .failed(let why, _): reason = ": \(why)"
+            case .waitingForRetry(_, let attempt, let why): reason = " (attempt \(attempt): \(why))"
+            case .skipped(let why): reason = ": \(why)"
+            default: break
+            }
+            title += TextWidth.sanitize(reason)
+        }
+        var detail = " · \(view.lines.count) \(view.lines.count == 1 ? "line" : "lines")"
         if view.dropped > 0 { detail += " (\(view.dropped) earlier dropped)" }
-        detail += view.top == nil ? " · following " : " · scrolled "
+        if view.left > 0 { detail += " · →\(view.left)" }
+        if view.top != nil {
+            detail += " · scrolled "
+        } else {
+            detail += isFinished ? " · ended " : " · following "
+        }
         let detailWidth = TextWidth.width(detail)
         lines.append(ScreenLine(
             fitted([Segment(title, .title)], width: max(0, width - detailWidth), padRole: .title).segments
                 + fitted([Segment(detail, .title)], width: min(width, detailWidth), padRole: .title).segments))
-        let last = max(0, view.lines.count - rows)
+        // The job's details, then a rule, then as much output as fits.
+        var details: [ScreenLine] = []
+        if view.showsDetails, let job {
+            let room = max(2, (size.rows - 2) / 2)
+            details = jobDetails(job, board: model.board, width: width, now: now, rows: room - 1)
+            details.append(fitted([Segment(String(repeating: "─", count: width), .dim)], width: width))
+        }
+        lines.append(contentsOf: details)
+        let outputRows = max(1, rows - details.count)
+        let last = max(0, view.lines.count - outputRows)
         let top = min(view.top ?? last, last)
-        for row in 0..<rows {
+        for row in 0..<outputRows {
             let index = top + row
             if index < view.lines.count {
                 let line = view.lines[index]
-                lines.append(fitted([Segment(TextWidth.sanitize(line.text), line.stream == .stderr ? .failed : .normal)], width: width))
+                let segments = ANSIText.segments(line.text, base: line.stream == .stderr ? .failed : .normal)
+                lines.append(fitted(ANSIText.dropCells(segments, view.left), width: width))
             } else if row == 0 {
-                lines.append(fitted([Segment(view.isLoaded ? " (no output yet)" : " loading…", .dim)], width: width))
+                let empty = isFinished ? " (no output)" : " (no output yet)"
+                lines.append(fitted([Segment(view.isLoaded ? empty : " loading…", .dim)], width: width))
             } else {
                 lines.append(fitted([], width: width))
             }
         }
+        if let search = view.search {
+            let label = " Search: "
+            let field = search.visible(width: max(4, width - TextWidth.width(label) - 1))
+            lines.append(fitted([Segment(label, .prompt), Segment(field.text, search.isSelected ? .selected : .normal)], width: width))
+            return Frame(lines: lines, cursor: ScreenPosition(row: size.rows - 1, column: TextWidth.width(label) + field.cursorColumn))
+        }
+        if let message = model.message {
+            lines.append(fitted([Segment(" "), Segment(TextWidth.sanitize(message.text), message.role)], width: width))
+            return Frame(lines: lines, cursor: nil)
+        }
         lines.append(fitted([
             Segment("Esc", .footerKey), Segment("Back ", .footerLabel), Segment("↑↓", .footerKey), Segment("Scroll ", .footerLabel),
+            Segment("/", .footerKey), Segment("Search ", .footerLabel),
+            Segment("←→", .footerKey), Segment("Sideways ", .footerLabel), Segment("d", .footerKey), Segment("Details ", .footerLabel),
             Segment("PgUp/PgDn", .footerKey), Segment("Page ", .footerLabel), Segment("End", .footerKey),
             Segment("Follow ", .footerLabel),
         ], width: width, padRole: .footerLabel))
         return Frame(lines: lines, cursor: nil)
     }
 
-    private static func help(size: TerminalSize) -> Frame {
+    /// The details panel of a job, at most `rows` lines: what it runs, where it belongs, what
+    /// it waits for, each attempt (worker, start, duration, outcome) and why it failed.
+    static func jobDetails(_ job: JobInfo, board: JobBoard, width: Int, now: SchedulerTime, rows: Int) -> [ScreenLine] {
+        func line(_ label: String, _ value: [Segment]) -> ScreenLine {
+            fitted([Segment(" " + TextWidth.fit(label, to: 9), .dim)] + value, width: width)
+        }
+        var lines: [ScreenLine] = []
+        lines.append(line("command", [Segment(TextWidth.sanitize(job.command))]))
+        var about = [Segment("\(job.id.short)")]
+        if let name = job.name { about.append(Segment(" · name \(TextWidth.sanitize(name))")) }
+        about.append(Segment(" · group \(TextWidth.sanitize(job.group)) · priority \(job.priority)"))
+        if let key = job.key { about.append(Segment(" · key \(TextWidth.sanitize(key))")) }
+        about.append(Segment(" · submitted \(Formatting.clock(job.submittedAt))", .dim))
+        lines.append(line("job", about))
+        if !job.dependencies.isEmpty {
+            var after: [Segment] = []
+            for (index, id) in job.dependencies.enumerated() {
+                if index > 0 { after.append(Segment(", ")) }
+                after.append(Segment(TextWidth.sanitize(board.label(of: id))))
+                if let other = board.jobs[id] {
+                    after += [Segment(" ("), Segment(other.state.name, stateRole(other.state)), Segment(")")]
+                }
+            }
+            lines.append(line("after", after))
+        }
+        var state: [Segment] = [Segment(job.state.name, stateRole(job.state))]
+        if let reason = reasonText(job) { state.append(Segment(": " + TextWidth.sanitize(reason), stateRole(job.state))) }
+        state.append(Segment(" · attempts \(job.attempts)/\(job.maxAttempts)", .dim))
+        lines.append(line("state", state))
+        var attempts = board.attempts[job.id] ?? []
+        if attempts.isEmpty, let started = job.startedAt {
+            // Started before the dashboard watched: what the job record says.
+            attempts = [JobBoard.Attempt(number: job.attempts, worker: "", start: started, end: job.finishedAt,
+                                         outcome: job.state.isFinished ? (reasonText(job) ?? job.state.name) : nil)]
+        }
+        let room = max(0, rows - lines.count)
+        if attempts.count > room, room > 0 {
+            attempts = Array(attempts.suffix(room - 1))
+            lines.append(line("", [Segment("… earlier attempts not shown", .dim)]))
+        }
+        for attempt in attempts.suffix(room) {
+            let duration = Formatting.compact(max(.zero, (attempt.end ?? now) - attempt.start))
+            var text = "\(attempt.number)"
+            if !attempt.worker.isEmpty { text += " on \(TextWidth.sanitize(attempt.worker))" }
+            text += " at \(Formatting.clock(attempt.start)), \(duration)"
+            let outcome = attempt.outcome ?? "running"
+            let role: Role = attempt.outcome == nil ? .running : (outcome == "succeeded" ? .succeeded : .failed)
+            lines.append(line("attempt", [Segment(text + ": "), Segment(TextWidth.sanitize(outcome), role)]))
+        }
+        return Array(lines.prefix(rows))
+    }
+
+    /// Why a job failed, waits to retry, or was skipped; `nil` for the others.
+    static func reasonText(_ job: JobInfo) -> String? {
+        switch job.state {
+        case .failed(let reason, _): reason.description
+        case .waitingForRetry(_, _, let reason): reason.description
+        case .skipped(let reason): reason.description
+        default: nil
+        }
+    }
+
+    /// `t`: one lane per worker slot, each job's attempts as bars over the last minutes, colored
+    /// by outcome (running, succeeded, failed, cancelled): where the time went.
+    static func timeline(_ model: DashboardModel, size: TerminalSize, now: SchedulerTime) -> Frame {
         let width = size.columns
-        var lines: [ScreenLine] = [fitted([Segment(" jobtop keys", .title)], width: width, padRole: .title)]
+        let board = model.board
+        let span = Duration.seconds(model.timelineMinutes * 60)
+        let labelWidth = 12
+        let cells = max(1, width - labelWidth - 2)
+        let start = now - span
+        var lines = [fitted([
+            Segment(" Timeline", .title),
+            Segment(" · the last \(model.timelineMinutes) min, \(Formatting.compact(span / cells)) a cell · + zooms in, - out, any other key returns ", .title),
+        ], width: width, padRole: .title)]
+        // Lanes: each worker's slots; an attempt goes in the first lane of its worker free at its start.
+        var lanes: [(label: String, cells: [(Character, Role)])] = []
+        var laneIndex: [String: Int] = [:]
+        for worker in board.workers {
+            laneIndex[worker.name] = lanes.count
+            for slot in 0..<max(1, worker.slots) {
+                let label = worker.slots > 1 ? "\(worker.name)/\(slot + 1)" : worker.name
+                lanes.append((TextWidth.fit(TextWidth.sanitize(label), to: labelWidth), Array(repeating: ("·", .dim), count: cells)))
+            }
+        }
+        var spans: [(worker: String, attempt: JobBoard.Attempt)] = []
+        for (_, attempts) in board.attempts {
+            for attempt in attempts where (attempt.end ?? now) >= start { spans.append((attempt.worker, attempt)) }
+        }
+        spans.sort { $0.attempt.start < $1.attempt.start }
+        var busyByLane = Array(repeating: SchedulerTime.zero, count: lanes.count)
+        for (worker, attempt) in spans {
+            guard let first = laneIndex[worker] else { continue }
+            let slots = board.workers.first { $0.name == worker }.map { max(1, $0.slots) } ?? 1
+            let lane = (first..<first + slots).first { busyByLane[$0] <= attempt.start } ?? first
+            let end = attempt.end ?? now
+            busyByLane[lane] = max(busyByLane[lane], end)
+            let role: Role = switch attempt.outcome {
+            case nil: .running
+            case "succeeded": .succeeded
+            case "cancelled": .cancelled
+            default: .failed
+            }
+            let from = max(0, Int(((attempt.start - start) / span) * Double(cells)))
+            let to = min(cells - 1, max(from, Int(((end - start) / span) * Double(cells))))
+            guard from < cells else { continue }
+            // The character says the outcome too, for a screen without colors.
+            let mark: Character = role == .failed ? "▒" : (role == .cancelled ? "░" : "█")
+            for cell in from...to { lanes[lane].cells[cell] = (mark, role) }
+        }
+        let rows = size.rows - 3
+        for row in 0..<rows {
+            if row < lanes.count {
+                let lane = lanes[row]
+                var segments = [Segment(" " + lane.label + " ")]
+                var run = ""
+                var role = lane.cells.first?.1 ?? .dim
+                for (character, cellRole) in lane.cells {
+                    if cellRole != role {
+                        segments.append(Segment(run, role))
+                        run = ""
+                        role = cellRole
+                    }
+                    run.append(character)
+                }
+                segments.append(Segment(run, role))
+                lines.append(fitted(segments, width: width))
+            } else {
+                lines.append(fitted([], width: width))
+            }
+        }
+        // The time axis under the lanes.
+        let axis = " " + String(repeating: " ", count: labelWidth + 1) + "-\(model.timelineMinutes)m"
+        lines.append(fitted([Segment(axis, .dim), Segment(String(repeating: " ", count: max(0, width - TextWidth.width(axis) - 4)) + "now", .dim)], width: width))
+        lines.append(fitted([
+            Segment(" █", .running), Segment(" running ", .footerLabel), Segment("█", .succeeded), Segment(" succeeded ", .footerLabel),
+            Segment("▒", .failed), Segment(" failed ", .footerLabel), Segment("░", .cancelled), Segment(" cancelled ", .footerLabel),
+        ], width: width, padRole: .footerLabel))
+        return Frame(lines: lines, cursor: nil)
+    }
+
+    /// `E`: every event kept, newest last, with times and job names; scrolls like the output view.
+    private static func events(_ model: DashboardModel, size: TerminalSize) -> Frame {
+        let width = size.columns
+        let rows = size.rows - 2
+        let log = model.board.log
+        let last = max(0, log.count - rows)
+        let top = min(model.eventsTop ?? last, last)
+        var detail = " · \(log.count) event\(log.count == 1 ? "" : "s") kept"
+        detail += model.eventsTop == nil ? " · following " : " · scrolled "
+        var lines = [fitted([Segment(" Events", .title), Segment(detail, .title)], width: width, padRole: .title)]
+        for row in 0..<rows {
+            let index = top + row
+            if index < log.count {
+                let entry = log[index]
+                lines.append(fitted([Segment(" \(Formatting.clock(entry.time)) ", .dim), Segment(TextWidth.sanitize(entry.text), entry.role)], width: width))
+            } else if row == 0 {
+                lines.append(fitted([Segment(" (no events yet)", .dim)], width: width))
+            } else {
+                lines.append(fitted([], width: width))
+            }
+        }
+        lines.append(fitted([
+            Segment("Esc", .footerKey), Segment("Back ", .footerLabel), Segment("↑↓", .footerKey), Segment("Scroll ", .footerLabel),
+            Segment("PgUp/PgDn", .footerKey), Segment("Page ", .footerLabel), Segment("End", .footerKey), Segment("Follow ", .footerLabel),
+        ], width: width, padRole: .footerLabel))
+        return Frame(lines: lines, cursor: nil)
+    }
+
+    /// Help's body, one entry per line.
+    private static func helpBody() -> [[Segment]] {
         let entries = KeyBindings.helpLines
         let labelWidth = entries.reduce(0) { max($0, TextWidth.width($1.label)) }
         var body: [[Segment]] = entries.map { line in
             [Segment("  "), Segment(TextWidth.fit(line.label, to: labelWidth), .footerKey), Segment("  " + line.summary)]
         }
-        body.append([Segment("  n: put @GROUP and after:NAME,NAME (names or ids) before the command to pick", .dim)])
-        body.append([Segment("  its group and the jobs that must succeed first: @gpu after:fetch train.sh", .dim)])
-        body.append([Segment("  In prompts: ←/→ Home/End move, Backspace, Ctrl-U clears, Tab switches field,", .dim)])
-        body.append([Segment("  Enter submits, Esc aborts.", .dim)])
-        for row in 0..<(size.rows - 2) {
-            lines.append(fitted(row < body.count ? body[row] : [], width: width))
+        body.append([Segment("  n: @GROUP and after:NAME,NAME before the command: @gpu after:fetch train.sh", .dim)])
+        body.append([Segment("  Prompts: ←→ Home End, Ctrl-U clears, Tab: field, Enter submits, Esc aborts.", .dim)])
+        return body
+    }
+
+    /// Lines of help, for scrolling it.
+    static let helpLineCount = helpBody().count
+
+    private static func help(size: TerminalSize, top: Int) -> Frame {
+        let width = size.columns
+        var lines: [ScreenLine] = [fitted([Segment(" jobtop keys", .title)], width: width, padRole: .title)]
+        let body = helpBody()
+        let rows = size.rows - 2
+        let top = max(0, min(top, body.count - rows))
+        for row in 0..<rows {
+            let index = top + row
+            lines.append(fitted(index < body.count ? body[index] : [], width: width))
         }
-        lines.append(fitted([Segment(" Press any key to return", .footerLabel)], width: width, padRole: .footerLabel))
+        let footer = body.count > rows
+            ? " ↑↓ PgUp PgDn scroll (\(top + 1)–\(min(body.count, top + rows)) of \(body.count)) · any other key returns"
+            : " Press any key to return"
+        lines.append(fitted([Segment(footer, .footerLabel)], width: width, padRole: .footerLabel))
         return Frame(lines: lines, cursor: nil)
     }
 
-    private static func tooSmall(_ size: TerminalSize) -> Frame {
-        let message = [
+    private static func tooSmall(_ size: TerminalSize, mode: DashboardModel.Mode) -> Frame {
+        var message = [
             "Terminal too small: \(size.columns)×\(size.rows)",
             "jobtop needs at least \(minimumSize.columns)×\(minimumSize.rows).",
             "Enlarge the window, or press q to quit.",
         ]
+        // A question asked (q with jobs active) must show, or y/n would act unseen.
+        if case .confirm(let confirmation) = mode {
+            switch confirmation {
+            case .quit(let active): message[2] = "Quit, cancelling \(active) job\(active == 1 ? "" : "s")? y/n"
+            case .cancel(let id, _): message[2] = "Cancel \(id.short)? y/n"
+            case .cancelTagged(let ids): message[2] = "Cancel \(ids.count) tagged? y/n"
+            case .shutdownServe: message[2] = "Shut down serve? y/n"
+            }
+        }
         var lines: [ScreenLine] = []
         let first = max(0, (size.rows - message.count) / 2)
         for row in 0..<max(0, size.rows) {

@@ -16,6 +16,12 @@ enum Formatting {
         return "\(total / 86_400)d\(twoDigits((total % 86_400) / 3600))h"
     }
 
+    /// `<1m`, `5m`, `2h03m`, `1d02h`: whole minutes (an idle dashboard's `up`).
+    static func minutes(_ duration: Duration) -> String {
+        let total = wholeSeconds(duration.seconds)
+        return total < 60 ? "<1m" : (total < 3600 ? "\(total / 60)m" : compact(duration))
+    }
+
     /// `01:23` or `1:02:03`, for the event pane.
     static func clock(_ duration: Duration) -> String {
         let total = wholeSeconds(duration.seconds)

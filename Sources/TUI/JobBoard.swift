@@ -22,6 +22,9 @@ struct JobBoard: Sendable {
     private(set) var log: Deque<LogEntry> = []
     /// When recent jobs finished, for jobs/s.
     private var finishTimes: Deque<SchedulerTime> = []
+    /// Jobs finished in each second of the last minute that had any (scheduler seconds), oldest
+    /// first: the header's sparkline and ETA.
+    private(set) var finishesBySecond: Deque<(second: Int, count: Int)> = []
     /// The scheduler time of the last snapshot or event.
     private(set) var lastTime: SchedulerTime = .zero
     /// Bumped whenever the order or membership of the job table may have changed.
@@ -36,6 +39,20 @@ struct JobBoard: Sendable {
     /// How many times every job was gone through (a snapshot taken): an O(jobs) pass that must
     /// never come once per event.
     private(set) var fullPasses = 0
+
+    /// One attempt of a job, as the dashboard saw it: for the details panel.
+    struct Attempt: Equatable, Sendable {
+        var number: Int
+        var worker: String
+        var start: SchedulerTime
+        var end: SchedulerTime?
+        /// How it ended (`exit 1`, `succeeded`, `cancelled`), once it has.
+        var outcome: String?
+    }
+
+    /// The attempts of each job seen starting while the dashboard watched (a snapshot gives
+    /// only the current one); dropped with the job.
+    private(set) var attempts: [JobID: [Attempt]] = [:]
 
     /// Lines kept in the event log.
     var logLimit: Int
@@ -82,6 +99,13 @@ struct JobBoard: Sendable {
         return id.short
     }
 
+    /// How the event pane names a job: its name or command, cut to 24 cells, else (a job no
+    /// longer kept) its short id.
+    func tag(_ id: JobID) -> String {
+        guard let job = mirror.jobs[id] else { return id.short }
+        return TextWidth.truncate(TextWidth.sanitize(job.displayName), to: 24)
+    }
+
     /// The name of worker `id`, if it is known.
     func workerName(_ id: WorkerID) -> String? { mirror.worker(id)?.name }
 
@@ -100,6 +124,24 @@ struct JobBoard: Sendable {
             if finishTimes[middle] > start { high = middle } else { low = middle + 1 }
         }
         return Double(finishTimes.count - low) / 5
+    }
+
+    /// Jobs finished in each of the `seconds` whole seconds up to `now`, oldest first.
+    func finishes(lastSeconds seconds: Int, now: SchedulerTime) -> [Int] {
+        let end = Formatting.wholeSeconds(now.seconds)
+        var counts = Array(repeating: 0, count: max(0, seconds))
+        for entry in finishesBySecond {
+            let offset = seconds - 1 - (end - entry.second)
+            if offset >= 0 && offset < seconds { counts[offset] += entry.count }
+        }
+        return counts
+    }
+
+    /// Jobs finished per second over the last minute (or since the start, if shorter).
+    func minuteRate(now: SchedulerTime) -> Double {
+        let window = min(60, max(1, now.seconds))
+        let counts = finishes(lastSeconds: 60, now: now)
+        return Double(counts.reduce(0, +)) / window
     }
 
     // MARK: - Updates
@@ -135,8 +177,12 @@ struct JobBoard: Sendable {
         if let id = event.kind.jobID, let after = mirror.jobs[id]?.state.kind, after != before {
             orderVersion &+= 1
         }
+        recordAttempt(event)
         if !evicted.isEmpty {
-            for id in evicted { ordinals[id] = nil }
+            for id in evicted {
+                ordinals[id] = nil
+                attempts[id] = nil
+            }
             orderVersion &+= 1
         }
         if event.kind.isFinal { finished(at: time) }
@@ -150,12 +196,55 @@ struct JobBoard: Sendable {
         mirror.apply(SchedulerEvent(seq: snapshot.seq, time: snapshot.time, kind: .snapshot(snapshot)))
         // Ordinals: kept for the jobs still here, new ones in the snapshot's order.
         ordinals = ordinals.filter { mirror.jobs[$0.key] != nil }
+        attempts = attempts.filter { mirror.jobs[$0.key] != nil }
+        // A running job seen first in a snapshot: its current attempt.
+        for job in snapshot.jobs where attempts[job.id] == nil {
+            guard case .running(let worker, let attempt, let since, _) = job.state else { continue }
+            attempts[job.id] = [Attempt(number: attempt, worker: workerName(worker) ?? worker.short, start: since)]
+        }
         for job in snapshot.jobs { assignOrdinal(job.id) }
         needsSnapshot = false
         orderVersion &+= 1
+        if log.isEmpty { describe(snapshot) }
+    }
+
+    /// The first snapshot (a dashboard opened on a run under way, or `attach`): the event pane
+    /// starts with what is going on instead of staying empty until the next event.
+    private mutating func describe(_ snapshot: SchedulerSnapshot) {
+        let total = snapshot.jobs.count
+        guard total > 0 else { return }
+        let queued = mirror.count(.queued)
+        append(snapshot.time, "\(total) job\(total == 1 ? "" : "s") submitted, \(queued) queued", .queued)
+        var running = snapshot.jobs.filter { $0.state.kind == .running }
+        running.sort { ($0.startedAt ?? .zero) < ($1.startedAt ?? .zero) }
+        for job in running.suffix(logLimit / 2) {
+            guard case .running(let worker, let attempt, let since, _) = job.state else { continue }
+            let suffix = job.maxAttempts > 1 ? " (attempt \(attempt)/\(job.maxAttempts))" : ""
+            append(since, "\(tag(job.id)) started on \(workerName(worker) ?? worker.short)\(suffix)", .running)
+        }
     }
 
     // MARK: - Internals
+
+    /// Keeps the attempt history: a start opens an attempt, an end closes it.
+    private mutating func recordAttempt(_ event: SchedulerEvent) {
+        func close(_ id: JobID, _ outcome: String) {
+            guard var list = attempts[id], let last = list.indices.last, list[last].end == nil else { return }
+            list[last].end = event.time
+            list[last].outcome = outcome
+            attempts[id] = list
+        }
+        switch event.kind {
+        case .started(let id, let attempt, _, let worker):
+            attempts[id, default: []].append(Attempt(number: attempt, worker: workerName(worker) ?? worker.short, start: event.time))
+        case .retryScheduled(let id, _, let reason, _, _): close(id, reason.description)
+        case .failed(let id, let reason, _): close(id, reason.description)
+        case .succeeded(let id, _): close(id, "succeeded")
+        case .cancelled(let id): close(id, "cancelled")
+        case .requeued(let id, let reason): close(id, "requeued: \(reason)")
+        default: break
+        }
+    }
 
     /// The event pane's line for `event`, if it gets one.
     private mutating func describe(_ event: SchedulerEvent, workerName leavingName: String?, groupBefore: JobGroup?) {
@@ -169,7 +258,7 @@ struct JobBoard: Sendable {
             assignOrdinal(info.id)
             orderVersion &+= 1
             // A job submitted blocked or scheduled gets no event of its own for it.
-            var text = "\(info.id.short) submitted: \(info.displayName)"
+            var text = "submitted: \(tag(info.id))"
             switch info.state {
             case .blocked:
                 let waiting = info.dependencies.filter { mirror.jobs[$0]?.state.kind != .succeeded }
@@ -185,27 +274,27 @@ struct JobBoard: Sendable {
         case .started(let id, let attempt, let maxAttempts, let worker):
             let workerName = workerName(worker) ?? worker.short
             let suffix = maxAttempts > 1 ? " (attempt \(attempt)/\(maxAttempts))" : ""
-            append(time, "\(id.short) started on \(workerName)\(suffix)", .running)
+            append(time, "\(tag(id)) started on \(workerName)\(suffix)", .running)
         case .leftoverProcesses(let id, let count, let stopped):
             let processes = count == 1 ? "1 process" : "\(count) processes"
-            append(time, "\(id.short) left \(processes) in its group; \(stopped ? "stopped" : "kept") \(count == 1 ? "it" : "them")", .dim)
+            append(time, "\(tag(id)) left \(processes) in its group; \(stopped ? "stopped" : "kept") \(count == 1 ? "it" : "them")", .dim)
         case .stopping(let id, let reason):
-            append(time, "\(id.short) stopping (\(reason == .cancel ? "cancel" : "timeout"))", .waiting)
+            append(time, "\(tag(id)) stopping (\(reason == .cancel ? "cancel" : "timeout"))", .waiting)
         case .retryScheduled(let id, let failedAttempt, let reason, let nextAttempt, let at):
             let delay = formatDuration(max(.zero, at - time))
-            append(time, "\(id.short) attempt \(failedAttempt) failed (\(reason)); attempt \(nextAttempt) in \(delay)", .waiting)
+            append(time, "\(tag(id)) attempt \(failedAttempt) failed (\(reason)); attempt \(nextAttempt) in \(delay)", .waiting)
         case .requeued(let id, let reason):
-            append(time, "\(id.short) requeued: \(reason)", .queued)
+            append(time, "\(tag(id)) requeued: \(reason)", .queued)
         case .succeeded(let id, let attempts):
-            append(time, "\(id.short) succeeded\(attempts > 1 ? " after \(attempts) attempts" : "")", .succeeded)
+            append(time, "\(tag(id)) succeeded\(attempts > 1 ? " after \(attempts) attempts" : "")", .succeeded)
         case .failed(let id, let reason, let attempts):
-            append(time, "\(id.short) failed: \(reason)\(attempts > 1 ? " (\(attempts) attempts)" : "")", .failed)
+            append(time, "\(tag(id)) failed: \(reason)\(attempts > 1 ? " (\(attempts) attempts)" : "")", .failed)
         case .cancelled(let id):
-            append(time, "\(id.short) cancelled", .cancelled)
+            append(time, "\(tag(id)) cancelled", .cancelled)
         case .reprioritized(let id, let from, let to):
             // A priority changes a queued job's place even though its state stays.
             orderVersion &+= 1
-            append(time, "\(id.short) priority \(from) → \(to)", .normal)
+            append(time, "\(tag(id)) priority \(from) → \(to)", .normal)
         case .paused:
             append(time, "dispatch paused", .paused)
         case .resumed:
@@ -226,13 +315,13 @@ struct JobBoard: Sendable {
         case .batchHalted(_, let failed):
             append(time, "\(failed.short) failed: halting the run, cancelling the rest", .failed)
         case .blocked(let id, let waitingFor):
-            append(time, "\(id.short) blocked: waits for \(waitingFor.map(label(of:)).joined(separator: ", "))", .blocked)
+            append(time, "\(tag(id)) blocked: waits for \(waitingFor.map(label(of:)).joined(separator: ", "))", .blocked)
         case .released(let id):
-            append(time, "\(id.short) released: may start", .queued)
+            append(time, "\(tag(id)) released: may start", .queued)
         case .scheduled(let id, let at):
-            append(time, "\(id.short) scheduled: starts in \(formatDuration(max(.zero, at - time)))", .waiting)
+            append(time, "\(tag(id)) scheduled: starts in \(formatDuration(max(.zero, at - time)))", .waiting)
         case .skipped(let id, let reason):
-            append(time, "\(id.short) skipped: \(reason)", .skipped)
+            append(time, "\(tag(id)) skipped: \(reason)", .skipped)
         case .groupChanged(let group):
             append(time, Self.describe(group, before: groupBefore), group.isPaused ? .paused : .normal)
         }
@@ -259,6 +348,13 @@ struct JobBoard: Sendable {
     }
 
     private mutating func finished(at time: SchedulerTime) {
+        let second = Formatting.wholeSeconds(time.seconds)
+        if let last = finishesBySecond.last, last.second == second {
+            finishesBySecond[finishesBySecond.count - 1].count += 1
+        } else {
+            finishesBySecond.append((second, 1))
+        }
+        while let first = finishesBySecond.first, first.second <= second - 60 { finishesBySecond.removeFirst() }
         finishTimes.append(time)
         while let first = finishTimes.first, first <= time - .seconds(5) { finishTimes.removeFirst() }
     }

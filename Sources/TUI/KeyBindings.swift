@@ -3,7 +3,7 @@ enum TableAction: Hashable, Sendable, CaseIterable {
     case moveUp, moveDown, pageUp, pageDown, moveToTop, moveToBottom
     case showOutput, enqueue, cancel, raisePriority, lowerPriority, retry, togglePause
     case fewerSlots, moreSlots, filter, cycleSort, help, quit, interrupt
-    case toggleGroupPause, setGroupLimit, shutdownServe
+    case toggleGroupPause, setGroupLimit, shutdownServe, toggleFollow, toggleTag, untagAll, setPriority, saveOutput, eventsView, timeline
 }
 
 /// One entry of the key table: the keys, how help shows them, and what they do.
@@ -30,16 +30,24 @@ enum KeyBindings {
         KeyBinding(keys: [.pageDown], label: "PgDn", summary: "one page down", action: .pageDown),
         KeyBinding(keys: [.home, .char("g")], label: "Home g", summary: "first job", action: .moveToTop),
         KeyBinding(keys: [.end, .char("G")], label: "End G", summary: "last job", action: .moveToBottom),
+        KeyBinding(keys: [.char("F")], label: "F", summary: "follow the selected job as it moves (again: the cursor keeps its row)",
+                   action: .toggleFollow),
+        KeyBinding(keys: [.char(" ")], label: "Space", summary: "tag / untag the selected job (c + - r then act on every tagged job)",
+                   action: .toggleTag),
+        KeyBinding(keys: [.char("U")], label: "U", summary: "untag every job", action: .untagAll),
         KeyBinding(keys: [.enter], label: "Enter", summary: "show the job's output (Esc/q returns)", action: .showOutput,
                    footer: ("Enter", "Output")),
         KeyBinding(keys: [.char("n")], label: "n", summary: "enqueue a shell command (Tab: priority; @group after:a,b first)", action: .enqueue,
                    footer: ("n", "New")),
         KeyBinding(keys: [.char("c"), .function(9)], label: "c F9", summary: "cancel the selected job (asks y/n)",
                    action: .cancel, footer: ("c", "Cancel")),
-        KeyBinding(keys: [.char("+"), .char("="), .function(7)], label: "+ F7",
+        KeyBinding(keys: [.char("+"), .function(7)], label: "+ F7",
                    summary: "raise the selected job's priority", action: .raisePriority, footer: ("+-", "Prio")),
         KeyBinding(keys: [.char("-"), .function(8)], label: "- F8", summary: "lower the selected job's priority",
                    action: .lowerPriority),
+        KeyBinding(keys: [.char("=")], label: "=", summary: "set the selected (or tagged) jobs' priority to a number",
+                   action: .setPriority),
+        KeyBinding(keys: [.char("w")], label: "w", summary: "write the selected job's output to a file", action: .saveOutput),
         KeyBinding(keys: [.char("r")], label: "r", summary: "retry a failed, cancelled or skipped job", action: .retry,
                    footer: ("r", "Retry")),
         KeyBinding(keys: [.char("p")], label: "p", summary: "pause / resume starting jobs", action: .togglePause,
@@ -59,6 +67,9 @@ enum KeyBindings {
                    footer: ("s", "Sort")),
         KeyBinding(keys: [.char("?"), .function(1)], label: "? F1", summary: "this help", action: .help,
                    footer: ("?", "Help")),
+        KeyBinding(keys: [.char("E")], label: "E", summary: "every event, full screen and scrollable", action: .eventsView),
+        KeyBinding(keys: [.char("t")], label: "t", summary: "timeline: one lane per worker slot, jobs as bars over the last minutes",
+                   action: .timeline),
         KeyBinding(keys: [.char("q"), .function(10)], label: "q F10",
                    summary: "quit (asks first while jobs are active)", action: .quit, footer: ("q", "Quit")),
         KeyBinding(keys: [.control("c")], label: "Ctrl-C", summary: "like q; a second Ctrl-C forces", action: .interrupt),
@@ -86,6 +97,10 @@ enum KeyBindings {
         (.moveToTop, .moveToBottom, "first / last job"),
         (.raisePriority, .lowerPriority, "raise / lower the selected job's priority"),
         (.fewerSlots, .moreSlots, "one local slot less / more"),
+        (.toggleTag, .untagAll, "tag the selected job (c + - r act on all tagged) / untag all"),
+        (.showOutput, .saveOutput, "the job's details and output (Esc returns) / write its output to a file"),
+        (.help, .eventsView, "this help / every event, full screen"),
+        (.quit, .interrupt, "quit (asks while jobs are active) / the same; twice forces"),
     ]
 
     /// Help's lines: each binding once, pairs on one line, as (keys, summary).
@@ -112,16 +127,20 @@ enum KeyBindings {
     /// Which footer entries a narrow screen leaves out first.
     static let footerDropOrder: [TableAction] = [.showOutput, .moreSlots, .retry, .cycleSort, .filter, .raisePriority, .togglePause]
 
-    /// The footer's entries for a screen `width` cells wide, in order.
-    static func footer(width: Int) -> [(key: String, label: String)] {
+    /// The footer's entries for a screen `width` cells wide, in order, and whether they are
+    /// drawn compact (htop's `F1Help`: no space between key and label, one between entries),
+    /// which an 80-column screen needs to show every key.
+    static func footer(width: Int) -> (entries: [(key: String, label: String)], isCompact: Bool) {
         var actions = footerOrder
-        func cells(_ actions: [TableAction]) -> Int {
+        func cells(_ actions: [TableAction], compact: Bool) -> Int {
+            // Compact entries are one space apart, the first at the edge.
             actions.compactMap { action in table.first { $0.action == action }?.footer }
-                .reduce(0) { $0 + TextWidth.width($1.key) + TextWidth.width($1.label) + 3 }
+                .reduce(compact ? -1 : 0) { $0 + TextWidth.width($1.key) + TextWidth.width($1.label) + (compact ? 1 : 3) }
         }
-        for dropped in footerDropOrder where cells(actions) > width {
+        let isCompact = cells(actions, compact: false) > width
+        for dropped in footerDropOrder where cells(actions, compact: isCompact) > width {
             actions.removeAll { $0 == dropped }
         }
-        return actions.compactMap { action in table.first { $0.action == action }?.footer }
+        return (actions.compactMap { action in table.first { $0.action == action }?.footer }, isCompact)
     }
 }

@@ -3,10 +3,17 @@ struct LineEditor: Equatable, Sendable {
     private(set) var characters: [Character]
     /// The cursor, 0...characters.count.
     private(set) var cursor: Int
+    /// Whether the whole text is selected (a default value): the first character typed
+    /// replaces it, Backspace clears it, a movement keeps it.
+    private(set) var isSelected: Bool
 
-    init(_ text: String = "") {
+    /// - Parameters:
+    ///   - text: The text to start with.
+    ///   - selected: Whether it is a default that typing replaces.
+    init(_ text: String = "", selected: Bool = false) {
         characters = Array(text)
         cursor = characters.count
+        isSelected = selected && !text.isEmpty
     }
 
     /// The text.
@@ -15,6 +22,17 @@ struct LineEditor: Equatable, Sendable {
     /// Applies an editing key; returns whether the key was one.
     @discardableResult
     mutating func handle(_ key: Key) -> Bool {
+        if isSelected {
+            isSelected = false
+            switch key {
+            case .char, .backspace, .delete, .control("h"), .control("d"), .control("u"), .control("k"):
+                characters = []
+                cursor = 0
+                if case .char = key { break }
+                return true
+            default: break
+            }
+        }
         switch key {
         case .char(let character):
             characters.insert(character, at: cursor)

@@ -25,6 +25,15 @@ final class NcursesTerminal: Terminal {
     /// Wakes the dashboard when stdin has keys to read.
     private var inputSource: (any DispatchSourceRead)?
 
+    /// Why the terminal on stdout cannot show the dashboard (`TERM=dumb draws everything on
+    /// one line`), or `nil` when it can. Takes nothing over.
+    static func usabilityProblem() -> String? {
+        let name = getenv("TERM").map { String(cString: $0) } ?? ""
+        if name.isEmpty { return "TERM is not set" }
+        if cn_terminal_is_usable() == 0 { return "TERM=\(name) cannot move the cursor" }
+        return nil
+    }
+
     /// Takes over the terminal, or returns `nil` (with the reason) when it cannot be used.
     static func open() -> Result<NcursesTerminal, TerminalError> {
         prepareLocale()

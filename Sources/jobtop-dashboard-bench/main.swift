@@ -38,3 +38,11 @@ print("  per-event ratio big/small: \(format(results[1].nanosecondsPerEvent / re
     + " (table \(format(Double(results[1].tableSize) / Double(results[0].tableSize), 1))× bigger);"
     + " per-frame ratio: \(format(results[1].millisecondsPerFrame / results[0].millisecondsPerFrame, 1))×")
 print("load average after: \(loadAverage())")
+
+// Key to frame with a big table (issue 13's figure: 100,000 jobs, p99 < 50 ms), and the
+// memory the model of that table takes.
+let latency = DashboardBenchmark.keyLatency(queued: big)
+print("key to frame, \(latency.jobs) jobs (the order stale on every key; sorted when the dashboard would):"
+    + " p50 \(format(latency.quantile(0.5), 1)) ms, p99 \(format(latency.quantile(0.99), 1)) ms,"
+    + " max \(format(latency.milliseconds.last ?? 0, 1)) ms over \(latency.milliseconds.count) keys;"
+    + " model memory \(format(Double(latency.modelBytes) / 1_048_576, 1)) MB resident; load average \(loadAverage())")

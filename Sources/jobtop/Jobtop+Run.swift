@@ -14,7 +14,9 @@ extension Jobtop {
                 stdin; with no FILE and no -c, a piped stdin is read.
 
                 Without --headless and with stdout on a terminal, the dashboard opens; otherwise \
-                each event is logged as one line on stdout and human messages go to stderr.
+                each event is logged as one line on stdout and human messages go to stderr. A \
+                terminal the dashboard cannot drive (TERM unset, TERM=dumb) runs headless, with one \
+                line on stderr saying so.
 
                 A job file may put jobs in groups ([groups.NAME] with parallel = N, paused = true), \
                 make a job wait for others (after = ["name", ...]) and delay it (delay = "10m", or \
@@ -150,7 +152,12 @@ extension Jobtop {
             let plan = try JobSources.plan(
                 file: file, commands: command, overrides: jobOverrides, readsPipedStandardInput: command.isEmpty,
                 groupLimits: groupLimits)
-            let headless = isHeadless
+            var headless = isHeadless
+            if !headless, let problem = await Dashboard.terminalProblem() {
+                // A terminal the dashboard cannot drive: the run goes on headless, said once.
+                StandardError.write("jobtop: no dashboard (\(problem)); running headless\n")
+                headless = true
+            }
             if headless && plan.isEmpty {
                 throw JobInputError(.noJobs, "no jobs: give a job file, a list on stdin or -c COMMAND (see 'jobtop --help')")
             }

@@ -24,6 +24,9 @@ final class RunLog {
         var failureCount = 0
         /// Jobs per state at the end (from the mirror of the events).
         var counts: [JobStateKind: Int] = [:]
+        /// When the last job ended (scheduler time), if one did: the dashboard may stay open
+        /// long after, and the summary's wall time and rate stop here.
+        var lastFinish: SchedulerTime?
     }
 
     /// Failures remembered by name for the closing message; the rest are counted.
@@ -61,6 +64,7 @@ final class RunLog {
             }
             let name = event.kind.jobID.flatMap { mirror.jobs[$0]?.displayName }
             mirror.apply(event)
+            if event.kind.isFinal { result.lastFinish = event.time }
             switch event.kind {
             case .snapshot(let snapshot):
                 for info in snapshot.jobs where !info.state.isFinished {

@@ -119,7 +119,18 @@ struct RunSession {
             let exit = await Dashboard.run(client: client, signals: screenSignals.stream, options: DashboardOptions(title: title))
             screenSignals.continuation.finish()
             if case .signal(let number) = exit { dashboardSignal = number }
+            let running = await client.currentSnapshot().count(.running)
             _ = try? await client.perform(.shutdown(.cancelRunning))
+            if dashboardSignal == SIGINT {
+                // A second Ctrl-C on the dashboard: the user wants out now, not after the grace.
+                if running > 0 { StandardError.write("jobtop: Ctrl-C again: killing the jobs' process groups now\n") }
+                Scheduler.killAllJobProcessesNow()
+                listener?.dropConnectionsNow()
+            } else if running > 0 {
+                // The screen is gone while the jobs take their grace period to stop: say so.
+                let jobs = running == 1 ? "1 job" : "\(running) jobs"
+                StandardError.write("jobtop: stopping \(jobs)… (Ctrl-C again to kill now)\n")
+            }
         }
         let fed = await feeding.value
         if case .refused(let error) = fed {
@@ -129,7 +140,9 @@ struct RunSession {
         reader?.stop()
         await running.value
         let followed = await following.value
-        let wall = ContinuousClock.now - started
+        var wall = ContinuousClock.now - started
+        // The dashboard may stay open long after the last job ended: the run's time is until then.
+        if isScreen, let last = followed.lastFinish, last < wall { wall = last }
         let goodbyeSignal = await stopListening(signals: signals)
         // Under the dashboard, what a signal meant is what the dashboard made of it (SIGWINCH
         // and a first SIGINT do not end a run); a signal during the workers' goodbye ends it.

@@ -64,7 +64,7 @@ struct ExtremeValueTests {
     @Test("A screen of jobs at extreme priorities draws")
     func extremePrioritiesDraw() {
         let lines = screen(extremeBoard().model, rows: 30, columns: 100).lines
-        #expect(lines.contains { $0.contains("at int max") && $0.contains("922…") })
+        #expect(lines.contains { $0.contains("at int max") && $0.contains("9223372…") })
         #expect(lines.contains { $0.contains("at int min") })
     }
 

@@ -89,9 +89,11 @@ struct KeyTableTests {
     func priority() {
         var model = board()
         select(2, in: &model)
+        // Each key starts from what the last one asked for (the scheduler has not answered yet).
         #expect(model.handle(.char("+")) == [.reprioritize(jobID(2), to: 1)])
-        #expect(model.handle(.function(7)) == [.reprioritize(jobID(2), to: 1)])
-        #expect(model.handle(.char("-")) == [.reprioritize(jobID(2), to: -1)])
+        #expect(model.handle(.function(7)) == [.reprioritize(jobID(2), to: 2)])
+        #expect(model.handle(.char("-")) == [.reprioritize(jobID(2), to: 1)])
+        #expect(model.handle(.function(8)) == [.reprioritize(jobID(2), to: 0)])
         #expect(model.handle(.function(8)) == [.reprioritize(jobID(2), to: -1)])
         select(4, in: &model)
         #expect(model.handle(.char("+")).isEmpty)

@@ -152,7 +152,7 @@ struct ViewTests {
         let lines = screen(mixedBoard().model).lines
         #expect(lines.contains { $0.contains("local-1") && $0.contains("busy") && $0.contains("sleep 100") })
         #expect(lines.contains { $0.contains("local-2") && $0.contains("idle") })
-        #expect(lines.contains { $0.contains("00000004 failed: exit 1") })
+        #expect(lines.contains { $0.contains("false failed: exit 1") })
         #expect(lines.last!.contains("Help"))
     }
 

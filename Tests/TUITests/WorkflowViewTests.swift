@@ -360,7 +360,7 @@ struct WorkflowViewTests {
         builder.submit(2, "train", after: [1], state: .blocked)
         builder.submit(3, "report", state: .scheduled(until: .seconds(600)))
         #expect(builder.model.board.log.suffix(2).map(\.text) == [
-            "00000002 submitted: train (waits for fetch-a)", "00000003 submitted: report (starts in 10m)",
+            "submitted: train (waits for fetch-a)", "submitted: report (starts in 10m)",
         ])
         builder.apply(.blocked(jobID(2), waitingFor: [jobID(1)]))
         builder.apply(.groupChanged(JobGroup(name: "gpu", limit: 2)))
@@ -370,12 +370,12 @@ struct WorkflowViewTests {
         builder.apply(.scheduled(jobID(1), at: .seconds(90)))
         let texts = builder.model.board.log.suffix(6).map(\.text)
         #expect(texts == [
-            "00000002 blocked: waits for fetch-a",
+            "train blocked: waits for fetch-a",
             "group gpu made (limit 2)",
             "group gpu: limit 2 → 1",
             "group gpu: paused, limit 1 → none",
-            "00000002 released: may start",
-            "00000001 scheduled: starts in 1m30s",
+            "train released: may start",
+            "fetch-a scheduled: starts in 1m30s",
         ])
     }
 

@@ -1,0 +1,145 @@
+import Foundation
+import Scheduler
+import Testing
+@testable import TUI
+
+/// The output view as a power user reads it (issue 13): each test failed before its fix.
+@Suite("Output view")
+@MainActor
+struct OutputViewTests {
+    /// Job 1 running, its output view open (without the details panel unless asked).
+    func openView(details: Bool = false, state: (inout ModelBuilder) -> Void = { _ in }) -> DashboardModel {
+        var builder = ModelBuilder()
+        builder.submit(1, "chatty")
+        builder.start(1)
+        state(&builder)
+        var model = builder.prepared()
+        _ = model.handle(.enter)
+        if !details { _ = model.handle(.char("d")) }
+        return model
+    }
+
+    func lines(_ range: ClosedRange<Int>) -> [OutputLine] {
+        range.map { OutputLine(stream: .stdout, text: "line \($0)") }
+    }
+
+    @Test("Scrolled back on a chatty job, the text stays put when the tail drops its oldest lines")
+    func scrolledTextStays() {
+        // Given a full tail, scrolled to the top
+        var model = openView()
+        model.setOutput(of: jobID(1), lines: lines(1...100), dropped: 0)
+        _ = model.handle(.home)
+        for _ in 0..<12 { _ = model.handle(.down) }
+        #expect(screen(model).lines[1].hasPrefix("line 13 "))
+        // When ten more lines push ten old ones out
+        model.setOutput(of: jobID(1), lines: lines(11...110), dropped: 10)
+        // Then the same line is still on top
+        #expect(screen(model).lines[1].hasPrefix("line 13 "))
+    }
+
+    @Test("A line wider than the screen scrolls sideways with → and ←")
+    func sideways() {
+        var model = openView()
+        let long = String(repeating: "a", count: 90) + "END"
+        model.setOutput(of: jobID(1), lines: [OutputLine(stream: .stdout, text: long)], dropped: 0)
+        #expect(!screen(model).lines.contains { $0.contains("END") })
+        _ = model.handle(.right)
+        #expect(screen(model).lines.contains { $0.contains("END") })
+        #expect(screen(model).lines[0].contains("→20"))
+        _ = model.handle(.left)
+        #expect(!screen(model).lines.contains { $0.contains("END") })
+    }
+
+    @Test("Colors become roles, a bell is dropped, a \\r redraw replaces its line, pieces join")
+    func terminalText() {
+        var model = openView()
+        model.setOutput(of: jobID(1), lines: [
+            OutputLine(stream: .stdout, text: "\u{1B}[31mred\u{1B}[0m plain\u{07}"),
+            OutputLine(stream: .stdout, text: "10%", ending: .carriageReturn),
+            OutputLine(stream: .stdout, text: "50%", ending: .carriageReturn),
+            OutputLine(stream: .stdout, text: "100%"),
+            OutputLine(stream: .stdout, text: "first half ", ending: .none),
+            OutputLine(stream: .stdout, text: "second half"),
+        ], dropped: 0)
+        let frame = DashboardView.render(model, size: TerminalSize(rows: 24, columns: 80), now: .seconds(1))
+        let text = frame.lines.map(\.text)
+        #expect(frame.lines[1].segments.first == Segment("red", .failed))
+        #expect(text[1].hasPrefix("red plain "))
+        #expect(!text.joined().contains("\u{FFFD}"))
+        #expect(text[2].hasPrefix("100% "))
+        #expect(!text.contains { $0.contains("10%") || $0.contains("50%") })
+        #expect(text[3].hasPrefix("first half second half"))
+        #expect(text[0].contains("3 lines"))
+    }
+
+    @Test("The header says why a job failed, one line is '1 line', and a finished job is not 'following'")
+    func header() {
+        var model = openView { builder in
+            builder.apply(.failed(jobID(1), reason: .exitStatus(3), attempts: 1), at: 2)
+        }
+        model.setOutput(of: jobID(1), lines: lines(1...1), dropped: 0)
+        let top = screen(model).lines[0]
+        #expect(top.contains("failed: \(FailureReason.exitStatus(3))"), "\(top)")
+        #expect(top.contains("1 line "))
+        #expect(!top.contains("following"))
+        #expect(top.contains("ended"))
+        model.setOutput(of: jobID(1), lines: [], dropped: 0)
+        #expect(screen(model).lines[1].contains("(no output)"))
+        #expect(!screen(model).lines[1].contains("yet"))
+    }
+
+    @Test("Enter shows the job's details above its output: command, group, each attempt with its worker and outcome, why it failed")
+    func detailsPanel() {
+        let model = openView(details: true) { builder in
+            builder.apply(.retryScheduled(jobID(1), failedAttempt: 1, reason: .exitStatus(2), nextAttempt: 2, at: .seconds(5)), at: 3)
+            builder.apply(.started(jobID(1), attempt: 2, maxAttempts: 3, worker: localTwo.id), at: 5)
+            builder.apply(.failed(jobID(1), reason: .signal(9), attempts: 2), at: 8)
+        }
+        let lines = screen(model, rows: 30, columns: 100).lines
+        #expect(lines[1].contains("command") && lines[1].contains("chatty"))
+        #expect(lines.contains { $0.contains("group default") && $0.contains("priority 0") })
+        #expect(lines.contains { $0.contains("state") && $0.contains("failed: killed by SIGKILL") })
+        #expect(lines.contains { $0.contains("attempt") && $0.contains("1 on local-1 at 00:00, 3s: exit 2") })
+        #expect(lines.contains { $0.contains("attempt") && $0.contains("2 on local-2 at 00:05, 3s: killed by SIGKILL") })
+        #expect(lines.contains { $0.hasPrefix("────") })
+    }
+}
+
+extension OutputViewTests {
+    @Test("A wide table gets a WHY column with the short reason of failed jobs")
+    func reasonColumn() {
+        var builder = ModelBuilder()
+        builder.submit(1, "false")
+        builder.start(1)
+        builder.apply(.failed(jobID(1), reason: .exitStatus(1), attempts: 1), at: 1)
+        let wide = screen(builder.prepared(), rows: 24, columns: 120).lines
+        #expect(wide[2].contains("WHY"))
+        #expect(wide.contains { $0.contains("false") && $0.contains("failed") && $0.hasSuffix("exit 1        ") })
+        #expect(!screen(builder.prepared(), rows: 24, columns: 80).lines[2].contains("WHY"))
+    }
+}
+
+extension OutputViewTests {
+    @Test("/ in the output view searches the kept output; n and N go to the next and previous match")
+    func search() {
+        var model = openView()
+        model.setOutput(of: jobID(1), lines: (1...100).map { OutputLine(stream: .stdout, text: $0 % 25 == 0 ? "ERROR at \($0)" : "ok \($0)") }, dropped: 0)
+        _ = model.handle(.home)
+        _ = model.handle(.char("/"))
+        #expect(screen(model).lines[23].contains("Search:"))
+        for character in "error" { _ = model.handle(.char(character)) }
+        _ = model.handle(.enter)
+        var lines = screen(model).lines
+        #expect(lines[1].hasPrefix("ERROR at 25"), "\(lines[1])")
+        #expect(lines[23].contains("match 1 of 4"))
+        _ = model.handle(.char("n"))
+        #expect(screen(model).lines[1].hasPrefix("ERROR at 50"))
+        _ = model.handle(.char("N"))
+        lines = screen(model).lines
+        #expect(lines[1].hasPrefix("ERROR at 25"))
+        _ = model.handle(.char("/"))
+        for character in "nowhere" { _ = model.handle(.char(character)) }
+        _ = model.handle(.enter)
+        #expect(screen(model).lines[23].contains("'nowhere' is not in the kept output"))
+    }
+}

@@ -1,0 +1,56 @@
+import Foundation
+import Scheduler
+import Testing
+@testable import TUI
+
+/// Issue 13 through the dashboard's loop: an in-process scheduler, a fake terminal.
+@Suite("Power-user fixes through the controller", .timeLimit(.minutes(1)))
+@MainActor
+struct PowerUserControllerTests {
+    typealias Harness = DashboardControllerTests.Harness
+
+    @Test("++++ typed in one burst raises the priority by four")
+    func burst() async throws {
+        // Given no slots and one queued job
+        let harness = Harness(slots: 0)
+        let id = try await harness.submit(.shell("true # burst"))
+        await harness.terminal.frame(showing: "# burst", "queued")
+        // When four + arrive in one read
+        harness.terminal.type("++++")
+        // Then the scheduler ends at 4
+        await harness.terminal.frame(showing: "# burst", " 4 ")
+        #expect(await harness.scheduler.currentSnapshot().jobs.first { $0.id == id }?.priority == 4)
+        await harness.finish()
+    }
+
+    @Test("w writes the selected job's output to the file named, byte for byte")
+    func saveOutput() async throws {
+        let harness = Harness(slots: 1)
+        let (lines, printer) = AsyncStream<String>.makeStream()
+        try await harness.submit(DashboardControllerTests.waiting("printer", printing: lines))
+        printer.yield("first line")
+        printer.yield("second line")
+        await harness.terminal.frame(showing: "printer", "running")
+        // The lines are in the tail once the output view shows them.
+        harness.terminal.type(.enter)
+        await harness.terminal.frame(showing: "second line")
+        harness.terminal.type(.escape)
+        let path = NSTemporaryDirectory() + "jobtop-save-\(UUID().uuidString).log"
+        defer { unlink(path) }
+        harness.terminal.type("w")
+        await harness.terminal.frame(showing: "Write the output of")
+        harness.terminal.type(.control("u"))
+        harness.terminal.type(path)
+        harness.terminal.type(.enter)
+        await harness.terminal.frame(showing: "wrote 2 lines to")
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == "first line\nsecond line\n")
+        // A path that cannot be written says why
+        harness.terminal.type("w")
+        harness.terminal.type(.control("u"))
+        harness.terminal.type("/nonexistent-dir/x.log")
+        harness.terminal.type(.enter)
+        await harness.terminal.frame(showing: "nothing written: cannot write /nonexistent-dir/x.log")
+        printer.finish()
+        await harness.finish()
+    }
+}
