@@ -34,6 +34,9 @@ public final class WorkerListener: Sendable {
         public var address: RemoteAddress
         /// The token workers must show; `nil` admits any worker (loopback only).
         public var token: String?
+        /// TLS: the certificate the listener shows (and the CA client certificates must chain
+        /// to, for mutual TLS); `nil` for plaintext.
+        public var tls: RemoteTLS.Server?
         /// How often each side sends a heartbeat.
         public var heartbeatInterval: Duration
         /// Silent intervals after which a worker counts as lost.
@@ -55,6 +58,7 @@ public final class WorkerListener: Sendable {
         public init(
             address: RemoteAddress,
             token: String? = nil,
+            tls: RemoteTLS.Server? = nil,
             heartbeatInterval: Duration = .seconds(1),
             missedHeartbeats: Int = 3,
             helloDeadline: Duration = .seconds(5),
@@ -65,6 +69,7 @@ public final class WorkerListener: Sendable {
         ) {
             self.address = address
             self.token = token
+            self.tls = tls
             self.heartbeatInterval = heartbeatInterval
             self.missedHeartbeats = max(1, missedHeartbeats)
             self.helloDeadline = helloDeadline
@@ -132,7 +137,8 @@ public final class WorkerListener: Sendable {
         transportConfig.channelDebuggingCallbacks.onAcceptTCPConnection = { channel in gate.accepted(channel) }
         let server = GRPCServer(
             transport: .http2NIOPosix(
-                listeningSocketDescriptor: Int(socket), transportSecurity: .plaintext, config: transportConfig),
+                listeningSocketDescriptor: Int(socket), transportSecurity: configuration.tls?.transportSecurity ?? .plaintext,
+                config: transportConfig),
             services: [service])
         let failure = Locked<String?>(nil)
         let task = Task {

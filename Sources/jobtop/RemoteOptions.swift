@@ -17,9 +17,13 @@ struct RemoteOptions: ParsableArguments {
         help: ArgumentHelp("The token remote workers must show (default: $JOBTOP_TOKEN).", valueName: "path"))
     var tokenFile: String?
 
+    @OptionGroup
+    var tls: ListenTLSOptions
+
     func validate() throws {
         guard let listen else {
             if tokenFile != nil { throw ValidationError("--token-file needs --listen HOST:PORT") }
+            if tls.isSet { throw ValidationError("--tls-cert/--tls-key/--tls-client-ca need --listen HOST:PORT") }
             return
         }
         do {
@@ -53,11 +57,20 @@ struct RemoteOptions: ParsableArguments {
             } else {
                 log = { _ in }
             }
+            let tls = try tls.server()
             let listener = try WorkerListener(
                 scheduler: scheduler,
-                configuration: .init(address: address, token: try RemoteToken.load(file: tokenFile), log: log))
+                configuration: .init(address: address, token: try RemoteToken.load(file: tokenFile), tls: tls, log: log))
             let bound = try await listener.start()
-            log("jobtop: accepting workers on \(bound) ('jobtop worker --connect \(bound)')")
+            // Loud whatever the presenter: under the dashboard the log is off.
+            if let warning = RemoteTLS.plaintextWarning(listeningOn: bound, hasTLS: tls != nil) {
+                StandardError.write(warning + "\n")
+            }
+            if let tls {
+                log("jobtop: accepting workers on \(bound) with TLS\(tls.isMutual ? " (mutual: workers need a certificate)" : ""); certificate \(tls.fingerprint) ('jobtop worker --connect \(bound) --tls-fingerprint \(tls.fingerprint)' or --tls-ca)")
+            } else {
+                log("jobtop: accepting workers on \(bound) ('jobtop worker --connect \(bound)')")
+            }
             return listener
         } catch {
             throw JobInputError(.invalidValue, "--listen \(listen): \(error.message)")
