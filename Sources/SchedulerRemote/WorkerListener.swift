@@ -37,6 +37,10 @@ public final class WorkerListener: Sendable {
         /// TLS: the certificate the listener shows (and the CA client certificates must chain
         /// to, for mutual TLS); `nil` for plaintext.
         public var tls: RemoteTLS.Server?
+        /// Assignments each worker may hold beyond its slots, waiting on the worker, so a slot
+        /// that frees starts its next job without a round trip to the coordinator; 0 turns it
+        /// off. The engine counts them as running there (their timeout starts when assigned).
+        public var prefetch: Int
         /// How often each side sends a heartbeat.
         public var heartbeatInterval: Duration
         /// Silent intervals after which a worker counts as lost.
@@ -59,6 +63,7 @@ public final class WorkerListener: Sendable {
             address: RemoteAddress,
             token: String? = nil,
             tls: RemoteTLS.Server? = nil,
+            prefetch: Int = WorkerListener.defaultPrefetch,
             heartbeatInterval: Duration = .seconds(1),
             missedHeartbeats: Int = 3,
             helloDeadline: Duration = .seconds(5),
@@ -70,6 +75,7 @@ public final class WorkerListener: Sendable {
             self.address = address
             self.token = token
             self.tls = tls
+            self.prefetch = max(0, prefetch)
             self.heartbeatInterval = heartbeatInterval
             self.missedHeartbeats = max(1, missedHeartbeats)
             self.helloDeadline = helloDeadline
@@ -89,6 +95,9 @@ public final class WorkerListener: Sendable {
         /// A worker left the pool, and why (rendered as text only where it is shown).
         case left(WorkerID, reason: WorkerLeaveReason)
     }
+
+    /// Assignments a worker holds beyond its slots unless configured otherwise.
+    public static let defaultPrefetch = 1
 
     /// The configuration it was made with.
     public let configuration: Configuration
@@ -410,7 +419,10 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
             try await refuse(response, .shuttingDown, name: name, peer: peer, "the coordinator is shutting down")
             return nil
         }
-        let descriptor = WorkerDescriptor(id: WorkerID(), name: name, kind: .remote, slots: Int(hello.slots))
+        // The pool sees the prefetched assignments as slots: the worker's own scheduler queues
+        // what is beyond its real slots and starts it the moment one frees.
+        let descriptor = WorkerDescriptor(
+            id: WorkerID(), name: name, kind: .remote, slots: Int(hello.slots) + configuration.prefetch)
         let worker = RemoteWorker(
             descriptor: descriptor, outbox: outbox, features: Set(hello.features),
             gracePeriod: scheduler.configuration.gracePeriod,
@@ -428,7 +440,8 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
         liveness.touch()
         state.withLock { $0.connections[descriptor.id] = Connection(worker: worker, outbox: outbox) }
         await scheduler.addWorker(worker)
-        configuration.log("jobtop: worker '\(name)' joined from \(peer) with \(hello.slots) slot\(hello.slots == 1 ? "" : "s") (id \(descriptor.id.short))")
+        let prefetched = configuration.prefetch > 0 ? " (+\(configuration.prefetch) prefetched)" : ""
+        configuration.log("jobtop: worker '\(name)' joined from \(peer) with \(hello.slots) slot\(hello.slots == 1 ? "" : "s")\(prefetched) (id \(descriptor.id.short))")
         publish(.joined(descriptor))
         return worker
     }

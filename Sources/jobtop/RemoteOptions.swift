@@ -17,6 +17,13 @@ struct RemoteOptions: ParsableArguments {
         help: ArgumentHelp("The token remote workers must show (default: $JOBTOP_TOKEN).", valueName: "path"))
     var tokenFile: String?
 
+    @Option(
+        name: .customLong("prefetch"),
+        help: ArgumentHelp(
+            "Jobs each remote worker may hold beyond its slots, so a slot that frees starts the next one without a round trip (default: \(WorkerListener.defaultPrefetch); 0: off).",
+            valueName: "n"))
+    var prefetch: Int?
+
     @OptionGroup
     var tls: ListenTLSOptions
 
@@ -24,7 +31,11 @@ struct RemoteOptions: ParsableArguments {
         guard let listen else {
             if tokenFile != nil { throw ValidationError("--token-file needs --listen HOST:PORT") }
             if tls.isSet { throw ValidationError("--tls-cert/--tls-key/--tls-client-ca need --listen HOST:PORT") }
+            if prefetch != nil { throw ValidationError("--prefetch needs --listen HOST:PORT") }
             return
+        }
+        if let prefetch, !(0...1024).contains(prefetch) {
+            throw ValidationError("--prefetch must be from 0 to 1024, not \(prefetch)")
         }
         do {
             let address = try RemoteAddress(parsing: listen)
@@ -60,7 +71,8 @@ struct RemoteOptions: ParsableArguments {
             let tls = try tls.server()
             let listener = try WorkerListener(
                 scheduler: scheduler,
-                configuration: .init(address: address, token: try RemoteToken.load(file: tokenFile), tls: tls, log: log))
+                configuration: .init(address: address, token: try RemoteToken.load(file: tokenFile), tls: tls,
+                    prefetch: prefetch ?? WorkerListener.defaultPrefetch, log: log))
             let bound = try await listener.start()
             // Loud whatever the presenter: under the dashboard the log is off.
             if let warning = RemoteTLS.plaintextWarning(listeningOn: bound, hasTLS: tls != nil) {

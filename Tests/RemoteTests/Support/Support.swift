@@ -48,7 +48,8 @@ struct Coordinator {
     static func start(
         port: Int = 0, token: String? = nil, heartbeat: Duration = .seconds(1), localSlots: Int = 0,
         clock: ManualClock? = nil, helloDeadline: Duration = .seconds(5), maxPendingConnections: Int = 32,
-        shutdownGrace: Duration = .seconds(2), log: LogLines? = nil, tls: RemoteTLS.Server? = nil
+        shutdownGrace: Duration = .seconds(2), log: LogLines? = nil, tls: RemoteTLS.Server? = nil,
+        prefetch: Int = WorkerListener.defaultPrefetch
     ) async throws -> Coordinator {
         let token = token ?? "test-\(UUID().uuidString)"
         let configuration = Scheduler.Configuration(localSlots: localSlots, gracePeriod: .seconds(2))
@@ -64,7 +65,7 @@ struct Coordinator {
         let listener = try WorkerListener(
             scheduler: scheduler,
             configuration: .init(
-                address: RemoteAddress(host: "127.0.0.1", port: port), token: token, tls: tls, heartbeatInterval: heartbeat,
+                address: RemoteAddress(host: "127.0.0.1", port: port), token: token, tls: tls, prefetch: prefetch, heartbeatInterval: heartbeat,
                 helloDeadline: helloDeadline, maxPendingConnections: maxPendingConnections, shutdownGrace: shutdownGrace,
                 log: sink))
         let events = listener.events
