@@ -28,6 +28,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "4.0.0"),
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.0"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.0"),
+        // `jobtop serve`'s durable state: SQLite in WAL mode, written on GRDB's own queue.
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         // posix_spawn with a new session, pidfd_open and environ: the few C calls Swift cannot make directly.
@@ -85,6 +87,16 @@ let package = Package(
             ],
             exclude: ["Generated/README.md"]
         ),
+        // Durable state for `jobtop serve`: a journal of jobs and their outcomes in SQLite (GRDB),
+        // each job's output in a file, and the recovery after a restart. Depends on Scheduler only.
+        .target(
+            name: "SchedulerStore",
+            dependencies: [
+                "Scheduler",
+                "CProcess",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
         // Remote worker benchmark (release): local slots vs `jobtop worker` processes on loopback.
         .executableTarget(
             name: "jobtop-remote-bench",
@@ -109,6 +121,10 @@ let package = Package(
         .testTarget(
             name: "SchedulerTests",
             dependencies: ["Scheduler", "JobtopTestSupport"]
+        ),
+        .testTarget(
+            name: "StoreTests",
+            dependencies: ["Scheduler", "SchedulerStore", "JobtopTestSupport"]
         ),
         .testTarget(
             name: "TUITests",
