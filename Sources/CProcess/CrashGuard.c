@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -53,6 +55,18 @@ static void jt_wait_for_spawns(void) {
     }
 }
 
+// The lifeline (jt_lifeline_start): the write end of the pipe to the guard process, or -1.
+static _Atomic int jt_lifeline_fd = -1;
+
+/// Tells the guard process a group was recorded (1) or forgotten (2). One 8-byte write to a
+/// pipe: atomic (at most PIPE_BUF), so threads need no lock, and async-signal-safe.
+static void jt_lifeline_note(int32_t op, pid_t group) {
+    int fd = atomic_load_explicit(&jt_lifeline_fd, memory_order_acquire);
+    if (fd < 0) return;
+    int32_t record[2] = {op, (int32_t)group};
+    while (write(fd, record, sizeof record) < 0 && errno == EINTR) {}
+}
+
 static unsigned jt_group_start(pid_t group) {
     // Fibonacci hashing spreads consecutive pids over the table.
     return (unsigned)(((uint32_t)group * 2654435761u) >> 16) & (JT_GROUP_SLOTS - 1);
@@ -67,6 +81,7 @@ int jt_crash_guard_add_group(pid_t group) {
         pid_t seen = atomic_load_explicit(slot, memory_order_relaxed);
         while (seen == 0 || seen == JT_TOMBSTONE) {
             if (atomic_compare_exchange_weak_explicit(slot, &seen, group, memory_order_release, memory_order_relaxed)) {
+                jt_lifeline_note(1, group);
                 return 1;
             }
         }
@@ -81,7 +96,9 @@ int jt_crash_guard_remove_group(pid_t group) {
         _Atomic(pid_t) *slot = &jt_groups[(start + i) & (JT_GROUP_SLOTS - 1)];
         pid_t seen = atomic_load_explicit(slot, memory_order_acquire);
         if (seen == group) {
-            return atomic_compare_exchange_strong_explicit(slot, &seen, JT_TOMBSTONE, memory_order_release, memory_order_relaxed);
+            int removed = atomic_compare_exchange_strong_explicit(slot, &seen, JT_TOMBSTONE, memory_order_release, memory_order_relaxed);
+            if (removed) jt_lifeline_note(2, group);
+            return removed;
         }
         if (seen == 0) return 0;
     }
@@ -393,4 +410,89 @@ int jt_crash_guard_install(void) {
     // never see one sent by kill; threads started from here on inherit the unblocked mask.
     pthread_sigmask(SIG_UNBLOCK, &action.sa_mask, NULL);
     return result;
+}
+
+// --- Lifeline ----------------------------------------------------------------------------------
+//
+// A process killed with SIGKILL runs no code: its job process groups would live on, unsupervised.
+// The guard is a forked child that holds the read end of a pipe whose only write end is this
+// process's (close-on-exec, and jobs get no descriptor above 2). Every group recorded or
+// forgotten above is also written to the pipe; the guard keeps the same table in its own copy
+// of jt_groups. When the pipe reaches end of file (this process is gone, however it went) the
+// guard kills every group still in its table and exits. Groups whose leader was reaped (ended
+// jobs, and the background processes a keep_background job leaves) were forgotten first, so
+// they are not touched.
+
+static void jt_lifeline_guard(int fd) {
+    // In the forked child of a multithreaded process: async-signal-safe calls only.
+    atomic_store_explicit(&jt_lifeline_fd, -1, memory_order_release);
+    prctl(PR_SET_NAME, "jobtop-guard", 0, 0, 0);
+    // A session of its own: a kill of the worker's process group (a service manager stopping
+    // it, a test's cleanup) does not take the guard along before it has done its work.
+    setsid();
+    struct sigaction ignore;
+    memset(&ignore, 0, sizeof ignore);
+    ignore.sa_handler = SIG_IGN;
+    // Only the end of the pipe ends it: not a Ctrl-C to the terminal's group, not a SIGTERM
+    // meant for the worker's group.
+    sigaction(SIGINT, &ignore, NULL);
+    sigaction(SIGTERM, &ignore, NULL);
+    sigaction(SIGHUP, &ignore, NULL);
+    sigaction(SIGQUIT, &ignore, NULL);
+    sigaction(SIGPIPE, &ignore, NULL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    // Holds nothing of the parent's open: not its stdout/stderr (a reader waiting for their end
+    // must not wait for the guard), not its sockets.
+    int null = open("/dev/null", O_RDWR);
+    if (null >= 0) {
+        dup2(null, 0);
+        dup2(null, 1);
+        dup2(null, 2);
+    }
+    if (fd != 3) {
+        dup2(fd, 3);
+        fd = 3;
+    }
+    syscall(SYS_close_range, 4u, ~0u, 0u);
+    int32_t record[2];
+    size_t have = 0;
+    for (;;) {
+        ssize_t count = read(fd, (char *)record + have, sizeof record - have);
+        if (count < 0 && errno == EINTR) continue;
+        if (count <= 0) break;
+        have += (size_t)count;
+        if (have < sizeof record) continue;
+        have = 0;
+        if (record[0] == 1) jt_crash_guard_add_group((pid_t)record[1]);
+        if (record[0] == 2) jt_crash_guard_remove_group((pid_t)record[1]);
+    }
+    jt_crash_guard_kill_groups(SIGKILL);
+    _exit(0);
+}
+
+pid_t jt_lifeline_start(void) {
+    if (atomic_load_explicit(&jt_lifeline_fd, memory_order_acquire) >= 0) return 0;
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return -errno;
+    pid_t child = fork();
+    if (child < 0) {
+        int error = errno;
+        close(fds[0]);
+        close(fds[1]);
+        return -error;
+    }
+    if (child == 0) {
+        close(fds[1]);
+        jt_lifeline_guard(fds[0]);
+    }
+    close(fds[0]);
+    // Groups already recorded (none, when called at start as meant) go to the guard first.
+    atomic_store_explicit(&jt_lifeline_fd, fds[1], memory_order_release);
+    for (unsigned i = 0; i < JT_GROUP_SLOTS; i++) {
+        pid_t group = atomic_load_explicit(&jt_groups[i], memory_order_acquire);
+        if (group > 0) jt_lifeline_note(1, group);
+    }
+    return child;
 }

@@ -71,4 +71,20 @@ extension Scheduler {
     public nonisolated static func installCrashGuard() -> Bool {
         jt_crash_guard_install() == 0
     }
+
+    /// Starts a guard process that outlives this one by a moment: when this process is gone,
+    /// however it went (`kill -9` included, which runs no code here), the guard kills (SIGKILL)
+    /// the process group of every job process it had started and not yet reaped, then exits.
+    ///
+    /// The guard is a forked child named `jobtop-guard`, reading a pipe this process alone can
+    /// write; each job process group is written to it as it is recorded and forgotten. Groups
+    /// that ended before (and those a `keep_background` job leaves on purpose) are not touched.
+    /// It ignores SIGINT, SIGTERM and SIGHUP: only the end of this process ends it. Call it once,
+    /// early, before any job runs.
+    ///
+    /// - Returns: Whether the guard runs (it also returns `true` when it already did).
+    @discardableResult
+    public nonisolated static func startLifelineGuard() -> Bool {
+        jt_lifeline_start() >= 0
+    }
 }

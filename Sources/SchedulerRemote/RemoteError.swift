@@ -12,6 +12,11 @@ public struct RemoteError: Error, Sendable, Equatable, CustomStringConvertible {
         case cannotListen
         /// The coordinator refused the worker (wrong token, other protocol version, ...).
         case refused
+        /// A TLS file (certificate, key, CA) or fingerprint could not be used.
+        case badTLS
+        /// The TLS handshake failed: the peer's certificate is not the one trusted, or the peer
+        /// does not speak TLS.
+        case tlsFailed
     }
 
     /// What kind of problem it is.

@@ -32,6 +32,10 @@ public final class WorkerAgent: Sendable {
         public var slots: Int
         /// The token to show; `nil` for none.
         public var token: String?
+        /// TLS: how the coordinator is trusted (and the worker's own certificate, for mutual
+        /// TLS); `nil` for plaintext. With TLS the hello (and its token) is only ever sent
+        /// inside a verified TLS session.
+        public var tls: RemoteTLS.Client?
         /// The first delay before reconnecting; it doubles up to `maxBackoff`.
         public var initialBackoff: Duration
         /// The longest delay between attempts to reconnect.
@@ -49,6 +53,7 @@ public final class WorkerAgent: Sendable {
             name: String = ProcessInfo.processInfo.hostName,
             slots: Int = ProcessInfo.processInfo.activeProcessorCount,
             token: String? = nil,
+            tls: RemoteTLS.Client? = nil,
             initialBackoff: Duration = .milliseconds(100),
             maxBackoff: Duration = .seconds(5),
             helloDeadline: Duration = .seconds(10),
@@ -59,6 +64,7 @@ public final class WorkerAgent: Sendable {
             self.name = name
             self.slots = max(1, slots)
             self.token = token
+            self.tls = tls
             self.initialBackoff = initialBackoff
             self.maxBackoff = maxBackoff
             self.helloDeadline = helloDeadline
@@ -102,6 +108,9 @@ public final class WorkerAgent: Sendable {
         case unreachable(String)
         /// Refused: the coordinator's reason.
         case refused(String)
+        /// The TLS handshake failed before any welcome (wrong CA or fingerprint, no TLS there,
+        /// a client certificate wanted): why.
+        case tlsFailed(String)
         /// Was in, then the connection broke or went silent.
         case lost(String)
         /// The coordinator said goodbye.
@@ -158,6 +167,8 @@ public final class WorkerAgent: Sendable {
                 return
             case .refused(let reason):
                 throw RemoteError(.refused, "the coordinator at \(coordinator) refused this worker: \(reason)")
+            case .tlsFailed(let why):
+                throw RemoteError(.tlsFailed, "\(why); giving up (nothing was sent in the clear)")
             case .unreachable(let why):
                 publish(.unreachable(why))
                 if isFinished { return }
@@ -249,12 +260,13 @@ public final class WorkerAgent: Sendable {
                 $0.features = [.keepBackground]
             }
         }
+        configuration.tls?.forgetRejected()
         do {
             var transportConfig = HTTP2ClientTransport.Posix.Config.defaults
             // Acks and results are small and latency-bound: flush each at once.
             transportConfig.connection.flushCoalescing = nil
             let transport = try HTTP2ClientTransport.Posix(
-                target: Self.target(configuration.coordinator), transportSecurity: .plaintext,
+                target: Self.target(configuration.coordinator), transportSecurity: configuration.tls?.transportSecurity ?? .plaintext,
                 config: transportConfig)
             return try await withGRPCClient(transport: transport) { client in
                 var options = CallOptions.defaults
@@ -269,8 +281,7 @@ public final class WorkerAgent: Sendable {
                 })
             }
         } catch {
-            let why = PeerText.escaped(Self.describe(error))
-            return welcome.isWelcomed ? .lost(why) : .unreachable(why)
+            return ending(error, welcome)
         }
     }
 
@@ -301,8 +312,7 @@ public final class WorkerAgent: Sendable {
                     }
                     input.yield(.ended(deadline.isWelcomed ? .lost("the coordinator closed the stream") : .unreachable("the coordinator closed the stream")))
                 } catch {
-                    let why = PeerText.escaped(Self.describe(error))
-                    input.yield(.ended(deadline.isWelcomed ? .lost(why) : .unreachable(why)))
+                    input.yield(.ended(self.ending(error, deadline)))
                 }
             }
             var pending = inputs.makeAsyncIterator()
@@ -525,6 +535,21 @@ public final class WorkerAgent: Sendable {
             return .ipv4(address: address.host, port: address.port)
         }
         return .dns(host: address.host, port: address.port)
+    }
+
+    /// How a connection that failed with `error` ends: lost once welcomed; before that a TLS
+    /// failure (which retrying does not mend), or unreachable.
+    private func ending(_ error: any Error, _ welcome: WelcomeDeadline) -> SessionEnd {
+        if !welcome.isWelcomed, let tls = configuration.tls,
+            let why = tls.handshakeFailure(in: error, connectingTo: configuration.coordinator)
+        {
+            return .tlsFailed(why)
+        }
+        var why = PeerText.escaped(Self.describe(error))
+        if configuration.tls == nil, why.contains("before completing the HTTP/2 connection preface") {
+            why += " (a coordinator with TLS needs --tls-ca or --tls-fingerprint here)"
+        }
+        return welcome.isWelcomed ? .lost(why) : .unreachable(why)
     }
 
     static func describe(_ error: any Error) -> String {

@@ -34,6 +34,13 @@ public final class WorkerListener: Sendable {
         public var address: RemoteAddress
         /// The token workers must show; `nil` admits any worker (loopback only).
         public var token: String?
+        /// TLS: the certificate the listener shows (and the CA client certificates must chain
+        /// to, for mutual TLS); `nil` for plaintext.
+        public var tls: RemoteTLS.Server?
+        /// Assignments each worker may hold beyond its slots, waiting on the worker, so a slot
+        /// that frees starts its next job without a round trip to the coordinator; 0 turns it
+        /// off. The engine counts them as running there (their timeout starts when assigned).
+        public var prefetch: Int
         /// How often each side sends a heartbeat.
         public var heartbeatInterval: Duration
         /// Silent intervals after which a worker counts as lost.
@@ -55,6 +62,8 @@ public final class WorkerListener: Sendable {
         public init(
             address: RemoteAddress,
             token: String? = nil,
+            tls: RemoteTLS.Server? = nil,
+            prefetch: Int = WorkerListener.defaultPrefetch,
             heartbeatInterval: Duration = .seconds(1),
             missedHeartbeats: Int = 3,
             helloDeadline: Duration = .seconds(5),
@@ -65,6 +74,8 @@ public final class WorkerListener: Sendable {
         ) {
             self.address = address
             self.token = token
+            self.tls = tls
+            self.prefetch = max(0, prefetch)
             self.heartbeatInterval = heartbeatInterval
             self.missedHeartbeats = max(1, missedHeartbeats)
             self.helloDeadline = helloDeadline
@@ -84,6 +95,9 @@ public final class WorkerListener: Sendable {
         /// A worker left the pool, and why (rendered as text only where it is shown).
         case left(WorkerID, reason: WorkerLeaveReason)
     }
+
+    /// Assignments a worker holds beyond its slots unless configured otherwise.
+    public static let defaultPrefetch = 1
 
     /// The configuration it was made with.
     public let configuration: Configuration
@@ -132,7 +146,8 @@ public final class WorkerListener: Sendable {
         transportConfig.channelDebuggingCallbacks.onAcceptTCPConnection = { channel in gate.accepted(channel) }
         let server = GRPCServer(
             transport: .http2NIOPosix(
-                listeningSocketDescriptor: Int(socket), transportSecurity: .plaintext, config: transportConfig),
+                listeningSocketDescriptor: Int(socket), transportSecurity: configuration.tls?.transportSecurity ?? .plaintext,
+                config: transportConfig),
             services: [service])
         let failure = Locked<String?>(nil)
         let task = Task {
@@ -404,7 +419,10 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
             try await refuse(response, .shuttingDown, name: name, peer: peer, "the coordinator is shutting down")
             return nil
         }
-        let descriptor = WorkerDescriptor(id: WorkerID(), name: name, kind: .remote, slots: Int(hello.slots))
+        // The pool sees the prefetched assignments as slots: the worker's own scheduler queues
+        // what is beyond its real slots and starts it the moment one frees.
+        let descriptor = WorkerDescriptor(
+            id: WorkerID(), name: name, kind: .remote, slots: Int(hello.slots) + configuration.prefetch)
         let worker = RemoteWorker(
             descriptor: descriptor, outbox: outbox, features: Set(hello.features),
             gracePeriod: scheduler.configuration.gracePeriod,
@@ -422,7 +440,8 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
         liveness.touch()
         state.withLock { $0.connections[descriptor.id] = Connection(worker: worker, outbox: outbox) }
         await scheduler.addWorker(worker)
-        configuration.log("jobtop: worker '\(name)' joined from \(peer) with \(hello.slots) slot\(hello.slots == 1 ? "" : "s") (id \(descriptor.id.short))")
+        let prefetched = configuration.prefetch > 0 ? " (+\(configuration.prefetch) prefetched)" : ""
+        configuration.log("jobtop: worker '\(name)' joined from \(peer) with \(hello.slots) slot\(hello.slots == 1 ? "" : "s")\(prefetched) (id \(descriptor.id.short))")
         publish(.joined(descriptor))
         return worker
     }

@@ -90,13 +90,14 @@ func benchmark() async throws {
     let runs = option("--runs", default: 3)
     let workerCount = option("--workers", default: 2)
     let slotsPerWorker = option("--slots", default: 2)
+    let prefetch = option("--prefetch", default: WorkerListener.defaultPrefetch)
     let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
     let jobtop = here.appendingPathComponent("jobtop").path
     let workerCommand: [String] =
         FileManager.default.isExecutableFile(atPath: jobtop) && stringOption("--self-workers") == nil
         ? [jobtop, "worker"] : [CommandLine.arguments[0], "worker"]
     print("jobtop remote benchmark: \(jobs) `true` jobs, \(runs) runs each (median), \(ProcessInfo.processInfo.activeProcessorCount) cores")
-    print("workers: \(workerCommand.joined(separator: " "))")
+    print("workers: \(workerCommand.joined(separator: " ")); prefetch \(prefetch)")
 
     // Local: 4 slots.
     var local: [Double] = []
@@ -116,7 +117,8 @@ func benchmark() async throws {
         async let running: Void = scheduler.run()
         let listener = try WorkerListener(
             scheduler: scheduler,
-            configuration: .init(address: RemoteAddress(host: "127.0.0.1", port: 0), roundTrips: recorder, log: { _ in }))
+            configuration: .init(
+                address: RemoteAddress(host: "127.0.0.1", port: 0), prefetch: prefetch, roundTrips: recorder, log: { _ in }))
         let listenerEvents = listener.events
         let bound = try await listener.start()
         let workers = (1...workerCount).map { number in

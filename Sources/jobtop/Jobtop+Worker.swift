@@ -20,8 +20,13 @@ extension Jobtop {
                 SIGTERM or SIGINT drains: running jobs finish, no new ones are accepted, then the \
                 worker leaves and exits 0. A second signal stops the running jobs at once.
 
+                TLS: --tls-ca FILE or --tls-fingerprint sha256:HEX (the coordinator prints it) turns it \
+                on; nothing, not even the hello with its token, is sent before the coordinator's \
+                certificate is verified. --tls-cert/--tls-key add this worker's certificate (mutual TLS).
+
                 Exit status: 0 left cleanly (drained, or told to stop while not connected); 1 refused \
-                by the coordinator (wrong or missing token, other protocol version); 2 bad usage; \
+                by the coordinator (wrong or missing token, other protocol version) or TLS failed \
+                (untrusted certificate, no TLS there, client certificate wanted); 2 bad usage; \
                 130/143 stopped by a second SIGINT/SIGTERM.
                 """)
 
@@ -36,6 +41,9 @@ extension Jobtop {
 
         @Option(name: .customLong("token-file"), help: ArgumentHelp("The coordinator's token (default: $JOBTOP_TOKEN).", valueName: "path"))
         var tokenFile: String?
+
+        @OptionGroup(title: "TLS")
+        var tls: ConnectTLSOptions
 
         func validate() throws {
             do {
@@ -57,6 +65,11 @@ extension Jobtop {
             // As for `jobtop run -j`: take what the hard open-file limit allows, and refuse
             // more slots than the limits can hold before connecting.
             Scheduler.raiseOpenFileLimit()
+            // A worker killed with SIGKILL runs no code: the guard stops its jobs instead, so none
+            // runs on here unsupervised while the coordinator requeues it elsewhere.
+            if !Scheduler.startLifelineGuard() {
+                StandardError.write("jobtop worker: warning: cannot start the guard that stops jobs if this worker is killed\n")
+            }
             let wanted = slots ?? ProcessInfo.processInfo.activeProcessorCount
             let capacity = Scheduler.localSlotCapacity(extraFilesPerJob: 0)
             if wanted > capacity.slots {
@@ -71,10 +84,15 @@ extension Jobtop {
                     name: name ?? ProcessInfo.processInfo.hostName,
                     slots: slots ?? ProcessInfo.processInfo.activeProcessorCount,
                     token: try RemoteToken.load(file: tokenFile),
+                    tls: try tls.client(),
                     log: { StandardError.write($0 + "\n") }))
             } catch {
                 StandardError.write("jobtop worker: \(error)\n")
                 Foundation.exit(ExitStatus.usage)
+            }
+            if agent.configuration.tls == nil, agent.configuration.token != nil, !agent.configuration.coordinator.isLoopback {
+                StandardError.write(
+                    "jobtop worker: WARNING: connecting to \(agent.configuration.coordinator) WITHOUT TLS: the token and every job cross the network in the clear; use --tls-ca or --tls-fingerprint with a coordinator started with --tls-cert/--tls-key\n")
             }
             let signals = watchWorkerSignals(agent)
             defer { signals.stop() }

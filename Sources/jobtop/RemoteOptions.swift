@@ -17,10 +17,25 @@ struct RemoteOptions: ParsableArguments {
         help: ArgumentHelp("The token remote workers must show (default: $JOBTOP_TOKEN).", valueName: "path"))
     var tokenFile: String?
 
+    @Option(
+        name: .customLong("prefetch"),
+        help: ArgumentHelp(
+            "Jobs each remote worker may hold beyond its slots, so a slot that frees starts the next one without a round trip (default: \(WorkerListener.defaultPrefetch); 0: off).",
+            valueName: "n"))
+    var prefetch: Int?
+
+    @OptionGroup
+    var tls: ListenTLSOptions
+
     func validate() throws {
         guard let listen else {
             if tokenFile != nil { throw ValidationError("--token-file needs --listen HOST:PORT") }
+            if tls.isSet { throw ValidationError("--tls-cert/--tls-key/--tls-client-ca need --listen HOST:PORT") }
+            if prefetch != nil { throw ValidationError("--prefetch needs --listen HOST:PORT") }
             return
+        }
+        if let prefetch, !(0...1024).contains(prefetch) {
+            throw ValidationError("--prefetch must be from 0 to 1024, not \(prefetch)")
         }
         do {
             let address = try RemoteAddress(parsing: listen)
@@ -53,11 +68,21 @@ struct RemoteOptions: ParsableArguments {
             } else {
                 log = { _ in }
             }
+            let tls = try tls.server()
             let listener = try WorkerListener(
                 scheduler: scheduler,
-                configuration: .init(address: address, token: try RemoteToken.load(file: tokenFile), log: log))
+                configuration: .init(address: address, token: try RemoteToken.load(file: tokenFile), tls: tls,
+                    prefetch: prefetch ?? WorkerListener.defaultPrefetch, log: log))
             let bound = try await listener.start()
-            log("jobtop: accepting workers on \(bound) ('jobtop worker --connect \(bound)')")
+            // Loud whatever the presenter: under the dashboard the log is off.
+            if let warning = RemoteTLS.plaintextWarning(listeningOn: bound, hasTLS: tls != nil) {
+                StandardError.write(warning + "\n")
+            }
+            if let tls {
+                log("jobtop: accepting workers on \(bound) with TLS\(tls.isMutual ? " (mutual: workers need a certificate)" : ""); certificate \(tls.fingerprint) ('jobtop worker --connect \(bound) --tls-fingerprint \(tls.fingerprint)' or --tls-ca)")
+            } else {
+                log("jobtop: accepting workers on \(bound) ('jobtop worker --connect \(bound)')")
+            }
             return listener
         } catch {
             throw JobInputError(.invalidValue, "--listen \(listen): \(error.message)")

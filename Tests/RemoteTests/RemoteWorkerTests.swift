@@ -300,7 +300,8 @@ struct RemoteWorkerTests {
 
     @Test("SIGTERM drains: the running job finishes, a job handed over meanwhile never runs there and goes back to the queue")
     func drainFinishesRunningJobs() async throws {
-        let coordinator = try await Coordinator.start()
+        // No prefetch: with it the second job would be held by the worker and run before it leaves.
+        let coordinator = try await Coordinator.start(prefetch: 0)
         let worker = try JobtopProcess.worker(for: coordinator, slots: 1, name: "drainer")
         _ = await coordinator.joined(1)
         let events = await coordinator.scheduler.events()

@@ -39,6 +39,11 @@ void jt_crash_guard_spawn_end(void);
 /// Async-signal-safe.
 int jt_crash_guard_kill_groups(int signal_number);
 
+/// Starts the lifeline guard: a forked child that, when this process is gone however it went
+/// (SIGKILL included), kills every job process group still recorded (jt_crash_guard_add_group)
+/// and exits. Call once, early. Returns the guard's pid, 0 when already started, or -errno.
+pid_t jt_lifeline_start(void);
+
 /// The number of process groups recorded now (for tests).
 int jt_crash_guard_group_count(void);
 

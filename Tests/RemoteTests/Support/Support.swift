@@ -8,13 +8,19 @@ extension JobtopProcess {
     ///
     /// Every test coordinator has a token of its own, so a worker left over from another test
     /// (reconnecting to a port this coordinator got after it was freed) is refused, never joins.
+    ///
+    /// - Parameters:
+    ///   - port: Another port to connect to (a relay's) instead of the coordinator's.
+    ///   - arguments: More flags (TLS).
     static func worker(
-        for coordinator: Coordinator, slots: Int = 2, name: String, environment: [String: String] = [:]
+        for coordinator: Coordinator, slots: Int = 2, name: String, environment: [String: String] = [:],
+        port: Int? = nil, arguments: [String] = []
     ) throws -> JobtopProcess {
         var environment = environment
         if environment["JOBTOP_TOKEN"] == nil { environment["JOBTOP_TOKEN"] = coordinator.token }
         return try JobtopProcess(
-            ["worker", "--connect", "127.0.0.1:\(coordinator.address.port)", "--slots", "\(slots)", "--name", name],
+            ["worker", "--connect", "127.0.0.1:\(port ?? coordinator.address.port)", "--slots", "\(slots)", "--name", name]
+                + arguments,
             environment: environment, newSession: true)
     }
 }
@@ -42,7 +48,8 @@ struct Coordinator {
     static func start(
         port: Int = 0, token: String? = nil, heartbeat: Duration = .seconds(1), localSlots: Int = 0,
         clock: ManualClock? = nil, helloDeadline: Duration = .seconds(5), maxPendingConnections: Int = 32,
-        shutdownGrace: Duration = .seconds(2), log: LogLines? = nil
+        shutdownGrace: Duration = .seconds(2), log: LogLines? = nil, tls: RemoteTLS.Server? = nil,
+        prefetch: Int = WorkerListener.defaultPrefetch
     ) async throws -> Coordinator {
         let token = token ?? "test-\(UUID().uuidString)"
         let configuration = Scheduler.Configuration(localSlots: localSlots, gracePeriod: .seconds(2))
@@ -58,7 +65,7 @@ struct Coordinator {
         let listener = try WorkerListener(
             scheduler: scheduler,
             configuration: .init(
-                address: RemoteAddress(host: "127.0.0.1", port: port), token: token, heartbeatInterval: heartbeat,
+                address: RemoteAddress(host: "127.0.0.1", port: port), token: token, tls: tls, prefetch: prefetch, heartbeatInterval: heartbeat,
                 helloDeadline: helloDeadline, maxPendingConnections: maxPendingConnections, shutdownGrace: shutdownGrace,
                 log: sink))
         let events = listener.events

@@ -1,0 +1,62 @@
+import GRPCCore
+import NIOSSL
+
+extension RemoteTLS.Client {
+    /// What a failed connection says about TLS, for a person: why the handshake failed, or `nil`
+    /// when `error` is not a TLS failure (refused connection, timeout, ...).
+    ///
+    /// A TLS failure before the listener accepted the client is a set-up problem (wrong CA or
+    /// fingerprint, a listener without TLS, a missing client certificate) that retrying does not
+    /// mend, so clients stop and say this.
+    ///
+    /// - Parameters:
+    ///   - error: What the connection or call failed with.
+    ///   - address: Where the client connected, for the message.
+    public func handshakeFailure(in error: any Error, connectingTo address: RemoteAddress) -> String? {
+        guard let ssl = Self.sslError(in: error) else { return nil }
+        if let seen = lastRejectedFingerprint, case .fingerprint(let pin) = trust {
+            return "the coordinator at \(address) showed a certificate with fingerprint \(seen), not the pinned \(RemoteTLS.Flag.fingerprint) \(pin)"
+        }
+        let text = String(describing: ssl)
+        if text.contains("failedToValidateHostname") {
+            return "the coordinator at \(address) showed a certificate that does not name \(address.host) (its subjectAltName must hold the host name or IP address workers connect to)"
+        }
+        if text.contains("CERTIFICATE_VERIFY_FAILED") {
+            switch trust {
+            case .certificateAuthority(let file):
+                return "the coordinator at \(address) showed a certificate not signed by \(RemoteTLS.Flag.certificateAuthority) \(file)"
+            case .fingerprint:
+                return "the coordinator at \(address) showed a certificate that does not match \(RemoteTLS.Flag.fingerprint)"
+            }
+        }
+        if text.contains("WRONG_VERSION_NUMBER") || text.contains("HTTP_REQUEST") || text.contains("PACKET_LENGTH") {
+            return "the coordinator at \(address) does not speak TLS (was it started with \(RemoteTLS.Flag.certificate)/\(RemoteTLS.Flag.key)?)"
+        }
+        if text.contains("CERTIFICATE_REQUIRED") || text.contains("HANDSHAKE_FAILURE_ON_CLIENT_HELLO") {
+            return "the coordinator at \(address) requires a client certificate (mutual TLS): pass \(RemoteTLS.Flag.certificate)/\(RemoteTLS.Flag.key)"
+        }
+        if text.contains("UNKNOWN_CA") || text.contains("BAD_CERTIFICATE") || text.contains("CERTIFICATE_UNKNOWN") {
+            return "the coordinator at \(address) refused this worker's certificate (not signed by its \(RemoteTLS.Flag.clientCA))"
+        }
+        return "TLS with the coordinator at \(address) failed: \(PeerText.escaped(text, limit: 300))"
+    }
+
+    /// The NIOSSL error inside `error` (a gRPC error's causes, followed down), if any.
+    static func sslError(in error: any Error) -> (any Error)? {
+        var next: (any Error)? = error
+        for _ in 0..<8 {
+            guard let current = next else { return nil }
+            switch current {
+            case is NIOSSLError, is BoringSSLError, is NIOSSLExtraError:
+                return current
+            case let rpc as RPCError:
+                next = rpc.cause
+            case let runtime as RuntimeError:
+                next = runtime.cause
+            default:
+                return nil
+            }
+        }
+        return nil
+    }
+}
