@@ -58,6 +58,7 @@ let package = Package(
                 "Scheduler",
                 "TUI",
                 "SchedulerRemote",
+                "SchedulerSlurm",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
             ]
@@ -75,6 +76,12 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             exclude: ["Generated/README.md"]
+        ),
+        // The Slurm backend: a worker that submits each attempt with sbatch and watches it with
+        // one squeue call per poll for all jobs. Depends on Scheduler only.
+        .target(
+            name: "SchedulerSlurm",
+            dependencies: ["Scheduler"]
         ),
         // Remote worker benchmark (release): local slots vs `jobtop worker` processes on loopback.
         .executableTarget(
@@ -109,6 +116,12 @@ let package = Package(
         .testTarget(
             name: "RemoteTests",
             dependencies: ["Scheduler", "SchedulerRemote", "CProcess", "JobtopTestSupport", "jobtop"]
+        ),
+        // The Slurm backend: parsing on captured text, and end to end on a real one-node Slurm
+        // (Scripts/start-slurm.sh; skipped with a message where none runs, except in CI).
+        .testTarget(
+            name: "SlurmTests",
+            dependencies: ["Scheduler", "SchedulerSlurm", "JobtopTestSupport", "jobtop"]
         ),
         // End-to-end tests of the built binary (jobtop is a dependency so `swift test` builds it).
         .testTarget(
