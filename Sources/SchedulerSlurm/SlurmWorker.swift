@@ -104,6 +104,21 @@ public final class SlurmWorker: Worker {
         wakeup.signal()
     }
 
+    /// Cancels, in one `scancel` call, every Slurm job this worker submitted that has not been
+    /// seen to end: for the end of a run that did not wait for its jobs (a second signal), so
+    /// that nothing is left running on the cluster. Returns once `scancel` has run.
+    public func cancelOutstanding() async {
+        let ids = inbox.withLock { $0.placements.values.map(\.slurmID) }.sorted()
+        guard !ids.isEmpty else { return }
+        // scancel blocks: it runs on a thread of its own, not on the cooperative pool.
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            Thread { [self] in
+                _ = run("scancel", ids)
+                continuation.resume()
+            }.start()
+        }
+    }
+
     // MARK: - Internals
 
     private func post(_ key: Key, _ request: StopRequest) {
@@ -145,8 +160,13 @@ public final class SlurmWorker: Worker {
     }
 
     fileprivate func place(_ assignment: JobAssignment, _ placement: SlurmPlacement?) {
-        inbox.withLock { $0.placements[assignment.jobID] = placement }
-        if let placement { assignment.reporter.placed(placement.description) }
+        let changed = inbox.withLock { inbox -> Bool in
+            defer { inbox.placements[assignment.jobID] = placement }
+            return inbox.placements[assignment.jobID]?.description != placement?.description
+        }
+        // Published only when what the dashboard shows changes (pending → running is `1234
+        // Priority` → `1234`; a pending job's state and reason alone are one string).
+        if changed, let placement { assignment.reporter.placed(placement.description) }
     }
 
     fileprivate func wait(until deadline: ContinuousClock.Instant?) {

@@ -188,6 +188,8 @@ extension Jobtop {
                     : .screen(title: file.map { "jobtop: \($0)" } ?? "jobtop"),
                 outputDirectory: outputDir, haltsOnFailure: haltOnFailure, epoch: epoch, listener: listener)
             let status = await session.run(plan)
+            // Jobs still in Slurm when the run ends (it was killed, not drained) are cancelled there.
+            await slurmWorker?.cancelOutstanding()
             if status != ExitStatus.success { throw ExitCode(status) }
         }
     }

@@ -6,11 +6,14 @@ import Testing
 enum SlurmCluster {
     static let isCI = ProcessInfo.processInfo.environment["CI"] == "true"
 
-    /// The node's state is one that runs jobs.
-    static let isUp: Bool = {
+    /// The node's state is one that runs jobs (at the start of the test run).
+    static let isUp: Bool = isNodeReady()
+
+    /// Whether the node's state, now, is one that runs jobs.
+    static func isNodeReady() -> Bool {
         guard let output = try? run("/bin/sh", ["-c", "sinfo -h -o %T 2>/dev/null"]) else { return false }
         return output.split(whereSeparator: \.isNewline).contains { ["idle", "mixed", "allocated", "completing"].contains(String($0)) }
-    }()
+    }
 
     static let skipMessage = "no Slurm runs here: start a one-node cluster with Scripts/start-slurm.sh (as root) to run the Slurm suite"
 
@@ -151,8 +154,14 @@ struct SlurmEndToEndTests {
         try SlurmCluster.require()
         let scratch = try Scratch()
         let marker = "jobtop-slurm-cancel-\(UUID().uuidString.prefix(8))"
+        // In a job file, so that only the job's own processes have the marker in their command line.
+        let file = try scratch.write("jobs.toml", """
+            [[job]]
+            name = "long"
+            command = "sleep 300 # \(marker)"
+            """)
         let jobtop = try JobtopProcess(
-            ["-c", "sleep 300 # \(marker)", "--slurm", "--grace", "1s", "--slurm-poll", "300ms", "--log-format", "json",
+            [file, "--slurm", "--grace", "1s", "--slurm-poll", "300ms", "--log-format", "json",
              "--slurm-dir", scratch.file("slurm")],
             directory: scratch.path)
         // Running in Slurm: the sleep is on the node.
@@ -179,7 +188,38 @@ struct SlurmEndToEndTests {
         #expect(argument.status == 2)
         #expect(argument.stderr.contains("Slurm refuses jobs with --no-such-option"), "\(argument.stderr)")
     }
+
+    @Test("A job whose node fails (NODE_FAIL) is requeued like a lost worker's and its next attempt runs")
+    func nodeFailure() async throws {
+        try SlurmCluster.require()
+        let scratch = try Scratch()
+        let marker = "jobtop-slurm-nodefail-\(UUID().uuidString.prefix(8))"
+        let file = try scratch.write("jobs.toml", """
+            [[job]]
+            name = "victim"
+            command = "test -f ran && { echo second attempt; exit 0; }; touch ran; sleep 300 # \(marker)"
+            """)
+        let jobtop = try JobtopProcess(
+            [file, "--slurm", "--slurm-poll", "300ms", "--log-format", "json", "--log-output", "--slurm-dir", scratch.file("slurm")],
+            directory: scratch.path)
+        let running = await eventually(within: .seconds(60)) { SlurmCluster.hasProcess(marker) }
+        try #require(running, "the job never ran in Slurm: \(jobtop.output)")
+        // The node goes down under the job; slurmd answers again at once (ReturnToService=2), and
+        // a resume is asked for anyway in case this Slurm is configured otherwise.
+        _ = try SlurmCluster.run("/bin/sh", ["-c", "scontrol update nodename=localhost state=down reason=jobtop-test"])
+        defer { _ = try? SlurmCluster.run("/bin/sh", ["-c", "scontrol update nodename=localhost state=resume 2>/dev/null"]) }
+        let outcome = try #require(await jobtop.wait(atMost: .seconds(90)), "jobtop did not end: \(jobtop.output)")
+        let log = JSONLog(outcome.lines)
+        #expect(outcome.status == 0, "\(outcome.stdout)\n\(outcome.stderr)")
+        let requeued = try #require(log.events("requeued", job: "victim").first, "\(outcome.stdout)")
+        #expect((requeued["reason"] as? String)?.contains("NODE_FAIL") == true, "\(requeued)")
+        #expect(log.outputTexts(of: "victim").contains("second attempt"))
+        #expect(log.events("succeeded", job: "victim").first?["attempts"] as? Int == 1)
+        let idle = await eventually(within: .seconds(30)) { SlurmCluster.isNodeReady() }
+        #expect(idle, "the node did not come back")
+    }
 }
+
 
 /// Bad input that needs no Slurm to be found.
 @Suite("jobtop run --slurm without Slurm", .timeLimit(.minutes(1)))
