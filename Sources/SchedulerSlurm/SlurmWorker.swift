@@ -294,9 +294,16 @@ private struct SlurmLoop {
                 }
                 submit(submission)
             }
+            // Pending jobs are cancelled outright, all in one scancel call (a cancel of a whole
+            // run may stop a thousand at once); running ones get SIGTERM first.
+            var cancelNow: [TrackedJob] = []
             for (key, request) in stopped {
-                if let job = jobs[key] { stop(job, request) }
+                guard let job = jobs[key], job.stop == nil else { continue }
+                job.stop = request
+                job.assignment.control.onStop(nil)
+                if job.state == .pending { cancelNow.append(job) } else { signal(job, request) }
             }
+            if !cancelNow.isEmpty { _ = worker.run("scancel", cancelNow.map(\.slurmID)) }
             let now = ContinuousClock.now
             for job in jobs.values {
                 if let killAt = job.killAt, killAt <= now {
@@ -392,14 +399,7 @@ private struct SlurmLoop {
 
     // MARK: Stopping
 
-    private func stop(_ job: TrackedJob, _ request: StopRequest) {
-        guard job.stop == nil else { return }
-        job.stop = request
-        job.assignment.control.onStop(nil)
-        if job.state == .pending {
-            _ = worker.run("scancel", [job.slurmID])
-            return
-        }
+    private func signal(_ job: TrackedJob, _ request: StopRequest) {
         let result = worker.run("scancel", ["--full", "--signal=TERM", job.slurmID])
         if result.status != 0 {
             // Pending after all, or between states: cancel it outright.
