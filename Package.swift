@@ -23,6 +23,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
         // The listener watches each accepted TCP connection (hello deadline, pending cap).
         .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
+        // `jobtop serve`'s durable state: SQLite in WAL mode, written on GRDB's own queue.
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         // posix_spawn with a new session, pidfd_open and environ: the few C calls Swift cannot make directly.
@@ -83,6 +85,16 @@ let package = Package(
             name: "SchedulerSlurm",
             dependencies: ["Scheduler"]
         ),
+        // Durable state for `jobtop serve`: a journal of jobs and their outcomes in SQLite (GRDB),
+        // each job's output in a file, and the recovery after a restart. Depends on Scheduler only.
+        .target(
+            name: "SchedulerStore",
+            dependencies: [
+                "Scheduler",
+                "CProcess",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
         // Remote worker benchmark (release): local slots vs `jobtop worker` processes on loopback.
         .executableTarget(
             name: "jobtop-remote-bench",
@@ -107,6 +119,10 @@ let package = Package(
         .testTarget(
             name: "SchedulerTests",
             dependencies: ["Scheduler", "JobtopTestSupport"]
+        ),
+        .testTarget(
+            name: "StoreTests",
+            dependencies: ["Scheduler", "SchedulerStore", "JobtopTestSupport"]
         ),
         .testTarget(
             name: "TUITests",

@@ -39,6 +39,23 @@ public struct EventStream: AsyncSequence, Sendable {
             self.subscription = subscription
         }
 
+        /// The events available now, at least one (waiting for it if need be): what a consumer
+        /// that writes in batches (a journal) takes at once; `nil` once the stream has ended.
+        public mutating func nextBatch() async -> [SchedulerEvent]? {
+            if index < batch.count {
+                defer { batch = []; index = 0 }
+                return index == 0 ? batch : Array(batch[index...])
+            }
+            guard let first = await next() else { return nil }
+            var result = [first]
+            if index < batch.count {
+                result.append(contentsOf: batch[index...])
+                batch = []
+                index = 0
+            }
+            return result
+        }
+
         public mutating func next() async -> SchedulerEvent? {
             while true {
                 if index < batch.count {

@@ -246,3 +246,29 @@ extension JobSpec {
     /// difference and `+1` on them far from `Int`'s limits, so no arithmetic on them can trap.
     public static let priorityRange: ClosedRange<Int> = -1_000_000...1_000_000
 }
+
+/// A job read back from durable state after a restart: what ``SchedulerCore/restore(_:now:)``
+/// and ``Scheduler/restore(_:)`` put back.
+public struct RestoredJob: Sendable {
+    /// Its identity, as before.
+    public var id: JobID
+    /// As submitted: a dependency names a job restored before it or earlier (``JobSpec/Dependency/job(_:)``),
+    /// a start time is a date.
+    public var spec: JobSpec
+    /// Attempts already counted.
+    public var attempts: Int
+    /// Why the last counted attempt failed, if one did.
+    public var lastFailure: FailureReason?
+    /// How it ended, for a finished job (succeeded, failed, cancelled or skipped); `nil` for
+    /// one still to run.
+    public var ending: JobState?
+
+    /// Creates one.
+    public init(id: JobID, spec: JobSpec, attempts: Int = 0, lastFailure: FailureReason? = nil, ending: JobState? = nil) {
+        self.id = id
+        self.spec = spec
+        self.attempts = attempts
+        self.lastFailure = lastFailure
+        self.ending = ending
+    }
+}

@@ -219,6 +219,39 @@ public actor Scheduler {
         return result
     }
 
+    /// Submits jobs under ids the caller chose (fresh random ones, never reused): how a durable
+    /// store records the jobs before they are submitted. Otherwise as ``submit(contentsOf:batch:)``.
+    ///
+    /// - Throws: As ``submit(contentsOf:batch:)``.
+    @discardableResult
+    public func submit(contentsOf specs: [JobSpec], ids: [JobID], batch: BatchID? = nil) throws(SchedulerError) -> [JobID] {
+        if let mode = core.shutdownMode, mode != .drain {
+            throw SchedulerError(.shuttingDown, "the scheduler is shutting down; no new jobs")
+        }
+        guard ids.count == specs.count else {
+            throw SchedulerError(.invalidArgument, "\(specs.count) jobs but \(ids.count) ids")
+        }
+        let now = clock.now()
+        let (result, actions) = try core.submit(contentsOf: specs, ids: ids, batch: batch, now: now)
+        perform(actions, now: now)
+        return result
+    }
+
+    /// Puts back the jobs a store recorded before a restart (see ``SchedulerCore/restore(_:now:)``):
+    /// call it before the scheduler runs or before any other job is submitted.
+    ///
+    /// - Returns: The jobs that could not be put back, with why.
+    public func restore(_ jobs: [RestoredJob]) -> [(id: JobID, error: SchedulerError)] {
+        let now = clock.now()
+        let (refused, actions) = core.restore(jobs, now: now)
+        perform(actions, now: now)
+        return refused
+    }
+
+    /// The number of the last event published (0 before the first): a client that performed a
+    /// command knows its events are numbered at most this.
+    public var lastEventSeq: UInt64 { bus.lastSeq }
+
     /// Opens a batch: the jobs of one run, followed as a whole. Submit its jobs with its id,
     /// then ``sealBatch(_:)``; the event stream says ``SchedulerEvent/Kind/batchSettled(_:)``
     /// once every job of it has ended. With `haltsOnFailure`, the first of its jobs that fails

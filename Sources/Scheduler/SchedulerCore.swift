@@ -465,6 +465,65 @@ public struct SchedulerCore: Sendable {
         return (result, takeActions())
     }
 
+    /// Puts jobs back as a store recorded them before a restart, in submission order, with no
+    /// start until the last is in (dispatch runs once, at the end). A finished job joins the
+    /// finished history (as if it ended now, oldest first); any other is queued, blocked or
+    /// scheduled as its dependencies and start time say, with the attempts it already used.
+    ///
+    /// - Returns: The jobs that could not be put back (a dependency no longer known, a priority
+    ///   out of range) with why, and the actions.
+    public mutating func restore(
+        _ restored: [RestoredJob], now: SchedulerTime
+    ) -> (refused: [(id: JobID, error: SchedulerError)], actions: [Action]) {
+        let wasHeld = isDispatchHeld
+        isDispatchHeld = true
+        var refused: [(id: JobID, error: SchedulerError)] = []
+        var collected: [Action] = []
+        for job in restored {
+            if jobs.handle(of: job.id) != nil || droppedOutcome(of: job.id) != nil {
+                refused.append((job.id, SchedulerError(.invalidArgument, "job \(job.id.short) is restored twice")))
+                continue
+            }
+            if let ending = job.ending {
+                guard ending.isFinished else {
+                    refused.append((job.id, SchedulerError(.invalidArgument, "job \(job.id.short) is restored with an ending that is not final")))
+                    continue
+                }
+                let group = job.spec.group.map { groupHandle(named: $0) } ?? 0
+                let info = JobInfo(
+                    id: job.id, name: job.spec.name, command: job.spec.work.description, priority: job.spec.priority,
+                    state: ending, attempts: job.attempts, maxAttempts: job.spec.retry.maxAttempts, progress: nil,
+                    submittedAt: now, startedAt: nil, finishedAt: now, lastFailure: job.lastFailure, key: nil,
+                    group: groups[Int(group)].info.name,
+                    dependencies: job.spec.dependencies.compactMap { if case .job(let id) = $0 { id } else { nil } })
+                let handle = jobs.insert(for: job.id) {
+                    Job(handle: $0, submitted: SubmittedSpec(job.spec), info: info, batch: nil, group: group, timeout: job.spec.timeout)
+                }
+                // A job restored later may name it: its outcome outlives its record.
+                jobs[handle].isDependency = true
+                stateCounts[ending.kind] += 1
+                finishedOrder.append(handle)
+                dropFinishedBeyondRetention()
+                continue
+            }
+            do {
+                let (_, actions) = try submit(contentsOf: [job.spec], ids: [job.id], now: now)
+                collected.append(contentsOf: actions)
+            } catch {
+                refused.append((job.id, error))
+                continue
+            }
+            if let handle = jobs.handle(of: job.id) {
+                jobs[handle].info.history.attempts = job.attempts
+                jobs[handle].info.history.lastFailure = job.lastFailure
+            }
+        }
+        isDispatchHeld = wasHeld
+        dispatch(now: now)
+        collected.append(contentsOf: takeActions())
+        return (refused, collected)
+    }
+
     /// Counts a new job in its batch and records its key.
     private mutating func joined(_ batch: BatchID?, key: String?, id: JobID) {
         if let batch {
@@ -1397,6 +1456,12 @@ public struct SchedulerCore: Sendable {
             if state.kind == .succeeded { dropDependents(of: handle) }
         }
         finishedOrder.append(handle)
+        dropFinishedBeyondRetention()
+    }
+
+    /// Drops the records of the oldest finished jobs beyond the retention (a dependency's
+    /// outcome is kept).
+    private mutating func dropFinishedBeyondRetention() {
         while finishedOrder.count > configuration.finishedRetention, let oldest = finishedOrder.popFirst() {
             dropDependents(of: oldest)
             if jobs[oldest].isDependency {

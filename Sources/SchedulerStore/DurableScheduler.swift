@@ -1,0 +1,259 @@
+import Foundation
+import Scheduler
+
+/// A ``Scheduler`` whose queue outlives its process: what `jobtop serve` runs.
+///
+/// - A submission is written to the store (one transaction for the whole batch) before the
+///   scheduler sees it, so the ids it answers with survive a crash the next moment.
+/// - Every other command is performed, then answered once the journal has committed the events
+///   it caused.
+/// - The journal is a lossless subscriber: it writes every event's effect (starts, attempts,
+///   outcomes, priorities, groups, the pause) and every output line; while it is behind, the
+///   scheduler starts nothing new (the events' own back-pressure), so the store never falls far
+///   behind what ran.
+/// - ``open(directory:configuration:storeConfiguration:clock:)`` restores what the previous
+///   process left: it first stops the process groups its jobs left running, counts each
+///   attempt that was running as failed ("jobtop stopped") and queues it again if its retry
+///   budget allows (at-least-once), then puts every job back with its state.
+///
+/// It is a ``SchedulerClient`` like the in-process ``Scheduler``: the dashboard, `jobtop serve`'s
+/// service and the tests cannot tell them apart.
+public final class DurableScheduler: SchedulerClient {
+    public typealias Events = EventStream
+
+    /// The scheduler it wraps (workers are added to it directly).
+    public let scheduler: Scheduler
+    /// Its store.
+    public let store: SchedulerStore
+    /// What the restart found.
+    public let recovery: SchedulerStore.Recovery
+    /// How many process groups of the previous serve's jobs were found running and stopped.
+    public let orphansStopped: Int
+    private let journal: Journal
+    private let journalTask: Task<Void, Never>
+    private let restoreTask: Task<Void, Never>
+
+    /// Opens the state in `directory` (taking its lock), stops what a previous serve left
+    /// running, restores its jobs into a new scheduler and starts the journal. The scheduler is
+    /// not run: call ``Scheduler/run()`` (or the caller's usual way of running it).
+    ///
+    /// Blocking (reads the database, may wait the grace period for leftover processes): call it
+    /// at start-up, off the cooperative pool if it matters.
+    ///
+    /// - Throws: ``StoreError`` when the state cannot be opened (another serve holds it, a
+    ///   database that is not jobtop's, a directory that cannot be made).
+    public static func open(
+        directory: StateDirectory,
+        configuration: Scheduler.Configuration = .init(),
+        storeConfiguration: SchedulerStore.Configuration = .init(),
+        clock: some Clock<Duration> = ContinuousClock()
+    ) throws(StoreError) -> DurableScheduler {
+        let store = try SchedulerStore(directory: directory, configuration: storeConfiguration)
+        let orphans = OrphanReaper.stopAll(carrying: store.instanceID, grace: configuration.gracePeriod)
+        let recovery = try store.recover()
+        let scheduler = Scheduler(configuration: configuration, clock: clock)
+        return DurableScheduler(scheduler: scheduler, store: store, recovery: recovery, orphansStopped: orphans)
+    }
+
+    private init(scheduler: Scheduler, store: SchedulerStore, recovery: SchedulerStore.Recovery, orphansStopped: Int) {
+        self.scheduler = scheduler
+        self.store = store
+        self.recovery = recovery
+        self.orphansStopped = orphansStopped
+        let journal = Journal()
+        self.journal = journal
+        // Subscribed before anything is restored, so the journal sees every event from the first.
+        let ready = Gate()
+        journalTask = Task {
+            let events = await scheduler.events(bufferLimit: 8_192, includeOutput: true, delivery: .lossless)
+            var iterator = events.makeAsyncIterator()
+            await ready.open()
+            while let batch = await iterator.nextBatch() {
+                do throws(StoreError) {
+                    try await store.apply(batch)
+                    await journal.committed(through: batch[batch.count - 1].seq)
+                } catch {
+                    if Task.isCancelled { break }
+                    await journal.failed(error)
+                }
+            }
+            await journal.ended()
+        }
+        restoreTask = Task {
+            await ready.wait()
+            for group in recovery.groups {
+                if group.limit != nil { try? await scheduler.setGroupLimit(group.name, to: group.limit) }
+                if group.isPaused { try? await scheduler.pauseGroup(group.name) }
+            }
+            if recovery.isPaused { await scheduler.pause() }
+            let refused = await scheduler.restore(recovery.jobs)
+            for (id, error) in refused {
+                FileHandle.standardError.write(Data("jobtop: job \(id.short) could not be restored: \(error)\n".utf8))
+            }
+            _ = await journal.wait(through: await scheduler.lastEventSeq)
+        }
+    }
+
+    /// Waits until the previous state is back in the scheduler and journaled: before serving
+    /// clients.
+    public func restored() async {
+        await restoreTask.value
+    }
+
+    deinit {
+        journalTask.cancel()
+    }
+
+    /// After the scheduler has shut down: waits for the journal to write the last events and
+    /// lets go of the state directory (another serve may then open it).
+    public func close() async {
+        await journalTask.value
+        store.close()
+    }
+
+    /// Waits until the journal has written everything up to the scheduler's last event (after a
+    /// shutdown, before the process exits).
+    public func flush() async {
+        _ = await journal.wait(through: await scheduler.lastEventSeq)
+    }
+
+    // MARK: - SchedulerClient
+
+    public func perform(_ command: SchedulerCommand) async throws(SchedulerError) -> SchedulerReply {
+        await restored()
+        if case .submit(let specs, let batch) = command {
+            return .submitted(try await submit(specs, batch: batch))
+        }
+        let reply = try await scheduler.perform(command)
+        if let error = await journal.wait(through: await scheduler.lastEventSeq) {
+            throw SchedulerError(.notAllowed, "done, but the state could not be saved: \(error)")
+        }
+        return reply
+    }
+
+    private func submit(_ specs: [JobSpec], batch: BatchID?) async throws(SchedulerError) -> [JobID] {
+        let ids = specs.map { _ in JobID(uuid: UUID()) }
+        var forScheduler: [JobSpec] = []
+        var forStore: [SchedulerStore.NewJob] = []
+        forScheduler.reserveCapacity(specs.count)
+        forStore.reserveCapacity(specs.count)
+        let now = Date()
+        for (index, spec) in specs.enumerated() {
+            var spec = spec
+            guard spec.work.isProcess else {
+                throw SchedulerError(.invalidArgument, "job \(index + 1) is Swift code, which cannot be saved; a durable scheduler runs commands")
+            }
+            spec.environment["JOBTOP_SERVE_ID"] = store.instanceID
+            spec.environment["JOBTOP_JOB_ID"] = ids[index].description
+            // A delay becomes the date it ends on, so a restart keeps it.
+            if case .delay(let delay) = spec.notBefore {
+                spec.notBefore = .date(now.addingTimeInterval(Double(delay.components.seconds) + Double(delay.components.attoseconds) * 1e-18))
+            }
+            forScheduler.append(spec)
+            var durable = spec
+            durable.dependencies = spec.dependencies.map { dependency in
+                if case .earlier(let other) = dependency, other >= 0, other < index { return .job(ids[other]) }
+                return dependency
+            }
+            forStore.append(SchedulerStore.NewJob(id: ids[index], spec: durable))
+        }
+        do {
+            try await store.insert(forStore)
+        } catch {
+            throw SchedulerError(.notAllowed, "not submitted: \(error)")
+        }
+        let result: [JobID]
+        do {
+            result = try await scheduler.submit(contentsOf: forScheduler, ids: ids, batch: batch)
+        } catch {
+            try? await store.remove(ids)
+            throw error
+        }
+        // A spec coalesced into an existing job was not submitted.
+        let unused = zip(ids, result).filter { $0 != $1 }.map(\.0)
+        if !unused.isEmpty { try? await store.remove(unused) }
+        return result
+    }
+
+    public func subscribe(bufferLimit: Int?, includeOutput: Bool, delivery: EventDelivery) async -> EventStream {
+        await restored()
+        return await scheduler.subscribe(bufferLimit: bufferLimit, includeOutput: includeOutput, delivery: delivery)
+    }
+
+    public func currentSnapshot() async -> SchedulerSnapshot {
+        await restored()
+        return await scheduler.currentSnapshot()
+    }
+
+    public func outputTail(of id: JobID) async -> (lines: [OutputLine], dropped: Int) {
+        await scheduler.outputTail(of: id)
+    }
+
+    public func waitForRoom(in batch: BatchID, below limit: Int) async -> Bool {
+        await scheduler.waitForRoom(in: batch, below: limit)
+    }
+
+    /// A job's whole output file (every attempt), if it printed anything. The journal may still
+    /// be writing its last lines: ``flush()`` first to read all of a finished job's.
+    public func outputFile(of id: JobID) -> URL? {
+        store.outputFile(of: id)
+    }
+}
+
+/// How far the journal has written, and who waits for it.
+private actor Journal {
+    private var committed: UInt64 = 0
+    private var failure: StoreError?
+    private var isEnded = false
+    private var waiters: [(seq: UInt64, continuation: CheckedContinuation<StoreError?, Never>)] = []
+
+    func committed(through seq: UInt64) {
+        committed = max(committed, seq)
+        wake()
+    }
+
+    func failed(_ error: StoreError) {
+        failure = error
+        FileHandle.standardError.write(Data("jobtop: \(error)\n".utf8))
+    }
+
+    func ended() {
+        isEnded = true
+        wake()
+    }
+
+    /// Waits until everything up to `seq` is written; returns the journal's failure, if any.
+    func wait(through seq: UInt64) async -> StoreError? {
+        if committed >= seq || isEnded { return failure }
+        return await withCheckedContinuation { waiters.append((seq, $0)) }
+    }
+
+    private func wake() {
+        var still: [(seq: UInt64, continuation: CheckedContinuation<StoreError?, Never>)] = []
+        for waiter in waiters {
+            if committed >= waiter.seq || isEnded {
+                waiter.continuation.resume(returning: failure)
+            } else {
+                still.append(waiter)
+            }
+        }
+        waiters = still
+    }
+}
+
+/// Opens once; every waiter before or after goes on.
+private actor Gate {
+    private var isOpen = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    func open() {
+        isOpen = true
+        for waiter in waiters { waiter.resume() }
+        waiters = []
+    }
+
+    func wait() async {
+        if isOpen { return }
+        await withCheckedContinuation { waiters.append($0) }
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import Scheduler
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Each job's whole output in a file of its own (`output/<job id>.log`): every attempt's lines,
+/// stdout and stderr as they came, a separator line before each attempt after the first, and at
+/// most `cap` bytes (then one line says the rest was not kept).
+///
+/// Written on a serial dispatch queue of its own (blocking file I/O never runs on the
+/// cooperative pool).
+final class OutputFiles: Sendable {
+    private let directory: StateDirectory
+    private let cap: Int
+    private let queue = DispatchQueue(label: "jobtop.output-files")
+
+    init(directory: StateDirectory, cap: Int) {
+        self.directory = directory
+        self.cap = cap
+    }
+
+    /// Appends the output lines and attempt separators of a batch of events, in their order.
+    func write(events: [SchedulerEvent]) async throws(StoreError) {
+        var pieces: [JobID: [UInt8]] = [:]
+        var order: [JobID] = []
+        for event in events {
+            switch event.kind {
+            case .output(let id, let line):
+                if pieces[id] == nil { order.append(id) }
+                pieces[id, default: []].append(contentsOf: line.bytes ?? Array(line.text.utf8))
+                pieces[id, default: []].append(contentsOf: line.ending.bytes)
+            case .started(let id, let attempt, let maxAttempts, _) where attempt > 1:
+                if pieces[id] == nil { order.append(id) }
+                pieces[id, default: []].append(contentsOf: Array("--- jobtop: attempt \(attempt) of \(maxAttempts) ---\n".utf8))
+            default:
+                continue
+            }
+        }
+        let work = order.map { ($0, pieces[$0]!) }
+        let result: Result<Void, StoreError> = await withCheckedContinuation { continuation in
+            queue.async {
+                for (id, bytes) in work {
+                    if let error = self.append(bytes, to: id) {
+                        continuation.resume(returning: .failure(error))
+                        return
+                    }
+                }
+                continuation.resume(returning: .success(()))
+            }
+        }
+        try result.get()
+    }
+
+    private func append(_ bytes: [UInt8], to id: JobID) -> StoreError? {
+        let path = directory.outputFile(of: id.description).path
+        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return StoreError("cannot write \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return StoreError("cannot read \(path): \(String(cString: strerror(errno)))") }
+        let size = Int(info.st_size)
+        guard size < cap else { return nil }
+        var chunk = bytes
+        if size + chunk.count > cap {
+            chunk = Array(chunk.prefix(cap - size))
+            chunk.append(contentsOf: Array("\n[jobtop: output beyond \(cap >> 20) MiB is not kept]\n".utf8))
+        }
+        var offset = 0
+        while offset < chunk.count {
+            let written = chunk[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                return StoreError("cannot write \(path): \(String(cString: strerror(errno)))")
+            }
+            offset += written
+        }
+        return nil
+    }
+}

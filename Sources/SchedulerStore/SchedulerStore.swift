@@ -1,0 +1,513 @@
+import Foundation
+import GRDB
+import Scheduler
+
+/// The durable state of one `jobtop serve`: every job's spec and where it stands, its attempts
+/// and their outcomes, the groups and the pause, in SQLite (WAL mode) through GRDB, and each
+/// job's output in a file of its own.
+///
+/// Two writers feed it, both on GRDB's own serial queue (never the cooperative pool): a
+/// submission is written before the scheduler sees it (``insert(_:)``), and a journal writes
+/// what the scheduler's events say happened (``apply(_:)``), in batches, one transaction each.
+public final class SchedulerStore: Sendable {
+    /// What a store keeps.
+    public struct Configuration: Sendable {
+        /// Finished jobs kept in the database (with their output files); the oldest beyond are
+        /// forgotten when the store opens and on ``clean()``.
+        public var finishedHistory: Int
+        /// The most bytes of output kept per job; beyond, one line says the rest was not kept.
+        public var outputCap: Int
+
+        /// Creates one.
+        public init(finishedHistory: Int = 10_000, outputCap: Int = 16 << 20) {
+            self.finishedHistory = max(0, finishedHistory)
+            self.outputCap = max(1024, outputCap)
+        }
+    }
+
+    /// The directory.
+    public let directory: StateDirectory
+    /// The settings.
+    public let configuration: Configuration
+    /// The state directory's own id: the value of `JOBTOP_SERVE_ID` in its jobs' environments.
+    public let instanceID: String
+    private let database: DatabaseQueue
+    private let lock: StateLock
+    private let output: OutputFiles
+
+    /// Opens (or makes) the state in `directory`, taking its lock.
+    ///
+    /// - Throws: ``StoreError`` naming the file when the directory cannot be made, another serve
+    ///   holds the lock, or the database cannot be opened or is not jobtop's.
+    public init(directory: StateDirectory, configuration: Configuration = .init()) throws(StoreError) {
+        self.directory = directory
+        self.configuration = configuration
+        try directory.create()
+        lock = try StateLock(directory.lockFile)
+        var config = GRDB.Configuration()
+        config.journalMode = .wal
+        config.label = "jobtop.state"
+        // WAL with synchronous=NORMAL: a commit survives a crash of jobtop (kill -9) at once; a
+        // power loss may take the last moments back (the README says so).
+        config.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
+        do {
+            database = try DatabaseQueue(path: directory.database.path, configuration: config)
+            try Self.migrator.migrate(database)
+            instanceID = try database.write { db in
+                if let id = try String.fetchOne(db, sql: "SELECT value FROM setting WHERE key = 'instance'") {
+                    return id
+                }
+                let id = UUID().uuidString.lowercased()
+                try db.execute(sql: "INSERT INTO setting(key, value) VALUES ('instance', ?)", arguments: [id])
+                return id
+            }
+        } catch {
+            throw StoreError("cannot open the state database \(directory.database.path): \(error)")
+        }
+        output = OutputFiles(directory: directory, cap: configuration.outputCap)
+    }
+
+    private static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            // `seq` is the submission order (recovery restores in it, so a dependency always comes
+            // before its dependents); `spec` is the JobSpec as JSON, its dependencies as ids and its
+            // start time as a date; `priority` is the present one.
+            try db.execute(sql: """
+                CREATE TABLE job (
+                    seq INTEGER PRIMARY KEY,
+                    id TEXT NOT NULL UNIQUE,
+                    name TEXT,
+                    spec BLOB NOT NULL,
+                    state TEXT NOT NULL,
+                    priority INTEGER NOT NULL,
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    reason TEXT,
+                    skip BLOB,
+                    submitted_at REAL NOT NULL,
+                    finished_at REAL
+                );
+                CREATE INDEX job_finished ON job(finished_at) WHERE finished_at IS NOT NULL;
+                CREATE TABLE attempt (
+                    job TEXT NOT NULL,
+                    number INTEGER NOT NULL,
+                    worker TEXT NOT NULL,
+                    started_at REAL NOT NULL,
+                    ended_at REAL,
+                    outcome TEXT
+                );
+                CREATE INDEX attempt_job ON attempt(job);
+                CREATE TABLE grp (
+                    name TEXT PRIMARY KEY,
+                    max_running INTEGER,
+                    paused INTEGER NOT NULL DEFAULT 0
+                );
+                CREATE TABLE setting (
+                    key TEXT PRIMARY KEY,
+                    value TEXT NOT NULL
+                );
+                """)
+        }
+        return migrator
+    }
+
+    /// Lets go of the state directory's lock: another serve may open it. Call it once nothing
+    /// more will be written (the store must not be used after).
+    public func close() {
+        lock.release()
+    }
+
+    // MARK: - Submissions
+
+    /// One job of a submission as the store writes it.
+    public struct NewJob: Sendable {
+        /// Its id.
+        public var id: JobID
+        /// Its spec in durable form: dependencies as ids, a start time as a date.
+        public var spec: JobSpec
+
+        /// Creates one.
+        public init(id: JobID, spec: JobSpec) {
+            self.id = id
+            self.spec = spec
+        }
+    }
+
+    /// Writes a submission in one transaction, before the scheduler sees it.
+    public func insert(_ jobs: [NewJob]) async throws(StoreError) {
+        let encoder = JSONEncoder()
+        var rows: [(id: String, name: String?, spec: Data, priority: Int)] = []
+        rows.reserveCapacity(jobs.count)
+        for job in jobs {
+            do {
+                rows.append((job.id.description, job.spec.name, try encoder.encode(job.spec), job.spec.priority))
+            } catch {
+                throw StoreError("job \(job.spec.displayName.prefix(40)) cannot be saved: \(error)")
+            }
+        }
+        let now = Date().timeIntervalSince1970
+        let prepared = rows
+        do {
+            try await database.write { db in
+                let statement = try db.cachedStatement(sql: """
+                    INSERT INTO job(id, name, spec, state, priority, submitted_at) VALUES (?, ?, ?, 'queued', ?, ?)
+                    """)
+                for row in prepared {
+                    try statement.execute(arguments: [row.id, row.name, row.spec, row.priority, now])
+                }
+            }
+        } catch {
+            throw StoreError("the state database refused the submission: \(error)")
+        }
+    }
+
+    /// Forgets jobs written by ``insert(_:)`` that the scheduler then refused or coalesced.
+    public func remove(_ ids: [JobID]) async throws(StoreError) {
+        guard !ids.isEmpty else { return }
+        do {
+            try await database.write { db in
+                let statement = try db.cachedStatement(sql: "DELETE FROM job WHERE id = ?")
+                for id in ids { try statement.execute(arguments: [id.description]) }
+            }
+        } catch {
+            throw StoreError("the state database: \(error)")
+        }
+    }
+
+    // MARK: - The journal
+
+    /// Writes what a batch of events says happened, in one transaction; output lines go to the
+    /// jobs' files.
+    public func apply(_ events: [SchedulerEvent]) async throws(StoreError) {
+        var lines: [JobID: [OutputLine]] = [:]
+        var starts: [(JobID, Int)] = []
+        var hasRows = false
+        for event in events {
+            switch event.kind {
+            case .output(let id, let line): lines[id, default: []].append(line)
+            case .started(let id, let attempt, _, _):
+                hasRows = true
+                if attempt > 1 { starts.append((id, attempt)) }
+            case .submitted, .coalesced, .progress, .snapshot, .lagged, .leftoverProcesses, .stopping,
+                 .slotsChanged, .workerJoined, .workerLeft, .shuttingDown, .batchHalted, .batchSettled:
+                continue
+            default: hasRows = true
+            }
+        }
+        let now = Date().timeIntervalSince1970
+        if hasRows {
+            do {
+                try await database.write { db in
+                    for event in events { try Self.apply(event.kind, db: db, now: now) }
+                }
+            } catch {
+                throw StoreError("the state database refused the journal: \(error)")
+            }
+        }
+        if !lines.isEmpty || !starts.isEmpty {
+            // Attempt separators and lines in event order per job: a start comes before that
+            // attempt's lines, since both are in the same order in `events`.
+            try await output.write(events: events)
+        }
+    }
+
+    private static func apply(_ kind: SchedulerEvent.Kind, db: Database, now: Double) throws {
+        switch kind {
+        case .started(let id, let attempt, _, let worker):
+            try db.execute(sql: "UPDATE job SET state = 'running', attempts = ? WHERE id = ?", arguments: [attempt, id.description])
+            try db.execute(
+                sql: "INSERT INTO attempt(job, number, worker, started_at) VALUES (?, ?, ?, ?)",
+                arguments: [id.description, attempt, worker.short, now])
+        case .retryScheduled(let id, let failed, let reason, _, _):
+            try db.execute(
+                sql: "UPDATE job SET state = 'waiting', attempts = ?, reason = ? WHERE id = ?",
+                arguments: [failed, reason.description, id.description])
+            try endAttempt(id, outcome: reason.description, db: db, now: now)
+        case .requeued(let id, let reason):
+            switch reason {
+            case .retryDue:
+                try db.execute(sql: "UPDATE job SET state = 'queued' WHERE id = ?", arguments: [id.description])
+            case .retriedByUser:
+                try db.execute(
+                    sql: "UPDATE job SET state = 'queued', attempts = 0, reason = NULL, skip = NULL, finished_at = NULL WHERE id = ?",
+                    arguments: [id.description])
+            case .workerLost(let why):
+                try db.execute(
+                    sql: "UPDATE job SET state = 'queued', attempts = max(0, attempts - 1) WHERE id = ?",
+                    arguments: [id.description])
+                try endAttempt(id, outcome: "worker lost: \(why)", db: db, now: now)
+            }
+        case .succeeded(let id, let attempts):
+            try finish(id, state: "succeeded", attempts: attempts, reason: nil, db: db, now: now)
+            try endAttempt(id, outcome: "succeeded", db: db, now: now)
+        case .failed(let id, let reason, let attempts):
+            try finish(id, state: "failed", attempts: attempts, reason: reason.description, db: db, now: now)
+            try endAttempt(id, outcome: reason.description, db: db, now: now)
+        case .cancelled(let id):
+            try db.execute(
+                sql: "UPDATE job SET state = 'cancelled', finished_at = ? WHERE id = ?", arguments: [now, id.description])
+            try endAttempt(id, outcome: "cancelled", db: db, now: now)
+        case .skipped(let id, let reason):
+            let skip = try JSONEncoder().encode(reason)
+            try db.execute(
+                sql: "UPDATE job SET state = 'skipped', reason = ?, skip = ?, finished_at = ? WHERE id = ?",
+                arguments: [reason.description, skip, now, id.description])
+        case .blocked(let id, _):
+            try db.execute(
+                sql: "UPDATE job SET state = 'blocked', finished_at = NULL, skip = NULL WHERE id = ?", arguments: [id.description])
+        case .released(let id):
+            try db.execute(sql: "UPDATE job SET state = 'queued' WHERE id = ?", arguments: [id.description])
+        case .scheduled(let id, _):
+            try db.execute(
+                sql: "UPDATE job SET state = 'scheduled', finished_at = NULL, skip = NULL WHERE id = ?", arguments: [id.description])
+        case .reprioritized(let id, _, let to):
+            try db.execute(sql: "UPDATE job SET priority = ? WHERE id = ?", arguments: [to, id.description])
+        case .paused:
+            try db.execute(sql: "INSERT OR REPLACE INTO setting(key, value) VALUES ('paused', '1')")
+        case .resumed:
+            try db.execute(sql: "DELETE FROM setting WHERE key = 'paused'")
+        case .groupChanged(let group):
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO grp(name, max_running, paused) VALUES (?, ?, ?)",
+                arguments: [group.name, group.limit, group.isPaused])
+        default:
+            break
+        }
+    }
+
+    private static func finish(_ id: JobID, state: String, attempts: Int, reason: String?, db: Database, now: Double) throws {
+        try db.execute(
+            sql: "UPDATE job SET state = ?, attempts = ?, reason = ?, finished_at = ? WHERE id = ?",
+            arguments: [state, attempts, reason, now, id.description])
+    }
+
+    private static func endAttempt(_ id: JobID, outcome: String, db: Database, now: Double) throws {
+        try db.execute(
+            sql: "UPDATE attempt SET ended_at = ?, outcome = ? WHERE job = ? AND ended_at IS NULL",
+            arguments: [now, outcome, id.description])
+    }
+
+    // MARK: - Recovery
+
+    /// What a restart puts back.
+    public struct Recovery: Sendable {
+        /// The jobs, in submission order: the finished ones kept and every one still to run.
+        public var jobs: [RestoredJob]
+        /// The groups as they were (limits, pauses).
+        public var groups: [JobGroup]
+        /// Whether dispatch was paused.
+        public var isPaused: Bool
+        /// Jobs that were running when the previous serve stopped: each attempt counted as failed
+        /// ("jobtop stopped"); those with attempts left are queued again.
+        public var interrupted: [JobID]
+        /// Jobs of those that had no attempt left and so failed.
+        public var failedForGood: [JobID]
+    }
+
+    /// The reason an attempt that was running when serve stopped failed.
+    public static let stoppedReason = "jobtop stopped"
+
+    /// Reads everything back for a restart and counts the attempts that were running as failed
+    /// (written in the same transaction); forgets the oldest finished jobs beyond the history.
+    /// Blocking (GRDB's queue, waited for): call it at start-up, before the scheduler runs.
+    public func recover() throws(StoreError) -> Recovery {
+        do {
+            return try database.write { db in try self.recover(db) }
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreError("cannot read the state database \(directory.database.path): \(error)")
+        }
+    }
+
+    private func recover(_ db: Database) throws -> Recovery {
+        let removed = try pruneHistory(db)
+        let decoder = JSONDecoder()
+        var groups: [JobGroup] = []
+        for row in try Row.fetchAll(db, sql: "SELECT name, max_running, paused FROM grp ORDER BY rowid") {
+            groups.append(JobGroup(name: row["name"], limit: row["max_running"], isPaused: row["paused"]))
+        }
+        let isPaused = try String.fetchOne(db, sql: "SELECT value FROM setting WHERE key = 'paused'") != nil
+
+        struct Stored {
+            var id: JobID
+            var spec: JobSpec
+            var state: String
+            var attempts: Int
+            var reason: String?
+            var skip: SkipReason?
+        }
+        var stored: [Stored] = []
+        var states: [JobID: String] = [:]
+        let cursor = try Row.fetchCursor(db, sql: "SELECT id, spec, state, priority, attempts, reason, skip FROM job ORDER BY seq")
+        while let row = try cursor.next() {
+            let text: String = row["id"]
+            guard let uuid = UUID(uuidString: text) else { continue }
+            let id = JobID(uuid: uuid)
+            let data: Data = row["spec"]
+            var spec = try decoder.decode(JobSpec.self, from: data)
+            spec.priority = row["priority"]
+            let skipData: Data? = row["skip"]
+            let state: String = row["state"]
+            stored.append(Stored(
+                id: id, spec: spec, state: state, attempts: row["attempts"], reason: row["reason"],
+                skip: try skipData.map { try decoder.decode(SkipReason.self, from: $0) }))
+            states[id] = state
+        }
+
+        var interrupted: [JobID] = []
+        var failedForGood: [JobID] = []
+        var jobs: [RestoredJob] = []
+        jobs.reserveCapacity(stored.count)
+        let now = Date().timeIntervalSince1970
+        for job in stored {
+            var spec = job.spec
+            // A dependency the store no longer has was cleaned after it ended: it ended before
+            // anything that waits for it could end, and a success is what let a job go on, so it
+            // counts as met; one that succeeded is met too.
+            spec.dependencies = spec.dependencies.filter { dependency in
+                guard case .job(let other) = dependency, let state = states[other] else { return false }
+                return state != "succeeded"
+            }
+            let lastFailure = job.reason.map { FailureReason.error($0) }
+            switch job.state {
+            case "succeeded":
+                jobs.append(RestoredJob(id: job.id, spec: spec, attempts: job.attempts, ending: .succeeded(attempts: job.attempts)))
+            case "failed":
+                jobs.append(RestoredJob(
+                    id: job.id, spec: spec, attempts: job.attempts,
+                    ending: .failed(reason: .error(job.reason ?? "failed"), attempts: job.attempts)))
+            case "cancelled":
+                jobs.append(RestoredJob(id: job.id, spec: spec, attempts: job.attempts, lastFailure: lastFailure, ending: .cancelled))
+            case "skipped":
+                if let skip = job.skip {
+                    jobs.append(RestoredJob(id: job.id, spec: spec, attempts: job.attempts, ending: .skipped(skip)))
+                }
+            case "running":
+                // Its attempt was cut short: it counts, as a failure.
+                interrupted.append(job.id)
+                try db.execute(
+                    sql: "UPDATE attempt SET ended_at = ?, outcome = ? WHERE job = ? AND ended_at IS NULL",
+                    arguments: [now, Self.stoppedReason, job.id.description])
+                if job.attempts >= spec.retry.maxAttempts {
+                    failedForGood.append(job.id)
+                    try db.execute(
+                        sql: "UPDATE job SET state = 'failed', reason = ?, finished_at = ? WHERE id = ?",
+                        arguments: [Self.stoppedReason, now, job.id.description])
+                    jobs.append(RestoredJob(
+                        id: job.id, spec: spec, attempts: job.attempts,
+                        ending: .failed(reason: .error(Self.stoppedReason), attempts: job.attempts)))
+                } else {
+                    try db.execute(
+                        sql: "UPDATE job SET state = 'queued', reason = ? WHERE id = ?",
+                        arguments: [Self.stoppedReason, job.id.description])
+                    jobs.append(RestoredJob(
+                        id: job.id, spec: spec, attempts: job.attempts, lastFailure: .error(Self.stoppedReason)))
+                }
+            default:
+                // Queued, waiting for a retry (it is due again at once), blocked or scheduled:
+                // its dependencies and start time say which it becomes.
+                jobs.append(RestoredJob(id: job.id, spec: spec, attempts: job.attempts, lastFailure: lastFailure))
+            }
+        }
+        _ = removed
+        return Recovery(jobs: jobs, groups: groups, isPaused: isPaused, interrupted: interrupted, failedForGood: failedForGood)
+    }
+
+    static func isFinished(_ state: String) -> Bool {
+        state == "succeeded" || state == "failed" || state == "cancelled" || state == "skipped"
+    }
+
+    /// Forgets the oldest finished jobs beyond the history setting, with their attempts and
+    /// output files. (A job that waits for one of them counts it as met: a failure would have
+    /// ended the job that waits.)
+    private func pruneHistory(_ db: Database) throws -> Int {
+        let finished = try Int.fetchOne(db, sql: "SELECT count(*) FROM job WHERE finished_at IS NOT NULL") ?? 0
+        let excess = finished - configuration.finishedHistory
+        guard excess > 0 else { return 0 }
+        let ids = try String.fetchAll(db, sql: """
+            SELECT id FROM job WHERE finished_at IS NOT NULL ORDER BY finished_at, seq LIMIT ?
+            """, arguments: [excess])
+        try forget(ids, db: db)
+        return ids.count
+    }
+
+    private func forget(_ ids: [String], db: Database) throws {
+        let deleteJob = try db.cachedStatement(sql: "DELETE FROM job WHERE id = ?")
+        let deleteAttempts = try db.cachedStatement(sql: "DELETE FROM attempt WHERE job = ?")
+        for id in ids {
+            try deleteJob.execute(arguments: [id])
+            try deleteAttempts.execute(arguments: [id])
+            try? FileManager.default.removeItem(at: directory.outputFile(of: id))
+        }
+    }
+
+    /// Forgets the given finished jobs (what `jobtop clean` asked the scheduler to forget).
+    public func forgetFinished(_ ids: [JobID]) async throws(StoreError) {
+        let texts = ids.map(\.description)
+        do {
+            try await database.write { db in try self.forget(texts, db: db) }
+        } catch {
+            throw StoreError("the state database: \(error)")
+        }
+    }
+
+    // MARK: - Reading
+
+    /// A job's output file, if it printed anything.
+    public func outputFile(of id: JobID) -> URL? {
+        let url = directory.outputFile(of: id.description)
+        return FileManager.default.fileExists(atPath: url.path) ? url : nil
+    }
+
+    /// A job's attempts as recorded: number, worker, start, end, outcome.
+    public func attempts(of id: JobID) async throws(StoreError) -> [AttemptRecord] {
+        do {
+            return try await database.read { db in
+                try Row.fetchAll(
+                    db, sql: "SELECT number, worker, started_at, ended_at, outcome FROM attempt WHERE job = ? ORDER BY rowid",
+                    arguments: [id.description]
+                ).map { row in
+                    AttemptRecord(
+                        number: row["number"], worker: row["worker"],
+                        startedAt: Date(timeIntervalSince1970: row["started_at"]),
+                        endedAt: (row["ended_at"] as Double?).map { Date(timeIntervalSince1970: $0) },
+                        outcome: row["outcome"])
+                }
+            }
+        } catch {
+            throw StoreError("the state database: \(error)")
+        }
+    }
+
+    /// How many jobs the database holds in each state (for tests and `status`).
+    public func stateCounts() async throws(StoreError) -> [String: Int] {
+        do {
+            return try await database.read { db in
+                var counts: [String: Int] = [:]
+                for row in try Row.fetchAll(db, sql: "SELECT state, count(*) AS n FROM job GROUP BY state") {
+                    counts[row["state"]] = row["n"]
+                }
+                return counts
+            }
+        } catch {
+            throw StoreError("the state database: \(error)")
+        }
+    }
+}
+
+/// One attempt of a job as the store recorded it.
+public struct AttemptRecord: Sendable, Equatable {
+    /// Its number (from 1; a user's retry starts again at 1).
+    public var number: Int
+    /// The worker's short id.
+    public var worker: String
+    /// When it started.
+    public var startedAt: Date
+    /// When it ended, if it did.
+    public var endedAt: Date?
+    /// How it ended: `succeeded`, a failure reason, `cancelled`, `jobtop stopped`.
+    public var outcome: String?
+}

@@ -1,0 +1,113 @@
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where `jobtop serve` keeps its state, and the lock that lets only one serve use it.
+///
+/// ```
+/// $XDG_STATE_HOME/jobtop/      (default ~/.local/state/jobtop/), mode 0700
+///   jobtop.db, jobtop.db-wal, jobtop.db-shm   the jobs, their attempts, groups, settings (SQLite, WAL)
+///   lock                                      held (flock) by the serve that uses the directory
+///   output/<job id>.log                       each job's whole output, every attempt
+/// ```
+public struct StateDirectory: Sendable {
+    /// The directory.
+    public let url: URL
+
+    /// The directory given, or the default one.
+    public init(path: String? = nil, environment: [String: String] = ProcessInfo.processInfo.environment) {
+        if let path {
+            url = URL(fileURLWithPath: path, isDirectory: true)
+        } else {
+            url = Self.defaultURL(environment: environment)
+        }
+    }
+
+    /// `$XDG_STATE_HOME/jobtop`, else `$HOME/.local/state/jobtop`.
+    public static func defaultURL(environment: [String: String]) -> URL {
+        if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") {
+            return URL(fileURLWithPath: state, isDirectory: true).appendingPathComponent("jobtop", isDirectory: true)
+        }
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        return URL(fileURLWithPath: home, isDirectory: true)
+            .appendingPathComponent(".local/state/jobtop", isDirectory: true)
+    }
+
+    /// The database file.
+    public var database: URL { url.appendingPathComponent("jobtop.db") }
+    /// The lock file.
+    public var lockFile: URL { url.appendingPathComponent("lock") }
+    /// The directory of the jobs' output files.
+    public var outputDirectory: URL { url.appendingPathComponent("output", isDirectory: true) }
+
+    /// A job's output file.
+    public func outputFile(of id: String) -> URL {
+        outputDirectory.appendingPathComponent("\(id).log")
+    }
+
+    /// Makes the directories (0700) if they are missing.
+    func create() throws(StoreError) {
+        for directory in [url, outputDirectory] {
+            do {
+                try FileManager.default.createDirectory(
+                    at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw StoreError("cannot make the state directory \(directory.path): \(error.localizedDescription)")
+            }
+        }
+    }
+}
+
+/// Why the state could not be opened or written.
+public struct StoreError: Error, Sendable, CustomStringConvertible {
+    /// A sentence for a human, naming the file.
+    public let message: String
+
+    init(_ message: String) { self.message = message }
+
+    public var description: String { message }
+}
+
+/// An exclusive `flock` on the state directory's lock file, held for the life of the process
+/// (the kernel lets go of it when the process ends, however it ends: a `kill -9` leaves no stale
+/// lock). The file holds the holder's pid, for the message a second serve prints.
+final class StateLock: Sendable {
+    /// The lock file's descriptor while the lock is held; -1 once released.
+    private let descriptor: Mutex<Int32>
+
+    init(_ file: URL) throws(StoreError) {
+        let fd = open(file.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw StoreError("cannot open the lock file \(file.path): \(String(cString: strerror(errno)))")
+        }
+        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            let code = errno
+            var holder = ""
+            if let text = try? String(contentsOf: file, encoding: .utf8) {
+                let pid = text.trimmingCharacters(in: .whitespacesAndNewlines)
+                if !pid.isEmpty { holder = " (pid \(pid))" }
+            }
+            close(fd)
+            if code == EWOULDBLOCK {
+                throw StoreError("another jobtop serve\(holder) uses the state directory \(file.deletingLastPathComponent().path)")
+            }
+            throw StoreError("cannot lock \(file.path): \(String(cString: strerror(code)))")
+        }
+        let pid = "\(getpid())\n"
+        _ = ftruncate(fd, 0)
+        _ = pid.withCString { pwrite(fd, $0, strlen($0), 0) }
+        descriptor = Mutex(fd)
+    }
+
+    /// Lets go of the lock (closing the file lets go of the flock).
+    func release() {
+        descriptor.withLock { fd in
+            if fd >= 0 { close(fd) }
+            fd = -1
+        }
+    }
+
+    deinit { release() }
+}

@@ -1,0 +1,84 @@
+import Foundation
+import Testing
+@testable import Scheduler
+
+/// Table tests of the core's restore (what a durable serve puts back after a restart).
+@Suite struct RestoreCoreTests {
+    typealias Action = SchedulerCore.Action
+
+    var ids = IdentifierGenerator(seed: 3)
+
+    static func worker(slots: Int = 4) -> WorkerDescriptor {
+        WorkerDescriptor(id: WorkerID(), name: "w", kind: .local, slots: slots)
+    }
+
+    static func spec(_ name: String, after: [JobID] = [], retries: Int = 0, priority: Int = 0) -> JobSpec {
+        var spec = JobSpec.shell("run \(name)", name: name, priority: priority)
+        spec.dependencies = after.map { .job($0) }
+        spec.retry = .retries(retries, backoff: .seconds(1))
+        return spec
+    }
+
+    static func starts(_ actions: [Action]) -> [JobID] {
+        actions.compactMap { if case .start(let id, _, _) = $0 { id } else { nil } }
+    }
+
+    @Test mutating func finishedJobsComeBackAsHistoryAndOpenOnesInTheirStateWithTheirAttempts() {
+        var core = SchedulerCore(configuration: .init(seed: 1))
+        _ = core.workerJoined(Self.worker(), now: .zero)
+        let (done, failed, again, waiting, skippedLater) = (ids.nextJobID(), ids.nextJobID(), ids.nextJobID(), ids.nextJobID(), ids.nextJobID())
+        let (refused, actions) = core.restore([
+            RestoredJob(id: done, spec: Self.spec("done"), attempts: 1, ending: .succeeded(attempts: 1)),
+            RestoredJob(id: failed, spec: Self.spec("failed"), attempts: 1, ending: .failed(reason: .exitStatus(2), attempts: 1)),
+            RestoredJob(id: again, spec: Self.spec("again", retries: 2), attempts: 2, lastFailure: .error("jobtop stopped")),
+            RestoredJob(id: waiting, spec: Self.spec("waiting", after: [again])),
+            RestoredJob(id: skippedLater, spec: Self.spec("after failed", after: [failed])),
+        ], now: .seconds(5))
+        #expect(refused.isEmpty)
+        #expect(core.state(of: done) == .succeeded(attempts: 1))
+        #expect(core.state(of: failed) == .failed(reason: .exitStatus(2), attempts: 1))
+        #expect(core.state(of: waiting) == .blocked)
+        #expect(core.state(of: skippedLater)?.kind == .skipped)
+        // Nothing started before the last job was in, then one dispatch: `again`, as its third
+        // and last attempt.
+        #expect(Self.starts(actions) == [again])
+        guard case .running(_, let attempt, _, _) = core.state(of: again) else {
+            Issue.record("again is \(String(describing: core.state(of: again)))")
+            return
+        }
+        #expect(attempt == 3)
+        #expect(core.counts[.succeeded] == 1)
+        #expect(core.counts[.failed] == 1)
+    }
+
+    @Test mutating func aFinishedJobBeyondTheRetentionStillDecidesItsDependents() {
+        var core = SchedulerCore(configuration: .init(finishedRetention: 1, seed: 1))
+        _ = core.workerJoined(Self.worker(), now: .zero)
+        let (failed, other, dependent) = (ids.nextJobID(), ids.nextJobID(), ids.nextJobID())
+        let (refused, _) = core.restore([
+            RestoredJob(id: failed, spec: Self.spec("failed"), attempts: 1, ending: .failed(reason: .exitStatus(1), attempts: 1)),
+            RestoredJob(id: other, spec: Self.spec("other"), attempts: 1, ending: .succeeded(attempts: 1)),
+            RestoredJob(id: dependent, spec: Self.spec("dependent", after: [failed])),
+        ], now: .zero)
+        #expect(refused.isEmpty)
+        #expect(core.state(of: failed) == nil)
+        guard case .skipped(let reason) = core.state(of: dependent) else {
+            Issue.record("dependent is \(String(describing: core.state(of: dependent)))")
+            return
+        }
+        #expect(reason.dependency == failed)
+    }
+
+    @Test mutating func aJobRestoredTwiceOrWithAnUnknownDependencyIsRefusedAndTheRestComesBack() {
+        var core = SchedulerCore(configuration: .init(seed: 1))
+        let (a, b) = (ids.nextJobID(), ids.nextJobID())
+        let (refused, _) = core.restore([
+            RestoredJob(id: a, spec: Self.spec("a")),
+            RestoredJob(id: a, spec: Self.spec("a again")),
+            RestoredJob(id: b, spec: Self.spec("b", after: [ids.nextJobID()])),
+        ], now: .zero)
+        #expect(refused.map(\.id) == [a, b])
+        #expect(core.state(of: a) == .queued)
+        #expect(core.state(of: b) == nil)
+    }
+}

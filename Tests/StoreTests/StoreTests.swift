@@ -1,0 +1,259 @@
+import Foundation
+import JobtopTestSupport
+import Scheduler
+import SchedulerStore
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs a durable scheduler on `directory` until `body` is done, then shuts it down gracefully
+/// and waits for the journal.
+private func withDurable<R: Sendable>(
+    _ directory: StateDirectory, slots: Int = 2, history: Int = 10_000,
+    _ body: (DurableScheduler) async throws -> R
+) async throws -> R {
+    let durable = try DurableScheduler.open(
+        directory: directory,
+        configuration: .init(localSlots: slots, gracePeriod: .seconds(2)),
+        storeConfiguration: .init(finishedHistory: history))
+    async let running: Void = durable.scheduler.run()
+    await durable.restored()
+    do {
+        let result = try await body(durable)
+        await durable.scheduler.shutdown(.graceful)
+        await running
+        await durable.close()
+        return result
+    } catch {
+        await durable.scheduler.shutdown(.cancelRunning)
+        await running
+        await durable.close()
+        throw error
+    }
+}
+
+/// Waits for every job in `ids` to end, from one subscription.
+private func waitForEnds(_ ids: [JobID], on client: DurableScheduler) async -> [JobID: JobState] {
+    var open = Set(ids)
+    var ends: [JobID: JobState] = [:]
+    let snapshot = await client.currentSnapshot()
+    for job in snapshot.jobs where open.contains(job.id) && job.state.isFinished {
+        ends[job.id] = job.state
+        open.remove(job.id)
+    }
+    guard !open.isEmpty else { return ends }
+    for await event in await client.subscribe(bufferLimit: nil, includeOutput: false) {
+        switch event.kind {
+        case .snapshot(let snapshot):
+            for job in snapshot.jobs where open.contains(job.id) && job.state.isFinished {
+                ends[job.id] = job.state
+                open.remove(job.id)
+            }
+        case .succeeded(let id, let attempts) where open.contains(id):
+            ends[id] = .succeeded(attempts: attempts)
+            open.remove(id)
+        case .failed(let id, let reason, let attempts) where open.contains(id):
+            ends[id] = .failed(reason: reason, attempts: attempts)
+            open.remove(id)
+        case .cancelled(let id) where open.contains(id):
+            ends[id] = .cancelled
+            open.remove(id)
+        case .skipped(let id, let reason) where open.contains(id):
+            ends[id] = .skipped(reason)
+            open.remove(id)
+        default:
+            break
+        }
+        if open.isEmpty { break }
+    }
+    return ends
+}
+
+@Suite("Durable state")
+struct StoreTests {
+    @Test("submitted jobs, their outcomes, attempts and output survive a restart")
+    func outcomesSurviveARestart() async throws {
+        let scratch = try Scratch()
+        let directory = StateDirectory(path: scratch.file("state"))
+        let ids = try await withDurable(directory) { durable in
+            let reply = try await durable.perform(.submit([
+                JobSpec(name: "ok", work: .shell("echo hello; echo world >&2")),
+                JobSpec(name: "bad", work: .shell("echo trying; exit 3"), retry: RetryPolicy(maxAttempts: 2, initialBackoff: .milliseconds(1))),
+            ], batch: nil))
+            guard case .submitted(let ids) = reply else { throw SpawnError(message: "no ids") }
+            let ends = await waitForEnds(ids, on: durable)
+            #expect(ends[ids[0]] == .succeeded(attempts: 1))
+            #expect(ends[ids[1]]?.kind == .failed)
+            return ids
+        }
+        try await withDurable(directory) { durable in
+            let snapshot = await durable.currentSnapshot()
+            let ok = try #require(snapshot.jobs.first { $0.id == ids[0] })
+            let bad = try #require(snapshot.jobs.first { $0.id == ids[1] })
+            #expect(ok.state == .succeeded(attempts: 1))
+            #expect(ok.name == "ok")
+            #expect(bad.state.kind == .failed)
+            #expect(bad.attempts == 2)
+            #expect(bad.lastFailure?.description == "exit 3")
+            let output = try String(contentsOf: try #require(durable.outputFile(of: ids[0])), encoding: .utf8)
+            #expect(output.contains("hello\n"))
+            #expect(output.contains("world\n"))
+            let retried = try String(contentsOf: try #require(durable.outputFile(of: ids[1])), encoding: .utf8)
+            #expect(retried == "trying\n--- jobtop: attempt 2 of 2 ---\ntrying\n")
+            let attempts = try await durable.store.attempts(of: ids[1])
+            #expect(attempts.map(\.number) == [1, 2])
+            #expect(attempts.map(\.outcome) == ["exit 3", "exit 3"])
+        }
+    }
+
+    @Test("a second store on the same directory is refused while the first holds it")
+    func secondOpenIsRefused() async throws {
+        let scratch = try Scratch()
+        let directory = StateDirectory(path: scratch.file("state"))
+        let first = try SchedulerStore(directory: directory)
+        #expect(throws: StoreError.self) { try SchedulerStore(directory: directory) }
+        do {
+            _ = try SchedulerStore(directory: directory)
+        } catch {
+            #expect(error.message.contains("another jobtop serve"))
+            #expect(error.message.contains("pid \(getpid())"))
+        }
+        _ = first
+    }
+
+    @Test("the lock goes with its holder")
+    func lockIsReleased() async throws {
+        let scratch = try Scratch()
+        let directory = StateDirectory(path: scratch.file("state"))
+        do { _ = try SchedulerStore(directory: directory) }
+        _ = try SchedulerStore(directory: directory)
+    }
+
+    @Test("a file that is not a database is refused with its path")
+    func notADatabase() async throws {
+        let scratch = try Scratch()
+        try scratch.write("state/jobtop.db", String(repeating: "not sqlite\n", count: 200))
+        let directory = StateDirectory(path: scratch.file("state"))
+        do {
+            _ = try SchedulerStore(directory: directory)
+            Issue.record("opened a file that is not a database")
+        } catch {
+            #expect(error.message.contains(scratch.file("state/jobtop.db")))
+        }
+    }
+
+    @Test("queued, blocked and scheduled jobs, priorities, groups and the pause come back as they were")
+    func openJobsComeBack() async throws {
+        let scratch = try Scratch()
+        let directory = StateDirectory(path: scratch.file("state"))
+        let marker = scratch.file("ran")
+        let (ids, later) = try await withDurable(directory) { durable in
+            _ = try await durable.perform(.pause)
+            _ = try await durable.perform(.setGroupLimit("gpu", 1))
+            _ = try await durable.perform(.pauseGroup("io"))
+            let reply = try await durable.perform(.submit([
+                JobSpec(name: "first", work: .shell("echo first >> \(marker)"), priority: 1),
+                JobSpec(name: "second", work: .shell("echo second >> \(marker)"), group: "gpu", dependencies: [.earlier(0)]),
+                JobSpec(name: "io", work: .shell("echo io >> \(marker)"), group: "io"),
+                JobSpec(name: "later", work: .shell("echo later >> \(marker)"), notBefore: .delay(.seconds(3600))),
+            ], batch: nil))
+            guard case .submitted(let ids) = reply else { throw SpawnError(message: "no ids") }
+            _ = try await durable.perform(.setPriority(ids[0], 7))
+            return (ids, ids[3])
+        }
+        #expect(!FileManager.default.fileExists(atPath: marker))
+        try await withDurable(directory) { durable in
+            let snapshot = await durable.currentSnapshot()
+            #expect(snapshot.isPaused)
+            let byID = Dictionary(uniqueKeysWithValues: snapshot.jobs.map { ($0.id, $0) })
+            #expect(byID[ids[0]]?.state == .queued)
+            #expect(byID[ids[0]]?.priority == 7)
+            #expect(byID[ids[1]]?.state == .blocked)
+            #expect(byID[ids[1]]?.dependencies == [ids[0]])
+            #expect(byID[ids[2]]?.state == .queued)
+            if case .scheduled = byID[later]?.state {} else { Issue.record("later is \(String(describing: byID[later]?.state))") }
+            #expect(snapshot.groups.first { $0.group.name == "gpu" }?.group.limit == 1)
+            #expect(snapshot.groups.first { $0.group.name == "io" }?.group.isPaused == true)
+            _ = try await durable.perform(.resume)
+            let ends = await waitForEnds([ids[0], ids[1]], on: durable)
+            #expect(ends[ids[0]] == .succeeded(attempts: 1))
+            #expect(ends[ids[1]] == .succeeded(attempts: 1))
+            _ = try await durable.perform(.cancel(later))
+            _ = try await durable.perform(.cancel(ids[2]))
+        }
+        #expect(scratch.read("ran") == "first\nsecond\n")
+    }
+
+    @Test("a job that was running when serve died: its process group is stopped, the attempt counts as failed, and it runs again if it may")
+    func interruptedJobs() async throws {
+        let scratch = try Scratch()
+        let directory = StateDirectory(path: scratch.file("state"))
+        // The first serve's store, with two jobs recorded as running (as a journal leaves them
+        // when serve is killed), one of which has a retry left, and a process that carries the
+        // state directory's mark, as such a job's leftover would.
+        let store = try SchedulerStore(directory: directory)
+        let again = JobID(uuid: UUID())
+        let once = JobID(uuid: UUID())
+        try await store.insert([
+            .init(id: again, spec: JobSpec(name: "again", work: .shell("true"), retry: RetryPolicy(maxAttempts: 2))),
+            .init(id: once, spec: JobSpec(name: "once", work: .shell("true"))),
+        ])
+        let worker = WorkerID()
+        try await store.apply([
+            SchedulerEvent(seq: 1, time: .zero, kind: .started(again, attempt: 1, maxAttempts: 2, worker: worker)),
+            SchedulerEvent(seq: 2, time: .zero, kind: .started(once, attempt: 1, maxAttempts: 1, worker: worker)),
+        ])
+        let leftover = try JobtopProcess(
+            ["1000"], environment: ["JOBTOP_SERVE_ID": store.instanceID], newSession: true, executable: "/bin/sleep")
+        let instance = store.instanceID
+        store.close()
+
+        try await withDurable(directory) { durable in
+            #expect(durable.store.instanceID == instance)
+            #expect(durable.orphansStopped == 1)
+            #expect(durable.recovery.interrupted.sorted() == [again, once].sorted())
+            #expect(durable.recovery.failedForGood == [once])
+            let ends = await waitForEnds([again, once], on: durable)
+            #expect(ends[again] == .succeeded(attempts: 2))
+            #expect(ends[once] == .failed(reason: .error(SchedulerStore.stoppedReason), attempts: 1))
+            await durable.flush()
+            let attempts = try await durable.store.attempts(of: again)
+            #expect(attempts.map(\.outcome) == [SchedulerStore.stoppedReason, "succeeded"])
+        }
+        // Stopped by the SIGTERM, well before the grace period's SIGKILL.
+        let outcome = await leftover.wait()
+        #expect(outcome.status == 128 + SIGTERM)
+    }
+
+    @Test("a submission is on disk when it is acknowledged")
+    func submissionIsDurableAtAck() async throws {
+        let scratch = try Scratch()
+        let directory = StateDirectory(path: scratch.file("state"))
+        let durable = try DurableScheduler.open(directory: directory, configuration: .init(localSlots: 1))
+        // Not run: nothing starts, and nothing but the submission itself writes the job.
+        await durable.restored()
+        let reply = try await durable.perform(.submit(
+            (0..<1_000).map { JobSpec(name: "job \($0)", work: .shell("true")) }, batch: nil))
+        guard case .submitted(let ids) = reply else { throw SpawnError(message: "no ids") }
+        #expect(ids.count == 1_000)
+        let counts = try await durable.store.stateCounts()
+        #expect(counts["queued"] == 1_000)
+    }
+
+    @Test("a refused submission leaves nothing behind")
+    func refusedSubmission() async throws {
+        let scratch = try Scratch()
+        let directory = StateDirectory(path: scratch.file("state"))
+        try await withDurable(directory) { durable in
+            await #expect(throws: SchedulerError.self) {
+                _ = try await durable.perform(.submit([
+                    JobSpec(work: .shell("true")),
+                    JobSpec(work: .shell("true"), priority: Int.max),
+                ], batch: nil))
+            }
+            let counts = try await durable.store.stateCounts()
+            #expect(counts.isEmpty)
+        }
+    }
+}
