@@ -101,7 +101,8 @@ if ! running /run/slurmctld.pid; then
 fi
 if ! running /run/slurmd.pid; then
     log "starting slurmd"
-    $SUDO /usr/sbin/slurmd
+    # -N: the node is `localhost` whatever this machine calls itself.
+    $SUDO /usr/sbin/slurmd -N localhost
 fi
 
 # Wait (up to 60 s) for the node to be idle (or mixed/allocated: jobs already running are fine).

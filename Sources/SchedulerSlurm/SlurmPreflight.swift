@@ -1,12 +1,32 @@
+import Foundation
+
 /// The checks made before a run on Slurm starts anything: the commands are there, the controller
 /// answers, the partitions exist, and `sbatch --test-only` accepts the options (an unknown
 /// account, a bad `--mem`). Blocking (it runs Slurm's commands): call it before the scheduler
 /// starts, from the command line's main task.
 public enum SlurmPreflight {
-    /// Checks everything a run with `configuration` needs.
+    /// Checks everything a run with `configuration` needs, on a thread of its own (Slurm's
+    /// commands block; the cooperative pool must not wait on them).
     ///
     /// - Throws: ``SlurmError`` naming the first problem.
-    public static func check(_ configuration: SlurmConfiguration, commands: SystemSlurmCommands = SystemSlurmCommands()) throws(SlurmError) {
+    public static func check(_ configuration: SlurmConfiguration) async throws(SlurmError) {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<SlurmError?, Never>) in
+            Thread {
+                do throws(SlurmError) {
+                    try checkNow(configuration)
+                    continuation.resume(returning: nil)
+                } catch {
+                    continuation.resume(returning: error)
+                }
+            }.start()
+        }
+        if let result { throw result }
+    }
+
+    /// Checks everything a run with `configuration` needs, blocking the caller.
+    ///
+    /// - Throws: ``SlurmError`` naming the first problem.
+    public static func checkNow(_ configuration: SlurmConfiguration, commands: SystemSlurmCommands = SystemSlurmCommands()) throws(SlurmError) {
         for command in ["sbatch", "squeue", "scontrol", "scancel", "sinfo"] where commands.locate(command) == nil {
             throw SlurmError(
                 code: .commandMissing, message: "\(command) not found on PATH: Slurm's client commands are needed for --slurm (Debian: apt-get install slurm-client)")

@@ -35,7 +35,6 @@ public final class SlurmWorker: Worker {
         var submissions: [Submission] = []
         var stops: [(key: Key, request: StopRequest)] = []
         var isThreadRunning = false
-        var hasLeft = false
         var placements: [JobID: SlurmPlacement] = [:]
         var calls: [String: Int] = [:]
     }
@@ -100,8 +99,7 @@ public final class SlurmWorker: Worker {
     }
 
     public func leave() {
-        inbox.withLock { $0.hasLeft = true }
-        wakeup.signal()
+        // Nothing to release: the worker's thread ends by itself once no attempt is left.
     }
 
     /// Cancels, in one `scancel` call, every Slurm job this worker submitted that has not been

@@ -165,7 +165,7 @@ extension Jobtop {
             if let slurmConfiguration {
                 // Everything Slurm can refuse up front is refused here, before anything starts.
                 do {
-                    try SlurmPreflight.check(slurmConfiguration)
+                    try await SlurmPreflight.check(slurmConfiguration)
                     slurmWorker = try SlurmWorker(configuration: slurmConfiguration)
                 } catch {
                     throw JobInputError(.invalidValue, "--slurm: \(error)")
