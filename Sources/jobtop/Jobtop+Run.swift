@@ -154,7 +154,7 @@ extension Jobtop {
                 groupLimits: groupLimits)
             var configuration = schedulerConfiguration
             // On Slurm every job runs there: -j is how many are kept submitted, no local slots.
-            let slurmConfiguration = slurm.configuration(file: plan.slurm, submitted: jobs, grace: configuration.gracePeriod)
+            let slurmConfiguration = try slurm.configuration(file: plan.slurm, submitted: jobs, grace: configuration.gracePeriod)
             if slurmConfiguration != nil { configuration.localSlots = 0 }
             let capacity = Scheduler.localSlotCapacity(extraFilesPerJob: outputDir == nil ? 0 : 1)
             if configuration.localSlots > capacity.slots {

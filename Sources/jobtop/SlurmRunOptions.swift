@@ -35,17 +35,23 @@ struct SlurmRunOptions: ParsableArguments {
     var directory: String?
 
     func validate() throws {
-        if !slurm && (partition != nil || !slurmArguments.isEmpty || poll != nil || directory != nil) {
-            throw ValidationError("--partition, --slurm-arg, --slurm-poll and --slurm-dir need --slurm (or a [slurm] table in the job file)")
-        }
         if let partition, partition.isEmpty { throw ValidationError("--partition must not be empty") }
     }
 
     /// The Slurm backend's configuration when the run uses Slurm (the flag or the job file's
     /// `slurm` tables), `nil` otherwise. Flags win over the file's `[slurm]`; its per-job tables
     /// stay on top.
-    func configuration(file: SlurmFileSettings?, submitted: Int?, grace: Duration) -> SlurmConfiguration? {
-        guard slurm || file != nil else { return nil }
+    ///
+    /// - Throws: ``JobInputError`` when Slurm flags are given for a run that does not use Slurm
+    ///   (checked once the job file is read, since its `[slurm]` table turns Slurm on too).
+    func configuration(file: SlurmFileSettings?, submitted: Int?, grace: Duration) throws(JobInputError) -> SlurmConfiguration? {
+        guard slurm || file != nil else {
+            if partition != nil || !slurmArguments.isEmpty || poll != nil || directory != nil {
+                throw JobInputError(
+                    .invalidValue, "--partition, --slurm-arg, --slurm-poll and --slurm-dir need --slurm (or a [slurm] table in the job file)")
+            }
+            return nil
+        }
         var options = file?.options ?? SlurmOptions()
         if let partition { options.partition = partition }
         options.extraArguments += slurmArguments
