@@ -267,13 +267,15 @@ private struct SlurmLoop {
     let worker: SlurmWorker
     var jobs: [SlurmWorker.Key: TrackedJob] = [:]
     var nextPoll = ContinuousClock.now
-    /// A squeue or scontrol lookup that fails this many polls in a row fails the attempt.
-    static let lookupFailureLimit = 30
+    /// A squeue or scontrol lookup that fails this many polls in a row fails the attempt: five
+    /// minutes of a controller that does not answer (a restart, a failover), and at least 30 polls.
+    let lookupFailureLimit: Int
     /// The most read from one output file per poll, so one chatty job cannot stall the others.
     static let readLimit = 4 << 20
 
     init(worker: SlurmWorker) {
         self.worker = worker
+        lookupFailureLimit = max(30, Int((Duration.seconds(300) / worker.settings.pollInterval).rounded(.up)))
     }
 
     mutating func run() {
@@ -420,8 +422,8 @@ private struct SlurmLoop {
             for job in jobs.values { read(job, final: false) }
             for job in jobs.values {
                 job.failedLookups += 1
-                if job.failedLookups >= Self.lookupFailureLimit {
-                    end(job, .error("Slurm did not answer about job \(job.slurmID) for \(Self.lookupFailureLimit) polls: \(result.errorLine)"))
+                if job.failedLookups >= lookupFailureLimit {
+                    end(job, .error("Slurm did not answer about job \(job.slurmID) for \(lookupFailureLimit) polls: \(result.errorLine)"))
                 }
             }
             return
@@ -453,7 +455,7 @@ private struct SlurmLoop {
             } else {
                 job.failedLookups += 1
                 read(job, final: false)
-                if job.failedLookups >= Self.lookupFailureLimit {
+                if job.failedLookups >= lookupFailureLimit {
                     end(job, .error("scontrol did not answer about job \(job.slurmID): \(lookup.errorLine)"))
                 }
             }
