@@ -102,16 +102,22 @@ public final class SlurmWorker: Worker {
         // Nothing to release: the worker's thread ends by itself once no attempt is left.
     }
 
-    /// Cancels, in one `scancel` call, every Slurm job this worker submitted that has not been
-    /// seen to end: for the end of a run that did not wait for its jobs (a second signal), so
-    /// that nothing is left running on the cluster. Returns once `scancel` has run.
-    public func cancelOutstanding() async {
+    /// Ends the run on Slurm: cancels, in one `scancel` call, every Slurm job this worker
+    /// submitted that has not been seen to end (a run that did not wait for its jobs, after a
+    /// second signal, must leave nothing running on the cluster), then removes the run's scripts
+    /// and output files (their lines have been delivered), and the default parent
+    /// `.jobtop-slurm` if that leaves it empty. Returns once done; the blocking work runs on a thread of its own.
+    public func finish() async {
         let ids = inbox.withLock { $0.placements.values.map(\.slurmID) }.sorted()
-        guard !ids.isEmpty else { return }
-        // scancel blocks: it runs on a thread of its own, not on the cooperative pool.
+        let directory = configuration.directory
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             Thread { [self] in
-                _ = run("scancel", ids)
+                if !ids.isEmpty { _ = run("scancel", ids) }
+                try? FileManager.default.removeItem(atPath: directory)
+                // The default parent (.jobtop-slurm), only when empty: rmdir refuses one that
+                // other runs still use. A directory the user named stays.
+                let parent = (directory as NSString).deletingLastPathComponent
+                if (parent as NSString).lastPathComponent == ".jobtop-slurm" { _ = rmdir(parent) }
                 continuation.resume()
             }.start()
         }

@@ -188,8 +188,9 @@ extension Jobtop {
                     : .screen(title: file.map { "jobtop: \($0)" } ?? "jobtop"),
                 outputDirectory: outputDir, haltsOnFailure: haltOnFailure, epoch: epoch, listener: listener)
             let status = await session.run(plan)
-            // Jobs still in Slurm when the run ends (it was killed, not drained) are cancelled there.
-            await slurmWorker?.cancelOutstanding()
+            // Jobs still in Slurm when the run ends (it was killed, not drained) are cancelled
+            // there, and the run's scripts and output files go.
+            await slurmWorker?.finish()
             if status != ExitStatus.success { throw ExitCode(status) }
         }
     }
