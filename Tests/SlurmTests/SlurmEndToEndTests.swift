@@ -1,3 +1,4 @@
+import CProcess
 import Foundation
 import JobtopTestSupport
 import Testing
@@ -23,17 +24,33 @@ enum SlurmCluster {
         try #require(isUp, "Slurm is not running (CI=true: the Slurm suite must run; .ci/run starts it with Scripts/start-slurm.sh)")
     }
 
-    /// Runs a command to its end; its stdout.
+    /// Runs a command to its end; its stdout. Spawned like the tests' jobtop processes (the child
+    /// closes every descriptor above 2): Foundation's Process would hand it the test process's
+    /// sockets, and a child holding another test's connection open disturbs that test.
     static func run(_ path: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
+        let environment: [UnsafeMutablePointer<CChar>?] =
+            ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { for pointer in argv + environment { free(pointer) } }
+        var out: [Int32] = [-1, -1]
+        guard jt_pipe(&out, 0) == 0 else { throw SpawnError(message: "cannot make a pipe") }
+        let devNull = open("/dev/null", O_RDWR | O_CLOEXEC)
+        defer { close(devNull) }
+        var child: pid_t = 0
+        let rc = jt_spawn_io(path, argv, environment, nil, devNull, out[1], devNull, 0, &child, nil)
+        close(out[1])
+        defer { close(out[0]) }
+        guard rc == 0 else { throw SpawnError(message: "cannot run \(path)") }
+        var data = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = read(out[0], &buffer, buffer.count)
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            data.append(contentsOf: buffer[0..<count])
+        }
+        var status: Int32 = 0
+        while waitpid(child, &status, 0) < 0 && errno == EINTR {}
         return String(decoding: data, as: UTF8.self)
     }
 
