@@ -61,6 +61,8 @@ let package = Package(
                 "TUI",
                 "SchedulerRemote",
                 "SchedulerSlurm",
+                "SchedulerService",
+                "SchedulerStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
             ]
@@ -85,6 +87,20 @@ let package = Package(
             name: "SchedulerSlurm",
             dependencies: ["Scheduler"]
         ),
+        // `jobtop serve`'s control service: the scheduler's Codable commands, events and
+        // snapshots as JSON over gRPC, on a Unix socket (and TCP behind a token), and the
+        // client that the dashboard and the command line use in place of the in-process actor.
+        // Depends on Scheduler and SchedulerRemote (addresses, tokens), never on TUI.
+        .target(
+            name: "SchedulerService",
+            dependencies: [
+                "Scheduler",
+                "SchedulerRemote",
+                .product(name: "GRPCCore", package: "grpc-swift-2"),
+                .product(name: "GRPCNIOTransportHTTP2Posix", package: "grpc-swift-nio-transport"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
         // Durable state for `jobtop serve`: a journal of jobs and their outcomes in SQLite (GRDB),
         // each job's output in a file, and the recovery after a restart. Depends on Scheduler only.
         .target(
@@ -104,6 +120,11 @@ let package = Package(
             name: "jobtop-bench",
             dependencies: ["Scheduler"]
         ),
+        // Durable state benchmark (release): durable vs in-memory submit, restart, submit -> started.
+        .executableTarget(
+            name: "jobtop-store-bench",
+            dependencies: ["Scheduler", "SchedulerStore"]
+        ),
         // Dashboard benchmark (release): the view model's cost per event, small vs big table.
         .executableTarget(
             name: "jobtop-dashboard-bench",
@@ -119,6 +140,11 @@ let package = Package(
         .testTarget(
             name: "SchedulerTests",
             dependencies: ["Scheduler", "JobtopTestSupport"]
+        ),
+        // The control service in process, over a real Unix socket.
+        .testTarget(
+            name: "ServiceTests",
+            dependencies: ["Scheduler", "SchedulerService", "JobtopTestSupport"]
         ),
         .testTarget(
             name: "StoreTests",
@@ -142,7 +168,7 @@ let package = Package(
         // End-to-end tests of the built binary (jobtop is a dependency so `swift test` builds it).
         .testTarget(
             name: "JobtopTests",
-            dependencies: ["jobtop", "JobtopTestSupport"]
+            dependencies: ["jobtop", "JobtopTestSupport", "Scheduler", "SchedulerService", "SchedulerStore"]
         ),
     ],
     swiftLanguageModes: [.v6]

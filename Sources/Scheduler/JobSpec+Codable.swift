@@ -88,3 +88,18 @@ extension JobID: Codable {
         try container.encode(description)
     }
 }
+
+extension WorkerID: Codable {
+    public init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        guard let uuid = UUID(uuidString: text) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "'\(text)' is not a worker id"))
+        }
+        self.init(uuid: uuid)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(description)
+    }
+}

@@ -2,7 +2,7 @@
 public typealias SchedulerTime = Duration
 
 /// Where a job is in its life. Each case carries exactly what is true in it.
-public enum JobState: Sendable, Equatable {
+public enum JobState: Sendable, Equatable, Codable {
     /// Waiting for a free slot.
     case queued
     /// Running `attempt` (from 1) on `worker` since `since`.
@@ -156,7 +156,7 @@ public struct JobGroup: Sendable, Hashable, Codable {
 }
 
 /// Why a running job is being stopped.
-public enum StopReason: String, Sendable, Equatable {
+public enum StopReason: String, Sendable, Equatable, Codable {
     /// A user cancelled it: it ends `cancelled`.
     case cancel
     /// Its attempt ran past its timeout: the attempt failed.
@@ -225,7 +225,7 @@ public enum Termination: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// Why an attempt failed.
-public enum FailureReason: Sendable, Equatable, CustomStringConvertible {
+public enum FailureReason: Sendable, Equatable, Codable, CustomStringConvertible {
     /// The process exited with a non-zero status.
     case exitStatus(Int32)
     /// The process was killed by a signal it did not get from jobtop.

@@ -320,6 +320,14 @@ public actor Scheduler {
         perform(core.pause(now: now), now: now)
     }
 
+    /// Forgets every finished job still listed, and their counts (`jobtop clean`).
+    ///
+    /// - Returns: How many jobs were forgotten.
+    @discardableResult
+    public func forgetFinished() -> Int {
+        core.forgetFinished()
+    }
+
     /// Starts jobs again after ``pause()``.
     public func resume() {
         let now = clock.now()

@@ -28,6 +28,8 @@ public enum SchedulerCommand: Sendable, Codable {
     case pauseGroup(String)
     /// Start a group's jobs again.
     case resumeGroup(String)
+    /// Forget every finished job still listed (`jobtop clean`).
+    case forgetFinished
 }
 
 /// What a performed command gives back.
@@ -38,6 +40,8 @@ public enum SchedulerReply: Sendable, Codable, Equatable {
     case submitted([JobID])
     /// The batch that was opened.
     case batch(BatchID)
+    /// How many finished jobs were forgotten.
+    case forgotten(Int)
 }
 
 /// What every client of a scheduler uses: the dashboard, the headless log, scripts. The
@@ -126,6 +130,8 @@ extension Scheduler: SchedulerClient {
             try pauseGroup(group)
         case .resumeGroup(let group):
             try resumeGroup(group)
+        case .forgetFinished:
+            return .forgotten(forgetFinished())
         }
         return .done
     }

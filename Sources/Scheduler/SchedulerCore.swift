@@ -1463,17 +1463,36 @@ public struct SchedulerCore: Sendable {
     /// outcome is kept).
     private mutating func dropFinishedBeyondRetention() {
         while finishedOrder.count > configuration.finishedRetention, let oldest = finishedOrder.popFirst() {
-            dropDependents(of: oldest)
-            if jobs[oldest].isDependency {
-                let outcome = jobs[oldest].info.state.kind
-                if outcome == .succeeded {
-                    droppedSuccesses.insert(jobs[oldest].info.id)
-                } else {
-                    droppedFailures[jobs[oldest].info.id] = (outcome, jobs[oldest].info.displayName)
-                }
-            }
-            jobs.remove(oldest)
+            dropFinishedRecord(oldest)
         }
+    }
+
+    /// Drops a finished job's record; a job that waits for it still learns how it ended.
+    private mutating func dropFinishedRecord(_ handle: JobHandle) {
+        dropDependents(of: handle)
+        if jobs[handle].isDependency {
+            let outcome = jobs[handle].info.state.kind
+            if outcome == .succeeded {
+                droppedSuccesses.insert(jobs[handle].info.id)
+            } else {
+                droppedFailures[jobs[handle].info.id] = (outcome, jobs[handle].info.displayName)
+            }
+        }
+        jobs.remove(handle)
+    }
+
+    /// Forgets every finished job still listed (`jobtop clean`): their records and their
+    /// counts. A job that waits for one of them still learns how it ended. No event: a
+    /// subscriber that wants the shorter list takes a fresh snapshot.
+    ///
+    /// - Returns: How many jobs were forgotten.
+    public mutating func forgetFinished() -> Int {
+        let count = finishedOrder.count
+        while let oldest = finishedOrder.popFirst() {
+            stateCounts[jobs[oldest].info.state.kind] -= 1
+            dropFinishedRecord(oldest)
+        }
+        return count
     }
 }
 

@@ -1,7 +1,7 @@
 /// A command the scheduler refused.
-public struct SchedulerError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct SchedulerError: Error, Sendable, Equatable, Codable, CustomStringConvertible {
     /// What kind of refusal.
-    public enum Code: String, Sendable {
+    public enum Code: String, Sendable, Codable {
         /// No job with that id (or it ended long ago and is no longer kept).
         case unknownJob
         /// The job's state does not allow the command (cancel a finished job, ...).

@@ -3,7 +3,7 @@
 /// Every subscriber sees the same numbers: they start at 1 and grow by one per event, so a
 /// subscriber can tell that it missed nothing. The only gap is after a ``Kind/lagged(missed:)``
 /// marker, which is followed by a fresh ``Kind/snapshot(_:)``.
-public struct SchedulerEvent: Sendable {
+public struct SchedulerEvent: Sendable, Codable {
     /// The event's number.
     public let seq: UInt64
     /// When it happened, on the scheduler's clock.
@@ -19,7 +19,7 @@ public struct SchedulerEvent: Sendable {
     }
 
     /// What happened.
-    public enum Kind: Sendable {
+    public enum Kind: Sendable, Codable {
         // The two big payloads are boxed (`indirect`), so every event stays small to copy:
         // events are copied into each subscriber's buffer and out again.
 
@@ -152,7 +152,7 @@ public struct SchedulerEvent: Sendable {
 
 /// Why a job went back to the queue. Data, not prose: a mirror of the events needs to know what
 /// each means for the job's attempts.
-public enum RequeueReason: Sendable, Equatable, CustomStringConvertible {
+public enum RequeueReason: Sendable, Equatable, Codable, CustomStringConvertible {
     /// Its retry delay ran out: the next attempt waits for a slot (attempts unchanged).
     case retryDue
     /// A user retried the failed, cancelled or skipped job: a fresh retry budget (attempts back
@@ -175,7 +175,7 @@ public enum RequeueReason: Sendable, Equatable, CustomStringConvertible {
 ///
 /// The pieces of a job's output put back together, each `text` (or `bytes`) followed by its
 /// ``ending``, are exactly the bytes the job wrote on that stream.
-public struct OutputLine: Sendable, Equatable {
+public struct OutputLine: Sendable, Equatable, Codable {
     /// Which stream it came from.
     public enum Stream: String, Sendable, Codable { case stdout, stderr }
 

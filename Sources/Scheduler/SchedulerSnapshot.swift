@@ -1,5 +1,5 @@
 /// The scheduler's present state, for a screen or a late subscriber.
-public struct SchedulerSnapshot: Sendable {
+public struct SchedulerSnapshot: Sendable, Codable {
     /// The number of the last event this snapshot includes.
     public var seq: UInt64
     /// When it was taken.
@@ -25,6 +25,25 @@ public struct SchedulerSnapshot: Sendable {
     /// (newest first; only the most recent are kept).
     public var jobs: [JobInfo]
 
+    /// Creates a snapshot (an empty one by default: what a client shows before it has one).
+    public init(
+        seq: UInt64 = 0, time: SchedulerTime = .zero, isPaused: Bool = false, shutdown: ShutdownMode? = nil,
+        counts: [JobStateKind: Int] = [:], localSlots: Int = 0, totalSlots: Int = 0, finishedPerSecond: Double = 0,
+        workers: [WorkerStatus] = [], groups: [GroupStatus] = [], jobs: [JobInfo] = []
+    ) {
+        self.seq = seq
+        self.time = time
+        self.isPaused = isPaused
+        self.shutdown = shutdown
+        self.counts = counts
+        self.localSlots = localSlots
+        self.totalSlots = totalSlots
+        self.finishedPerSecond = finishedPerSecond
+        self.workers = workers
+        self.groups = groups
+        self.jobs = jobs
+    }
+
     /// The number of jobs in `kind`.
     public func count(_ kind: JobStateKind) -> Int { counts[kind, default: 0] }
 
@@ -36,7 +55,7 @@ public struct SchedulerSnapshot: Sendable {
 }
 
 /// A group as a screen shows it.
-public struct GroupStatus: Sendable, Equatable {
+public struct GroupStatus: Sendable, Equatable, Codable {
     /// The group: name, limit, paused.
     public var group: JobGroup
     /// Its jobs running now.
@@ -56,7 +75,7 @@ public struct GroupStatus: Sendable, Equatable {
 }
 
 /// A worker as a screen shows it.
-public struct WorkerStatus: Sendable, Equatable {
+public struct WorkerStatus: Sendable, Equatable, Codable {
     /// Who it is.
     public var descriptor: WorkerDescriptor
     /// The jobs it runs now.
@@ -71,9 +90,9 @@ public struct WorkerStatus: Sendable, Equatable {
 /// ``lastFailure`` are derived from ``state`` wherever it carries them, and fall back to
 /// ``history`` only in states that do not (a queued job's earlier attempts, say), so the two can
 /// never contradict each other.
-public struct JobInfo: Sendable, Equatable {
+public struct JobInfo: Sendable, Equatable, Codable {
     /// What happened to a job's earlier attempts: read only where its state does not say.
-    public struct History: Sendable, Equatable {
+    public struct History: Sendable, Equatable, Codable {
         /// Attempts started and counted so far.
         public var attempts: Int
         /// When the current or last attempt started.

@@ -9,7 +9,7 @@ public enum WorkerKind: String, Sendable, Codable {
 }
 
 /// How a worker presents itself.
-public struct WorkerDescriptor: Sendable, Equatable {
+public struct WorkerDescriptor: Sendable, Equatable, Codable {
     /// Its identity.
     public var id: WorkerID
     /// A human name (`local-1`, a host name).

@@ -36,7 +36,7 @@ public enum RemoteToken {
 
     /// Compares in time that depends only on the lengths, so the comparison leaks nothing
     /// about how much of a guess was right.
-    static func matches(_ given: String, _ expected: String) -> Bool {
+    public static func matches(_ given: String, _ expected: String) -> Bool {
         let a = Array(given.utf8)
         let b = Array(expected.utf8)
         var difference = UInt8(a.count == b.count ? 0 : 1)

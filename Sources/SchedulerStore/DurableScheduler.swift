@@ -68,7 +68,11 @@ public final class DurableScheduler: SchedulerClient {
             let events = await scheduler.events(bufferLimit: 8_192, includeOutput: true, delivery: .lossless)
             var iterator = events.makeAsyncIterator()
             await ready.open()
-            while let batch = await iterator.nextBatch() {
+            while var batch = await iterator.nextBatch() {
+                if let last = await journal.frozenAfter {
+                    batch.removeAll { $0.seq > last }
+                    if batch.isEmpty { continue }
+                }
                 do throws(StoreError) {
                     try await store.apply(batch)
                     await journal.committed(through: batch[batch.count - 1].seq)
@@ -86,7 +90,12 @@ public final class DurableScheduler: SchedulerClient {
                 if group.isPaused { try? await scheduler.pauseGroup(group.name) }
             }
             if recovery.isPaused { await scheduler.pause() }
-            let refused = await scheduler.restore(recovery.jobs)
+            let instance = store.instanceID
+            let refused = await scheduler.restore(recovery.jobs.map { job in
+                var job = job
+                job.spec = Self.marked(job.spec, id: job.id, instance: instance)
+                return job
+            })
             for (id, error) in refused {
                 FileHandle.standardError.write(Data("jobtop: job \(id.short) could not be restored: \(error)\n".utf8))
             }
@@ -124,6 +133,12 @@ public final class DurableScheduler: SchedulerClient {
         if case .submit(let specs, let batch) = command {
             return .submitted(try await submit(specs, batch: batch))
         }
+        if case .shutdown(.cancelRunning) = command {
+            // Stop now: the running jobs are stopped, but their ends are not written, nor are
+            // the queued jobs cancelled on disk. The next serve counts each cut-off attempt as
+            // failed ("jobtop stopped") and runs the queue: a stop is not a cancel of the queue.
+            await journal.freeze(after: await scheduler.lastEventSeq)
+        }
         let reply = try await scheduler.perform(command)
         if let error = await journal.wait(through: await scheduler.lastEventSeq) {
             throw SchedulerError(.notAllowed, "done, but the state could not be saved: \(error)")
@@ -143,14 +158,12 @@ public final class DurableScheduler: SchedulerClient {
             guard spec.work.isProcess else {
                 throw SchedulerError(.invalidArgument, "job \(index + 1) is Swift code, which cannot be saved; a durable scheduler runs commands")
             }
-            spec.environment["JOBTOP_SERVE_ID"] = store.instanceID
-            spec.environment["JOBTOP_JOB_ID"] = ids[index].description
             // A delay becomes the date it ends on, so a restart keeps it.
             if case .delay(let delay) = spec.notBefore {
                 spec.notBefore = .date(now.addingTimeInterval(Double(delay.components.seconds) + Double(delay.components.attoseconds) * 1e-18))
             }
-            forScheduler.append(spec)
             var durable = spec
+            forScheduler.append(Self.marked(spec, id: ids[index], instance: store.instanceID))
             durable.dependencies = spec.dependencies.map { dependency in
                 if case .earlier(let other) = dependency, other >= 0, other < index { return .job(ids[other]) }
                 return dependency
@@ -173,6 +186,15 @@ public final class DurableScheduler: SchedulerClient {
         let unused = zip(ids, result).filter { $0 != $1 }.map(\.0)
         if !unused.isEmpty { try? await store.remove(unused) }
         return result
+    }
+
+    /// The spec a job runs with: its environment carries the state directory's id (how a
+    /// restart finds what a dead serve left running) and the job's own.
+    private static func marked(_ spec: JobSpec, id: JobID, instance: String) -> JobSpec {
+        var spec = spec
+        spec.environment[OrphanReaper.variable] = instance
+        spec.environment["JOBTOP_JOB_ID"] = id.description
+        return spec
     }
 
     public func subscribe(bufferLimit: Int?, includeOutput: Bool, delivery: EventDelivery) async -> EventStream {
@@ -206,6 +228,15 @@ private actor Journal {
     private var failure: StoreError?
     private var isEnded = false
     private var waiters: [(seq: UInt64, continuation: CheckedContinuation<StoreError?, Never>)] = []
+
+    /// Writes nothing after this event (a stop that must not be written as cancels).
+    private(set) var frozenAfter: UInt64?
+
+    func freeze(after seq: UInt64) {
+        frozenAfter = seq
+        isEnded = true
+        wake()
+    }
 
     func committed(through seq: UInt64) {
         committed = max(committed, seq)

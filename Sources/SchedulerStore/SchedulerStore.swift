@@ -73,17 +73,15 @@ public final class SchedulerStore: Sendable {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
             // `seq` is the submission order (recovery restores in it, so a dependency always comes
-            // before its dependents); `spec` is the JobSpec as JSON, its dependencies as ids and its
-            // start time as a date; `priority` is the present one.
+            // before its dependents); the spec's columns (SpecColumns) hold its dependencies as ids
+            // and its start time as a date; `priority` is the present one.
             try db.execute(sql: """
                 CREATE TABLE job (
                     seq INTEGER PRIMARY KEY,
                     id TEXT NOT NULL UNIQUE,
-                    name TEXT,
-                    spec BLOB NOT NULL,
                     state TEXT NOT NULL,
-                    priority INTEGER NOT NULL,
                     attempts INTEGER NOT NULL DEFAULT 0,
+                    \(SpecColumns.definitions),
                     reason TEXT,
                     skip BLOB,
                     submitted_at REAL NOT NULL,
@@ -137,25 +135,22 @@ public final class SchedulerStore: Sendable {
 
     /// Writes a submission in one transaction, before the scheduler sees it.
     public func insert(_ jobs: [NewJob]) async throws(StoreError) {
-        let encoder = JSONEncoder()
-        var rows: [(id: String, name: String?, spec: Data, priority: Int)] = []
+        var rows: [StatementArguments] = []
         rows.reserveCapacity(jobs.count)
-        for job in jobs {
-            do {
-                rows.append((job.id.description, job.spec.name, try encoder.encode(job.spec), job.spec.priority))
-            } catch {
-                throw StoreError("job \(job.spec.displayName.prefix(40)) cannot be saved: \(error)")
-            }
-        }
         let now = Date().timeIntervalSince1970
+        for job in jobs {
+            rows.append(StatementArguments([job.id.description, now] + (try SpecColumns.values(of: job.spec))))
+        }
         let prepared = rows
+        let columns = SpecColumns.names.joined(separator: ", ")
+        let marks = Array(repeating: "?", count: SpecColumns.names.count).joined(separator: ", ")
         do {
             try await database.write { db in
                 let statement = try db.cachedStatement(sql: """
-                    INSERT INTO job(id, name, spec, state, priority, submitted_at) VALUES (?, ?, ?, 'queued', ?, ?)
+                    INSERT INTO job(id, submitted_at, state, \(columns)) VALUES (?, ?, 'queued', \(marks))
                     """)
                 for row in prepared {
-                    try statement.execute(arguments: [row.id, row.name, row.spec, row.priority, now])
+                    try statement.execute(arguments: row)
                 }
             }
         } catch {
@@ -341,14 +336,12 @@ public final class SchedulerStore: Sendable {
         }
         var stored: [Stored] = []
         var states: [JobID: String] = [:]
-        let cursor = try Row.fetchCursor(db, sql: "SELECT id, spec, state, priority, attempts, reason, skip FROM job ORDER BY seq")
+        let cursor = try Row.fetchCursor(db, sql: "SELECT * FROM job ORDER BY seq")
         while let row = try cursor.next() {
             let text: String = row["id"]
             guard let uuid = UUID(uuidString: text) else { continue }
             let id = JobID(uuid: uuid)
-            let data: Data = row["spec"]
-            var spec = try decoder.decode(JobSpec.self, from: data)
-            spec.priority = row["priority"]
+            let spec = try SpecColumns.spec(from: row)
             let skipData: Data? = row["skip"]
             let state: String = row["state"]
             stored.append(Stored(
@@ -482,6 +475,26 @@ public final class SchedulerStore: Sendable {
         }
     }
 
+    /// Every job the database holds, in submission order: what a tool or a test reads when no
+    /// serve runs (a serve's clients ask it instead).
+    public func storedJobs() async throws(StoreError) -> [StoredJob] {
+        do {
+            return try await database.read { db in
+                var jobs: [StoredJob] = []
+                let cursor = try Row.fetchCursor(db, sql: "SELECT * FROM job ORDER BY seq")
+                while let row = try cursor.next() {
+                    let spec = try SpecColumns.spec(from: row)
+                    jobs.append(StoredJob(
+                        id: row["id"], name: spec.name, command: spec.work.description, state: row["state"],
+                        priority: row["priority"], attempts: row["attempts"], reason: row["reason"]))
+                }
+                return jobs
+            }
+        } catch {
+            throw StoreError("the state database: \(error)")
+        }
+    }
+
     /// How many jobs the database holds in each state (for tests and `status`).
     public func stateCounts() async throws(StoreError) -> [String: Int] {
         do {
@@ -496,6 +509,24 @@ public final class SchedulerStore: Sendable {
             throw StoreError("the state database: \(error)")
         }
     }
+}
+
+/// A job as the store recorded it.
+public struct StoredJob: Sendable, Equatable {
+    /// Its id (the full UUID, lowercase).
+    public var id: String
+    /// Its name, if it has one.
+    public var name: String?
+    /// Its command.
+    public var command: String
+    /// `queued`, `running`, `waiting`, `blocked`, `scheduled`, `succeeded`, `failed`, `cancelled`, `skipped`.
+    public var state: String
+    /// Its present priority.
+    public var priority: Int
+    /// Attempts counted.
+    public var attempts: Int
+    /// Why its last attempt failed, or why it was skipped.
+    public var reason: String?
 }
 
 /// One attempt of a job as the store recorded it.

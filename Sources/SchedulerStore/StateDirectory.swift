@@ -82,7 +82,15 @@ final class StateLock: Sendable {
         guard fd >= 0 else {
             throw StoreError("cannot open the lock file \(file.path): \(String(cString: strerror(errno)))")
         }
-        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+        // A process this one is spawning holds a copy of every descriptor from its fork to its
+        // exec (close-on-exec): a lock just released may look held for that long. Try for a
+        // second before saying another serve holds it.
+        var tries = 0
+        while flock(fd, LOCK_EX | LOCK_NB) != 0, errno == EWOULDBLOCK, tries < 50 {
+            tries += 1
+            usleep(20_000)
+        }
+        if tries == 50 || flock(fd, LOCK_EX | LOCK_NB) != 0 {
             let code = errno
             var holder = ""
             if let text = try? String(contentsOf: file, encoding: .utf8) {

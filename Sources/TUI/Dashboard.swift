@@ -7,11 +7,15 @@ public struct DashboardOptions: Sendable {
     /// A file the dashboard writes its frame count to when it ends (for benchmarks); `nil`
     /// reads `JOBTOP_FRAME_STATS` from the environment.
     public var frameStatsPath: String?
+    /// Attached to `jobtop serve` (`jobtop attach`): `q` detaches at once (the jobs go on),
+    /// `X` shuts the serve down (asks y/n), and the dashboard ends when the serve goes away.
+    public var isAttached: Bool
 
     /// Creates options.
-    public init(title: String = "jobtop", frameStatsPath: String? = nil) {
+    public init(title: String = "jobtop", frameStatsPath: String? = nil, isAttached: Bool = false) {
         self.title = title
         self.frameStatsPath = frameStatsPath
+        self.isAttached = isAttached
     }
 }
 
@@ -22,6 +26,8 @@ public enum DashboardExit: Sendable, Equatable {
     /// A signal ended it (SIGTERM, SIGHUP, a second Ctrl-C): the caller cancels what is left
     /// and exits with 128 + the signal number.
     case signal(Int32)
+    /// Attached: the serve went away (the event stream ended without being asked to).
+    case disconnected
 }
 
 /// The full-screen dashboard: htop for jobs.

@@ -44,6 +44,8 @@ final class DashboardController {
     private var isOutputStale = false
     private var isFetchingOutput = false
     private var isFetchingSnapshot = false
+    /// Attached: the user asked the serve to shut down, so the end of its events is expected.
+    private var askedServeShutdown = false
 
     private var isDirty = false
     /// A key was handled since the last frame: the table reorders at once.
@@ -76,6 +78,7 @@ final class DashboardController {
         self.signals = signals
         self.options = options
         model = DashboardModel(title: options.title)
+        model.isAttached = options.isAttached
         let now = clock.now
         lastFrame = now - .seconds(1)
         lastReorder = now - .seconds(1)
@@ -110,6 +113,10 @@ final class DashboardController {
             // rather than slowing the jobs down.
             let events = await client.subscribe(bufferLimit: nil, includeOutput: false, delivery: .latest)
             await self.consume(events)
+            // Attached, the events end when the serve does: nothing left to show.
+            if self.options.isAttached && !Task.isCancelled {
+                self.finish(self.askedServeShutdown ? .quit : .disconnected)
+            }
         }
         markDirty()
     }
@@ -244,6 +251,9 @@ final class DashboardController {
         case .pauseGroup(let group): request = .pauseGroup(group)
         case .resumeGroup(let group): request = .resumeGroup(group)
         case .setGroupLimit(let group, let limit): request = .setGroupLimit(group, limit)
+        case .shutdownServe:
+            askedServeShutdown = true
+            request = .shutdown(.graceful)
         case .showOutput, .quit, .forceQuit: return nil
         }
         let reply: SchedulerReply

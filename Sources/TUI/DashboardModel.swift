@@ -33,6 +33,8 @@ enum DashboardCommand: Equatable, Sendable {
     case quit
     /// Quit at once (a second Ctrl-C).
     case forceQuit
+    /// Attached: shut `jobtop serve` down (its running jobs finish, queued ones stay).
+    case shutdownServe
 }
 
 /// The dashboard's state: what the scheduler reported plus what the user is doing. Pure: keys
@@ -42,6 +44,8 @@ struct DashboardModel: Sendable {
     enum Confirmation: Equatable, Sendable {
         case cancel(JobID, name: String)
         case quit(active: Int)
+        /// Attached: shut the serve down.
+        case shutdownServe
     }
 
     /// A text prompt on the status line.
@@ -78,6 +82,8 @@ struct DashboardModel: Sendable {
     }
 
     var title: String
+    /// Attached to `jobtop serve`: `q` detaches without asking, `X` shuts the serve down.
+    var isAttached = false
     private(set) var board = JobBoard()
     var mode: Mode = .table
     private(set) var sort: SortKey = .state
@@ -373,6 +379,12 @@ struct DashboardModel: Sendable {
             return quit()
         case .interrupt:
             return interrupt()
+        case .shutdownServe:
+            guard isAttached else {
+                message = Segment("X shuts down jobtop serve; this dashboard runs its own jobs (q quits)", .error)
+                return []
+            }
+            mode = .confirm(.shutdownServe)
         }
         return []
     }
@@ -398,6 +410,8 @@ struct DashboardModel: Sendable {
     }
 
     private mutating func quit() -> [DashboardCommand] {
+        // Attached, quitting only detaches: the jobs go on in the serve.
+        if isAttached { return [.quit] }
         let active = board.activeCount
         guard active > 0 else { return [.quit] }
         mode = .confirm(.quit(active: active))
@@ -567,6 +581,9 @@ struct DashboardModel: Sendable {
                 return [.cancel(id)]
             case .quit:
                 return [.quit]
+            case .shutdownServe:
+                message = Segment("asking jobtop serve to shut down…", .message)
+                return [.shutdownServe]
             }
         case .char("n"), .char("N"), .escape, .char("q"):
             mode = .table

@@ -455,6 +455,8 @@ enum DashboardView {
             case .quit(let active):
                 let jobs = active == 1 ? "1 job is" : "\(active) jobs are"
                 text = " \(jobs) still queued or running. Cancel them and quit? y = quit, n = stay "
+            case .shutdownServe:
+                text = " Shut down jobtop serve? Running jobs finish first. y = shut down, n = stay "
             }
             return fitted([Segment(text, .prompt)], width: width)
         default:

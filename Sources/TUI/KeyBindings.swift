@@ -3,7 +3,7 @@ enum TableAction: Hashable, Sendable, CaseIterable {
     case moveUp, moveDown, pageUp, pageDown, moveToTop, moveToBottom
     case showOutput, enqueue, cancel, raisePriority, lowerPriority, retry, togglePause
     case fewerSlots, moreSlots, filter, cycleSort, help, quit, interrupt
-    case toggleGroupPause, setGroupLimit
+    case toggleGroupPause, setGroupLimit, shutdownServe
 }
 
 /// One entry of the key table: the keys, how help shows them, and what they do.
@@ -62,6 +62,7 @@ enum KeyBindings {
         KeyBinding(keys: [.char("q"), .function(10)], label: "q F10",
                    summary: "quit (asks first while jobs are active)", action: .quit, footer: ("q", "Quit")),
         KeyBinding(keys: [.control("c")], label: "Ctrl-C", summary: "like q; a second Ctrl-C forces", action: .interrupt),
+        KeyBinding(keys: [.char("X")], label: "X", summary: "attached: shut jobtop serve down (asks y/n)", action: .shutdownServe),
     ]
 
     private static let byKey: [Key: TableAction] = {

@@ -8,6 +8,8 @@ enum ExitStatus {
     static let someFailed: Int32 = 1
     /// Bad usage or bad input: nothing was started.
     static let usage: Int32 = 2
+    /// A client command found no `jobtop serve` (or lost it, or was refused by it).
+    static let noServe: Int32 = 3
     /// Every job succeeded, but stdout closed early (`jobtop ... | head -1`): the log was cut
     /// short. 128 + SIGPIPE, what a shell shows for a pipeline's writer that lost its reader.
     static let logLost: Int32 = 141

@@ -43,9 +43,16 @@ struct Jobtop: AsyncParsableCommand {
             2 bad usage or bad input (nothing was started);
             130 interrupted by SIGINT; 143 by SIGTERM.
             See 'jobtop run --help' for every option.
+
+            A queue that outlives the terminal: 'jobtop serve', then attach,
+            submit, status, cancel, retry, prio, pause, resume, log, follow,
+            clean and shutdown talk to it ('jobtop help submit', ...).
             """,
         version: "jobtop \(version)",
-        subcommands: [Run.self, Worker.self],
+        subcommands: [
+            Run.self, Worker.self, Serve.self, Attach.self, Submit.self, Status.self, Cancel.self, Retry.self,
+            Prio.self, Pause.self, Resume.self, Log.self, Follow.self, Clean.self, Shutdown.self,
+        ],
         defaultSubcommand: Run.self
     )
 
@@ -70,6 +77,9 @@ struct Jobtop: AsyncParsableCommand {
                 try command.run()
             }
             exit(withError: nil)
+        } catch let failure as ServeFailure {
+            StandardError.write("jobtop: \(failure.error.message)\n")
+            Foundation.exit(ExitStatus.noServe)
         } catch let error as JobInputError {
             StandardError.write("jobtop: \(error.message)\n")
             Foundation.exit(ExitStatus.usage)

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""jobtop serve figures (release): submit -> started latency, and attach's first frame with
+100,000 jobs.
+
+Usage: swift build -c release --scratch-path .build-release --product jobtop
+       Scripts/bench-serve.py [.build-release/release/jobtop]
+
+1. `jobtop submit -c 'date +%s%N > F'` run 200 times, one at a time, against a serve with 2
+   slots: the time from just before the submit process is started to (a) the submit process
+   exiting (ids printed) and (b) the job's `date` running -- an upper bound on the `started`
+   event (it adds the job's sh and date start-up).
+2. 100,000 queued jobs (the serve paused; submitted as one list on stdin), then `jobtop attach`
+   in a 120x40 tmux window: the time from the key that starts it to the screen showing the
+   100,000 queued jobs, polled every 2 ms (so it includes tmux's capture and jobtop's start-up).
+"""
+import os, subprocess, sys, tempfile, time, shutil
+
+binary = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".build-release/release/jobtop")
+work = tempfile.mkdtemp(prefix="jobtop-bench-serve-")
+env = dict(os.environ, XDG_RUNTIME_DIR=os.path.join(work, "run"), XDG_STATE_HOME=os.path.join(work, "state"))
+load = lambda: open("/proc/loadavg").read().split()[0]
+
+serve = subprocess.Popen([binary, "serve", "-j", "2"], env=env, stderr=subprocess.PIPE, text=True)
+serve.stderr.readline()  # "listening on ..."
+
+def pct(values, p):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
+
+submit_ms, started_ms = [], []
+for i in range(200):
+    mark = os.path.join(work, f"s{i}")
+    t0 = time.time_ns()
+    subprocess.run([binary, "submit", "-c", f"date +%s%N > {mark}.tmp && mv {mark}.tmp {mark}"], env=env, check=True, stdout=subprocess.DEVNULL)
+    t1 = time.time_ns()
+    while not os.path.exists(mark):
+        time.sleep(0.0005)
+    started = int(open(mark).read())
+    submit_ms.append((t1 - t0) / 1e6)
+    started_ms.append((started - t0) / 1e6)
+print(f"submit -c: process exits (ids printed) p50 {pct(submit_ms, 50):.2f} ms, p99 {pct(submit_ms, 99):.2f} ms; "
+      f"job running p50 {pct(started_ms, 50):.2f} ms, p99 {pct(started_ms, 99):.2f} ms "
+      f"(200 runs, busy: load {load()})")
+
+subprocess.run([binary, "clean"], env=env, check=True, stdout=subprocess.DEVNULL)
+subprocess.run([binary, "pause"], env=env, check=True)
+jobs = "".join(f"true # {i}\n" for i in range(100_000))
+t0 = time.time()
+subprocess.run([binary, "submit", "-"], env=env, input=jobs, text=True, check=True, stdout=subprocess.DEVNULL)
+print(f"durable submit of 100,000 jobs (a list on stdin, one transaction): {time.time() - t0:.2f} s (load {load()})")
+
+if shutil.which("tmux"):
+    sock = f"jobtop-bench-{os.getpid()}"
+    tmux = lambda *a: subprocess.run(["tmux", "-L", sock, *a], capture_output=True, text=True)
+    tmux("-f", "/dev/null", "new-session", "-d", "-x", "120", "-y", "40", f"cd {work} && exec env PS1='$ ' /bin/sh")
+    frames = []
+    for attempt in range(3):
+        tmux("send-keys", "-t", "0", "-l", f"XDG_RUNTIME_DIR={env['XDG_RUNTIME_DIR']} {binary} attach")
+        time.sleep(0.3)
+        t0 = time.time()
+        tmux("send-keys", "-t", "0", "Enter")
+        while True:
+            screen = tmux("capture-pane", "-p", "-t", "0").stdout
+            if "100000 queued" in screen or "100,000 queued" in screen or "100k queued" in screen:
+                break
+            if time.time() - t0 > 60:
+                print("attach: no frame with the jobs within 60 s; screen:\n" + screen)
+                break
+            time.sleep(0.002)
+        frames.append((time.time() - t0) * 1000)
+        tmux("send-keys", "-t", "0", "q")
+        time.sleep(0.5)
+    tmux("kill-server")
+    print(f"attach, first frame with 100,000 queued jobs: {', '.join(f'{f:.0f}' for f in frames)} ms (load {load()})")
+
+subprocess.run([binary, "shutdown"], env=env, stderr=subprocess.DEVNULL)
+serve.wait()
+shutil.rmtree(work, ignore_errors=True)

@@ -1,0 +1,232 @@
+import Foundation
+import GRPCCore
+import GRPCNIOTransportHTTP2Posix
+import Scheduler
+import SchedulerRemote
+
+/// Where a client finds `jobtop serve`.
+public enum ControlEndpoint: Sendable, CustomStringConvertible {
+    /// The Unix domain socket at this path.
+    case unixSocket(String)
+    /// A serve listening on TCP (`jobtop serve --listen`), with the token it wants.
+    case tcp(RemoteAddress, token: String?)
+
+    public var description: String {
+        switch self {
+        case .unixSocket(let path): path
+        case .tcp(let address, _): address.description
+        }
+    }
+}
+
+/// A ``SchedulerClient`` across a socket: `jobtop serve`'s scheduler, seen from the dashboard of
+/// `jobtop attach` or from `jobtop submit`, exactly as the in-process actor is seen.
+///
+/// Where the protocol cannot throw (a snapshot, the output), a lost connection gives an empty
+/// answer and the event stream ends; the throwing ``send(_:)``, ``fetchSnapshot()`` and
+/// ``fetchLog(of:)`` say why instead (what the command line uses).
+public final class ControlClient: SchedulerClient {
+    public typealias Events = AsyncStream<SchedulerEvent>
+
+    private let client: GRPCClient<HTTP2ClientTransport.Posix>
+    private let connections: Task<Void, Never>
+    private let metadata: Metadata
+    /// Where it connects.
+    public let endpoint: ControlEndpoint
+
+    /// Connects to `endpoint`.
+    ///
+    /// - Throws: ``ControlError`` `.notRunning` when no serve answers at the Unix socket (the
+    ///   one-line message says how to start one), `.connectionLost` when the transport cannot
+    ///   be set up.
+    public init(endpoint: ControlEndpoint) throws(ControlError) {
+        self.endpoint = endpoint
+        let target: any ResolvableTarget
+        var metadata: Metadata = [:]
+        switch endpoint {
+        case .unixSocket(let path):
+            let (probe, reason) = ControlSocket.check(path)
+            switch probe {
+            case .answers: break
+            case .absent:
+                throw ControlError(.notRunning, "no jobtop serve is running (no socket at \(path)); start one with 'jobtop serve' (or 'jobtop serve &')")
+            case .refused:
+                throw ControlError(.notRunning, "no jobtop serve answers at \(path) (\(reason)); start one with 'jobtop serve'")
+            }
+            target = .unixDomainSocket(path: path)
+        case .tcp(let address, let token):
+            target = address.host.contains(":")
+                ? .ipv6(address: address.host, port: address.port)
+                : .dns(host: address.host, port: address.port)
+            if let token { metadata.addString(token, forKey: ControlWire.tokenKey) }
+        }
+        self.metadata = metadata
+        var config = HTTP2ClientTransport.Posix.Config.defaults
+        config.connection.flushCoalescing = nil
+        let transport: HTTP2ClientTransport.Posix
+        do {
+            transport = try HTTP2ClientTransport.Posix(target: target, transportSecurity: .plaintext, config: config)
+        } catch {
+            throw ControlError(.connectionLost, "cannot connect to \(endpoint): \(error)")
+        }
+        let client = GRPCClient(transport: transport)
+        self.client = client
+        connections = Task { try? await client.runConnections() }
+    }
+
+    deinit {
+        client.beginGracefulShutdown()
+    }
+
+    /// Begins closing the connection without waiting.
+    public func beginClose() {
+        client.beginGracefulShutdown()
+    }
+
+    /// Closes the connection once the calls under way have ended.
+    public func close() async {
+        client.beginGracefulShutdown()
+        await connections.value
+    }
+
+    private var options: CallOptions {
+        var options = CallOptions.defaults
+        options.maxResponseMessageBytes = ControlWire.maxMessageBytes
+        options.maxRequestMessageBytes = ControlWire.maxMessageBytes
+        // A call made after the serve went away fails at once rather than waiting for it to
+        // come back (which would also hold up ``close()``).
+        options.waitForReady = false
+        return options
+    }
+
+    private func unary<Request: Codable & Sendable, Response: Codable & Sendable>(
+        _ method: MethodDescriptor, _ request: Request, as _: Response.Type = Response.self
+    ) async throws(ControlError) -> Response {
+        do {
+            return try await client.unary(
+                request: ClientRequest(message: request, metadata: metadata), descriptor: method,
+                serializer: JSONMessageSerializer<Request>(), deserializer: JSONMessageDeserializer<Response>(),
+                options: options
+            ) { response in try response.message }
+        } catch {
+            throw Self.controlError(error, endpoint: endpoint)
+        }
+    }
+
+    static func controlError(_ error: any Error, endpoint: ControlEndpoint) -> ControlError {
+        if let error = error as? RPCError {
+            switch error.code {
+            case .unauthenticated, .permissionDenied:
+                return ControlError(.refused, "jobtop serve at \(endpoint) refused us: \(error.message)")
+            case .unavailable:
+                return ControlError(.notRunning, "lost jobtop serve at \(endpoint) (\(error.message))")
+            default:
+                return ControlError(.connectionLost, "jobtop serve at \(endpoint): \(error.message)")
+            }
+        }
+        return ControlError(.connectionLost, "jobtop serve at \(endpoint): \(error)")
+    }
+
+    // MARK: - Throwing calls, for the command line
+
+    /// Performs a command.
+    ///
+    /// - Throws: ``SchedulerError`` when the scheduler refused it, ``ControlError`` when the
+    ///   serve could not be reached.
+    public func send(_ command: SchedulerCommand) async throws -> SchedulerReply {
+        switch try await unary(ControlWire.perform, command, as: PerformResult.self) {
+        case .reply(let reply): return reply
+        case .refused(let error): throw error
+        }
+    }
+
+    /// Checks that the serve answers and lets us in, without fetching anything big.
+    public func ping() async throws(ControlError) {
+        _ = try await unary(ControlWire.ping, Empty(), as: Empty.self)
+    }
+
+    /// What each reference (an id, a prefix of one, a name) names among the serve's jobs.
+    public func resolve(_ references: [String]) async throws(ControlError) -> [JobReference.Resolution] {
+        try await unary(ControlWire.resolve, references)
+    }
+
+    /// The serve's present state.
+    public func fetchSnapshot() async throws(ControlError) -> SchedulerSnapshot {
+        try await unary(ControlWire.snapshot, Empty())
+    }
+
+    /// The job's whole output, piece by piece, handed to `body` as it arrives.
+    public func fetchLog(of id: JobID, _ body: @escaping @Sendable (LogPart) async throws -> Void) async throws(ControlError) {
+        do {
+            try await client.serverStreaming(
+                request: ClientRequest(message: id, metadata: metadata), descriptor: ControlWire.log,
+                serializer: JSONMessageSerializer<JobID>(), deserializer: JSONMessageDeserializer<LogPart>(),
+                options: options
+            ) { response in
+                for try await part in response.messages { try await body(part) }
+            }
+        } catch let error as ControlError {
+            throw error
+        } catch {
+            throw Self.controlError(error, endpoint: endpoint)
+        }
+    }
+
+    /// Subscribes; the stream ends when the serve shuts down or the connection is lost, and
+    /// `ended` then says why (`nil`: the serve ended the stream itself).
+    public func events(
+        bufferLimit: Int?, includeOutput: Bool, delivery: EventDelivery, job: JobID? = nil,
+        ended: (@Sendable (ControlError?) -> Void)? = nil
+    ) -> AsyncStream<SchedulerEvent> {
+        let (stream, continuation) = AsyncStream<SchedulerEvent>.makeStream(bufferingPolicy: .unbounded)
+        let request = SubscribeRequest(bufferLimit: bufferLimit, includeOutput: includeOutput, delivery: delivery, job: job)
+        let (client, metadata, options, endpoint) = (client, metadata, options, endpoint)
+        let task = Task {
+            var failure: ControlError?
+            do {
+                try await client.serverStreaming(
+                    request: ClientRequest(message: request, metadata: metadata), descriptor: ControlWire.subscribe,
+                    serializer: JSONMessageSerializer<SubscribeRequest>(), deserializer: JSONMessageDeserializer<SchedulerEvent>(),
+                    options: options
+                ) { response in
+                    for try await event in response.messages { continuation.yield(event) }
+                }
+            } catch {
+                if !Task.isCancelled { failure = Self.controlError(error, endpoint: endpoint) }
+            }
+            ended?(failure)
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+
+    // MARK: - SchedulerClient
+
+    public func perform(_ command: SchedulerCommand) async throws(SchedulerError) -> SchedulerReply {
+        do {
+            return try await send(command)
+        } catch let error as SchedulerError {
+            throw error
+        } catch {
+            throw SchedulerError(.shuttingDown, String(describing: error))
+        }
+    }
+
+    public func subscribe(bufferLimit: Int?, includeOutput: Bool, delivery: EventDelivery) async -> AsyncStream<SchedulerEvent> {
+        events(bufferLimit: bufferLimit, includeOutput: includeOutput, delivery: delivery)
+    }
+
+    public func currentSnapshot() async -> SchedulerSnapshot {
+        (try? await fetchSnapshot()) ?? SchedulerSnapshot()
+    }
+
+    public func outputTail(of id: JobID) async -> (lines: [OutputLine], dropped: Int) {
+        guard let tail = try? await unary(ControlWire.outputTail, id, as: OutputTail.self) else { return ([], 0) }
+        return (tail.lines, tail.dropped)
+    }
+
+    public func waitForRoom(in batch: BatchID, below limit: Int) async -> Bool {
+        (try? await unary(ControlWire.waitForRoom, WaitForRoomRequest(batch: batch, limit: limit), as: Bool.self)) ?? false
+    }
+}

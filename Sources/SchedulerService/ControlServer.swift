@@ -1,0 +1,142 @@
+import Foundation
+import GRPCCore
+import GRPCNIOTransportHTTP2Posix
+import NIOCore
+import Scheduler
+import SchedulerRemote
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `jobtop serve`'s listener: the control service of one scheduler on a Unix domain socket
+/// (this user only: a 0700 directory, a 0600 socket, and the peer's uid checked), and, if
+/// asked, on TCP behind a token.
+///
+/// Generic over the backend: anything that is a ``SchedulerClient`` (the in-process
+/// ``Scheduler``, or a durable one) is served the same way.
+public final class ControlServer<Backend: SchedulerClient>: Sendable {
+    private let service: ControlService<Backend>
+    private let tcpService: ControlService<Backend>?
+    private let tcpAddress: RemoteAddress?
+    private let servers = Locked<[(GRPCServer<HTTP2ServerTransport.Posix>, Task<Void, Never>)]>([])
+    private let socketPath = Locked<String?>(nil)
+
+    /// Creates a server; nothing listens until ``start(socketPath:)``.
+    ///
+    /// - Parameters:
+    ///   - backend: The scheduler to serve.
+    ///   - outputFile: Where a job's whole output is kept, if the backend keeps it (`jobtop log`);
+    ///     without it, `log` gets the tail the scheduler holds.
+    ///   - listen: Also serve on this TCP address.
+    ///   - token: The token TCP clients must show (required for a non-loopback address).
+    /// - Throws: ``ControlError`` for a non-loopback address without a token.
+    public init(
+        backend: Backend, outputFile: (@Sendable (JobID) async -> String?)? = nil,
+        listen: RemoteAddress? = nil, token: String? = nil
+    ) throws(ControlError) {
+        if let listen, !listen.isLoopback, token == nil {
+            throw ControlError(.cannotListen,
+                "refusing to listen on \(listen) without a token: anyone who can reach it could run commands here; pass --token-file PATH or set JOBTOP_TOKEN (or listen on 127.0.0.1)")
+        }
+        service = ControlService(backend: backend, outputFile: outputFile, token: nil)
+        tcpService = listen.map { _ in ControlService(backend: backend, outputFile: outputFile, token: token) }
+        tcpAddress = listen
+    }
+
+    /// Listens on the Unix socket at `socketPath` (and TCP if asked).
+    ///
+    /// - Returns: The TCP address bound (with the real port when port 0 was asked), if any.
+    /// - Throws: ``ControlError``: a serve already answers there, or the socket cannot be made.
+    @discardableResult
+    public func start(socketPath path: String) async throws(ControlError) -> RemoteAddress? {
+        let fd = try ControlSocket.listen(at: path)
+        socketPath.withLock { $0 = path }
+        var config = Self.transportConfig()
+        let ownUID = getuid()
+        config.channelDebuggingCallbacks.onAcceptTCPConnection = { channel in
+            Self.checkPeer(channel, ownUID: ownUID)
+        }
+        let server = GRPCServer(
+            transport: .http2NIOPosix(listeningSocketDescriptor: Int(fd), transportSecurity: .plaintext, config: config),
+            services: [service])
+        _ = try await run(server, describing: path)
+        guard let tcpAddress, let tcpService else { return nil }
+        do {
+            let tcp = GRPCServer(
+                transport: .http2NIOPosix(
+                    address: tcpAddress.host.contains(":")
+                        ? .ipv6(host: tcpAddress.host, port: tcpAddress.port)
+                        : .ipv4(host: tcpAddress.host == "localhost" ? "127.0.0.1" : tcpAddress.host, port: tcpAddress.port),
+                    transportSecurity: .plaintext, config: Self.transportConfig()),
+                services: [tcpService])
+            return try await run(tcp, describing: tcpAddress.description) ?? tcpAddress
+        } catch {
+            await stop()
+            throw error
+        }
+    }
+
+    /// Stops listening and removes the socket file.
+    public func stop() async {
+        let running = servers.withLock { value in defer { value = [] }; return value }
+        for (server, _) in running { server.beginGracefulShutdown() }
+        for (_, task) in running { await task.value }
+        if let path = socketPath.withLock({ value in defer { value = nil }; return value }) {
+            unlink(path)
+        }
+    }
+
+    private func run(_ server: GRPCServer<HTTP2ServerTransport.Posix>, describing: String) async throws(ControlError) -> RemoteAddress? {
+        let failure = Locked<String?>(nil)
+        let task = Task {
+            do {
+                try await server.serve()
+            } catch {
+                failure.withLock { $0 = String(describing: error) }
+            }
+        }
+        do {
+            let bound = try await server.listeningAddress
+            servers.withLock { $0.append((server, task)) }
+            if let ipv4 = bound?.ipv4 { return RemoteAddress(host: ipv4.host, port: ipv4.port) }
+            if let ipv6 = bound?.ipv6 { return RemoteAddress(host: ipv6.host, port: ipv6.port) }
+            return nil
+        } catch {
+            server.beginGracefulShutdown()
+            await task.value
+            let why = failure.withLock { $0 } ?? String(describing: error)
+            throw ControlError(.cannotListen, "cannot listen on \(describing): \(why)")
+        }
+    }
+
+    private static func transportConfig() -> HTTP2ServerTransport.Posix.Config {
+        var config = HTTP2ServerTransport.Posix.Config.defaults
+        config.rpc.maxRequestPayloadSize = ControlWire.maxMessageBytes
+        // Commands and events are small: coalescing flushes would only add delay to each.
+        config.connection.flushCoalescing = nil
+        return config
+    }
+
+    /// Refuses a connection from another user (root excepted: it can read any socket anyway).
+    /// The 0700 directory already keeps others out; this holds even if its mode was changed.
+    private static func checkPeer(_ channel: any Channel, ownUID: uid_t) -> EventLoopFuture<Void> {
+        guard let provider = channel as? any SocketOptionProvider else { return channel.eventLoop.makeSucceededVoidFuture() }
+        let credentials: EventLoopFuture<PeerCredentials> = provider.unsafeGetSocketOption(
+            level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(Self.peerCredentialsOption))
+        return credentials.flatMap { peer in
+            if peer.uid == ownUID || peer.uid == 0 { return channel.eventLoop.makeSucceededVoidFuture() }
+            return channel.close()
+        }.flatMapErrorThrowing { _ in }
+    }
+
+    /// `SO_PEERCRED` (Linux; Glibc's module leaves it and `struct ucred` out without _GNU_SOURCE).
+    private static var peerCredentialsOption: Int32 { 17 }
+}
+
+/// `struct ucred`: the pid, uid and gid of a Unix socket's peer, as `SO_PEERCRED` gives them.
+private struct PeerCredentials: Sendable {
+    var pid: Int32 = 0
+    var uid: UInt32 = 0
+    var gid: UInt32 = 0
+}

@@ -1,0 +1,115 @@
+import Foundation
+import GRDB
+import Scheduler
+
+/// A job's spec as columns of the `job` table rather than one JSON document: a submission of
+/// 100,000 jobs binds plain values (Foundation's JSON coders took about 40 µs a spec here, most
+/// of a big submission's time). Durations are nanoseconds, a start time is Unix seconds,
+/// dependencies are ids separated by commas, an environment and an argv are NUL-separated.
+enum SpecColumns {
+    /// The columns, in the order ``values(of:)`` gives them.
+    static let names = [
+        "work_kind", "command", "name", "cwd", "env", "priority", "retry_max", "retry_initial", "retry_multiplier",
+        "retry_max_backoff", "retry_jitter", "timeout", "coalescing_key", "progress_pattern", "keep_background",
+        "grp", "dependencies", "not_before",
+    ]
+
+    /// Their definitions, for the table.
+    static let definitions = """
+        work_kind INTEGER NOT NULL,
+        command TEXT NOT NULL,
+        name TEXT,
+        cwd TEXT,
+        env TEXT,
+        priority INTEGER NOT NULL,
+        retry_max INTEGER NOT NULL,
+        retry_initial INTEGER NOT NULL,
+        retry_multiplier REAL NOT NULL,
+        retry_max_backoff INTEGER NOT NULL,
+        retry_jitter REAL NOT NULL,
+        timeout INTEGER,
+        coalescing_key TEXT,
+        progress_pattern TEXT,
+        keep_background INTEGER NOT NULL,
+        grp TEXT,
+        dependencies TEXT,
+        not_before REAL
+        """
+
+    static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        let (high, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        if overflow { return seconds < 0 ? .min : .max }
+        return high.addingReportingOverflow(attoseconds / 1_000_000_000).overflow ? .max : high + attoseconds / 1_000_000_000
+    }
+
+    /// The values of a spec in durable form (dependencies as ids, a start time as a date).
+    ///
+    /// - Throws: ``StoreError`` for a closure job (it cannot be saved) or a dependency that is
+    ///   not an id.
+    static func values(of spec: JobSpec) throws(StoreError) -> [(any DatabaseValueConvertible)?] {
+        let kind: Int
+        let command: String
+        switch spec.work {
+        case .shell(let text):
+            kind = 0
+            command = text
+        case .argv(let arguments):
+            kind = 1
+            command = arguments.joined(separator: "\u{0}")
+        case .closure:
+            throw StoreError("job \(spec.displayName.prefix(40)) is Swift code, which cannot be saved")
+        }
+        let environment = spec.environment.isEmpty
+            ? nil : spec.environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "\u{0}")
+        var dependencies: [String] = []
+        for dependency in spec.dependencies {
+            guard case .job(let id) = dependency else {
+                throw StoreError("job \(spec.displayName.prefix(40)) names a dependency that is not an id")
+            }
+            dependencies.append(id.description)
+        }
+        let notBefore: Double? = switch spec.notBefore {
+        case .date(let date): date.timeIntervalSince1970
+        case .delay(let delay): Date().timeIntervalSince1970 + Double(nanoseconds(delay)) / 1e9
+        case nil: nil
+        }
+        return [
+            kind, command, spec.name, spec.workingDirectory, environment, spec.priority, spec.retry.maxAttempts,
+            nanoseconds(spec.retry.initialBackoff), spec.retry.multiplier, nanoseconds(spec.retry.maxBackoff),
+            spec.retry.jitter, spec.timeout.map(nanoseconds), spec.coalescingKey, spec.progressPattern?.pattern,
+            spec.keepBackground, spec.group, dependencies.isEmpty ? nil : dependencies.joined(separator: ","), notBefore,
+        ]
+    }
+
+    /// The spec a row holds.
+    static func spec(from row: Row) throws -> JobSpec {
+        let command: String = row["command"]
+        let kind: Int = row["work_kind"]
+        let work: JobWork = kind == 1 ? .argv(command.split(separator: "\u{0}", omittingEmptySubsequences: false).map(String.init)) : .shell(command)
+        var environment: [String: String] = [:]
+        if let text: String = row["env"] {
+            for pair in text.split(separator: "\u{0}") {
+                guard let equals = pair.firstIndex(of: "=") else { continue }
+                environment[String(pair[..<equals])] = String(pair[pair.index(after: equals)...])
+            }
+        }
+        let retry = RetryPolicy(
+            maxAttempts: row["retry_max"], initialBackoff: .nanoseconds(row["retry_initial"] as Int64),
+            multiplier: row["retry_multiplier"], maxBackoff: .nanoseconds(row["retry_max_backoff"] as Int64),
+            jitter: row["retry_jitter"])
+        let timeout: Int64? = row["timeout"]
+        let pattern: String? = row["progress_pattern"]
+        let dependencies: String? = row["dependencies"]
+        let notBefore: Double? = row["not_before"]
+        return JobSpec(
+            name: row["name"], work: work, environment: environment, workingDirectory: row["cwd"], priority: row["priority"],
+            retry: retry, timeout: timeout.map { .nanoseconds($0) }, coalescingKey: row["coalescing_key"],
+            progressPattern: try pattern.map { try ProgressPattern($0) }, keepBackground: row["keep_background"],
+            group: row["grp"],
+            dependencies: dependencies.map { text in
+                text.split(separator: ",").compactMap { UUID(uuidString: String($0)).map { .job(JobID(uuid: $0)) } }
+            } ?? [],
+            notBefore: notBefore.map { .date(Date(timeIntervalSince1970: $0)) })
+    }
+}

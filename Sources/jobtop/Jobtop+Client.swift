@@ -1,0 +1,522 @@
+import ArgumentParser
+import Foundation
+import Scheduler
+import SchedulerService
+import TUI
+
+extension Jobtop {
+    /// `jobtop attach`: the dashboard, on the serve's scheduler.
+    struct Attach: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Open the dashboard on the running jobtop serve (q detaches; the jobs go on).",
+            discussion: """
+                The same dashboard as 'jobtop run', steering the serve's jobs; several can be \
+                attached at once. q detaches without asking; X shuts the serve down (asks y/n; \
+                running jobs finish first).
+
+                Exit status: 0 detached (or the serve was shut down from here); 3 no serve is \
+                running, or it went away while attached (the terminal is restored first).
+                """
+        )
+
+        @OptionGroup var connection: ConnectOptions
+
+        mutating func run() async throws {
+            guard isatty(STDIN_FILENO) != 0 || FileManager.default.isReadableFile(atPath: "/dev/tty") else {
+                StandardError.write("jobtop: attach shows the dashboard and reads keys from a terminal; stdin is not one and /dev/tty cannot be opened\n")
+                throw ExitCode(ExitStatus.usage)
+            }
+            let client = try connection.client()
+            // The first call says whether the serve answers and lets us in (a wrong token, say),
+            // before the screen is taken over.
+            do {
+                try await client.ping()
+            } catch {
+                await client.close()
+                throw ServeFailure(error)
+            }
+            let (stream, continuation) = AsyncStream<Int32>.makeStream(bufferingPolicy: .bufferingNewest(64))
+            let signals = SignalWatcher(signals: Dashboard.signals) { number, _ in continuation.yield(number) }
+            let exit = await Dashboard.run(
+                client: client, signals: stream,
+                options: DashboardOptions(title: "jobtop attach: \(client.endpoint)", isAttached: true))
+            continuation.finish()
+            signals.stop()
+            // Not awaited: with the serve gone there is nothing to close politely, and the
+            // process ends right after.
+            client.beginClose()
+            switch exit {
+            case .quit: return
+            case .signal(let number): throw ExitCode(ExitStatus.interrupted(by: number))
+            case .disconnected:
+                StandardError.write("jobtop: jobtop serve at \(client.endpoint) went away; detached\n")
+                throw ExitCode(ExitStatus.noServe)
+            }
+        }
+    }
+
+    /// `jobtop submit`: adds jobs to the serve's queue.
+    struct Submit: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Add jobs to the running jobtop serve and print their ids.",
+            discussion: """
+                FILE is a job file (.toml) or a plain list (one command per line); "-" reads a list \
+                from stdin. --priority, --group and --after apply to -c and list jobs; a job file's \
+                jobs keep what the file says. --after takes ids (or unique prefixes) and names of \
+                jobs the serve knows.
+
+                Exit status: 0 submitted (with --wait: every job succeeded); 1 refused by the \
+                serve (with --wait: some job failed, was cancelled or skipped); 2 bad usage or \
+                input (nothing submitted); 3 no serve is running.
+                """
+        )
+
+        @Argument(help: ArgumentHelp("A job file (.toml) or a plain list of commands; '-' reads the list from stdin.", valueName: "file"))
+        var file: String?
+
+        @Option(name: [.customShort("c"), .long], help: ArgumentHelp("Add one job (repeatable).", valueName: "cmd"))
+        var command: [String] = []
+
+        @Option(parsing: .unconditional, help: ArgumentHelp("Priority of the -c and list jobs (higher runs first).", valueName: "n"))
+        var priority: Int?
+
+        @Option(help: ArgumentHelp("Group of the -c and list jobs.", valueName: "name"))
+        var group: String?
+
+        @Option(help: ArgumentHelp("Start the -c and list jobs only after this job succeeded (id, prefix or name; repeatable).", valueName: "job"))
+        var after: [String] = []
+
+        @Flag(help: "Wait until the submitted jobs end; exit like 'jobtop run' would.")
+        var wait = false
+
+        @Flag(help: "Print the ids as JSON.")
+        var json = false
+
+        @OptionGroup var connection: ConnectOptions
+
+        func validate() throws {
+            if let priority, !JobSpec.priorityRange.contains(priority) {
+                throw ValidationError("--priority must be between \(JobSpec.priorityRange.lowerBound) and \(JobSpec.priorityRange.upperBound), not \(priority)")
+            }
+            if command.contains(where: { $0.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty }) {
+                throw ValidationError("-c/--command must not be empty")
+            }
+            if file == nil && command.isEmpty && !JobSources.standardInputIsPiped() {
+                throw ValidationError("nothing to submit: give a job file, a list ('-' for stdin) or -c COMMAND")
+            }
+        }
+
+        mutating func run() async throws {
+            let plan = try JobSources.plan(file: file, commands: command, overrides: JobFields(), readsPipedStandardInput: command.isEmpty)
+            var listJobs: [JobSpec] = []
+            if let list = plan.list {
+                listJobs = try Self.readList(list).map(plan.spec(forListCommand:))
+            }
+            let (priority, group, after, wait, json) = (priority, group, after, wait, json)
+            try await withServe(connection) { client in
+                let waits = try await resolve(after, with: client).map { JobSpec.Dependency.job($0.id) }
+                var extra = listJobs + plan.commandJobs
+                for index in extra.indices {
+                    if let priority { extra[index].priority = priority }
+                    if let group { extra[index].group = group }
+                    extra[index].dependencies += waits
+                }
+                let specs = plan.fileJobs + extra
+                if specs.isEmpty { throw JobInputError(.noJobs, "nothing to submit: the list has no commands") }
+                // Subscribed before submitting, so that --wait misses no job's end.
+                let events = wait ? client.events(bufferLimit: 100_000, includeOutput: false, delivery: .lossless) : nil
+                for planned in plan.groups {
+                    if planned.limit != nil || !planned.isPaused { _ = try await send(client, .setGroupLimit(planned.name, planned.limit)) }
+                    if planned.isPaused { _ = try await send(client, .pauseGroup(planned.name)) }
+                }
+                guard case .submitted(let ids) = try await send(client, .submit(specs, batch: nil)) else {
+                    StandardError.write("jobtop: the serve did not say which jobs it made\n")
+                    throw ExitCode(ExitStatus.someFailed)
+                }
+                if json {
+                    printJSON(zip(ids, specs).map { SubmittedRecord(id: $0.description, short: $0.short, name: $1.name) })
+                } else {
+                    for id in ids { print(id.short) }
+                }
+                fflush(nil)
+                guard let events else { return }
+                let status = await Self.waitForEnd(of: Set(ids), events: events)
+                if status != ExitStatus.success { throw ExitCode(status) }
+            }
+        }
+
+        struct SubmittedRecord: Encodable {
+            var id: String
+            var short: String
+            var name: String?
+        }
+
+        private static func readList(_ list: RunPlan.List) throws -> [String] {
+            let handle = FileHandle(fileDescriptor: list.fd, closeOnDealloc: true)
+            let data = try handle.readToEnd() ?? Data()
+            guard let text = String(data: data, encoding: .utf8) else {
+                throw JobInputError(.unreadableFile, "\(list.source) is not UTF-8 text")
+            }
+            return text.split(separator: "\n", omittingEmptySubsequences: false).compactMap { line in
+                let trimmed = line.trimmingCharacters(in: .whitespaces)
+                return trimmed.isEmpty || trimmed.hasPrefix("#") ? nil : trimmed
+            }
+        }
+
+        /// Waits until every job of `ids` has ended: 0 when all succeeded, 1 otherwise, 3 when the
+        /// serve went away first.
+        static func waitForEnd(of ids: Set<JobID>, events: AsyncStream<SchedulerEvent>) async -> Int32 {
+            var open = ids
+            var failed = false
+            for await event in events {
+                switch event.kind {
+                case .snapshot(let snapshot):
+                    for job in snapshot.jobs where open.contains(job.id) && job.state.isFinished {
+                        open.remove(job.id)
+                        if job.state.kind != .succeeded { failed = true }
+                    }
+                case let kind where kind.isFinal:
+                    if let id = kind.jobID, open.remove(id) != nil, case .succeeded = kind {} else if let id = kind.jobID, ids.contains(id) {
+                        failed = true
+                    }
+                default: break
+                }
+                if open.isEmpty { return failed ? ExitStatus.someFailed : ExitStatus.success }
+            }
+            StandardError.write("jobtop: jobtop serve went away before the jobs ended\n")
+            return ExitStatus.noServe
+        }
+    }
+
+    /// `jobtop status`: the serve's jobs, like the dashboard's table.
+    struct Status: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List the serve's jobs (active ones; --all adds finished ones).",
+            discussion: "Exit status: 0 listed; 3 no serve is running.")
+
+        @Flag(help: "Also list finished jobs (the serve keeps the most recent).")
+        var all = false
+
+        @Flag(help: "Print JSON: jobs, groups, workers and counts.")
+        var json = false
+
+        @OptionGroup var connection: ConnectOptions
+
+        struct Report: Encodable {
+            var paused: Bool
+            var shuttingDown: String?
+            var counts: [String: Int]
+            var slots: Int
+            var groups: [GroupRecord]
+            var workers: [WorkerRecord]
+            var jobs: [JobRecord]
+        }
+
+        struct GroupRecord: Encodable {
+            var name: String
+            var limit: Int?
+            var paused: Bool
+            var running: Int
+            var queued: Int
+            var held: Int
+        }
+
+        struct WorkerRecord: Encodable {
+            var name: String
+            var kind: String
+            var slots: Int
+            var running: Int
+        }
+
+        mutating func run() async throws {
+            let (all, json) = (all, json)
+            try await withServe(connection) { client in
+                let snapshot = try await client.fetchSnapshot()
+                let workers = Dictionary(snapshot.workers.map { ($0.descriptor.id, $0.descriptor.name) }, uniquingKeysWith: { a, _ in a })
+                let jobs = all ? snapshot.jobs : snapshot.jobs.filter { !$0.state.isFinished }
+                if json {
+                    printJSON(Report(
+                        paused: snapshot.isPaused, shuttingDown: snapshot.shutdown?.rawValue,
+                        counts: Dictionary(uniqueKeysWithValues: snapshot.counts.map { ($0.key.rawValue, $0.value) }),
+                        slots: snapshot.totalSlots,
+                        groups: snapshot.groups.map {
+                            GroupRecord(name: $0.group.name, limit: $0.group.limit, paused: $0.group.isPaused,
+                                        running: $0.running, queued: $0.queued, held: $0.held)
+                        },
+                        workers: snapshot.workers.map {
+                            WorkerRecord(name: $0.descriptor.name, kind: $0.descriptor.kind.rawValue, slots: $0.descriptor.slots, running: $0.running.count)
+                        },
+                        jobs: jobs.map { JobRecord($0, workers: workers) }))
+                    return
+                }
+                let kinds = JobStateKind.allCases.filter { snapshot.count($0) > 0 }
+                var header = kinds.map { "\(snapshot.count($0)) \($0.rawValue)" }.joined(separator: ", ")
+                if header.isEmpty { header = "no jobs" }
+                if snapshot.isPaused { header += "; paused" }
+                if let shutdown = snapshot.shutdown { header += "; shutting down (\(shutdown.rawValue))" }
+                print("\(header); \(snapshot.totalSlots) slot\(snapshot.totalSlots == 1 ? "" : "s")")
+                let names = Dictionary(snapshot.jobs.map { ($0.id, $0.displayName) }, uniquingKeysWith: { a, _ in a })
+                let busy = snapshot.workers.map { worker in
+                    let running = worker.running.map { names[$0] ?? $0.short }
+                    return "\(worker.descriptor.name) " + (running.isEmpty ? "(idle)" : "(\(running.joined(separator: ", ")))")
+                }
+                if !busy.isEmpty { print("workers: " + busy.joined(separator: "; ")) }
+                for group in snapshot.groups where group.group.name != JobSpec.defaultGroup || group.group.isPaused || group.group.limit != nil {
+                    let limit = group.group.limit.map { "limit \($0)" } ?? "no limit"
+                    print("group \(group.group.name): \(limit)\(group.group.isPaused ? ", paused" : ""); \(group.running) running, \(group.queued) queued, \(group.held) held")
+                }
+                guard !jobs.isEmpty else { return }
+                print(Self.row("ID", "STATE", "PRIO", "GROUP", "JOB"))
+                for job in jobs {
+                    var state = job.state.name
+                    if let failure = job.lastFailure, job.state.isFinished { state += " (\(failure))" }
+                    print(Self.row(job.id.short, state, String(job.priority), job.group, job.displayName))
+                }
+            }
+        }
+
+        private static func row(_ id: String, _ state: String, _ priority: String, _ group: String, _ name: String) -> String {
+            func pad(_ text: String, _ width: Int) -> String { text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count) }
+            return pad(id, 10) + pad(state, 12) + pad(priority, 6) + pad(group, 10) + name.replacingOccurrences(of: "\n", with: " ")
+        }
+    }
+
+    /// `jobtop cancel ID...`.
+    struct Cancel: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Cancel jobs of the serve (running ones: their process groups are stopped).",
+            discussion: "Exit status: 0 done; 1 the serve refused one (it had ended, say); 2 an unknown or ambiguous id (nothing done); 3 no serve.")
+        @Argument(help: ArgumentHelp("Job ids, unique prefixes or names.", valueName: "id"))
+        var ids: [String]
+        @OptionGroup var connection: ConnectOptions
+
+        mutating func run() async throws {
+            try await perJob(ids, connection) { .cancel($0.id) }
+        }
+    }
+
+    /// `jobtop retry ID...`.
+    struct Retry: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Queue failed, cancelled or skipped jobs of the serve again.",
+            discussion: "Exit status: 0 done; 1 the serve refused one; 2 an unknown or ambiguous id (nothing done); 3 no serve.")
+        @Argument(help: ArgumentHelp("Job ids, unique prefixes or names.", valueName: "id"))
+        var ids: [String]
+        @OptionGroup var connection: ConnectOptions
+
+        mutating func run() async throws {
+            try await perJob(ids, connection) { .retry($0.id) }
+        }
+    }
+
+    /// `jobtop prio ID N`.
+    struct Prio: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Set a queued job's priority (higher runs first).",
+            discussion: "Exit status: 0 done; 1 refused (the job is not waiting); 2 bad usage or unknown id; 3 no serve.")
+        @Argument(help: ArgumentHelp("The job: id, unique prefix or name.", valueName: "id"))
+        var id: String
+        @Argument(help: ArgumentHelp("The new priority.", valueName: "n"))
+        var priority: Int
+        @OptionGroup var connection: ConnectOptions
+
+        func validate() throws {
+            if !JobSpec.priorityRange.contains(priority) {
+                throw ValidationError("the priority must be between \(JobSpec.priorityRange.lowerBound) and \(JobSpec.priorityRange.upperBound), not \(priority)")
+            }
+        }
+
+        mutating func run() async throws {
+            let priority = priority
+            try await perJob([id], connection) { .setPriority($0.id, priority) }
+        }
+    }
+
+    /// `jobtop pause [--group G]`.
+    struct Pause: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Start no new jobs (of one group with --group); running jobs go on.",
+            discussion: "Exit status: 0 done; 1 refused; 3 no serve.")
+        @Option(help: ArgumentHelp("Only this group.", valueName: "name"))
+        var group: String?
+        @OptionGroup var connection: ConnectOptions
+
+        mutating func run() async throws {
+            let group = group
+            try await withServe(connection) { client in
+                _ = try await send(client, group.map { .pauseGroup($0) } ?? .pause)
+            }
+        }
+    }
+
+    /// `jobtop resume [--group G]`.
+    struct Resume: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Start jobs again (of one group with --group).",
+            discussion: "Exit status: 0 done; 1 refused; 3 no serve.")
+        @Option(help: ArgumentHelp("Only this group.", valueName: "name"))
+        var group: String?
+        @OptionGroup var connection: ConnectOptions
+
+        mutating func run() async throws {
+            let group = group
+            try await withServe(connection) { client in
+                _ = try await send(client, group.map { .resumeGroup($0) } ?? .resume)
+            }
+        }
+    }
+
+    /// `jobtop log ID`.
+    struct Log: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print a job's output (stdout and stderr, as the job wrote them).",
+            discussion: """
+                The serve keeps each job's whole output (every attempt) in a file in its state \
+                directory, up to a cap per job; a job with no file gets the last lines the \
+                scheduler holds, with a note on stderr saying how many earlier lines were dropped.
+
+                Exit status: 0 printed; 2 unknown or ambiguous id; 3 no serve.
+                """)
+        @Argument(help: ArgumentHelp("The job: id, unique prefix or name.", valueName: "id"))
+        var id: String
+        @OptionGroup var connection: ConnectOptions
+
+        mutating func run() async throws {
+            signal(SIGPIPE, SIG_IGN)
+            let reference = id
+            try await withServe(connection) { client in
+                let job = try await resolve([reference], with: client)[0]
+                let dropped = Locked(0)
+                try await client.fetchLog(of: job.id) { part in
+                    switch part {
+                    case .bytes(let data): writeOut(Array(data))
+                    case .tail(let lines, let count):
+                        dropped.withLock { $0 = count }
+                        writeOut(lines.flatMap(\.rawBytes))
+                    case .unknownJob: break
+                    }
+                }
+                let count = dropped.withLock { $0 }
+                if count > 0 {
+                    StandardError.write("jobtop: the serve no longer holds the first \(count) line\(count == 1 ? "" : "s") of \(job.id.short)'s output\n")
+                }
+            }
+        }
+    }
+
+    /// `jobtop follow ID`.
+    struct Follow: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print a job's output as it comes, until the job ends.",
+            discussion: """
+                Prints what the job writes from now on (jobtop log shows what came before), then \
+                exits when the job ends.
+
+                Exit status: 0 the job succeeded; 1 it failed, was cancelled or skipped; 2 unknown \
+                or ambiguous id; 3 no serve, or it went away.
+                """)
+        @Argument(help: ArgumentHelp("The job: id, unique prefix or name.", valueName: "id"))
+        var id: String
+        @OptionGroup var connection: ConnectOptions
+
+        mutating func run() async throws {
+            signal(SIGPIPE, SIG_IGN)
+            let reference = id
+            let status: Int32 = try await withServe(connection) { client in
+                let job = try await resolve([reference], with: client)[0]
+                let events = client.events(bufferLimit: 10_000, includeOutput: true, delivery: .latest, job: job.id)
+                for await event in events {
+                    switch event.kind {
+                    case .snapshot(let snapshot):
+                        guard let now = snapshot.jobs.first(where: { $0.id == job.id }) else {
+                            StandardError.write("jobtop: \(job.id.short) is no longer listed by the serve\n")
+                            return ExitStatus.usage
+                        }
+                        if now.state.isFinished { return now.state.kind == .succeeded ? ExitStatus.success : ExitStatus.someFailed }
+                    case .lagged(let missed):
+                        StandardError.write("jobtop: fell behind the job's output; \(missed) events missed\n")
+                    case .output(let id, let line) where id == job.id:
+                        writeOut(line.rawBytes)
+                    case .succeeded(let id, _) where id == job.id:
+                        return ExitStatus.success
+                    case .failed(let id, _, _) where id == job.id, .cancelled(let id) where id == job.id, .skipped(let id, _) where id == job.id:
+                        return ExitStatus.someFailed
+                    default: break
+                    }
+                }
+                StandardError.write("jobtop: jobtop serve went away before \(job.id.short) ended\n")
+                return ExitStatus.noServe
+            }
+            if status != ExitStatus.success { throw ExitCode(status) }
+        }
+    }
+
+    /// `jobtop clean`.
+    struct Clean: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Forget the serve's finished jobs (succeeded, failed, cancelled, skipped).",
+            discussion: "Exit status: 0 done; 3 no serve.")
+        @OptionGroup var connection: ConnectOptions
+
+        mutating func run() async throws {
+            try await withServe(connection) { client in
+                if case .forgotten(let count) = try await send(client, .forgetFinished) {
+                    print("forgot \(count) finished job\(count == 1 ? "" : "s")")
+                }
+            }
+        }
+    }
+
+    /// `jobtop shutdown [--drain]`.
+    struct Shutdown: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Stop jobtop serve: start nothing new, let running jobs finish (--drain: run the queue first).",
+            discussion: "Waits until the serve has stopped. Exit status: 0 stopped; 3 no serve.")
+        @Flag(help: "Run every queued job first.")
+        var drain = false
+        @OptionGroup var connection: ConnectOptions
+
+        mutating func run() async throws {
+            let drain = drain
+            try await withServe(connection) { client in
+                // Subscribed first: the end of the events is the serve's end.
+                let events = client.events(bufferLimit: nil, includeOutput: false, delivery: .latest)
+                _ = try await send(client, .shutdown(drain ? .drain : .graceful))
+                for await _ in events {}
+                StandardError.write("jobtop: jobtop serve stopped\n")
+            }
+        }
+    }
+}
+
+/// Cancel, retry, prio: resolve every reference first (nothing is done if one is unknown or
+/// ambiguous), then send one command per job; a refusal is reported and the rest go on.
+private func perJob(_ references: [String], _ connection: ConnectOptions, _ command: @escaping (JobInfo) -> SchedulerCommand) async throws {
+    let refused: Bool = try await withServe(connection) { client in
+        let jobs = try await resolve(references, with: client)
+        var refused = false
+        for job in jobs {
+            do {
+                _ = try await client.send(command(job))
+            } catch let error as SchedulerError {
+                StandardError.write("jobtop: \(job.id.short): \(error.message)\n")
+                refused = true
+            }
+        }
+        return refused
+    }
+    if refused { throw ExitCode(ExitStatus.someFailed) }
+}
+
+/// Writes bytes to stdout, unbuffered.
+private func writeOut(_ bytes: [UInt8]) {
+    var offset = 0
+    while offset < bytes.count {
+        let written = bytes.withUnsafeBytes { write(1, $0.baseAddress! + offset, $0.count - offset) }
+        if written < 0 {
+            if errno == EINTR { continue }
+            return
+        }
+        offset += written
+    }
+}

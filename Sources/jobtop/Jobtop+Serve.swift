@@ -1,0 +1,143 @@
+import ArgumentParser
+import Foundation
+import Scheduler
+import SchedulerRemote
+import SchedulerService
+import SchedulerStore
+
+extension Jobtop {
+    /// `jobtop serve`: a scheduler that outlives the terminal, steered over a socket.
+    struct Serve: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Run the scheduler as a daemon: submit, status, attach and the rest talk to it over a socket.",
+            discussion: """
+                Listens on a Unix socket only this user can use: $XDG_RUNTIME_DIR/jobtop/serve.sock \
+                (directory 0700, socket 0600), or /tmp/jobtop-UID/serve.sock when XDG_RUNTIME_DIR is \
+                unset. A socket left by a serve that died is replaced; one a serve still answers on is \
+                refused. With --listen HOST:PORT the same service is also offered on TCP, behind the \
+                token (--token-file PATH or $JOBTOP_TOKEN), for 'jobtop attach --connect HOST:PORT'.
+
+                SIGINT or SIGTERM: start nothing new, let running jobs finish, then exit (a second \
+                one cancels the running jobs). 'jobtop shutdown' does the same from a client. \
+                SIGHUP is ignored: closing the terminal it was started from does not stop it.
+
+                Exit status: 0 shut down; 1 cannot listen (a serve already runs on the socket, or \
+                the socket cannot be made); 2 bad usage.
+                """
+        )
+
+        @Option(
+            name: [.customShort("j", allowingJoined: true), .long], parsing: .unconditional,
+            help: ArgumentHelp("Local worker slots (default: number of cores).", valueName: "n"))
+        var jobs: Int?
+
+        @Option(
+            name: .customLong("state-dir"),
+            help: ArgumentHelp("Where the queue is kept (default: $XDG_STATE_HOME/jobtop, else ~/.local/state/jobtop).", valueName: "dir"))
+        var stateDir: String?
+
+        @Option(
+            name: .customLong("listen"),
+            help: ArgumentHelp("Also serve on TCP at this address (a non-loopback one needs a token).", valueName: "host:port"))
+        var listen: String?
+
+        @Option(
+            name: .customLong("token-file"),
+            help: ArgumentHelp("The token TCP clients must show (default: $JOBTOP_TOKEN).", valueName: "path"))
+        var tokenFile: String?
+
+        func validate() throws {
+            if let jobs, jobs < 1 { throw ValidationError("-j/--jobs must be at least 1, not \(jobs)") }
+            if listen == nil && tokenFile != nil { throw ValidationError("--token-file needs --listen HOST:PORT") }
+            if let listen {
+                do {
+                    let address = try RemoteAddress(parsing: listen)
+                    if !address.isLoopback, try RemoteToken.load(file: tokenFile) == nil {
+                        throw ValidationError(
+                            "--listen \(listen): a non-loopback address needs a token (--token-file PATH or JOBTOP_TOKEN), or anyone who can reach it could run commands here")
+                    }
+                } catch let error as ValidationError {
+                    throw error
+                } catch {
+                    throw ValidationError("\(error)")
+                }
+            }
+        }
+
+        /// The scheduler serve runs, made in this one place: the durable one, restored from the
+        /// state directory.
+        static func makeBackend(jobs: Int?, stateDir: String?) throws(StoreError) -> DurableScheduler {
+            var configuration = Scheduler.Configuration()
+            if let jobs { configuration.localSlots = jobs }
+            return try DurableScheduler.open(directory: StateDirectory(path: stateDir), configuration: configuration)
+        }
+
+        mutating func run() async throws {
+            signal(SIGPIPE, SIG_IGN)
+            Scheduler.raiseOpenFileLimit()
+            let address = try listen.map { text throws(ValidationError) in
+                do { return try RemoteAddress(parsing: text) } catch { throw ValidationError("\(error)") }
+            }
+            let token: String?
+            do { token = address == nil ? nil : try RemoteToken.load(file: tokenFile) } catch { throw ValidationError("\(error)") }
+
+            let backend: DurableScheduler
+            do {
+                backend = try Self.makeBackend(jobs: jobs, stateDir: stateDir)
+            } catch {
+                StandardError.write("jobtop serve: \(error)\n")
+                throw ExitCode(ExitStatus.someFailed)
+            }
+            let scheduler = backend.scheduler
+            let server: ControlServer<DurableScheduler>
+            let socketPath = ControlSocket.path()
+            let tcp: RemoteAddress?
+            do {
+                server = try ControlServer(
+                    backend: backend,
+                    outputFile: { id in
+                        // The journal may still be writing a job's last lines.
+                        await backend.flush()
+                        return backend.outputFile(of: id)?.path
+                    },
+                    listen: address, token: token)
+                tcp = try await server.start(socketPath: socketPath)
+            } catch {
+                StandardError.write("jobtop serve: \(error)\n")
+                await scheduler.shutdown(.graceful)
+                await backend.close()
+                throw ExitCode(ExitStatus.someFailed)
+            }
+            let running = Task { await scheduler.run() }
+            // The queue outlives the terminal: closing the one serve was started from (SIGHUP)
+            // does not stop it. Jobs get every signal's default action back when they start.
+            signal(SIGHUP, SIG_IGN)
+            let signals = SignalWatcher(signals: [SIGINT, SIGTERM]) { number, count in
+                if count == 1 {
+                    StandardError.write("jobtop serve: \(signalName(number)): starting nothing new; running jobs finish (\(signalName(number)) again cancels them)\n")
+                    Task { _ = try? await scheduler.perform(.shutdown(.graceful)) }
+                } else {
+                    StandardError.write("jobtop serve: \(signalName(number)) again: cancelling running jobs\n")
+                    Task { _ = try? await scheduler.perform(.shutdown(.cancelRunning)) }
+                }
+            }
+            await backend.restored()
+            let recovery = backend.recovery
+            if !recovery.jobs.isEmpty {
+                var note = "restored \(recovery.jobs.count) job\(recovery.jobs.count == 1 ? "" : "s")"
+                if !recovery.interrupted.isEmpty { note += "; \(recovery.interrupted.count) that were running when the last serve stopped counted as failed ('jobtop stopped')" }
+                if backend.orphansStopped > 0 { note += "; stopped \(backend.orphansStopped) leftover process group\(backend.orphansStopped == 1 ? "" : "s")" }
+                StandardError.write("jobtop serve: \(note)\n")
+            }
+            let slots = await scheduler.currentSnapshot().localSlots
+            var where_ = socketPath
+            if let tcp { where_ += " and \(tcp)" }
+            StandardError.write("jobtop serve: listening on \(where_) (\(slots) slot\(slots == 1 ? "" : "s")); pid \(getpid())\n")
+            await running.value
+            signals.stop()
+            await backend.close()
+            await server.stop()
+            StandardError.write("jobtop serve: stopped\n")
+        }
+    }
+}

@@ -1,0 +1,144 @@
+import ArgumentParser
+import Foundation
+import Scheduler
+import SchedulerRemote
+import SchedulerService
+
+/// Where a client command finds `jobtop serve`: the Unix socket by default, or TCP.
+struct ConnectOptions: ParsableArguments {
+    @Option(
+        name: .customLong("connect"),
+        help: ArgumentHelp("Talk to a serve on TCP (jobtop serve --listen) instead of this user's socket.", valueName: "host:port"))
+    var connect: String?
+
+    @Option(
+        name: .customLong("token-file"),
+        help: ArgumentHelp("The token the serve wants on TCP (default: $JOBTOP_TOKEN).", valueName: "path"))
+    var tokenFile: String?
+
+    func validate() throws {
+        if connect == nil && tokenFile != nil { throw ValidationError("--token-file needs --connect HOST:PORT") }
+        if let connect {
+            do { _ = try RemoteAddress(parsing: connect) } catch { throw ValidationError("--connect: \(error)") }
+            do { _ = try RemoteToken.load(file: tokenFile) } catch { throw ValidationError("\(error)") }
+        }
+    }
+
+    var endpoint: ControlEndpoint {
+        get throws {
+            guard let connect else { return .unixSocket(ControlSocket.path()) }
+            do {
+                return .tcp(try RemoteAddress(parsing: connect), token: try RemoteToken.load(file: tokenFile))
+            } catch {
+                throw ValidationError("\(error)")
+            }
+        }
+    }
+
+    /// Connects, or ends the command with one line and ``ExitStatus/noServe``.
+    func client() throws -> ControlClient {
+        do {
+            return try ControlClient(endpoint: try endpoint)
+        } catch let error as ControlError {
+            throw ServeFailure(error)
+        }
+    }
+}
+
+/// The serve could not be reached, refused us, or went away: one line and status 3.
+struct ServeFailure: Error {
+    let error: ControlError
+    init(_ error: ControlError) { self.error = error }
+}
+
+/// Runs a client command's body, turning the serve's failures and refusals into one line and
+/// the documented exit status.
+func withServe<T>(_ options: ConnectOptions, _ body: (ControlClient) async throws -> T) async throws -> T {
+    let client = try options.client()
+    do {
+        let result = try await body(client)
+        await client.close()
+        return result
+    } catch let error as ControlError {
+        await client.close()
+        throw ServeFailure(error)
+    } catch {
+        await client.close()
+        throw error
+    }
+}
+
+/// Sends `command`; a refusal ends the command with the scheduler's sentence and status 1.
+func send(_ client: ControlClient, _ command: SchedulerCommand) async throws -> SchedulerReply {
+    do {
+        return try await client.send(command)
+    } catch let error as SchedulerError {
+        StandardError.write("jobtop: \(error.message)\n")
+        throw ExitCode(ExitStatus.someFailed)
+    }
+}
+
+/// The jobs a serve lists, resolved from what the user typed.
+func resolve(_ references: [String], with client: ControlClient) async throws -> [JobInfo] {
+    guard !references.isEmpty else { return [] }
+    return try JobReference.jobs(references, try await client.resolve(references))
+}
+
+/// Writes a value as one line of JSON on stdout.
+func printJSON(_ value: some Encodable) {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    guard let data = try? encoder.encode(value), let text = String(data: data, encoding: .utf8) else { return }
+    print(text)
+}
+
+/// A job as `status --json` and `submit --json` print it: plain fields for scripts.
+struct JobRecord: Encodable {
+    var id: String
+    var short: String
+    var name: String?
+    var command: String
+    var state: String
+    var priority: Int
+    var group: String
+    var attempts: Int
+    var maxAttempts: Int
+    var after: [String]
+    var failure: String?
+    var worker: String?
+
+    init(_ job: JobInfo, workers: [WorkerID: String] = [:]) {
+        id = job.id.description
+        short = job.id.short
+        name = job.name
+        command = job.command
+        state = job.state.name
+        priority = job.priority
+        group = job.group
+        attempts = job.attempts
+        maxAttempts = job.maxAttempts
+        after = job.dependencies.map(\.description)
+        failure = job.lastFailure?.description
+        if case .running(let worker, _, _, _) = job.state { self.worker = workers[worker] ?? worker.short }
+        if case .skipped(let reason) = job.state { failure = reason.description }
+    }
+}
+
+extension JobReference {
+    /// The jobs `texts` name, or why one cannot be found: nothing is done unless all are.
+    static func jobs(_ texts: [String], _ resolutions: [Resolution]) throws(JobInputError) -> [JobInfo] {
+        var found: [JobInfo] = []
+        for (text, resolution) in zip(texts, resolutions) {
+            switch resolution {
+            case .found(let job): found.append(job)
+            case .unknown:
+                throw JobInputError(.invalidValue, "no job '\(text)' (give its id, a unique prefix of it, or its name; see 'jobtop status --all')")
+            case .ambiguous(let candidates, let count):
+                let shown = candidates.map { "\($0.id.short) (\($0.displayName))" }.joined(separator: ", ")
+                let more = count > candidates.count ? ", and \(count - candidates.count) more" : ""
+                throw JobInputError(.invalidValue, "'\(text)' matches \(count) jobs: \(shown)\(more); give more of the id")
+            }
+        }
+        return found
+    }
+}

@@ -1,0 +1,332 @@
+import Foundation
+import JobtopTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A `jobtop serve` of one test: its own XDG_RUNTIME_DIR and XDG_STATE_HOME (so its own
+/// socket), stopped and reaped when the test ends.
+final class ServeFixture: Sendable {
+    let scratch: Scratch
+    let environment: [String: String]
+    let serve: JobtopProcess
+
+    var runtimeDirectory: String { environment["XDG_RUNTIME_DIR"]! }
+    var socketPath: String { runtimeDirectory + "/jobtop/serve.sock" }
+
+    init(_ arguments: [String] = ["-j", "2"], files: [String: String] = [:]) async throws {
+        scratch = try Scratch()
+        for (name, text) in files { try scratch.write(name, text) }
+        environment = ["XDG_RUNTIME_DIR": scratch.file("run"), "XDG_STATE_HOME": scratch.file("state")]
+        serve = try JobtopProcess(["serve"] + arguments, directory: scratch.path, environment: environment, newSession: true)
+        let serve = serve
+        let ready = await eventually(within: .seconds(60)) { serve.output.contains("listening on") }
+        try #require(ready, "serve did not start: \(serve.output)")
+    }
+
+    /// Runs a client command to its end.
+    func run(_ arguments: [String], stdin: String? = nil) async throws -> JobtopProcess.Outcome {
+        try await JobtopProcess(arguments, stdin: stdin, directory: scratch.path, environment: environment).wait()
+    }
+
+    /// Starts a client command.
+    func start(_ arguments: [String]) throws -> JobtopProcess {
+        try JobtopProcess(arguments, directory: scratch.path, environment: environment)
+    }
+
+    /// The serve's jobs as `status --all --json` lists them.
+    func jobs() async throws -> [[String: Any]] {
+        let outcome = try await run(["status", "--all", "--json"])
+        try #require(outcome.status == 0, "status failed: \(outcome.stderr)")
+        let object = try JSONSerialization.jsonObject(with: Data(outcome.stdout.utf8)) as? [String: Any]
+        return try #require(object?["jobs"] as? [[String: Any]])
+    }
+
+    func state(of id: String) async throws -> String? {
+        try await jobs().first { ($0["short"] as? String) == id || ($0["id"] as? String) == id }?["state"] as? String
+    }
+
+    /// Polls until the job is in `state`.
+    func waitFor(_ id: String, _ state: String) async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while try await self.state(of: id) != state {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("job \(id) never reached \(state): \(try await self.state(of: id) ?? "gone")")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    /// Shuts the serve down and waits for it (`nil`: it did not stop and was killed).
+    @discardableResult
+    func stop() async throws -> JobtopProcess.Outcome? {
+        _ = try await run(["shutdown"])
+        guard let outcome = await serve.wait(atMost: .seconds(60)) else {
+            serve.send(SIGKILL)
+            _ = await serve.wait()
+            return nil
+        }
+        return outcome
+    }
+}
+
+@Suite("jobtop serve and its client commands", .timeLimit(.minutes(3)))
+struct ServeTests {
+    @Test("submit, status (text and JSON), log, clean and shutdown")
+    func lifecycle() async throws {
+        let fixture = try await ServeFixture()
+        let submitted = try await fixture.run(["submit", "-c", "echo hello; echo world >&2", "-c", "exit 3"])
+        #expect(submitted.status == 0, "\(submitted.stderr)")
+        #expect(submitted.lines.count == 2)
+        let (hello, failing) = (submitted.lines[0], submitted.lines[1])
+        #expect(hello.count == 8)
+        try await fixture.waitFor(hello, "succeeded")
+        try await fixture.waitFor(failing, "failed")
+
+        let status = try await fixture.run(["status", "--all"])
+        #expect(status.status == 0)
+        #expect(status.stdout.contains("1 succeeded, 1 failed"), "\(status.stdout)")
+        #expect(status.lines.contains { $0.hasPrefix(failing) && $0.contains("failed (exit 3)") })
+        let active = try await fixture.run(["status"])
+        #expect(!active.stdout.contains(hello), "finished jobs are listed only with --all")
+
+        let log = try await fixture.run(["log", hello])
+        #expect(log.status == 0)
+        #expect(log.stdout.contains("hello\n") && log.stdout.contains("world\n"))
+
+        let clean = try await fixture.run(["clean"])
+        #expect(clean.stdout == "forgot 2 finished jobs\n")
+        #expect(try await fixture.jobs().isEmpty)
+
+        let stopped = try await fixture.stop()
+        #expect(stopped?.status == 0)
+        #expect(!FileManager.default.fileExists(atPath: fixture.socketPath), "the socket is removed")
+    }
+
+    @Test("log prints the whole output from the serve's file, beyond the tail it keeps in memory")
+    func wholeLog() async throws {
+        let fixture = try await ServeFixture()
+        let id = try await fixture.run(["submit", "-c", "seq 1 20000"]).lines[0]
+        try await fixture.waitFor(id, "succeeded")
+        let log = try await fixture.run(["log", id])
+        #expect(log.status == 0)
+        #expect(log.lines.count == 20000)
+        #expect(log.lines.first == "1" && log.lines.last == "20000")
+        try await fixture.stop()
+    }
+
+    @Test("the queue survives a restart of serve: queued and paused jobs come back, ids unchanged")
+    func restart() async throws {
+        let fixture = try await ServeFixture()
+        _ = try await fixture.run(["pause"])
+        let ids = try await fixture.run(["submit", "-c", "echo one", "-c", "echo two"]).lines
+        #expect(try await fixture.stop()?.status == 0)
+        let again = try JobtopProcess(["serve"], environment: fixture.environment, newSession: true)
+        #expect(await eventually(within: .seconds(60)) { again.output.contains("listening on") })
+        #expect(again.output.contains("restored 2 jobs"), "\(again.output)")
+        let status = try await fixture.run(["status"])
+        #expect(status.stdout.contains("2 queued") && status.stdout.contains("paused"), "\(status.stdout)")
+        _ = try await fixture.run(["resume"])
+        for id in ids { try await fixture.waitFor(id, "succeeded") }
+        _ = try await fixture.run(["shutdown"])
+        #expect(await again.wait(atMost: .seconds(60))?.status == 0)
+    }
+
+    @Test("cancel stops the job's whole process group; retry queues it again")
+    func cancelAndRetry() async throws {
+        let fixture = try await ServeFixture()
+        let pidFile = fixture.scratch.file("child.pid")
+        let submitted = try await fixture.run(["submit", "-c", "sleep 300 & echo $! > \(pidFile); wait"])
+        let id = submitted.lines[0]
+        try await fixture.waitFor(id, "running")
+        #expect(await eventually { !pids(in: pidFile).isEmpty })
+        let child = try #require(pids(in: pidFile).first)
+        #expect(isRunning(child))
+
+        let cancel = try await fixture.run(["cancel", id])
+        #expect(cancel.status == 0, "\(cancel.stderr)")
+        try await fixture.waitFor(id, "cancelled")
+        #expect(await eventually { !isRunning(child) }, "the background sleep of the job's group ended too")
+
+        let again = try await fixture.run(["cancel", id])
+        #expect(again.status == 1)
+        #expect(again.stderr.contains("has already ended"))
+
+        let retry = try await fixture.run(["retry", id])
+        #expect(retry.status == 0)
+        try await fixture.waitFor(id, "running")
+        _ = try await fixture.run(["cancel", id])
+        try await fixture.stop()
+    }
+
+    @Test("prio reorders the queue; pause and resume hold and release it")
+    func prioPauseResume() async throws {
+        let fixture = try await ServeFixture(["-j", "1"])
+        let blocker = try await fixture.run(["submit", "-c", "sleep 300"]).lines[0]
+        try await fixture.waitFor(blocker, "running")
+        let ids = try await fixture.run(["submit", "-c", "echo first", "-c", "echo second"]).lines
+        let prio = try await fixture.run(["prio", ids[1], "10"])
+        #expect(prio.status == 0, "\(prio.stderr)")
+        let queued = try await fixture.jobs().filter { ($0["state"] as? String) == "queued" }.compactMap { $0["short"] as? String }
+        #expect(queued == [ids[1], ids[0]])
+
+        let pause = try await fixture.run(["pause"])
+        #expect(pause.status == 0)
+        #expect(try await fixture.run(["status"]).stdout.contains("paused"))
+        _ = try await fixture.run(["cancel", blocker])
+        try await fixture.waitFor(blocker, "cancelled")
+        #expect(try await fixture.state(of: ids[0]) == "queued", "nothing starts while paused")
+        _ = try await fixture.run(["resume"])
+        try await fixture.waitFor(ids[0], "succeeded")
+        try await fixture.waitFor(ids[1], "succeeded")
+
+        _ = try await fixture.run(["pause", "--group", "slow"])
+        let grouped = try await fixture.run(["submit", "--group", "slow", "-c", "true"]).lines[0]
+        let other = try await fixture.run(["submit", "-c", "true"]).lines[0]
+        try await fixture.waitFor(other, "succeeded")
+        #expect(try await fixture.state(of: grouped) == "queued")
+        _ = try await fixture.run(["resume", "--group", "slow"])
+        try await fixture.waitFor(grouped, "succeeded")
+        try await fixture.stop()
+    }
+
+    @Test("follow prints the output as it comes and exits with the job's outcome")
+    func follow() async throws {
+        let fixture = try await ServeFixture()
+        let go = fixture.scratch.file("go")
+        let id = try await fixture.run(["submit", "-c", "while [ ! -f \(go) ]; do echo tick; sleep 0.1; done; echo last-line; exit 4"]).lines[0]
+        let follower = try fixture.start(["follow", id])
+        let ticked = await follower.firstLine { $0 == "tick" }
+        #expect(ticked != nil)
+        _ = FileManager.default.createFile(atPath: go, contents: nil)
+        let outcome = try #require(await follower.wait(atMost: .seconds(60)))
+        #expect(outcome.status == 1)
+        #expect(outcome.stdout.hasSuffix("last-line\n"))
+
+        let done = try await fixture.run(["follow", id])
+        #expect(done.status == 1, "a job that has ended: its outcome at once")
+        try await fixture.stop()
+    }
+
+    @Test("submit --wait and --after; job names resolve; an ambiguous prefix lists the candidates")
+    func referencesAndWait() async throws {
+        let fixture = try await ServeFixture()
+        let file = try fixture.scratch.write("jobs.toml", """
+            [[job]]
+            name = "build"
+            command = "true"
+            """)
+        let named = try await fixture.run(["submit", file, "--json"])
+        #expect(named.status == 0, "\(named.stderr)")
+        let waited = try await fixture.run(["submit", "--after", "build", "--wait", "-c", "exit 0"])
+        #expect(waited.status == 0, "\(waited.stderr)")
+        let failed = try await fixture.run(["submit", "--wait", "-c", "exit 5"])
+        #expect(failed.status == 1)
+
+        // 20 jobs: two of them share a first hex digit.
+        let many = try await fixture.run(["submit"] + (0..<20).flatMap { ["-c", "true # \($0)"] })
+        var byFirst: [Character: Int] = [:]
+        for id in many.lines { byFirst[id.first!, default: 0] += 1 }
+        let shared = try #require(byFirst.first { $0.value > 1 }?.key)
+        let ambiguous = try await fixture.run(["cancel", String(shared)])
+        #expect(ambiguous.status == 2)
+        #expect(ambiguous.stderr.contains("'\(shared)' matches"), "\(ambiguous.stderr)")
+        let unknown = try await fixture.run(["log", "nosuchjob"])
+        #expect(unknown.status == 2)
+        #expect(unknown.stderr.contains("no job 'nosuchjob'"))
+        let byName = try await fixture.run(["log", "build"])
+        #expect(byName.status == 0)
+        try await fixture.stop()
+    }
+
+    @Test("without a serve, a client says so in one line and exits 3")
+    func noServe() async throws {
+        let scratch = try Scratch()
+        let outcome = try await JobtopProcess(["status"], environment: ["XDG_RUNTIME_DIR": scratch.file("run")]).wait()
+        #expect(outcome.status == 3)
+        #expect(outcome.stderr.split(separator: "\n").count == 1)
+        #expect(outcome.stderr.contains("no jobtop serve is running") && outcome.stderr.contains("jobtop serve"))
+    }
+
+    @Test("a second serve on the same socket is refused; a stale socket is replaced")
+    func secondServe() async throws {
+        let fixture = try await ServeFixture()
+        let second = try await JobtopProcess(["serve"], environment: fixture.environment).wait()
+        #expect(second.status == 1)
+        #expect(second.stderr.contains("another jobtop serve"), "the state directory's lock: \(second.stderr)")
+        let otherState = try await JobtopProcess(
+            ["serve", "--state-dir", fixture.scratch.file("other-state")], environment: fixture.environment).wait()
+        #expect(otherState.status == 1)
+        #expect(otherState.stderr.contains("already running"), "the socket: \(otherState.stderr)")
+        #expect(try await fixture.run(["status"]).status == 0, "the first one still serves")
+
+        fixture.serve.send(SIGKILL)
+        _ = await fixture.serve.wait()
+        #expect(FileManager.default.fileExists(atPath: fixture.socketPath), "a killed serve leaves its socket")
+        let replacement = try JobtopProcess(["serve"], environment: fixture.environment, newSession: true)
+        #expect(await eventually(within: .seconds(60)) { replacement.output.contains("listening on") })
+        #expect(try await fixture.run(["status"]).status == 0)
+        _ = try await fixture.run(["shutdown"])
+        #expect(await replacement.wait(atMost: .seconds(60))?.status == 0)
+    }
+
+    @Test("SIGHUP leaves serve running; SIGTERM lets the running job finish, then serve exits 0")
+    func signals() async throws {
+        let fixture = try await ServeFixture()
+        let go = fixture.scratch.file("go")
+        let id = try await fixture.run(["submit", "-c", "while [ ! -f \(go) ]; do sleep 0.05; done"]).lines[0]
+        try await fixture.waitFor(id, "running")
+        fixture.serve.send(SIGHUP)
+        #expect(try await fixture.run(["status"]).status == 0, "still serving after SIGHUP")
+        fixture.serve.send(SIGTERM)
+        #expect(await eventually { fixture.serve.output.contains("starting nothing new") })
+        #expect(try await fixture.state(of: id) == "running", "the running job goes on")
+        _ = FileManager.default.createFile(atPath: go, contents: nil)
+        let outcome = await fixture.serve.wait(atMost: .seconds(60))
+        #expect(outcome?.status == 0)
+        #expect(!FileManager.default.fileExists(atPath: fixture.socketPath))
+    }
+
+    @Test("the socket is private: 0700 directory, 0600 socket; another user cannot connect")
+    func otherUserRefused() async throws {
+        let fixture = try await ServeFixture()
+        var info = stat()
+        #expect(stat(fixture.runtimeDirectory + "/jobtop", &info) == 0 && info.st_mode & 0o777 == 0o700)
+        #expect(stat(fixture.socketPath, &info) == 0 && info.st_mode & 0o777 == 0o600)
+        // The test directory must be reachable by nobody for the refusal to be the socket's.
+        chmod(fixture.scratch.path, 0o755)
+        chmod(fixture.runtimeDirectory, 0o755)
+        let asNobody = ["--reuid=nobody", "--regid=nogroup", "--clear-groups", JobtopProcess.binary, "status"]
+        let refused = try await JobtopProcess(asNobody, environment: fixture.environment, executable: "/usr/bin/setpriv").wait()
+        #expect(refused.status == 3, "\(refused.stderr)")
+        #expect(refused.stderr.contains("permission denied"), "\(refused.stderr)")
+
+        // Even with the modes opened up, the serve checks the peer's uid.
+        chmod(fixture.runtimeDirectory + "/jobtop", 0o777)
+        chmod(fixture.socketPath, 0o777)
+        let peerChecked = try await JobtopProcess(asNobody, environment: fixture.environment, executable: "/usr/bin/setpriv").wait()
+        #expect(peerChecked.status == 3, "\(peerChecked.stdout) \(peerChecked.stderr)")
+        #expect(try await fixture.run(["status"]).status == 0, "its own user still gets in")
+        try await fixture.stop()
+    }
+
+    @Test("--listen serves the same on TCP behind the token")
+    func tcpWithToken() async throws {
+        let fixture = try await ServeFixture(
+            ["-j", "1", "--listen", "127.0.0.1:0", "--token-file", "token"], files: ["token": "sesame-\(UUID())\n", "wrong": "nope\n"])
+        let line = try #require(fixture.serve.output.split(separator: "\n").first { $0.contains("listening on") })
+        let address = try #require(line.split(separator: " ").first { $0.hasPrefix("127.0.0.1:") }.map(String.init))
+        let viaTCP = try await fixture.run(["submit", "--connect", address, "--token-file", fixture.scratch.file("token"), "-c", "true"])
+        #expect(viaTCP.status == 0, "\(viaTCP.stderr)")
+        let wrong = try await fixture.run(["status", "--connect", address, "--token-file", fixture.scratch.file("wrong")])
+        #expect(wrong.status == 3)
+        #expect(wrong.stderr.contains("wrong token"), "\(wrong.stderr)")
+        let none = try await fixture.run(["status", "--connect", address])
+        #expect(none.status == 3)
+        #expect(none.stderr.contains("requires a token"), "\(none.stderr)")
+        try await fixture.stop()
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import JobtopTestSupport
+import Scheduler
+import SchedulerService
+import Testing
+
+/// The control service over a real Unix socket, in process: the client is a `SchedulerClient`
+/// like the actor it stands for.
+@Suite("Control service over a real socket", .timeLimit(.minutes(2)))
+struct ControlServiceTests {
+    @Test("events, snapshots and errors survive the JSON round trip")
+    func roundTrips() throws {
+        let id = JobID(uuid: UUID())
+        let worker = WorkerID(uuid: UUID())
+        let info = JobInfo(
+            id: id, name: "build", command: "make", priority: 3,
+            state: .running(worker: worker, attempt: 2, since: .seconds(5), stopping: .timeout), attempts: 1, maxAttempts: 3,
+            lastFailure: .timeout(.seconds(9)), group: "g", dependencies: [JobID(uuid: UUID())])
+        let snapshot = SchedulerSnapshot(
+            seq: 7, time: .milliseconds(1500), isPaused: true, counts: [.running: 1, .failed: 2], localSlots: 2, totalSlots: 2,
+            groups: [GroupStatus(group: JobGroup(name: "g", limit: 2, isPaused: true), running: 1)], jobs: [info])
+        let events: [SchedulerEvent.Kind] = [
+            .snapshot(snapshot), .lagged(missed: 4), .submitted(info), .output(id, OutputLine(stream: .stderr, text: "x", ending: .none, bytes: [0xFF])),
+            .failed(id, reason: .workerLost(.heartbeatMissed(.seconds(3))), attempts: 3), .skipped(id, reason: SkipReason(dependency: id, dependencyName: "a", outcome: .failed)),
+            .requeued(id, reason: .workerLost(.connectionLost("gone"))), .shuttingDown(.drain), .groupChanged(JobGroup(name: "g")),
+        ]
+        for (seq, kind) in events.enumerated() {
+            let event = SchedulerEvent(seq: UInt64(seq), time: .seconds(seq), kind: kind)
+            let back = try JSONDecoder().decode(SchedulerEvent.self, from: JSONEncoder().encode(event))
+            #expect(back.seq == event.seq && back.time == event.time && back.kind.name == kind.name)
+            if case .snapshot(let decoded) = back.kind {
+                #expect(decoded.jobs == snapshot.jobs && decoded.groups == snapshot.groups && decoded.workers == snapshot.workers)
+                #expect(decoded.counts == snapshot.counts && decoded.isPaused)
+            }
+        }
+        let error = SchedulerError(.notAllowed, "no")
+        #expect(try JSONDecoder().decode(SchedulerError.self, from: JSONEncoder().encode(error)) == error)
+        let command = SchedulerCommand.submit([.shell("echo hi", priority: 2)], batch: nil)
+        if case .submit(let specs, _) = try JSONDecoder().decode(SchedulerCommand.self, from: JSONEncoder().encode(command)) {
+            #expect(specs.first?.priority == 2)
+        } else {
+            Issue.record("the command came back as another")
+        }
+    }
+
+    @Test("a client over the socket submits, sees the events, gets refusals as SchedulerError, and sees the end")
+    func clientServer() async throws {
+        let scratch = try Scratch()
+        let scheduler = Scheduler(configuration: .init(localSlots: 1))
+        let running = Task { await scheduler.run() }
+        let server = try ControlServer(backend: scheduler)
+        let path = scratch.file("run/jobtop/serve.sock")
+        try await server.start(socketPath: path)
+        let client = try ControlClient(endpoint: .unixSocket(path))
+        let events = await client.subscribe(bufferLimit: nil, includeOutput: true, delivery: .latest)
+        var iterator = events.makeAsyncIterator()
+        guard case .snapshot? = await iterator.next()?.kind else {
+            Issue.record("the first event is not a snapshot")
+            return
+        }
+        let reply = try await client.perform(.submit([.shell("echo over-the-socket")], batch: nil))
+        guard case .submitted(let ids) = reply else {
+            Issue.record("unexpected reply \(reply)")
+            return
+        }
+        var sawOutput = false
+        var lastSeq: UInt64 = 0
+        while let event = await iterator.next() {
+            #expect(event.seq == lastSeq + 1 || lastSeq == 0, "numbered without gaps")
+            lastSeq = event.seq
+            if case .output(_, let line) = event.kind, line.text == "over-the-socket" { sawOutput = true }
+            if case .succeeded(let id, _) = event.kind, id == ids[0] { break }
+        }
+        #expect(sawOutput)
+        let tail = await client.outputTail(of: ids[0])
+        #expect(tail.lines.map(\.text) == ["over-the-socket"])
+        await #expect(throws: SchedulerError.self) { try await client.perform(.cancel(ids[0])) }
+        let snapshot = await client.currentSnapshot()
+        #expect(snapshot.jobs.map(\.id) == ids)
+
+        // A second server on the same socket is refused while this one answers.
+        let second = try ControlServer(backend: scheduler)
+        await #expect(throws: ControlError.self) { try await second.start(socketPath: path) }
+
+        _ = try await client.perform(.shutdown(.graceful))
+        while await iterator.next() != nil {}
+        await running.value
+        await server.stop()
+        await client.close()
+        #expect(!FileManager.default.fileExists(atPath: path))
+        #expect(throws: ControlError.self) { try ControlClient(endpoint: .unixSocket(path)) }
+    }
+}

@@ -1,0 +1,44 @@
+import Scheduler
+import Testing
+@testable import TUI
+
+@Suite("The dashboard attached to jobtop serve")
+struct AttachedModelTests {
+    func attachedModel() -> DashboardModel {
+        var builder = ModelBuilder()
+        builder.submit(1, "sleep 300")
+        builder.start(1)
+        var model = builder.prepared()
+        model.isAttached = true
+        return model
+    }
+
+    @Test("q detaches at once, even with active jobs")
+    func quitDetaches() {
+        var model = attachedModel()
+        #expect(model.handle(.char("q")) == [.quit])
+        #expect(model.mode == .table)
+    }
+
+    @Test("X asks first; y shuts the serve down, n stays")
+    func shutdownAsks() {
+        var model = attachedModel()
+        #expect(model.handle(.char("X")).isEmpty)
+        #expect(model.mode == .confirm(.shutdownServe))
+        #expect(model.handle(.char("n")).isEmpty)
+        #expect(model.mode == .table)
+        _ = model.handle(.char("X"))
+        #expect(model.handle(.char("y")) == [.shutdownServe])
+    }
+
+    @Test("X in a dashboard of its own does nothing but say so; q still asks")
+    func notAttached() {
+        var model = attachedModel()
+        model.isAttached = false
+        #expect(model.handle(.char("X")).isEmpty)
+        #expect(model.mode == .table)
+        #expect(model.message?.text.contains("jobtop serve") == true)
+        #expect(model.handle(.char("q")).isEmpty)
+        #expect(model.mode == .confirm(.quit(active: 1)))
+    }
+}
