@@ -65,6 +65,7 @@ let package = Package(
                 "Scheduler",
                 "TUI",
                 "SchedulerRemote",
+                "SchedulerSlurm",
                 "SchedulerService",
                 "SchedulerStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -88,6 +89,12 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ],
             exclude: ["Generated/README.md"]
+        ),
+        // The Slurm backend: a worker that submits each attempt with sbatch and watches it with
+        // one squeue call per poll for all jobs. Depends on Scheduler only.
+        .target(
+            name: "SchedulerSlurm",
+            dependencies: ["Scheduler"]
         ),
         // `jobtop serve`'s control service: the scheduler's Codable commands, events and
         // snapshots as JSON over gRPC, on a Unix socket (and TCP behind a token), and the
@@ -160,6 +167,12 @@ let package = Package(
         .testTarget(
             name: "RemoteTests",
             dependencies: ["Scheduler", "SchedulerRemote", "CProcess", "JobtopTestSupport", "jobtop"]
+        ),
+        // The Slurm backend: parsing on captured text, and end to end on a real one-node Slurm
+        // (Scripts/start-slurm.sh; skipped with a message where none runs, except in CI).
+        .testTarget(
+            name: "SlurmTests",
+            dependencies: ["Scheduler", "SchedulerSlurm", "CProcess", "JobtopTestSupport", "jobtop"]
         ),
         // End-to-end tests of the built binary (jobtop is a dependency so `swift test` builds it).
         .testTarget(

@@ -43,6 +43,12 @@ public final class JobReporter: Sendable {
         bus.publish(.leftoverProcesses(jobID, count: count, stopped: stopped), time: clock.now())
     }
 
+    /// Records where the worker placed the job (a Slurm job id and state), replacing what it
+    /// said before; shown in the dashboard's worker column.
+    public func placed(_ detail: String) {
+        bus.publish(.placed(jobID, detail), time: clock.now())
+    }
+
     /// Records progress (0...1). Repeats of the same value (to 0.1%) are not published.
     public func progress(_ fraction: Double) {
         guard fraction.isFinite else { return }

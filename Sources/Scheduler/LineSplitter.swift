@@ -8,20 +8,20 @@
 ///
 /// A `\r` that ends one read and a `\n` that starts the next are two pieces (an empty line with
 /// ending `\n` follows the `\r` line): a line is handed on as soon as its end is read, never held
-/// back waiting for the next read.
-struct LineSplitter {
+/// back waiting for the next read. `package`: the Slurm backend splits its output files the same way.
+package struct LineSplitter {
     /// The longest piece handed on at once.
     static let maxLineBytes = 16 * 1024
 
-    let stream: OutputLine.Stream
+    package let stream: OutputLine.Stream
     private var pending: [UInt8] = []
 
-    init(stream: OutputLine.Stream) {
+    package init(stream: OutputLine.Stream) {
         self.stream = stream
     }
 
     /// Splits `bytes`, the next bytes of the stream, and hands on every line they complete.
-    mutating func feed(_ bytes: UnsafeBufferPointer<UInt8>, _ emit: (OutputLine) -> Void) {
+    package mutating func feed(_ bytes: UnsafeBufferPointer<UInt8>, _ emit: (OutputLine) -> Void) {
         var start = 0
         var index = 0
         let count = bytes.count
@@ -71,7 +71,7 @@ struct LineSplitter {
     }
 
     /// The stream ended: hands on what is left, without a line end.
-    mutating func flush(_ emit: (OutputLine) -> Void) {
+    package mutating func flush(_ emit: (OutputLine) -> Void) {
         guard !pending.isEmpty else { return }
         pending.withUnsafeBufferPointer { emit(Self.line($0, stream, .none)) }
         pending.removeAll()

@@ -4,16 +4,16 @@ import Foundation
 ///
 /// The default takes a trailing percentage (`... 42%`, `12.5 %`); a ``ProgressPattern``
 /// replaces it with a regular expression whose one group is a percentage or whose two groups are
-/// done and total.
-struct ProgressParser {
+/// done and total. `package`: the Slurm backend reads the same progress from its output files.
+package struct ProgressParser {
     private let regex: NSRegularExpression?
 
-    init(pattern: ProgressPattern?) {
+    package init(pattern: ProgressPattern?) {
         regex = pattern.flatMap { try? NSRegularExpression(pattern: $0.pattern) }
     }
 
     /// The fraction (0...1) a line reports, if any.
-    func fraction(in line: String) -> Double? {
+    package func fraction(in line: String) -> Double? {
         if let regex { return Self.fraction(in: line, regex: regex) }
         return Self.trailingPercent(in: line)
     }

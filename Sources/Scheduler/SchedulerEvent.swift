@@ -38,6 +38,9 @@ public struct SchedulerEvent: Sendable, Codable {
         case progress(JobID, Double)
         /// A running job printed a line.
         case output(JobID, OutputLine)
+        /// Where its worker placed a running job, in the worker's words, replacing what it said
+        /// before: a Slurm job id, and Slurm's reason while the job waits there (`1234 Priority`).
+        case placed(JobID, String)
         /// A job's main process ended and left `count` processes running in its process group;
         /// `stopped` says whether jobtop stopped them (SIGTERM, the grace period, SIGKILL) or left
         /// them running (``JobSpec/keepBackground``). Comes before the job's final event.
@@ -99,6 +102,7 @@ public struct SchedulerEvent: Sendable, Codable {
             case .started: "started"
             case .progress: "progress"
             case .output: "output"
+            case .placed: "placed"
             case .leftoverProcesses: "leftover"
             case .stopping: "stopping"
             case .retryScheduled: "retry"
@@ -127,7 +131,7 @@ public struct SchedulerEvent: Sendable, Codable {
         public var jobID: JobID? {
             switch self {
             case .submitted(let info): info.id
-            case .coalesced(let id, _), .started(let id, _, _, _), .progress(let id, _), .output(let id, _),
+            case .coalesced(let id, _), .started(let id, _, _, _), .progress(let id, _), .output(let id, _), .placed(let id, _),
                  .leftoverProcesses(let id, _, _), .stopping(let id, _), .retryScheduled(let id, _, _, _, _), .requeued(let id, _),
                  .succeeded(let id, _), .failed(let id, _, _), .cancelled(let id), .reprioritized(let id, _, _),
                  .blocked(let id, _), .released(let id), .scheduled(let id, _), .skipped(let id, _):

@@ -29,6 +29,9 @@ public struct SchedulerMirror: Sendable {
     /// retire (only its `workerLeft` when it is gone), so this is what the last snapshot said,
     /// less the workers that left since.
     public private(set) var retiringWorkers: Set<WorkerID> = []
+    /// Where the workers placed running jobs (``SchedulerEvent/Kind/placed(_:_:)``): until the
+    /// attempt ends.
+    public private(set) var placements: [JobID: String] = [:]
     /// The workers by id: the dashboard names a worker on every start, and a search of
     /// ``workers`` would cost O(workers) per event (thousands with a big `-j`).
     private var workersByID: [WorkerID: WorkerDescriptor] = [:]
@@ -88,6 +91,17 @@ public struct SchedulerMirror: Sendable {
     public mutating func apply(_ event: SchedulerEvent, evicted: (JobID) -> Void) -> JobID? {
         lastSeq = max(lastSeq, event.seq)
         let time = event.time
+        if !placements.isEmpty {
+            switch event.kind {
+            case .started(let id, _, _, _), .retryScheduled(let id, _, _, _, _), .requeued(let id, _), .succeeded(let id, _),
+                 .failed(let id, _, _), .cancelled(let id):
+                placements[id] = nil
+            case .snapshot:
+                placements = [:]
+            default:
+                break
+            }
+        }
         switch event.kind {
         case .snapshot(let snapshot):
             replace(with: snapshot)
@@ -116,6 +130,10 @@ public struct SchedulerMirror: Sendable {
             }
         case .progress(let id, let fraction):
             return update(id) { $0.progress = fraction }
+        case .placed(let id, let detail):
+            guard case .running = jobs[id]?.state else { return nil }
+            placements[id] = detail
+            return id
         case .stopping(let id, let reason):
             return update(id) { job in
                 guard case .running(let worker, let attempt, let since, _) = job.state else { return }

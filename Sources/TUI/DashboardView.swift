@@ -271,7 +271,7 @@ enum DashboardView {
             case .worker:
                 var name = ""
                 if case .running(let worker, _, _, _) = job.state {
-                    name = model.board.workerName(worker) ?? worker.short
+                    name = model.board.placement(job.id) ?? model.board.workerName(worker) ?? worker.short
                 }
                 segments.append(Segment(TextWidth.fit(TextWidth.sanitize(name), to: w), .dim))
             case .time:

@@ -109,6 +109,9 @@ struct JobBoard: Sendable {
     /// The name of worker `id`, if it is known.
     func workerName(_ id: WorkerID) -> String? { mirror.worker(id)?.name }
 
+    /// Where the worker placed running job `id` (a Slurm job id and reason), if it said.
+    func placement(_ id: JobID) -> String? { mirror.placements[id] }
+
     /// The number of jobs in `kind`.
     func count(_ kind: JobStateKind) -> Int { mirror.count(kind) }
 
@@ -250,7 +253,7 @@ struct JobBoard: Sendable {
     private mutating func describe(_ event: SchedulerEvent, workerName leavingName: String?, groupBefore: JobGroup?) {
         let time = event.time
         switch event.kind {
-        case .snapshot, .output, .progress, .batchSettled:
+        case .snapshot, .output, .progress, .placed, .batchSettled:
             break
         case .lagged(let missed):
             append(time, "fell behind: \(missed) events skipped, resynchronized", .dim)

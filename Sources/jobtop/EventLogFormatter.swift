@@ -101,6 +101,9 @@ final class EventLogFormatter {
             jobs[id]?.lastProgressAt = event.time
             job(id, &line)
             line.progress(fraction)
+        case .placed(let id, let detail):
+            job(id, &line)
+            line.string("placement", detail)
         case .output(let id, let output):
             guard logsOutput else { return nil }
             job(id, &line)

@@ -15,6 +15,8 @@ enum JobFile {
         var jobs: [JobSpec]
         /// The groups of `[groups]`, by name, as the file sets them up.
         var groups: [JobGroup]
+        /// The `[slurm]` table and the jobs' own `slurm` tables; `nil` when the file has none.
+        var slurm: SlurmFileSettings? = nil
     }
 
     /// The keys a `[groups.NAME]` table may have.
@@ -55,10 +57,10 @@ enum JobFile {
         }
         let reader = Reader(file: file, directory: directory, now: now, timeZone: timeZone)
 
-        let topLevel = ["defaults", "groups", "job"]
+        let topLevel = ["defaults", "groups", "job", "slurm"]
         for key in root.keys.sorted() where !topLevel.contains(key) {
             throw JobInputError(
-                .unknownKey, "\(file): unknown top-level key '\(key)'\(hint(key, topLevel)) (allowed: [defaults], [groups.NAME], [[job]])")
+                .unknownKey, "\(file): unknown top-level key '\(key)'\(hint(key, topLevel)) (allowed: [defaults], [groups.NAME], [[job]], [slurm])")
         }
         var defaults = JobFields()
         if let value = root["defaults"] {
@@ -85,7 +87,7 @@ enum JobFile {
                 throw JobInputError(.wrongType, "\(file): job \(number) must be a table ([[job]]), not \(describe(jobs[index].type))")
             }
             let place = "job \(number)" + (table["name"]?.string.map { " ('\($0)')" } ?? "")
-            let own = try reader.fields(of: table, allowed: JobFields.keys, place: place)
+            let own = try reader.fields(of: table, allowed: JobFields.keys + ["slurm"], place: place)
             guard let command = own.command else {
                 throw JobInputError(.missingCommand, "\(file): \(place): missing 'command'")
             }
@@ -105,6 +107,7 @@ enum JobFile {
             try checkGroup(own.group, known: groups, place: place, file: file)
             entries.append(JobEntry(place: place, name: own.name, fields: own.filled(from: overrides).filled(from: defaults)))
         }
+        let slurm = try SlurmFileSettings.read(root: root, jobs: jobs, file: file)
         let order = try JobOrder.resolve(entries, names: names, file: file)
         var specs: [JobSpec] = []
         specs.reserveCapacity(entries.count)
@@ -114,7 +117,7 @@ enum JobFile {
             assert(spec.dependencies.allSatisfy { if case .earlier(let other) = $0 { other < position } else { false } })
             specs.append(spec)
         }
-        return Contents(jobs: specs, groups: groups)
+        return Contents(jobs: specs, groups: groups, slurm: slurm)
     }
 
     /// Refuses a `group` that is neither `default` nor under `[groups]`.

@@ -24,6 +24,8 @@ struct RunPlan: Sendable {
     var list: List?
     /// The `-c` commands.
     var commandJobs: [JobSpec] = []
+    /// The job file's Slurm settings, if it has any.
+    var slurm: SlurmFileSettings?
     /// The fields the command line gives every list job.
     var overrides = JobFields()
 
@@ -69,6 +71,7 @@ enum JobSources {
         case let path? where path.lowercased().hasSuffix(".toml"):
             let contents = try JobFile.load(path: path, overrides: overrides)
             plan.fileJobs = contents.jobs
+            plan.slurm = contents.slurm
             plan.groups = try GroupLimit.apply(groupLimits, to: contents.groups)
         case let path?:
             plan.list = try checked(.init(fd: try CommandListReader.open(path: path), source: "'\(path)'", mustHaveCommands: true))

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Scheduler
+import SchedulerSlurm
 import TUI
 
 extension Jobtop {
@@ -90,6 +91,9 @@ extension Jobtop {
         @OptionGroup(title: "Remote workers")
         var remote: RemoteOptions
 
+        @OptionGroup(title: "Slurm")
+        var slurm: SlurmRunOptions
+
         private static func groupLimit(_ text: String) throws -> GroupLimit {
             do {
                 return try GroupLimit.parse(text)
@@ -110,6 +114,9 @@ extension Jobtop {
         }
 
         func validate() throws {
+            if slurm.slurm, let jobs, jobs < 1 {
+                throw ValidationError("-j/--jobs must be at least 1 with --slurm (how many jobs jobtop keeps submitted to Slurm), not \(jobs)")
+            }
             // -j 0 makes sense only for a coordinator whose remote workers do all the work.
             if let jobs, jobs < (remote.listen == nil ? 1 : 0) {
                 throw ValidationError(remote.listen == nil
@@ -144,14 +151,28 @@ extension Jobtop {
             // Many slots need many descriptors (3 per running job): take what the hard limit
             // allows, and refuse a -j the limits cannot hold before anything starts.
             Scheduler.raiseOpenFileLimit()
-            let capacity = Scheduler.localSlotCapacity(extraFilesPerJob: outputDir == nil ? 0 : 1)
-            if schedulerConfiguration.localSlots > capacity.slots {
-                throw JobInputError(.invalidValue,
-                    "-j/--jobs \(schedulerConfiguration.localSlots) is more than this system can run at once: \(capacity.explanation); raise \(capacity.limit) or use a smaller -j")
-            }
             let plan = try JobSources.plan(
                 file: file, commands: command, overrides: jobOverrides, readsPipedStandardInput: command.isEmpty,
                 groupLimits: groupLimits)
+            var configuration = schedulerConfiguration
+            // On Slurm every job runs there: -j is how many are kept submitted, no local slots.
+            let slurmConfiguration = try slurm.configuration(file: plan.slurm, submitted: jobs, grace: configuration.gracePeriod)
+            if slurmConfiguration != nil { configuration.localSlots = 0 }
+            let capacity = Scheduler.localSlotCapacity(extraFilesPerJob: outputDir == nil ? 0 : 1)
+            if configuration.localSlots > capacity.slots {
+                throw JobInputError(.invalidValue,
+                    "-j/--jobs \(configuration.localSlots) is more than this system can run at once: \(capacity.explanation); raise \(capacity.limit) or use a smaller -j")
+            }
+            var slurmWorker: SlurmWorker?
+            if let slurmConfiguration {
+                // Everything Slurm can refuse up front is refused here, before anything starts.
+                do {
+                    try await SlurmPreflight.check(slurmConfiguration)
+                    slurmWorker = try SlurmWorker(configuration: slurmConfiguration)
+                } catch {
+                    throw JobInputError(.invalidValue, "--slurm: \(error)")
+                }
+            }
             var headless = isHeadless
             if !headless, let problem = await Dashboard.terminalProblem() {
                 // A terminal the dashboard cannot drive: the run goes on headless, said once.
@@ -163,7 +184,8 @@ extension Jobtop {
             }
             if let outputDir { try OutputDirectory.prepare(outputDir) }
             let epoch = Date().timeIntervalSince1970
-            let scheduler = Scheduler(configuration: schedulerConfiguration)
+            let scheduler = Scheduler(configuration: configuration)
+            if let slurmWorker { await scheduler.addWorker(slurmWorker) }
             let listener = try await remote.startListener(scheduler: scheduler, logs: headless)
 
             let session = RunSession(
@@ -173,6 +195,9 @@ extension Jobtop {
                     : .screen(title: file.map { "jobtop: \($0)" } ?? "jobtop"),
                 outputDirectory: outputDir, haltsOnFailure: haltOnFailure, epoch: epoch, listener: listener)
             let status = await session.run(plan)
+            // Jobs still in Slurm when the run ends (it was killed, not drained) are cancelled
+            // there, and the run's scripts and output files go.
+            await slurmWorker?.finish()
             if status != ExitStatus.success { throw ExitCode(status) }
         }
     }

@@ -1,0 +1,65 @@
+import ArgumentParser
+import Foundation
+import Scheduler
+import SchedulerSlurm
+
+/// `jobtop run`'s Slurm flags: run every job as a Slurm batch job.
+struct SlurmRunOptions: ParsableArguments {
+    @Flag(help: "Run the jobs on Slurm (sbatch); -j is then how many jobtop keeps submitted at once (default 10). A job file's [slurm] table turns it on too.")
+    var slurm = false
+
+    @Option(help: ArgumentHelp("Slurm partition (default: the cluster's default; overrides [slurm] partition).", valueName: "name"))
+    var partition: String?
+
+    @Option(
+        name: .customLong("slurm-arg"), parsing: .unconditionalSingleValue,
+        help: ArgumentHelp("One more sbatch argument for every job, e.g. --slurm-arg=--account=foo (repeatable).", valueName: "arg"))
+    var slurmArguments: [String] = []
+
+    @Option(
+        name: .customLong("slurm-poll"), parsing: .unconditional,
+        help: ArgumentHelp("How often jobtop asks Slurm about its jobs: one squeue call for all of them (default 1s).", valueName: "duration"),
+        transform: { text in
+            guard let duration = try? DurationParser.parse(text), duration >= .milliseconds(100) else {
+                throw ValidationError("--slurm-poll must be a duration of at least 100ms, like 1s or 5s, not '\(text)'")
+            }
+            return duration
+        })
+    var poll: Duration?
+
+    @Option(
+        name: .customLong("slurm-dir"),
+        help: ArgumentHelp(
+            "Where job scripts and output files go; the cluster's nodes must see it (default: .jobtop-slurm in the current directory).",
+            valueName: "dir"))
+    var directory: String?
+
+    func validate() throws {
+        if let partition, partition.isEmpty { throw ValidationError("--partition must not be empty") }
+    }
+
+    /// The Slurm backend's configuration when the run uses Slurm (the flag or the job file's
+    /// `slurm` tables), `nil` otherwise. Flags win over the file's `[slurm]`; its per-job tables
+    /// stay on top.
+    ///
+    /// - Throws: ``JobInputError`` when Slurm flags are given for a run that does not use Slurm
+    ///   (checked once the job file is read, since its `[slurm]` table turns Slurm on too).
+    func configuration(file: SlurmFileSettings?, submitted: Int?, grace: Duration) throws(JobInputError) -> SlurmConfiguration? {
+        guard slurm || file != nil else {
+            if partition != nil || !slurmArguments.isEmpty || poll != nil || directory != nil {
+                throw JobInputError(
+                    .invalidValue, "--partition, --slurm-arg, --slurm-poll and --slurm-dir need --slurm (or a [slurm] table in the job file)")
+            }
+            return nil
+        }
+        var options = file?.options ?? SlurmOptions()
+        if let partition { options.partition = partition }
+        options.extraArguments += slurmArguments
+        let base = directory ?? FileManager.default.currentDirectoryPath + "/.jobtop-slurm"
+        // One directory per run: two runs in one place never share files.
+        let run = "\(base)/run-\(Int(Date().timeIntervalSince1970))-\(getpid())"
+        return SlurmConfiguration(
+            options: options, overrides: file?.overrides ?? [:], submitted: submitted ?? 10,
+            pollInterval: poll ?? .seconds(1), gracePeriod: grace, directory: run)
+    }
+}

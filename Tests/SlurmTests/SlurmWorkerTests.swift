@@ -1,0 +1,166 @@
+import Foundation
+import JobtopTestSupport
+import Scheduler
+import SchedulerSlurm
+import Testing
+
+/// A Slurm that answers from a table the test controls: `sbatch` gives ids, `squeue` lists the
+/// jobs not ended, `scontrol` tells how one ended, `scancel` cancels. Every call is recorded.
+final class FakeSlurm: SlurmCommands {
+    struct Job {
+        var state = "PENDING"
+        var exit = "0:0"
+    }
+
+    struct State {
+        var nextID = 100
+        var jobs: [String: Job] = [:]
+        var calls: [(command: String, arguments: [String])] = []
+        var squeueFails = false
+    }
+
+    let state = Locked(State())
+
+    func run(_ command: String, _ arguments: [String]) -> SlurmCommandResult {
+        state.withLock { state in
+            state.calls.append((command, arguments))
+            switch command {
+            case "sbatch":
+                let id = String(state.nextID)
+                state.nextID += 1
+                state.jobs[id] = Job()
+                return SlurmCommandResult(status: 0, output: id + "\n", error: "")
+            case "squeue":
+                if state.squeueFails {
+                    return SlurmCommandResult(status: 1, output: "", error: "squeue: error: Socket timed out on send/recv operation")
+                }
+                let ids = arguments.last?.split(separator: ",").map(String.init) ?? []
+                let lines = ids.compactMap { id -> String? in
+                    guard let job = state.jobs[id], ["PENDING", "RUNNING"].contains(job.state) else { return nil }
+                    return "\(id)|\(job.state)|\(job.state == "PENDING" ? "Priority" : "None")"
+                }
+                return SlurmCommandResult(status: 0, output: lines.map { $0 + "\n" }.joined(), error: "")
+            case "scontrol":
+                let id = arguments.last ?? ""
+                guard let job = state.jobs[id] else {
+                    return SlurmCommandResult(status: 1, output: "", error: "slurm_load_jobs error: Invalid job id specified")
+                }
+                return SlurmCommandResult(
+                    status: 0, output: "JobId=\(id) JobName=x JobState=\(job.state) Reason=None ExitCode=\(job.exit)\n", error: "")
+            case "scancel":
+                for id in arguments where state.jobs[id] != nil { state.jobs[id]?.state = "CANCELLED" }
+                return SlurmCommandResult(status: 0, output: "", error: "")
+            default:
+                return SlurmCommandResult(status: 127, output: "", error: "\(command): not faked")
+            }
+        }
+    }
+
+    var submitted: [String] { state.withLock { $0.jobs.keys.sorted() } }
+
+    func set(_ id: String, state newState: String, exit: String = "0:0") {
+        state.withLock { $0.jobs[id] = Job(state: newState, exit: exit) }
+    }
+
+    func calls(_ command: String) -> [[String]] {
+        state.withLock { $0.calls.filter { $0.command == command }.map(\.arguments) }
+    }
+}
+
+/// The worker's logic above Slurm's commands, on a fake Slurm (the real one is in
+/// SlurmEndToEndTests).
+@Suite("SlurmWorker on a fake Slurm", .timeLimit(.minutes(1)))
+struct SlurmWorkerTests {
+    /// Runs `body` with a scheduler whose only worker is a SlurmWorker over `slurm`.
+    func withWorker(
+        _ slurm: FakeSlurm, submitted: Int, _ body: (Scheduler, EventStream) async throws -> Void
+    ) async throws {
+        let scratch = try Scratch()
+        let worker = try SlurmWorker(
+            configuration: SlurmConfiguration(submitted: submitted, pollInterval: .milliseconds(20), directory: scratch.file("slurm")),
+            commands: slurm)
+        let scheduler = Scheduler(configuration: .init(localSlots: 0, seed: 3))
+        let events = await scheduler.events()
+        async let running: Void = scheduler.run()
+        await scheduler.addWorker(worker)
+        try await body(scheduler, events)
+        await scheduler.shutdown(.cancelRunning)
+        await running
+    }
+
+    /// The final events of `ids`, in the order they come.
+    func finals(of ids: Set<JobID>, in events: EventStream) async -> [JobID: SchedulerEvent.Kind] {
+        var finals: [JobID: SchedulerEvent.Kind] = [:]
+        for await event in events {
+            if event.kind.isFinal, let id = event.kind.jobID, ids.contains(id) { finals[id] = event.kind }
+            if finals.count == ids.count { break }
+        }
+        return finals
+    }
+
+    @Test("Twenty submitted jobs are watched with one squeue call per poll for all of them, and end as scontrol says")
+    func onePollForAll() async throws {
+        let slurm = FakeSlurm()
+        try await withWorker(slurm, submitted: 20) { scheduler, events in
+            // Given 20 jobs, all submitted to Slurm at once
+            let ids = try await scheduler.submit(contentsOf: (0..<20).map { _ in JobSpec.shell("true") })
+            #expect(await eventually { slurm.submitted.count == 20 })
+            // When Slurm runs them, and half succeed and half exit 3
+            for (index, id) in slurm.submitted.enumerated() {
+                slurm.set(id, state: index % 2 == 0 ? "COMPLETED" : "FAILED", exit: index % 2 == 0 ? "0:0" : "3:0")
+            }
+            let finals = await finals(of: Set(ids), in: events)
+            // Then each ended as Slurm said
+            #expect(finals.values.count { if case .succeeded = $0 { true } else { false } } == 10)
+            #expect(finals.values.count { if case .failed(_, .exitStatus(3), _) = $0 { true } else { false } } == 10)
+            // And every squeue call named all the jobs in Slurm at the time, in one -j list:
+            // once all 20 were in, a call listed all 20 (never one call per job)
+            let lists = slurm.calls("squeue").map { $0.last?.split(separator: ",").count ?? 0 }
+            #expect(lists.contains(20), "\(lists)")
+            // And scontrol was asked once per job that left the queue
+            #expect(slurm.calls("scontrol").count == 20)
+        }
+    }
+
+    @Test("squeue failing for a while decides nothing; a job Slurm has forgotten fails with a reason")
+    func failuresOfSlurm() async throws {
+        let slurm = FakeSlurm()
+        try await withWorker(slurm, submitted: 2) { scheduler, events in
+            // Given a running job while squeue fails
+            slurm.state.withLock { $0.squeueFails = true }
+            let id = try await scheduler.submit(.shell("true"))
+            #expect(await eventually { slurm.submitted.count == 1 })
+            let slurmID = try #require(slurm.submitted.first)
+            slurm.set(slurmID, state: "RUNNING")
+            #expect(await eventually { slurm.calls("squeue").count >= 3 })
+            // Then it is still running (nothing was decided without an answer)
+            #expect(await scheduler.snapshot().jobs.first { $0.id == id }?.state.kind == .running)
+            // When squeue answers again and Slurm has no record of the job
+            slurm.state.withLock { state in
+                state.jobs[slurmID] = nil
+                state.squeueFails = false
+            }
+            // Then the attempt fails, saying so
+            let final = await finals(of: [id], in: events)[id]
+            guard case .failed(_, .error(let message), _)? = final else {
+                Issue.record("expected a failure, got \(String(describing: final))")
+                return
+            }
+            #expect(message.contains("Slurm has no record of job \(slurmID)"))
+        }
+    }
+
+    @Test("A job cancelled while pending in Slurm is cancelled outright (no SIGTERM first) and ends cancelled")
+    func cancelPending() async throws {
+        let slurm = FakeSlurm()
+        try await withWorker(slurm, submitted: 1) { scheduler, events in
+            let id = try await scheduler.submit(.shell("true"))
+            #expect(await eventually { slurm.submitted.count == 1 && slurm.calls("squeue").count >= 1 })
+            try await scheduler.cancel(id)
+            let final = await finals(of: [id], in: events)[id]
+            #expect(final?.name == "cancelled")
+            let cancels = slurm.calls("scancel")
+            #expect(cancels == [[slurm.submitted[0]]], "\(cancels)")
+        }
+    }
+}
