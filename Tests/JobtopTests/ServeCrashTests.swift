@@ -60,8 +60,11 @@ struct ServeCrashTests {
         let daemon = try Daemon()
         let count = 2_000
         let runsFile = daemon.scratch.file("runs")
-        let list = (0..<count).map { "echo start \($0) >> \(runsFile); sleep 0.0\($0 % 5); echo end \($0) >> \(runsFile)" }
-        let listFile = try daemon.scratch.write("jobs.txt", list.joined(separator: "\n") + "\n")
+        // Retries enough for every crash: an attempt a crash cuts off counts as failed.
+        let jobs = (0..<count).map {
+            "[[job]]\ncommand = 'echo start \($0) >> \(runsFile); sleep 0.0\($0 % 5); echo end \($0) >> \(runsFile)'\nretries = 20\n"
+        }
+        let listFile = try daemon.scratch.write("jobs.toml", jobs.joined(separator: "\n"))
         var seed = UInt64.random(in: 1...UInt64.max)
         print("crash test seed \(seed)")
         func next(_ range: ClosedRange<Int>) -> Int {
@@ -92,7 +95,7 @@ struct ServeCrashTests {
             let stored = try await store.storedJobs()
             store.close()
             let finished = Set(stored.filter { $0.state == "succeeded" }.compactMap { job in
-                job.command.split(separator: " ").dropFirst(1).first.flatMap { Int($0) }
+                job.command.split(separator: " ").dropFirst(2).first.flatMap { Int($0) }
             })
             let running = stored.filter { $0.state == "running" }.count
             interruptedTotal += running
@@ -130,7 +133,7 @@ struct ServeCrashTests {
         #expect(Set(stored.map(\.id)).count == count)
         #expect(stored.allSatisfy { $0.state == "succeeded" })
         #expect(report.jobs.filter { $0.state == "succeeded" }.count == count)
-        let numbers = stored.compactMap { $0.command.split(separator: " ").dropFirst(1).first.flatMap { Int($0) } }
+        let numbers = stored.compactMap { $0.command.split(separator: " ").dropFirst(2).first.flatMap { Int($0) } }
         #expect(Set(numbers) == Set(0..<count))
 
         // Every job ran to its end at least once; none the store held as succeeded started again.
