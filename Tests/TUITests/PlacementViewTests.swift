@@ -28,7 +28,7 @@ struct PlacementViewTests {
         #expect(lines.contains { $0.contains("00000001") && $0.contains("4711") }, "\(lines)")
         #expect(lines.contains { $0.contains("00000002") && $0.contains("4712 Priori…") }, "\(lines)")
         // And the workers panel shows the worker busy with 2 of its 3
-        #expect(lines.contains { $0.contains("slurm:deb") && $0.contains("busy 2/3") }, "\(lines)")
+        #expect(lines.contains { $0.contains("slurm:deb") && $0.contains("2/3") }, "\(lines)")
         // When job 2's attempt ends, its placement goes
         board.apply(.succeeded(jobID(2), attempts: 1))
         lines = screen(board.model, columns: 120).lines

@@ -396,6 +396,7 @@ struct WorkflowViewTests {
         }
         #expect(lines.contains { $0.contains("pause / resume the selected job's group") })
         #expect(lines.contains { $0.contains("@GROUP and after:NAME,NAME") })
-        #expect(lines.contains { $0.contains("Enter submits, Esc aborts.") })
+        // The help's last lines are below 24 rows now: it scrolls there.
+        #expect(screen(model, rows: 60).lines.contains { $0.contains("Enter submits, Esc aborts.") })
     }
 }
