@@ -149,25 +149,12 @@ public final class WorkerListener: Sendable {
                 listeningSocketDescriptor: Int(socket), transportSecurity: configuration.tls?.transportSecurity ?? .plaintext,
                 config: transportConfig),
             services: [service])
-        let failure = Locked<String?>(nil)
-        let task = Task {
-            do {
-                try await server.serve()
-            } catch {
-                failure.withLock { $0 = String(describing: error) }
-            }
-        }
-        do {
-            let bound = try await server.listeningAddress
-            self.server.withLock { $0 = (server, task) }
-            if let ipv4 = bound?.ipv4 { return RemoteAddress(host: ipv4.host, port: ipv4.port) }
-            if let ipv6 = bound?.ipv6 { return RemoteAddress(host: ipv6.host, port: ipv6.port) }
-            return address
+        do throws(ServingServer.Failure) {
+            let serving = try await ServingServer.start(server)
+            self.server.withLock { $0 = (server, serving.task) }
+            return serving.bound ?? address
         } catch {
-            server.beginGracefulShutdown()
-            await task.value
-            let why = failure.withLock { $0 } ?? String(describing: error)
-            throw RemoteError(.cannotListen, "cannot listen on \(address): \(Self.shortReason(why))")
+            throw RemoteError(.cannotListen, "cannot listen on \(address): \(Self.shortReason(error.reason))")
         }
     }
 

@@ -88,25 +88,12 @@ public final class ControlServer<Backend: SchedulerClient>: Sendable {
     }
 
     private func run(_ server: GRPCServer<HTTP2ServerTransport.Posix>, describing: String) async throws(ControlError) -> RemoteAddress? {
-        let failure = Locked<String?>(nil)
-        let task = Task {
-            do {
-                try await server.serve()
-            } catch {
-                failure.withLock { $0 = String(describing: error) }
-            }
-        }
-        do {
-            let bound = try await server.listeningAddress
-            servers.withLock { $0.append((server, task)) }
-            if let ipv4 = bound?.ipv4 { return RemoteAddress(host: ipv4.host, port: ipv4.port) }
-            if let ipv6 = bound?.ipv6 { return RemoteAddress(host: ipv6.host, port: ipv6.port) }
-            return nil
+        do throws(ServingServer.Failure) {
+            let serving = try await ServingServer.start(server)
+            servers.withLock { $0.append((server, serving.task)) }
+            return serving.bound
         } catch {
-            server.beginGracefulShutdown()
-            await task.value
-            let why = failure.withLock { $0 } ?? String(describing: error)
-            throw ControlError(.cannotListen, "cannot listen on \(describing): \(why)")
+            throw ControlError(.cannotListen, "cannot listen on \(describing): \(error.reason)")
         }
     }
 

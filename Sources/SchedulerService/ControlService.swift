@@ -22,20 +22,12 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
         let token = token
         let outputFile = outputFile
 
-        router.registerHandler(
-            forMethod: ControlWire.perform,
-            deserializer: JSONMessageDeserializer<SchedulerCommand>(),
-            serializer: JSONMessageSerializer<PerformResult>()
-        ) { request, _ in
-            try Self.checkToken(request.metadata, token)
-            let command = try await ServerRequest(stream: request).message
-            let result: PerformResult
+        Self.unary(&router, ControlWire.perform, token: token) { (command: SchedulerCommand) -> PerformResult in
             do throws(SchedulerError) {
-                result = .reply(try await backend.perform(command))
+                return .reply(try await backend.perform(command))
             } catch {
-                result = .refused(error)
+                return .refused(error)
             }
-            return StreamingServerResponse(single: ServerResponse(message: result))
         }
 
         router.registerHandler(
@@ -56,57 +48,18 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
             }
         }
 
-        router.registerHandler(
-            forMethod: ControlWire.ping,
-            deserializer: JSONMessageDeserializer<Empty>(),
-            serializer: JSONMessageSerializer<Empty>()
-        ) { request, _ in
-            try Self.checkToken(request.metadata, token)
-            _ = try await ServerRequest(stream: request).message
-            return StreamingServerResponse(single: ServerResponse(message: Empty()))
-        }
-
-        router.registerHandler(
-            forMethod: ControlWire.resolve,
-            deserializer: JSONMessageDeserializer<[String]>(),
-            serializer: JSONMessageSerializer<[JobReference.Resolution]>()
-        ) { request, _ in
-            try Self.checkToken(request.metadata, token)
-            let references = try await ServerRequest(stream: request).message
+        Self.unary(&router, ControlWire.ping, token: token) { (_: Empty) in Empty() }
+        Self.unary(&router, ControlWire.resolve, token: token) { (references: [String]) in
             let jobs = await backend.currentSnapshot().jobs
-            return StreamingServerResponse(single: ServerResponse(message: references.map { JobReference.resolve($0, in: jobs) }))
+            return references.map { JobReference.resolve($0, in: jobs) }
         }
-
-        router.registerHandler(
-            forMethod: ControlWire.snapshot,
-            deserializer: JSONMessageDeserializer<Empty>(),
-            serializer: JSONMessageSerializer<SchedulerSnapshot>()
-        ) { request, _ in
-            try Self.checkToken(request.metadata, token)
-            _ = try await ServerRequest(stream: request).message
-            return StreamingServerResponse(single: ServerResponse(message: await backend.currentSnapshot()))
-        }
-
-        router.registerHandler(
-            forMethod: ControlWire.outputTail,
-            deserializer: JSONMessageDeserializer<JobID>(),
-            serializer: JSONMessageSerializer<OutputTail>()
-        ) { request, _ in
-            try Self.checkToken(request.metadata, token)
-            let id = try await ServerRequest(stream: request).message
+        Self.unary(&router, ControlWire.snapshot, token: token) { (_: Empty) in await backend.currentSnapshot() }
+        Self.unary(&router, ControlWire.outputTail, token: token) { (id: JobID) in
             let (lines, dropped) = await backend.outputTail(of: id)
-            return StreamingServerResponse(single: ServerResponse(message: OutputTail(lines: lines, dropped: dropped)))
+            return OutputTail(lines: lines, dropped: dropped)
         }
-
-        router.registerHandler(
-            forMethod: ControlWire.waitForRoom,
-            deserializer: JSONMessageDeserializer<WaitForRoomRequest>(),
-            serializer: JSONMessageSerializer<Bool>()
-        ) { request, _ in
-            try Self.checkToken(request.metadata, token)
-            let wait = try await ServerRequest(stream: request).message
-            let open = await backend.waitForRoom(in: wait.batch, below: wait.limit)
-            return StreamingServerResponse(single: ServerResponse(message: open))
+        Self.unary(&router, ControlWire.waitForRoom, token: token) { (wait: WaitForRoomRequest) in
+            await backend.waitForRoom(in: wait.batch, below: wait.limit)
         }
 
         router.registerHandler(
@@ -130,6 +83,22 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
                 try await writer.write(.tail(lines: lines, dropped: dropped))
                 return [:]
             }
+        }
+    }
+
+    /// Registers a call of one request and one reply, both JSON, behind the token.
+    private static func unary<Request: Decodable & Sendable, Reply: Encodable & Sendable, Transport: ServerTransport>(
+        _ router: inout RPCRouter<Transport>, _ method: MethodDescriptor, token: String?,
+        _ body: @escaping @Sendable (Request) async throws -> Reply
+    ) {
+        router.registerHandler(
+            forMethod: method,
+            deserializer: JSONMessageDeserializer<Request>(),
+            serializer: JSONMessageSerializer<Reply>()
+        ) { request, _ in
+            try checkToken(request.metadata, token)
+            let message = try await ServerRequest(stream: request).message
+            return StreamingServerResponse(single: ServerResponse(message: try await body(message)))
         }
     }
 

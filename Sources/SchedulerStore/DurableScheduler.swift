@@ -12,7 +12,7 @@ import Scheduler
 ///   scheduler starts nothing new (the events' own back-pressure), so the store never falls far
 ///   behind what ran.
 /// - ``open(directory:configuration:storeConfiguration:clock:)`` restores what the previous
-///   process left: it first stops the process groups its jobs left running, counts each
+///   process left: it stops the process groups its jobs left running, counts each
 ///   attempt that was running as failed ("jobtop stopped") and queues it again if its retry
 ///   budget allows (at-least-once), then puts every job back with its state.
 ///
@@ -49,8 +49,11 @@ public final class DurableScheduler: SchedulerClient {
         clock: some Clock<Duration> = ContinuousClock()
     ) throws(StoreError) -> DurableScheduler {
         let store = try SchedulerStore(directory: directory, configuration: storeConfiguration)
-        let orphans = OrphanReaper.stopAll(carrying: store.instanceID, grace: configuration.gracePeriod)
         let recovery = try store.recover()
+        // Only a serve that left jobs to run can have left processes (one whose start was not
+        // written yet is still queued on disk); nothing starts before they are stopped.
+        let hadWork = !recovery.interrupted.isEmpty || recovery.jobs.contains { $0.ending == nil }
+        let orphans = hadWork ? OrphanReaper.stopAll(carrying: store.instanceID, grace: configuration.gracePeriod) : 0
         let scheduler = Scheduler(configuration: configuration, clock: clock)
         return DurableScheduler(scheduler: scheduler, store: store, recovery: recovery, orphansStopped: orphans)
     }
@@ -161,16 +164,11 @@ public final class DurableScheduler: SchedulerClient {
         var forStore: [SchedulerStore.NewJob] = []
         forScheduler.reserveCapacity(specs.count)
         forStore.reserveCapacity(specs.count)
-        let now = Date()
         for (index, spec) in specs.enumerated() {
-            var spec = spec
             guard spec.work.isProcess else {
                 throw SchedulerError(.invalidArgument, "job \(index + 1) is Swift code, which cannot be saved; a durable scheduler runs commands")
             }
-            // A delay becomes the date it ends on, so a restart keeps it.
-            if case .delay(let delay) = spec.notBefore {
-                spec.notBefore = .date(now.addingTimeInterval(Double(delay.components.seconds) + Double(delay.components.attoseconds) * 1e-18))
-            }
+            // (The store keeps a delay as the date it ends on, so a restart keeps it.)
             var durable = spec
             forScheduler.append(Self.marked(spec, id: ids[index], instance: store.instanceID))
             durable.dependencies = spec.dependencies.map { dependency in

@@ -29,7 +29,7 @@ enum OrphanReaper {
             // Each variable ends in a NUL; the needle's NUL makes it a whole match (the value is a
             // UUID, so a prefix of another never matches).
             let bytes = [UInt8](environ)
-            guard contains(bytes, needle, atVariableStart: true) else { continue }
+            guard contains(bytes, needle) else { continue }
             let group = getpgid(pid)
             if group > 0, group != myGroup { found.insert(group) }
         }
@@ -71,7 +71,8 @@ enum OrphanReaper {
         return live
     }
 
-    private static func contains(_ haystack: [UInt8], _ needle: [UInt8], atVariableStart: Bool) -> Bool {
+    /// Whether one of the NUL-terminated variables in `haystack` starts with `needle`.
+    private static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
         guard needle.count <= haystack.count else { return false }
         var start = 0
         while start + needle.count <= haystack.count {

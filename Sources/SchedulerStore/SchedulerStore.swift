@@ -176,23 +176,23 @@ public final class SchedulerStore: Sendable {
     /// Writes what a batch of events says happened, in one transaction; output lines go to the
     /// jobs' files.
     public func apply(_ events: [SchedulerEvent]) async throws(StoreError) {
-        var lines: [JobID: [OutputLine]] = [:]
-        var starts: [(JobID, Int)] = []
         var hasRows = false
+        var hasOutput = false
         for event in events {
             switch event.kind {
-            case .output(let id, let line): lines[id, default: []].append(line)
-            case .started(let id, let attempt, _, _):
+            case .output: hasOutput = true
+            case .started(_, let attempt, _, _):
                 hasRows = true
-                if attempt > 1 { starts.append((id, attempt)) }
+                // Later attempts get a separator line in the output file.
+                if attempt > 1 { hasOutput = true }
             case .submitted, .coalesced, .progress, .snapshot, .lagged, .leftoverProcesses, .stopping,
                  .slotsChanged, .workerJoined, .workerLeft, .shuttingDown, .batchHalted, .batchSettled:
                 continue
             default: hasRows = true
             }
         }
-        let now = Date().timeIntervalSince1970
         if hasRows {
+            let now = Date().timeIntervalSince1970
             do {
                 try await database.write { db in
                     for event in events { try Self.apply(event.kind, db: db, now: now) }
@@ -201,11 +201,7 @@ public final class SchedulerStore: Sendable {
                 throw StoreError("the state database refused the journal: \(error)")
             }
         }
-        if !lines.isEmpty || !starts.isEmpty {
-            // Attempt separators and lines in event order per job: a start comes before that
-            // attempt's lines, since both are in the same order in `events`.
-            try await output.write(events: events)
-        }
+        if hasOutput { try await output.write(events: events) }
     }
 
     private static func apply(_ kind: SchedulerEvent.Kind, db: Database, now: Double) throws {
@@ -318,7 +314,7 @@ public final class SchedulerStore: Sendable {
     }
 
     private func recover(_ db: Database) throws -> Recovery {
-        let removed = try pruneHistory(db)
+        try pruneHistory(db)
         let decoder = JSONDecoder()
         var groups: [JobGroup] = []
         for row in try Row.fetchAll(db, sql: "SELECT name, max_running, paused FROM grp ORDER BY rowid") {
@@ -405,7 +401,6 @@ public final class SchedulerStore: Sendable {
                 jobs.append(RestoredJob(id: job.id, spec: spec, attempts: job.attempts, lastFailure: lastFailure))
             }
         }
-        _ = removed
         return Recovery(jobs: jobs, groups: groups, isPaused: isPaused, interrupted: interrupted, failedForGood: failedForGood)
     }
 
@@ -416,15 +411,14 @@ public final class SchedulerStore: Sendable {
     /// Forgets the oldest finished jobs beyond the history setting, with their attempts and
     /// output files. (A job that waits for one of them counts it as met: a failure would have
     /// ended the job that waits.)
-    private func pruneHistory(_ db: Database) throws -> Int {
+    private func pruneHistory(_ db: Database) throws {
         let finished = try Int.fetchOne(db, sql: "SELECT count(*) FROM job WHERE finished_at IS NOT NULL") ?? 0
         let excess = finished - configuration.finishedHistory
-        guard excess > 0 else { return 0 }
+        guard excess > 0 else { return }
         let ids = try String.fetchAll(db, sql: """
             SELECT id FROM job WHERE finished_at IS NOT NULL ORDER BY finished_at, seq LIMIT ?
             """, arguments: [excess])
         try forget(ids, db: db)
-        return ids.count
     }
 
     private func forget(_ ids: [String], db: Database) throws {
@@ -444,16 +438,6 @@ public final class SchedulerStore: Sendable {
                 let ids = try String.fetchAll(db, sql: "SELECT id FROM job WHERE finished_at IS NOT NULL")
                 try self.forget(ids, db: db)
             }
-        } catch {
-            throw StoreError("the state database: \(error)")
-        }
-    }
-
-    /// Forgets the given finished jobs (what `jobtop clean` asked the scheduler to forget).
-    public func forgetFinished(_ ids: [JobID]) async throws(StoreError) {
-        let texts = ids.map(\.description)
-        do {
-            try await database.write { db in try self.forget(texts, db: db) }
         } catch {
             throw StoreError("the state database: \(error)")
         }
