@@ -407,10 +407,11 @@ extension Jobtop {
     /// `jobtop follow ID`.
     struct Follow: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Print a job's output as it comes, until the job ends.",
+            abstract: "Print a job's output from its start, then as it comes, until the job ends.",
             discussion: """
-                Prints what the job writes from now on (jobtop log shows what came before), then \
-                exits when the job ends.
+                Prints the job's whole output so far (every attempt, as `jobtop log` does), then \
+                what it writes, and exits when the job ends. A job already ended prints its output \
+                and exits at once.
 
                 Exit status: 0 the job succeeded; 1 it failed, was cancelled or skipped; 2 unknown \
                 or ambiguous id; 3 no serve, or it went away.
@@ -424,28 +425,24 @@ extension Jobtop {
             let reference = id
             let status: Int32 = try await withServe(connection) { client in
                 let job = try await resolve([reference], with: client)[0]
-                let events = client.events(bufferLimit: 10_000, includeOutput: true, delivery: .latest, job: job.id)
-                for await event in events {
-                    switch event.kind {
-                    case .snapshot(let snapshot):
-                        guard let now = snapshot.jobs.first(where: { $0.id == job.id }) else {
-                            StandardError.write("jobtop: \(job.id.short) is no longer listed by the serve\n")
-                            return ExitStatus.usage
-                        }
-                        if now.state.isFinished { return now.state.kind == .succeeded ? ExitStatus.success : ExitStatus.someFailed }
-                    case .lagged(let missed):
-                        StandardError.write("jobtop: fell behind the job's output; \(missed) events missed\n")
-                    case .output(let id, let line) where id == job.id:
-                        writeOut(line.rawBytes)
-                    case .succeeded(let id, _) where id == job.id:
-                        return ExitStatus.success
-                    case .failed(let id, _, _) where id == job.id, .cancelled(let id) where id == job.id, .skipped(let id, _) where id == job.id:
-                        return ExitStatus.someFailed
-                    default: break
+                let end = Locked<FollowPart?>(nil)
+                try await client.follow(job.id) { part in
+                    switch part {
+                    case .bytes(let data): writeOut(Array(data))
+                    case .lagged(let missed): StandardError.write("jobtop: fell behind the job's output; \(missed) events missed\n")
+                    case .ended, .unknownJob: end.withLock { $0 = part }
                     }
                 }
-                StandardError.write("jobtop: jobtop serve went away before \(job.id.short) ended\n")
-                return ExitStatus.noServe
+                switch end.withLock({ $0 }) {
+                case .ended(.succeeded): return ExitStatus.success
+                case .ended: return ExitStatus.someFailed
+                case .unknownJob:
+                    StandardError.write("jobtop: \(job.id.short) is no longer listed by the serve\n")
+                    return ExitStatus.usage
+                case .bytes, .lagged, nil:
+                    StandardError.write("jobtop: jobtop serve went away before \(job.id.short) ended\n")
+                    return ExitStatus.noServe
+                }
             }
             if status != ExitStatus.success { throw ExitCode(status) }
         }
