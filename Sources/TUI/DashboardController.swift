@@ -17,11 +17,6 @@ import Scheduler
 final class DashboardController {
     /// The shortest time between two frames: at most 29 in any second (~30 per second).
     static let frameInterval: Duration = .milliseconds(35)
-    /// Tables with at least this many jobs are re-sorted at most every ``reorderInterval``, and
-    /// at most ``reorderShare`` of the time: a sort that took 50 ms waits at least 500 ms.
-    nonisolated static let bigTable = 2_000
-    nonisolated static let reorderInterval: Duration = .milliseconds(250)
-    nonisolated static let reorderShare = 0.1
     /// The signals the dashboard acts on: SIGWINCH relayouts, SIGINT is Ctrl-C, the others end it.
     nonisolated static let handledSignals: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGWINCH]
 
@@ -48,11 +43,6 @@ final class DashboardController {
     private var askedServeShutdown = false
 
     private var isDirty = false
-    /// A key was handled since the last frame: the table reorders at once.
-    private var hasKeyInput = false
-    private var lastReorder: ContinuousClock.Instant
-    /// How long the last re-sort of the table took.
-    private var lastReorderCost: Duration = .zero
     private var isFrameScheduled = false
     private var lastFrame: ContinuousClock.Instant
     /// The scheduler's clock at a moment on ours, to tell its `now` between events.
@@ -81,7 +71,6 @@ final class DashboardController {
         model.isAttached = options.isAttached
         let now = clock.now
         lastFrame = now - .seconds(1)
-        lastReorder = now - .seconds(1)
         anchor = (.zero, now)
         secondStart = now
         started = now
@@ -188,7 +177,6 @@ final class DashboardController {
             return
         }
         let commands = model.handle(key)
-        hasKeyInput = true
         markDirty()
         for command in commands { perform(command) }
     }
@@ -437,19 +425,11 @@ final class DashboardController {
         let now = clock.now
         lastFrame = now
         let size = terminal.size
-        // Sorting thousands of jobs on every frame would cost more than drawing them: a big
-        // table follows the scheduler's changes a few times a second, a key at once.
-        let pause = max(Self.reorderInterval, lastReorderCost * (1 / Self.reorderShare))
-        let reorder = Self.reorders(jobs: model.board.jobs.count, sinceLast: now - lastReorder, pause: pause, isKey: hasKeyInput)
-        if reorder { lastReorder = now }
-        hasKeyInput = false
-        model.prepare(tableRows: DashboardView.Layout(size: size).tableRows, reorder: reorder)
-        if reorder { lastReorderCost = clock.now - now }
+        // The table's order is kept one event at a time (TableOrder): a frame never sorts.
+        model.prepare(tableRows: DashboardView.Layout(size: size).tableRows)
         model.outputRows = max(1, size.rows - 2)
         terminal.draw(DashboardView.render(model, size: size, now: schedulerNow))
         countFrame(at: now)
-        // A stale order gets its reorder in a later frame even if nothing else happens.
-        if model.isOrderStale { markDirty() }
     }
 
     private func countFrame(at now: ContinuousClock.Instant) {
@@ -460,14 +440,6 @@ final class DashboardController {
         }
         framesThisSecond += 1
         maxFramesPerSecond = max(maxFramesPerSecond, framesThisSecond)
-    }
-
-    /// Whether a frame sorts the table again. A small table: always (it is cheap). A big one
-    /// (100,000 jobs sort in ~100-200 ms): only once `pause` has passed since the last sort, even
-    /// for a key, so that a key's frame comes at once (a new sort key or filter always applies;
-    /// the selection moves in the order shown, which catches up within the pause).
-    nonisolated static func reorders(jobs: Int, sinceLast: Duration, pause: Duration, isKey: Bool) -> Bool {
-        jobs < bigTable || sinceLast >= pause
     }
 
     /// The CPU time of the calling thread.

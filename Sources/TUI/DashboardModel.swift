@@ -166,11 +166,16 @@ struct DashboardModel: Sendable {
     /// Rows the table shows; set by ``prepare(tableRows:)``.
     private(set) var pageSize = 10
 
-    private var order: [JobID] = []
-    private var orderStamp: (version: Int, sort: SortKey, filter: String)?
+    /// The table's rows in display order, moved one job at a time as events come (never a
+    /// whole sort per event or per frame; a new sort key or filter sorts once).
+    private(set) var table = TableOrder()
 
-    init(title: String = "jobtop") {
+    /// - Parameters:
+    ///   - title: The header's title.
+    ///   - finishedRetention: Finished jobs kept for display (older ones are dropped).
+    init(title: String = "jobtop", finishedRetention: Int = 10_000) {
         self.title = title
+        board = JobBoard(finishedRetention: finishedRetention)
     }
 
     // MARK: - Events
@@ -178,7 +183,13 @@ struct DashboardModel: Sendable {
     /// Applies a scheduler event: O(1) for every kind but a snapshot (the board is a stored
     /// property, changed in place, never copied).
     mutating func apply(_ event: SchedulerEvent) {
-        board.apply(event)
+        let evicted = board.apply(event)
+        if case .snapshot = event.kind {
+            table.rebuild(board.jobs.values, ordinals: board.ordinals, sort: sort, filter: filter)
+        } else {
+            for id in evicted { table.update(id, job: nil, ordinal: 0) }
+            if let id = event.kind.jobID { table.update(id, job: board.jobs[id], ordinal: board.ordinals[id] ?? 0) }
+        }
         if let id = messageJob, event.kind.jobID == id, let job = board.jobs[id], job.state.isFinished {
             message = Segment("\(id.short) \(job.state.name)", stateRoleName(job.state))
         }
@@ -193,11 +204,8 @@ struct DashboardModel: Sendable {
     /// The tagged jobs still on the board, in table order.
     var liveTagged: [JobID] {
         guard !tagged.isEmpty else { return [] }
-        // Tagged jobs a filter hides are acted on too.
-        let shown = order.filter { tagged.contains($0) }
-        guard shown.count < tagged.count else { return shown }
-        let shownSet = Set(shown)
-        return shown + tagged.filter { !shownSet.contains($0) && board.jobs[$0] != nil }.sorted()
+        // Tagged jobs a filter hides are acted on too (after the rows shown).
+        return table.inOrder(tagged.filter { board.jobs[$0] != nil })
     }
 
     /// A priority change the scheduler refused: the next `+`/`-` starts from the job's own.
@@ -235,102 +243,60 @@ struct DashboardModel: Sendable {
 
     // MARK: - The table
 
-    /// The table's jobs in display order (filtered and sorted), as of the last ``prepare(tableRows:reorder:)``.
-    var orderedIDs: [JobID] {
-        orderStamp == nil ? Self.ordered(board.jobs.values, sort: sort, filter: filter, ordinals: board.ordinals) : order
-    }
-
-    /// Whether jobs changed state or priority since the order was last computed.
-    var isOrderStale: Bool {
-        guard let stamp = orderStamp else { return true }
-        return stamp.version != board.orderVersion || stamp.sort != sort || stamp.filter != filter
-    }
+    /// The table's jobs in display order (filtered and sorted). O(jobs): the screen reads
+    /// only its rows from ``table``.
+    var orderedIDs: [JobID] { table.all }
 
     /// The selected job, if any.
     var selectedJob: JobInfo? { selectedID.flatMap { board.jobs[$0] } }
 
-    /// Refreshes the order and keeps the selection on the same job and in view.
+    /// Keeps the selection on the same job and in view (the order itself is always current).
     ///
-    /// - Parameters:
-    ///   - tableRows: The rows the table shows.
-    ///   - reorder: Whether to sort again if jobs changed; `false` keeps the last order (a big,
-    ///     busy table is re-sorted a few times a second, not on every frame). A new sort key or
-    ///     filter always applies.
-    mutating func prepare(tableRows: Int, reorder: Bool = true) {
+    /// - Parameter tableRows: The rows the table shows.
+    mutating func prepare(tableRows: Int) {
         pageSize = max(1, tableRows)
-        if reorder || orderStamp == nil || orderStamp?.sort != sort || orderStamp?.filter != filter {
-            refreshOrder()
-        }
         clampSelection()
     }
 
-    private mutating func refreshOrder() {
-        if let stamp = orderStamp, stamp.version == board.orderVersion, stamp.sort == sort, stamp.filter == filter {
-            return
-        }
-        order = Self.ordered(board.jobs.values, sort: sort, filter: filter, ordinals: board.ordinals)
-        orderStamp = (board.orderVersion, sort, filter)
+    /// Sorts the whole table again: a new sort key or filter.
+    private mutating func resort() {
+        table.rebuild(board.jobs.values, ordinals: board.ordinals, sort: sort, filter: filter)
     }
 
     private mutating func clampSelection() {
-        if let id = selectedID, selectedIndex < order.count, order[selectedIndex] == id {
+        if let id = selectedID, selectedIndex < table.count, table[selectedIndex] == id {
             // Unchanged.
         } else if let id = selectedID, isFollowing || board.jobs[id]?.state.kind == selectedKind,
-                  let index = order.firstIndex(of: id) {
+                  let index = table.position(of: id) {
             // Moved within its part of the table (a new priority, a new sort): the cursor goes
             // with it.
             selectedIndex = index
         } else {
             // It changed state (or left): the cursor stays on its row.
-            selectedIndex = min(selectedIndex, max(0, order.count - 1))
+            selectedIndex = min(selectedIndex, max(0, table.count - 1))
         }
-        selectedID = order.isEmpty ? nil : order[selectedIndex]
+        selectedID = table.isEmpty ? nil : table[selectedIndex]
         selectedKind = selectedID.flatMap { board.jobs[$0]?.state.kind }
         if selectedIndex < top { top = selectedIndex }
         if selectedIndex >= top + pageSize { top = selectedIndex - pageSize + 1 }
-        top = max(0, min(top, max(0, order.count - pageSize)))
+        top = max(0, min(top, max(0, table.count - pageSize)))
     }
 
     private mutating func select(index: Int) {
-        guard !order.isEmpty else { return }
-        selectedIndex = max(0, min(index, order.count - 1))
-        selectedID = order[selectedIndex]
+        guard !table.isEmpty else { return }
+        selectedIndex = max(0, min(index, table.count - 1))
+        selectedID = table[selectedIndex]
         clampSelection()
     }
 
-    /// Sorts and filters jobs for the table; returns their ids in display order.
+    /// Sorts and filters jobs for the table; returns their ids in display order (what
+    /// ``table`` keeps, computed at once).
     static func ordered(
         _ jobs: some Collection<JobInfo>, sort: SortKey, filter: String, ordinals: [JobID: Int] = [:]
     ) -> [JobID] {
-        let needle = filter.lowercased().trimmingCharacters(in: .whitespaces)
-        // A state's name (or `done`, as the header says) is a filter on the state alone: `queued`
-        // must not list a running job whose command mentions the word.
-        let stateNames: Set<String> = ["queued", "running", "waiting", "succeeded", "failed", "cancelled", "blocked", "scheduled", "skipped"]
-        let stateFilter = needle == "done" ? "succeeded" : (stateNames.contains(needle) ? needle : nil)
-        func matches(_ job: JobInfo) -> Bool {
-            if let stateFilter { return job.state.name == stateFilter }
-            return needle.isEmpty || job.displayName.lowercased().contains(needle) || job.command.lowercased().contains(needle)
-                || job.id.short.hasPrefix(needle) || job.state.name.hasPrefix(needle)
-                || (job.group != JobSpec.defaultGroup && job.group.lowercased().contains(needle))
-        }
-        // Sorting compact keys instead of whole job records keeps a 10,000-job table cheap to
-        // reorder on every frame that needs it.
-        if sort == .name {
-            var keyed: [(name: String, key: OrderKey)] = []
-            keyed.reserveCapacity(jobs.count)
-            for job in jobs where matches(job) {
-                keyed.append((job.displayName.lowercased(), OrderKey(job, sort: sort, ordinal: ordinals[job.id] ?? 0)))
-            }
-            keyed.sort { a, b in a.name != b.name ? a.name < b.name : a.key < b.key }
-            return keyed.map(\.key.id)
-        }
-        var keys: [OrderKey] = []
-        keys.reserveCapacity(jobs.count)
-        for job in jobs where matches(job) {
-            keys.append(OrderKey(job, sort: sort, ordinal: ordinals[job.id] ?? 0))
-        }
-        keys.sort()
-        return keys.map(\.id)
+        var table = TableOrder()
+        table.rebuild(jobs, ordinals: ordinals, sort: sort, filter: filter)
+        return table.all
     }
 
     /// A job's place in the table as numbers compared in order.
@@ -399,10 +365,6 @@ struct DashboardModel: Sendable {
 
     /// Handles a key and returns what should be done.
     mutating func handle(_ key: Key) -> [DashboardCommand] {
-        // A key acts on the order on screen. A small table is re-sorted first (cheap); a big
-        // one keeps the order shown until its next sort (100,000 jobs take 100-200 ms to sort:
-        // a key must not wait for that).
-        if board.jobs.count < DashboardController.bigTable || orderStamp == nil { refreshOrder() }
         clampSelection()
         if key != .control("c") { message = nil }
         switch mode {
@@ -442,7 +404,7 @@ struct DashboardModel: Sendable {
         case .pageUp: select(index: selectedIndex - pageSize)
         case .pageDown: select(index: selectedIndex + pageSize)
         case .moveToTop: select(index: 0)
-        case .moveToBottom: select(index: order.count - 1)
+        case .moveToBottom: select(index: table.count - 1)
         case .toggleTag:
             guard let job = selectedJob else { return noSelection() }
             if tagged.remove(job.id) == nil { tagged.insert(job.id) }
@@ -538,7 +500,7 @@ struct DashboardModel: Sendable {
         case .cycleSort:
             let all = SortKey.allCases
             sort = all[(all.firstIndex(of: sort)! + 1) % all.count]
-            refreshOrder()
+            resort()
             clampSelection()
             message = Segment("sorted by \(sort.rawValue)", .message)
         case .help:
@@ -772,10 +734,10 @@ struct DashboardModel: Sendable {
     private mutating func setFilter(_ text: String) {
         guard text != filter else { return }
         filter = text
-        refreshOrder()
+        resort()
         selectedIndex = 0
-        if let id = selectedID, let index = order.firstIndex(of: id) { selectedIndex = index }
-        selectedID = order.isEmpty ? nil : order[min(selectedIndex, order.count - 1)]
+        if let id = selectedID, let index = table.position(of: id) { selectedIndex = index }
+        selectedID = table.isEmpty ? nil : table[min(selectedIndex, table.count - 1)]
         clampSelection()
     }
 
