@@ -295,6 +295,23 @@ public actor Scheduler {
         perform(try core.cancel(id, now: now), now: now)
     }
 
+    /// Sends `signal` to a running job's process group (its state does not change; a signal
+    /// that ends the job ends it as any exit does).
+    ///
+    /// - Throws: ``SchedulerError`` when the job is unknown, not running, not a process, not
+    ///   on a local worker, or `signal` is not a signal number.
+    public func signal(_ id: JobID, _ signal: Int32) throws(SchedulerError) {
+        let worker = try core.signalTarget(id, signal: signal)
+        guard let index = core.handle(of: id).map({ Int($0.index) }), index < controls.count,
+              let control = controls[index], control.sendSignal(signal)
+        else {
+            let kind = workers[worker]?.descriptor.kind
+            throw SchedulerError(.notAllowed, kind == .local || kind == nil
+                ? "job \(id.short) has not started its process yet"
+                : "signals reach only local jobs; job \(id.short) runs on worker \(workers[worker]?.descriptor.name ?? worker.short)")
+        }
+    }
+
     /// Changes a job's priority; a queued job moves at once.
     ///
     /// - Throws: ``SchedulerError`` when the job is unknown or has ended.

@@ -30,6 +30,9 @@ public enum SchedulerCommand: Sendable, Codable {
     case resumeGroup(String)
     /// Forget every finished job still listed (`jobtop clean`).
     case forgetFinished
+    /// Send a signal (SIGTERM, SIGSTOP, ...) to a running job's process group. The job's state
+    /// does not change (a signal that ends it ends it as any exit does). Local jobs only.
+    case signal(JobID, Int32)
 }
 
 /// What a performed command gives back.
@@ -132,6 +135,8 @@ extension Scheduler: SchedulerClient {
             try resumeGroup(group)
         case .forgetFinished:
             return .forgotten(forgetFinished())
+        case .signal(let id, let signal):
+            try self.signal(id, signal)
         }
         return .done
     }

@@ -1249,6 +1249,26 @@ public struct SchedulerCore: Sendable {
         jobs[handle].info.history.finishedAt = nil
     }
 
+    /// Whether `signal` may be sent to job `id` now: only a running job with a process (not Swift
+    /// code), and only a real signal number (1 to 64).
+    ///
+    /// - Returns: The worker running it.
+    /// - Throws: ``SchedulerError`` `.unknownJob`, `.notAllowed` (not running, no process) or
+    ///   `.invalidArgument` (not a signal).
+    public func signalTarget(_ id: JobID, signal: Int32) throws(SchedulerError) -> WorkerID {
+        guard let handle = jobs.handle(of: id) else { throw unknown(id) }
+        guard (1...64).contains(signal) else {
+            throw SchedulerError(.invalidArgument, "\(signal) is not a signal number (1 to 64)")
+        }
+        guard case .running(let worker, _, _, _) = jobs[handle].info.state else {
+            throw SchedulerError(.notAllowed, "only a running job can be signalled; job \(id.short) is \(jobs[handle].info.state.name)")
+        }
+        guard jobs[handle].spec.work.isProcess else {
+            throw SchedulerError(.notAllowed, "job \(id.short) is Swift code: it has no process to signal")
+        }
+        return worker
+    }
+
     private func unknown(_ id: JobID) -> SchedulerError {
         SchedulerError(.unknownJob, "no job \(id.short)")
     }
