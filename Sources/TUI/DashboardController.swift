@@ -246,6 +246,8 @@ final class DashboardController {
         case .saveOutput(let id, let path):
             let tail = await client.outputTail(of: id)
             return Self.write(tail.lines, dropped: tail.dropped, to: path)
+        case .signal(let ids, let signal):
+            return await send(signal, to: ids)
         case .showOutput, .quit, .forceQuit: return nil
         }
         let reply: SchedulerReply
@@ -271,6 +273,27 @@ final class DashboardController {
         default:
             return nil
         }
+    }
+
+    /// Sends `signal` to each job; says to how many it went, or the first refusal.
+    private func send(_ signal: Int32, to ids: [JobID]) async -> Segment {
+        var sent: [JobID] = []
+        var refusal: (JobID, String)?
+        for id in ids {
+            do {
+                _ = try await client.perform(.signal(id, signal))
+                sent.append(id)
+            } catch {
+                if refusal == nil { refusal = (id, error.description) }
+            }
+        }
+        let name = "SIG" + SignalName.name(of: signal)
+        let jobs = sent.count == 1 ? sent[0].short : "\(sent.count) jobs"
+        if let (id, reason) = refusal {
+            let prefix = sent.isEmpty ? "" : "sent \(name) to \(jobs); "
+            return Segment("\(prefix)\(id.short): \(reason)", .error)
+        }
+        return Segment("sent \(name) to \(jobs)", .message)
     }
 
     /// Writes output lines (their exact bytes) to `path`; says what was done, or why not.

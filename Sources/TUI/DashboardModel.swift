@@ -38,6 +38,8 @@ enum DashboardCommand: Equatable, Sendable {
     case forceQuit
     /// Attached: shut `jobtop serve` down (its running jobs finish, queued ones stay).
     case shutdownServe
+    /// Send a signal to these running jobs' process groups.
+    case signal([JobID], Int32)
 }
 
 /// The dashboard's state: what the scheduler reported plus what the user is doing. Pure: keys
@@ -132,6 +134,16 @@ struct DashboardModel: Sendable {
         case events
         /// One lane per worker slot, jobs as bars over time (`t`).
         case timeline
+        /// `x`: which signal to send to these running jobs.
+        case signalMenu(SignalMenu)
+    }
+
+    /// The `x` menu: the signals of ``SignalName/common``, one selected.
+    struct SignalMenu: Equatable, Sendable {
+        /// The running jobs it is for (the selected one, or the tagged ones).
+        var targets: [JobID]
+        /// The signal selected (an index into ``SignalName/common``).
+        var index = 0
     }
 
     var title: String
@@ -385,6 +397,7 @@ struct DashboardModel: Sendable {
         case .confirm(let confirmation): return handleConfirm(key, confirmation)
         case .output(let view): return handleOutput(key, view)
         case .events: return handleEvents(key)
+        case .signalMenu(let menu): return handleSignalMenu(key, menu)
         case .timeline:
             switch key {
             case .control("c"): return interrupt()
@@ -511,6 +524,14 @@ struct DashboardModel: Sendable {
             mode = .events
         case .timeline:
             mode = .timeline
+        case .signal:
+            let targets = liveTagged.isEmpty ? selectedJob.map { [$0.id] } ?? [] : liveTagged
+            let running = targets.filter { board.jobs[$0]?.state.kind == .running }
+            guard !running.isEmpty else {
+                message = Segment(targets.isEmpty ? "no job selected" : "only a running job can be sent a signal", .error)
+                return []
+            }
+            mode = .signalMenu(SignalMenu(targets: running))
         case .setPriority:
             let targets = liveTagged.isEmpty ? selectedJob.map { [$0.id] } ?? [] : liveTagged
             let active = targets.filter { board.jobs[$0].map { !$0.state.isFinished } ?? false }
@@ -552,6 +573,46 @@ struct DashboardModel: Sendable {
         }
         pendingPriorities[job.id] = target
         return [.reprioritize(job.id, to: target)]
+    }
+
+    private mutating func handleSignalMenu(_ key: Key, _ menu: SignalMenu) -> [DashboardCommand] {
+        var menu = menu
+        let count = SignalName.common.count
+        switch key {
+        case .control("c"): return interrupt()
+        case .up, .char("k"): menu.index = (menu.index + count - 1) % count
+        case .down, .char("j"): menu.index = (menu.index + 1) % count
+        case .home, .char("g"): menu.index = 0
+        case .end, .char("G"): menu.index = count - 1
+        case .char(let character) where character.isNumber:
+            // 1-9: that line of the menu, at once.
+            guard let number = character.wholeNumberValue, number >= 1, number <= count else { return [] }
+            menu.index = number - 1
+            return sendSignal(menu)
+        case .enter:
+            return sendSignal(menu)
+        case .escape, .char("q"), .char("x"):
+            mode = .table
+            return []
+        default:
+            break
+        }
+        mode = .signalMenu(menu)
+        return []
+    }
+
+    private mutating func sendSignal(_ menu: SignalMenu) -> [DashboardCommand] {
+        mode = .table
+        // Jobs that ended while the menu was open are left out.
+        let running = menu.targets.filter { board.jobs[$0]?.state.kind == .running }
+        let signal = SignalName.common[menu.index]
+        guard !running.isEmpty else {
+            message = Segment("no longer running: SIG\(signal.name) not sent", .error)
+            return []
+        }
+        let jobs = running.count == 1 ? running[0].short : "\(running.count) jobs"
+        message = Segment("sending SIG\(signal.name) to \(jobs)…", .message)
+        return [.signal(running, signal.number)]
     }
 
     private mutating func noSelection() -> [DashboardCommand] {

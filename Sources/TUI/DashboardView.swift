@@ -85,6 +85,13 @@ enum DashboardView {
         if layout.panelRows > 0 {
             lines.append(contentsOf: panels(model, rows: layout.panelRows, width: width, now: now))
         }
+        if case .signalMenu(let menu) = model.mode {
+            // The menu over the table (htop's F9): rows from the table's first on.
+            let menuLines = signalMenu(menu, model: model, width: width)
+            for (offset, line) in menuLines.enumerated() where 3 + offset < layout.statusRow {
+                lines[3 + offset] = line
+            }
+        }
         var cursor: ScreenPosition?
         let status = statusLine(model, width: width, now: now, cursor: &cursor)
         if cursor != nil { cursor!.row = layout.statusRow }
@@ -608,6 +615,8 @@ enum DashboardView {
                 if TextWidth.width(text) > width { text = " Cancel \(jobs)? y/n " }
             }
             return fitted([Segment(text, .prompt)], width: width)
+        case .signalMenu:
+            return fitted([Segment(" ↑↓ or 1-9 choose · Enter sends to the job's process group · Esc cancels ", .prompt)], width: width)
         default:
             if let message = model.message {
                 return fitted([Segment(" "), Segment(TextWidth.sanitize(message.text), message.role)], width: width)
@@ -617,6 +626,20 @@ enum DashboardView {
             }
             return fitted([], width: width)
         }
+    }
+
+    /// The `x` menu's lines: a title naming the jobs, then one line per signal, the chosen one
+    /// in reverse video.
+    static func signalMenu(_ menu: DashboardModel.SignalMenu, model: DashboardModel, width: Int) -> [ScreenLine] {
+        let jobs = menu.targets.count == 1
+            ? "\(menu.targets[0].short) (\(TextWidth.truncate(TextWidth.sanitize(model.board.label(of: menu.targets[0])), to: 20)))"
+            : "\(menu.targets.count) tagged jobs"
+        var lines = [fitted([Segment(" Send a signal to \(jobs)", .panelTitle)], width: width)]
+        for (index, signal) in SignalName.common.enumerated() {
+            let text = " \(index + 1)  SIG\(signal.name)" + String(repeating: " ", count: max(1, 6 - signal.name.count)) + "\(signal.number) "
+            lines.append(fitted([Segment(" "), Segment(TextWidth.fit(text, to: 18), index == menu.index ? .selected : .normal)], width: width))
+        }
+        return lines
     }
 
     /// The quit question, in the words that fit `width`.
