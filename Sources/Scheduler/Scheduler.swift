@@ -312,6 +312,16 @@ public actor Scheduler {
         }
     }
 
+    /// Gives a job that is not running a new shell command (a failed, cancelled or skipped one
+    /// is retried with it).
+    ///
+    /// - Throws: ``SchedulerError`` when the job is unknown, running or succeeded, the command
+    ///   is empty, or the retry is refused.
+    public func edit(_ id: JobID, command: String) throws(SchedulerError) {
+        let now = clock.now()
+        perform(try core.edit(id, command: command, now: now), now: now)
+    }
+
     /// Changes a job's priority; a queued job moves at once.
     ///
     /// - Throws: ``SchedulerError`` when the job is unknown or has ended.

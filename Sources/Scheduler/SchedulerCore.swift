@@ -50,7 +50,7 @@ public struct SchedulerCore: Sendable {
         let handle: JobHandle
         /// The spec as submitted, shared rather than copied each time the record is (its
         /// priority may be stale: `info.priority` is the job's priority).
-        let submitted: SubmittedSpec
+        var submitted: SubmittedSpec
         var spec: JobSpec { submitted.spec }
         var info: JobInfo
         var workerLosses = 0
@@ -1247,6 +1247,42 @@ public struct SchedulerCore: Sendable {
         }
         if let key = jobs[handle].spec.coalescingKey { keys[key] = jobs[handle].info.id }
         jobs[handle].info.history.finishedAt = nil
+    }
+
+    /// Gives a job a new shell command. A job that has not started (queued, blocked,
+    /// scheduled) or waits for its retry keeps its place and runs the new command next; a
+    /// failed, cancelled or skipped job is retried with it (as ``retry(_:now:)``, and refused
+    /// as it would be, leaving the command as it was). A running or succeeded job is refused.
+    public mutating func edit(_ id: JobID, command: String, now: SchedulerTime) throws(SchedulerError) -> [Action] {
+        guard let handle = jobs.handle(of: id) else { throw unknown(id) }
+        guard !command.allSatisfy(\.isWhitespace) else {
+            throw SchedulerError(.invalidArgument, "the command is empty")
+        }
+        let old = jobs[handle]
+        switch old.info.state {
+        case .running:
+            throw SchedulerError(.notAllowed, "job \(id.short) is running: cancel it first, or edit it once it has ended")
+        case .succeeded:
+            throw SchedulerError(.notAllowed, "job \(id.short) has succeeded: submit a new job instead")
+        case .queued, .blocked, .scheduled, .waitingForRetry, .failed, .cancelled, .skipped:
+            break
+        }
+        var spec = old.spec
+        spec.work = .shell(command)
+        jobs[handle].submitted = SubmittedSpec(spec)
+        jobs[handle].info.command = command
+        actions.append(.emit(.edited(id, command: command)))
+        guard old.info.state.isFinished else { return takeActions() }
+        do {
+            // The event and the retry's actions come out together.
+            return try retry(id, now: now)
+        } catch {
+            // Refused: nothing changed (the event is taken back with the command).
+            jobs[handle].submitted = old.submitted
+            jobs[handle].info.command = old.info.command
+            actions.removeAll { if case .emit(.edited(id, _)) = $0 { true } else { false } }
+            throw error
+        }
     }
 
     /// Whether `signal` may be sent to job `id` now: only a running job with a process (not Swift
