@@ -248,6 +248,7 @@ final class DashboardController {
             return Self.write(tail.lines, dropped: tail.dropped, to: path)
         case .signal(let ids, let signal):
             return await send(signal, to: ids)
+        case .edit(let id, let command): request = .edit(id, command: command)
         case .showOutput, .quit, .forceQuit: return nil
         }
         let reply: SchedulerReply
@@ -264,6 +265,8 @@ final class DashboardController {
             return Segment("submitted \(ids.first?.short ?? "?")\(placement): \(text)", .message)
         case (.retry(let id), _):
             return Segment("\(id.short) retried", .message)
+        case (.edit(let id, _), _):
+            return Segment("\(id.short): command changed", .message)
         case (.pauseGroup(let group), _):
             return Segment("group \(group) paused: its running jobs go on, none starts (P resumes)", .message)
         case (.resumeGroup(let group), _):

@@ -40,6 +40,8 @@ enum DashboardCommand: Equatable, Sendable {
     case shutdownServe
     /// Send a signal to these running jobs' process groups.
     case signal([JobID], Int32)
+    /// Give a job a new shell command (a failed or cancelled one is retried with it).
+    case edit(JobID, command: String)
 }
 
 /// The dashboard's state: what the scheduler reported plus what the user is doing. Pure: keys
@@ -65,6 +67,8 @@ struct DashboardModel: Sendable {
             case setPriority([JobID])
             /// The file to write this job's output to (the text is in `command`).
             case saveOutput(JobID)
+            /// This job's new command (the text is in `command`).
+            case editCommand(JobID)
         }
         enum Field: Equatable, Sendable { case command, priority }
         var kind: Kind
@@ -541,6 +545,19 @@ struct DashboardModel: Sendable {
             }
             let current = board.jobs[active[0]].map { String(pendingPriorities[$0.id] ?? $0.priority) } ?? "0"
             mode = .prompt(Prompt(kind: .setPriority(active), command: LineEditor(), priority: LineEditor(current, selected: true), field: .priority))
+        case .editCommand:
+            guard let job = selectedJob else { return noSelection() }
+            switch job.state.kind {
+            case .running:
+                message = Segment("\(job.id.short) is running: cancel it first, or edit it once it has ended", .error)
+                return []
+            case .succeeded:
+                message = Segment("\(job.id.short) has succeeded: n submits a new job", .error)
+                return []
+            default:
+                // The cursor at the end of the command as it is, to mend it.
+                mode = .prompt(Prompt(kind: .editCommand(job.id), command: LineEditor(job.command), priority: LineEditor()))
+            }
         case .saveOutput:
             guard let job = selectedJob else { return noSelection() }
             mode = .prompt(Prompt(kind: .saveOutput(job.id), command: LineEditor("jobtop-\(job.id.short).log", selected: true), priority: LineEditor()))
@@ -668,6 +685,18 @@ struct DashboardModel: Sendable {
                     return []
                 }
                 return [.saveOutput(id, path: path)]
+            case .editCommand(let id):
+                let command = prompt.command.text
+                guard !command.allSatisfy(\.isWhitespace) else {
+                    mode = .prompt(prompt)
+                    message = Segment("not changed: the command is empty", .error)
+                    return []
+                }
+                guard command != board.jobs[id]?.command || board.jobs[id]?.state.isFinished == true else {
+                    message = Segment("\(id.short): the command is unchanged", .message)
+                    return []
+                }
+                return [.edit(id, command: command)]
             case .groupLimit(let group):
                 switch Self.groupLimit(from: prompt.command.text) {
                 case .success(let limit):
@@ -717,6 +746,8 @@ struct DashboardModel: Sendable {
                     }
                 }
             } else if case .saveOutput = prompt.kind {
+                prompt.command.handle(key)
+            } else if case .editCommand = prompt.kind {
                 prompt.command.handle(key)
             } else if prompt.field == .command || prompt.kind == .filter {
                 prompt.command.handle(key)

@@ -542,6 +542,12 @@ enum DashboardView {
                     : Segment(TextWidth.fit(field.text, to: fieldWidth))
                 let range = JobSpec.priorityRange
                 return fitted([Segment(label, .prompt), shown, Segment("  \(range.lowerBound) to \(range.upperBound), higher runs first", .dim)], width: width)
+            case .editCommand(let id):
+                let label = " Command of \(id.short): "
+                let fieldWidth = max(4, width - TextWidth.width(label) - 1)
+                let field = prompt.command.visible(width: fieldWidth)
+                cursor = ScreenPosition(row: 0, column: TextWidth.width(label) + field.cursorColumn)
+                return fitted([Segment(label, .prompt), Segment(TextWidth.fit(field.text, to: fieldWidth))], width: width)
             case .saveOutput(let id):
                 let label = " Write the output of \(id.short) to: "
                 let fieldWidth = max(4, width - TextWidth.width(label) - 1)
@@ -716,6 +722,8 @@ enum DashboardView {
             return fitted([Segment(" Enter sets it · Esc aborts · typing replaces the current one", .dim)], width: width)
         case .saveOutput:
             return fitted([Segment(" Enter writes the kept output (stdout and stderr, as written) · Esc aborts", .dim)], width: width)
+        case .editCommand:
+            return fitted([Segment(" Enter saves it (a failed or cancelled job runs again) · Esc aborts · Ctrl-U clears", .dim)], width: width)
         case .newJob:
             let range = JobSpec.priorityRange
             let hint = prompt.field == .command

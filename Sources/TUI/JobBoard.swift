@@ -302,6 +302,8 @@ struct JobBoard: Sendable {
             // A priority changes a queued job's place even though its state stays.
             orderVersion &+= 1
             append(time, "\(tag(id)) priority \(from) → \(to)", .normal)
+        case .edited(let id, let command):
+            append(time, "\(id.short) command now: \(TextWidth.truncate(TextWidth.sanitize(command), to: 60))", .normal)
         case .paused:
             append(time, "dispatch paused", .paused)
         case .resumed:

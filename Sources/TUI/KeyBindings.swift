@@ -4,7 +4,7 @@ enum TableAction: Hashable, Sendable, CaseIterable {
     case showOutput, enqueue, cancel, raisePriority, lowerPriority, retry, togglePause
     case fewerSlots, moreSlots, filter, cycleSort, help, quit, interrupt
     case toggleGroupPause, setGroupLimit, shutdownServe, toggleFollow, toggleTag, untagAll, setPriority, saveOutput, eventsView, timeline
-    case signal
+    case signal, editCommand
 }
 
 /// One entry of the key table: the keys, how help shows them, and what they do.
@@ -42,6 +42,8 @@ enum KeyBindings {
                    footer: ("n", "New")),
         KeyBinding(keys: [.char("c"), .function(9)], label: "c F9", summary: "cancel the selected job (asks y/n)",
                    action: .cancel, footer: ("c", "Cancel")),
+        KeyBinding(keys: [.char("e")], label: "e", summary: "edit a waiting job's command (a failed or cancelled one: edit and retry)",
+                   action: .editCommand),
         KeyBinding(keys: [.char("x")], label: "x", summary: "send a signal to the selected (or tagged) running jobs (a menu: TERM KILL STOP CONT …)",
                    action: .signal),
         KeyBinding(keys: [.char("+"), .function(7)], label: "+ F7",
