@@ -646,6 +646,10 @@ public actor Scheduler {
             case .emit(let kind):
                 events.append(kind)
                 if kind.isFinal, let id = kind.jobID { ended.append(id) }
+                // Before the attempt's output (launched below): a separator after the last one's.
+                if case .started(let id, let attempt, let maxAttempts, _) = kind, attempt > 1 {
+                    store.attemptStarted(id, attempt: attempt, of: maxAttempts)
+                }
             case .start(let id, let attempt, let workerID):
                 let known = starts.map { $0[startIndex] }
                 startIndex += 1

@@ -379,11 +379,12 @@ public struct SchedulerCore: Sendable {
             let group = spec.group.map { groupHandle(named: $0) } ?? 0
             if spec.dependencies.isEmpty && spec.notBefore == nil {
                 // The common case, kept lean: straight to the queue.
-                let info = JobInfo(
+                var info = JobInfo(
                     id: id, name: spec.name, command: spec.work.description, priority: spec.priority,
                     state: .queued, attempts: 0, maxAttempts: spec.retry.maxAttempts, progress: nil,
                     submittedAt: now, startedAt: nil, finishedAt: nil, lastFailure: nil, key: spec.coalescingKey,
                     group: groups[Int(group)].info.name)
+                if !spec.environment.isEmpty || spec.workingDirectory != nil { info.describe(spec) }
                 let handle = jobs.insert(for: id) {
                     Job(handle: $0, submitted: SubmittedSpec(spec), info: info, batch: batch, group: group, timeout: spec.timeout)
                 }
@@ -425,11 +426,12 @@ public struct SchedulerCore: Sendable {
             let due = spec.notBefore.map { dueTime(of: $0, submittedAt: now) }.flatMap { $0 > now ? $0 : nil }
             let (pending, failedDependency) = dependencyStatus(dependencies, handles: dependencyHandles)
             let state: JobState = if let due { .scheduled(until: due) } else if pending > 0 { .blocked } else { .queued }
-            let info = JobInfo(
+            var info = JobInfo(
                 id: id, name: spec.name, command: spec.work.description, priority: spec.priority,
                 state: state, attempts: 0, maxAttempts: spec.retry.maxAttempts, progress: nil,
                 submittedAt: now, startedAt: nil, finishedAt: nil, lastFailure: nil, key: spec.coalescingKey,
                 group: groups[Int(group)].info.name, dependencies: dependencies)
+            if !spec.environment.isEmpty || spec.workingDirectory != nil { info.describe(spec) }
             let handle = jobs.insert(for: id) {
                 Job(handle: $0, submitted: SubmittedSpec(spec), info: info, batch: batch, group: group, notBefore: due, timeout: spec.timeout)
             }
@@ -490,12 +492,13 @@ public struct SchedulerCore: Sendable {
                     continue
                 }
                 let group = job.spec.group.map { groupHandle(named: $0) } ?? 0
-                let info = JobInfo(
+                var info = JobInfo(
                     id: job.id, name: job.spec.name, command: job.spec.work.description, priority: job.spec.priority,
                     state: ending, attempts: job.attempts, maxAttempts: job.spec.retry.maxAttempts, progress: nil,
                     submittedAt: now, startedAt: nil, finishedAt: now, lastFailure: job.lastFailure, key: nil,
                     group: groups[Int(group)].info.name,
                     dependencies: job.spec.dependencies.compactMap { if case .job(let id) = $0 { id } else { nil } })
+                if !job.spec.environment.isEmpty || job.spec.workingDirectory != nil { info.describe(job.spec) }
                 let handle = jobs.insert(for: job.id) {
                     Job(handle: $0, submitted: SubmittedSpec(job.spec), info: info, batch: nil, group: group, timeout: job.spec.timeout)
                 }

@@ -240,3 +240,11 @@ public enum ShutdownMode: String, Sendable, Codable {
     /// Cancel every running, queued and waiting job (process groups killed), then stop.
     case cancelRunning
 }
+
+extension OutputLine {
+    /// The line jobtop puts between two attempts' output (the kept tail, the durable output
+    /// files): `--- jobtop: attempt 2 of 3 ---`.
+    public static func attemptSeparator(_ attempt: Int, of maxAttempts: Int) -> String {
+        "--- jobtop: attempt \(attempt) of \(maxAttempts) ---"
+    }
+}
