@@ -176,7 +176,12 @@ final class DashboardController {
             markDirty()
             return
         }
-        let commands = model.handle(key)
+        let commands: [DashboardCommand]
+        if case .mouse(let event) = key {
+            commands = model.handleMouse(event, size: terminal.size)
+        } else {
+            commands = model.handle(key)
+        }
         markDirty()
         for command in commands { perform(command) }
     }

@@ -592,6 +592,33 @@ struct DashboardModel: Sendable {
         return [.reprioritize(job.id, to: target)]
     }
 
+    /// A mouse event on a screen of `size`: a click on a table row selects it, a click on a
+    /// footer entry acts as its key, and the wheel moves three lines (the selection, or the
+    /// text of the output, events and help views).
+    mutating func handleMouse(_ event: MouseEvent, size: TerminalSize) -> [DashboardCommand] {
+        switch event.kind {
+        case .wheelUp: return (0..<3).flatMap { _ in handle(.up) }
+        case .wheelDown: return (0..<3).flatMap { _ in handle(.down) }
+        case .click:
+            guard mode == .table, size.rows >= DashboardView.minimumSize.rows, size.columns >= DashboardView.minimumSize.columns else {
+                return []
+            }
+            if event.row == size.rows - 1 {
+                // The footer, laid out as the view draws it (one cell short of the width).
+                guard let action = KeyBindings.footerAction(at: event.column, width: size.columns - 1),
+                      let key = KeyBindings.table.first(where: { $0.action == action })?.keys.first
+                else { return [] }
+                return handle(key)
+            }
+            // Table rows start below the two header lines and the column titles.
+            let row = event.row - 3
+            guard row >= 0, row < DashboardView.Layout(size: size).tableRows, top + row < table.count else { return [] }
+            message = nil
+            select(index: top + row)
+            return []
+        }
+    }
+
     private mutating func handleSignalMenu(_ key: Key, _ menu: SignalMenu) -> [DashboardCommand] {
         var menu = menu
         let count = SignalName.common.count

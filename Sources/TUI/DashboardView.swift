@@ -796,7 +796,10 @@ enum DashboardView {
             let index = top + row
             if index < view.lines.count {
                 let line = view.lines[index]
-                let segments = ANSIText.segments(line.text, base: line.stream == .stderr ? .failed : .normal)
+                // The line jobtop puts between two attempts stands apart from the job's own.
+                let isSeparator = line.stream == .stdout && line.text.hasPrefix("--- jobtop: attempt ")
+                let segments = isSeparator ? [Segment(line.text, .panelTitle)]
+                    : ANSIText.segments(line.text, base: line.stream == .stderr ? .failed : .normal)
                 lines.append(fitted(ANSIText.dropCells(segments, view.left), width: width))
             } else if row == 0 {
                 let empty = isFinished ? " (no output)" : " (no output yet)"
@@ -833,6 +836,11 @@ enum DashboardView {
         }
         var lines: [ScreenLine] = []
         lines.append(line("command", [Segment(TextWidth.sanitize(job.command))]))
+        if let directory = job.workingDirectory { lines.append(line("cwd", [Segment(TextWidth.sanitize(directory))])) }
+        if let environment = job.environment, !environment.isEmpty {
+            let text = environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+            lines.append(line("env", [Segment(TextWidth.sanitize(text))]))
+        }
         var about = [Segment("\(job.id.short)")]
         if let name = job.name { about.append(Segment(" · name \(TextWidth.sanitize(name))")) }
         about.append(Segment(" · group \(TextWidth.sanitize(job.group)) · priority \(job.priority)"))
@@ -1002,6 +1010,7 @@ enum DashboardView {
             [Segment("  "), Segment(TextWidth.fit(line.label, to: labelWidth), .footerKey), Segment("  " + line.summary)]
         }
         body.append([Segment("  n: @GROUP and after:NAME,NAME before the command: @gpu after:fetch train.sh", .dim)])
+        body.append([Segment("  Mouse: a click selects a row or acts as a footer key; the wheel scrolls.", .dim)])
         body.append([Segment("  Prompts: ←→ Home End, Ctrl-U clears, Tab: field, Enter submits, Esc aborts.", .dim)])
         return body
     }

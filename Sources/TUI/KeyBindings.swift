@@ -106,6 +106,8 @@ enum KeyBindings {
         (.showOutput, .saveOutput, "the job's details and output (Esc returns) / write its output to a file"),
         (.help, .eventsView, "this help / every event, full screen"),
         (.quit, .interrupt, "quit (asks while jobs are active) / the same; twice forces"),
+        (.editCommand, .signal, "edit a waiting job's command (a failed one: and retry) / send a signal"),
+        (.filter, .cycleSort, "filter by text (Esc clears) / cycle the sort order"),
     ]
 
     /// Help's lines: each binding once, pairs on one line, as (keys, summary).
@@ -136,6 +138,25 @@ enum KeyBindings {
     /// drawn compact (htop's `F1Help`: no space between key and label, one between entries),
     /// which an 80-column screen needs to show every key.
     static func footer(width: Int) -> (entries: [(key: String, label: String)], isCompact: Bool) {
+        let layout = footerLayout(width: width)
+        return (layout.actions.compactMap { action in table.first { $0.action == action }?.footer }, layout.isCompact)
+    }
+
+    /// The footer entry drawn at `column` of a footer `width` cells wide (as
+    /// ``footer(width:)`` lays it out), for a click on it.
+    static func footerAction(at column: Int, width: Int) -> TableAction? {
+        let layout = footerLayout(width: width)
+        var start = 0
+        for (index, action) in layout.actions.enumerated() {
+            guard let entry = table.first(where: { $0.action == action })?.footer else { continue }
+            let cells = TextWidth.width(entry.key) + TextWidth.width(entry.label) + (layout.isCompact ? (index == 0 ? 0 : 1) : 3)
+            if column >= start && column < start + cells { return action }
+            start += cells
+        }
+        return nil
+    }
+
+    private static func footerLayout(width: Int) -> (actions: [TableAction], isCompact: Bool) {
         var actions = footerOrder
         func cells(_ actions: [TableAction], compact: Bool) -> Int {
             // Compact entries are one space apart, the first at the edge.
@@ -146,6 +167,6 @@ enum KeyBindings {
         for dropped in footerDropOrder where cells(actions, compact: isCompact) > width {
             actions.removeAll { $0 == dropped }
         }
-        return (actions.compactMap { action in table.first { $0.action == action }?.footer }, isCompact)
+        return (actions, isCompact)
     }
 }

@@ -43,7 +43,7 @@ struct TableOrder: Sendable {
         }
     }
 
-    static let maxChunk = 1024
+    static let maxChunk = 256
 
     private(set) var sort: SortKey
     private(set) var filter: Filter
