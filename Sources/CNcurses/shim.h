@@ -40,6 +40,32 @@ static inline int cn_wcwidth(unsigned int character) { return wcwidth((wchar_t)c
 #include <langinfo.h>
 static inline const char *cn_codeset(void) { return nl_langinfo(CODESET); }
 
+// The mouse: clicks of the first button and the wheel (buttons 4 and 5), reported at once
+// (no click interval: a press is acted on, not held for a double click).
+static inline void cn_mouse_enable(void) {
+    mousemask(BUTTON1_PRESSED | BUTTON1_CLICKED | BUTTON4_PRESSED
+#ifdef BUTTON5_PRESSED
+              | BUTTON5_PRESSED
+#endif
+              , NULL);
+    mouseinterval(0);
+}
+static inline int cn_key_mouse(void) { return KEY_MOUSE; }
+// The last mouse event: 1 a click of the first button, 2 wheel up, 3 wheel down, 0 anything
+// else or none; its cell in row and column.
+static inline int cn_mouse_read(int *row, int *column) {
+    MEVENT event;
+    if (getmouse(&event) != OK) return 0;
+    *row = event.y;
+    *column = event.x;
+    if (event.bstate & (BUTTON1_PRESSED | BUTTON1_CLICKED)) return 1;
+    if (event.bstate & BUTTON4_PRESSED) return 2;
+#ifdef BUTTON5_PRESSED
+    if (event.bstate & BUTTON5_PRESSED) return 3;
+#endif
+    return 0;
+}
+
 // Function keys are built by the KEY_F(n) macro, which is not imported.
 static inline int cn_key_f(int n) { return KEY_F(n); }
 

@@ -20,6 +20,8 @@ public final class JobControl: Sendable {
         var hasEnded = false
         /// The first request came after the work had ended.
         var cameTooLate = false
+        /// Delivers a signal to the work's processes (local process jobs only).
+        var signalHandler: (@Sendable (Int32) -> Void)?
     }
 
     private let state = Locked(State())
@@ -50,6 +52,7 @@ public final class JobControl: Sendable {
         state.withLock { state in
             state.hasEnded = true
             state.handler = nil
+            state.signalHandler = nil
         }
     }
 
@@ -64,6 +67,22 @@ public final class JobControl: Sendable {
     /// When the only request came after ``workEnded()``, the attempt ended on its own and keeps
     /// its own outcome: a job that ran to its end is never reported cancelled.
     public var stopTookEffect: Bool { state.withLock { $0.request != nil && !$0.cameTooLate } }
+
+    /// Installs what sends a signal to the work's processes (a local worker's process group);
+    /// `nil` removes it. A worker that installs none cannot be signalled.
+    public func onSignal(_ handler: (@Sendable (Int32) -> Void)?) {
+        state.withLock { state in state.signalHandler = state.hasEnded ? nil : handler }
+    }
+
+    /// Sends `signal` to the work's processes.
+    ///
+    /// - Returns: Whether the worker takes signals (`false`: a remote or Slurm worker, or work
+    ///   that has ended).
+    public func sendSignal(_ signal: Int32) -> Bool {
+        let handler = state.withLock { $0.hasEnded ? nil : $0.signalHandler }
+        handler?(signal)
+        return handler != nil
+    }
 
     /// Asks the work to stop. Later requests only change the recorded reason.
     public func requestStop(_ reason: StopReason, grace: Duration) {

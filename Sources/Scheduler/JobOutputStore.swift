@@ -60,6 +60,11 @@ final class JobOutputStore: Sendable {
         state.withLock { $0.tails[job]?.progress }
     }
 
+    /// A later attempt starts: a separator line in the job's tail, before its output.
+    func attemptStarted(_ job: JobID, attempt: Int, of maxAttempts: Int) {
+        append(OutputLine(stream: .stdout, text: OutputLine.attemptSeparator(attempt, of: maxAttempts)), to: job)
+    }
+
     /// The job's tail and how many earlier lines were dropped.
     func tail(of job: JobID) -> (lines: [OutputLine], dropped: Int) {
         state.withLock { state in

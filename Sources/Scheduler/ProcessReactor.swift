@@ -126,6 +126,8 @@ final class ProcessLoop: Sendable {
     fileprivate enum Message: Sendable {
         case start(ProcessStart)
         case stop(UInt64)
+        /// Send a signal to a running process's group.
+        case signal(UInt64, Int32)
         /// Read a paused process's output again.
         case resumeReading(UInt64)
     }
@@ -172,6 +174,7 @@ final class ProcessLoop: Sendable {
             // Before the start: a stop that comes first is ignored by the I/O thread, which sees
             // the request when it takes the start.
             assignment.control.onStop { [self] _ in post(.stop(id)) }
+            assignment.control.onSignal { [self] signal in post(.signal(id, signal)) }
             post(.start(ProcessStart(id: id, assignment: assignment, grace: grace, continuation: continuation)))
         }
     }
@@ -274,6 +277,7 @@ private final class ProcessLoopThread {
                 switch message {
                 case .start(let start): pendingStarts.append(start)
                 case .stop(let id): stop(id)
+                case .signal(let id, let signal): send(signal, to: id)
                 case .resumeReading(let id): resumeReading(id)
                 }
             }
@@ -393,6 +397,14 @@ private final class ProcessLoopThread {
         let killAt = ContinuousClock.now + request.grace
         process.phase = .running(killAt: killAt)
         schedule(process, at: killAt)
+    }
+
+    /// Sends `signal` to a running job's process group (`x` in the dashboard, `jobtop signal`).
+    /// Here, on the thread that reaps it: the leader is not reaped yet, so its group id cannot
+    /// have been reused.
+    private func send(_ signal: Int32, to id: UInt64) {
+        guard let process = processes[id], case .running = process.phase, !Self.hasExited(process.pid) else { return }
+        kill(-process.pid, signal)
     }
 
     /// The job's main process has exited (it is a zombie until reaped below). Whatever else is
@@ -643,6 +655,7 @@ private final class ProcessLoopThread {
 
     private func complete(_ start: ProcessStart, _ termination: Termination) {
         start.assignment.control.onStop(nil)
+        start.assignment.control.onSignal(nil)
         loop.attemptEnded()
         start.continuation.resume(returning: termination)
     }

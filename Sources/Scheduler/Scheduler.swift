@@ -295,6 +295,33 @@ public actor Scheduler {
         perform(try core.cancel(id, now: now), now: now)
     }
 
+    /// Sends `signal` to a running job's process group (its state does not change; a signal
+    /// that ends the job ends it as any exit does).
+    ///
+    /// - Throws: ``SchedulerError`` when the job is unknown, not running, not a process, not
+    ///   on a local worker, or `signal` is not a signal number.
+    public func signal(_ id: JobID, _ signal: Int32) throws(SchedulerError) {
+        let worker = try core.signalTarget(id, signal: signal)
+        guard let index = core.handle(of: id).map({ Int($0.index) }), index < controls.count,
+              let control = controls[index], control.sendSignal(signal)
+        else {
+            let kind = workers[worker]?.descriptor.kind
+            throw SchedulerError(.notAllowed, kind == .local || kind == nil
+                ? "job \(id.short) has not started its process yet"
+                : "signals reach only local jobs; job \(id.short) runs on worker \(workers[worker]?.descriptor.name ?? worker.short)")
+        }
+    }
+
+    /// Gives a job that is not running a new shell command (a failed, cancelled or skipped one
+    /// is retried with it).
+    ///
+    /// - Throws: ``SchedulerError`` when the job is unknown, running or succeeded, the command
+    ///   is empty, or the retry is refused.
+    public func edit(_ id: JobID, command: String) throws(SchedulerError) {
+        let now = clock.now()
+        perform(try core.edit(id, command: command, now: now), now: now)
+    }
+
     /// Changes a job's priority; a queued job moves at once.
     ///
     /// - Throws: ``SchedulerError`` when the job is unknown or has ended.
@@ -619,6 +646,10 @@ public actor Scheduler {
             case .emit(let kind):
                 events.append(kind)
                 if kind.isFinal, let id = kind.jobID { ended.append(id) }
+                // Before the attempt's output (launched below): a separator after the last one's.
+                if case .started(let id, let attempt, let maxAttempts, _) = kind, attempt > 1 {
+                    store.attemptStarted(id, attempt: attempt, of: maxAttempts)
+                }
             case .start(let id, let attempt, let workerID):
                 let known = starts.map { $0[startIndex] }
                 startIndex += 1

@@ -30,6 +30,12 @@ public enum SchedulerCommand: Sendable, Codable {
     case resumeGroup(String)
     /// Forget every finished job still listed (`jobtop clean`).
     case forgetFinished
+    /// Send a signal (SIGTERM, SIGSTOP, ...) to a running job's process group. The job's state
+    /// does not change (a signal that ends it ends it as any exit does). Local jobs only.
+    case signal(JobID, Int32)
+    /// Give a job that is not running a new shell command; a failed, cancelled or skipped one
+    /// is retried with it. Refused for running and succeeded jobs.
+    case edit(JobID, command: String)
 }
 
 /// What a performed command gives back.
@@ -132,6 +138,10 @@ extension Scheduler: SchedulerClient {
             try resumeGroup(group)
         case .forgetFinished:
             return .forgotten(forgetFinished())
+        case .signal(let id, let signal):
+            try self.signal(id, signal)
+        case .edit(let id, let command):
+            try edit(id, command: command)
         }
         return .done
     }

@@ -50,7 +50,7 @@ public struct SchedulerCore: Sendable {
         let handle: JobHandle
         /// The spec as submitted, shared rather than copied each time the record is (its
         /// priority may be stale: `info.priority` is the job's priority).
-        let submitted: SubmittedSpec
+        var submitted: SubmittedSpec
         var spec: JobSpec { submitted.spec }
         var info: JobInfo
         var workerLosses = 0
@@ -379,11 +379,12 @@ public struct SchedulerCore: Sendable {
             let group = spec.group.map { groupHandle(named: $0) } ?? 0
             if spec.dependencies.isEmpty && spec.notBefore == nil {
                 // The common case, kept lean: straight to the queue.
-                let info = JobInfo(
+                var info = JobInfo(
                     id: id, name: spec.name, command: spec.work.description, priority: spec.priority,
                     state: .queued, attempts: 0, maxAttempts: spec.retry.maxAttempts, progress: nil,
                     submittedAt: now, startedAt: nil, finishedAt: nil, lastFailure: nil, key: spec.coalescingKey,
                     group: groups[Int(group)].info.name)
+                if !spec.environment.isEmpty || spec.workingDirectory != nil { info.describe(spec) }
                 let handle = jobs.insert(for: id) {
                     Job(handle: $0, submitted: SubmittedSpec(spec), info: info, batch: batch, group: group, timeout: spec.timeout)
                 }
@@ -425,11 +426,12 @@ public struct SchedulerCore: Sendable {
             let due = spec.notBefore.map { dueTime(of: $0, submittedAt: now) }.flatMap { $0 > now ? $0 : nil }
             let (pending, failedDependency) = dependencyStatus(dependencies, handles: dependencyHandles)
             let state: JobState = if let due { .scheduled(until: due) } else if pending > 0 { .blocked } else { .queued }
-            let info = JobInfo(
+            var info = JobInfo(
                 id: id, name: spec.name, command: spec.work.description, priority: spec.priority,
                 state: state, attempts: 0, maxAttempts: spec.retry.maxAttempts, progress: nil,
                 submittedAt: now, startedAt: nil, finishedAt: nil, lastFailure: nil, key: spec.coalescingKey,
                 group: groups[Int(group)].info.name, dependencies: dependencies)
+            if !spec.environment.isEmpty || spec.workingDirectory != nil { info.describe(spec) }
             let handle = jobs.insert(for: id) {
                 Job(handle: $0, submitted: SubmittedSpec(spec), info: info, batch: batch, group: group, notBefore: due, timeout: spec.timeout)
             }
@@ -490,12 +492,13 @@ public struct SchedulerCore: Sendable {
                     continue
                 }
                 let group = job.spec.group.map { groupHandle(named: $0) } ?? 0
-                let info = JobInfo(
+                var info = JobInfo(
                     id: job.id, name: job.spec.name, command: job.spec.work.description, priority: job.spec.priority,
                     state: ending, attempts: job.attempts, maxAttempts: job.spec.retry.maxAttempts, progress: nil,
                     submittedAt: now, startedAt: nil, finishedAt: now, lastFailure: job.lastFailure, key: nil,
                     group: groups[Int(group)].info.name,
                     dependencies: job.spec.dependencies.compactMap { if case .job(let id) = $0 { id } else { nil } })
+                if !job.spec.environment.isEmpty || job.spec.workingDirectory != nil { info.describe(job.spec) }
                 let handle = jobs.insert(for: job.id) {
                     Job(handle: $0, submitted: SubmittedSpec(job.spec), info: info, batch: nil, group: group, timeout: job.spec.timeout)
                 }
@@ -1247,6 +1250,62 @@ public struct SchedulerCore: Sendable {
         }
         if let key = jobs[handle].spec.coalescingKey { keys[key] = jobs[handle].info.id }
         jobs[handle].info.history.finishedAt = nil
+    }
+
+    /// Gives a job a new shell command. A job that has not started (queued, blocked,
+    /// scheduled) or waits for its retry keeps its place and runs the new command next; a
+    /// failed, cancelled or skipped job is retried with it (as ``retry(_:now:)``, and refused
+    /// as it would be, leaving the command as it was). A running or succeeded job is refused.
+    public mutating func edit(_ id: JobID, command: String, now: SchedulerTime) throws(SchedulerError) -> [Action] {
+        guard let handle = jobs.handle(of: id) else { throw unknown(id) }
+        guard !command.allSatisfy(\.isWhitespace) else {
+            throw SchedulerError(.invalidArgument, "the command is empty")
+        }
+        let old = jobs[handle]
+        switch old.info.state {
+        case .running:
+            throw SchedulerError(.notAllowed, "job \(id.short) is running: cancel it first, or edit it once it has ended")
+        case .succeeded:
+            throw SchedulerError(.notAllowed, "job \(id.short) has succeeded: submit a new job instead")
+        case .queued, .blocked, .scheduled, .waitingForRetry, .failed, .cancelled, .skipped:
+            break
+        }
+        var spec = old.spec
+        spec.work = .shell(command)
+        jobs[handle].submitted = SubmittedSpec(spec)
+        jobs[handle].info.command = command
+        actions.append(.emit(.edited(id, command: command)))
+        guard old.info.state.isFinished else { return takeActions() }
+        do {
+            // The event and the retry's actions come out together.
+            return try retry(id, now: now)
+        } catch {
+            // Refused: nothing changed (the event is taken back with the command).
+            jobs[handle].submitted = old.submitted
+            jobs[handle].info.command = old.info.command
+            actions.removeAll { if case .emit(.edited(id, _)) = $0 { true } else { false } }
+            throw error
+        }
+    }
+
+    /// Whether `signal` may be sent to job `id` now: only a running job with a process (not Swift
+    /// code), and only a real signal number (1 to 64).
+    ///
+    /// - Returns: The worker running it.
+    /// - Throws: ``SchedulerError`` `.unknownJob`, `.notAllowed` (not running, no process) or
+    ///   `.invalidArgument` (not a signal).
+    public func signalTarget(_ id: JobID, signal: Int32) throws(SchedulerError) -> WorkerID {
+        guard let handle = jobs.handle(of: id) else { throw unknown(id) }
+        guard (1...64).contains(signal) else {
+            throw SchedulerError(.invalidArgument, "\(signal) is not a signal number (1 to 64)")
+        }
+        guard case .running(let worker, _, _, _) = jobs[handle].info.state else {
+            throw SchedulerError(.notAllowed, "only a running job can be signalled; job \(id.short) is \(jobs[handle].info.state.name)")
+        }
+        guard jobs[handle].spec.work.isProcess else {
+            throw SchedulerError(.notAllowed, "job \(id.short) is Swift code: it has no process to signal")
+        }
+        return worker
     }
 
     private func unknown(_ id: JobID) -> SchedulerError {

@@ -60,6 +60,9 @@ public struct SchedulerEvent: Sendable, Codable {
         case cancelled(JobID)
         /// A queued job's priority changed.
         case reprioritized(JobID, from: Int, to: Int)
+        /// A job that was not running got a new shell command (`e` in the dashboard); its next
+        /// attempt runs it.
+        case edited(JobID, command: String)
         /// Dispatch was paused: running jobs go on, no new ones start.
         case paused
         /// Dispatch was resumed.
@@ -111,6 +114,7 @@ public struct SchedulerEvent: Sendable, Codable {
             case .failed: "failed"
             case .cancelled: "cancelled"
             case .reprioritized: "reprioritized"
+            case .edited: "edited"
             case .paused: "paused"
             case .resumed: "resumed"
             case .slotsChanged: "slots"
@@ -133,7 +137,7 @@ public struct SchedulerEvent: Sendable, Codable {
             case .submitted(let info): info.id
             case .coalesced(let id, _), .started(let id, _, _, _), .progress(let id, _), .output(let id, _), .placed(let id, _),
                  .leftoverProcesses(let id, _, _), .stopping(let id, _), .retryScheduled(let id, _, _, _, _), .requeued(let id, _),
-                 .succeeded(let id, _), .failed(let id, _, _), .cancelled(let id), .reprioritized(let id, _, _),
+                 .succeeded(let id, _), .failed(let id, _, _), .cancelled(let id), .reprioritized(let id, _, _), .edited(let id, _),
                  .blocked(let id, _), .released(let id), .scheduled(let id, _), .skipped(let id, _):
                 id
             default: nil
@@ -235,4 +239,12 @@ public enum ShutdownMode: String, Sendable, Codable {
     case graceful
     /// Cancel every running, queued and waiting job (process groups killed), then stop.
     case cancelRunning
+}
+
+extension OutputLine {
+    /// The line jobtop puts between two attempts' output (the kept tail, the durable output
+    /// files): `--- jobtop: attempt 2 of 3 ---`.
+    public static func attemptSeparator(_ attempt: Int, of maxAttempts: Int) -> String {
+        "--- jobtop: attempt \(attempt) of \(maxAttempts) ---"
+    }
 }

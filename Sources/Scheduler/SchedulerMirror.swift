@@ -180,6 +180,8 @@ public struct SchedulerMirror: Sendable {
             }
         case .reprioritized(let id, _, let to):
             return update(id) { $0.priority = to }
+        case .edited(let id, let command):
+            return update(id) { $0.command = command }
         case .blocked(let id, _):
             // A skipped job brought back by a retry leaves the finished (a scheduled one whose
             // time came was never among them).

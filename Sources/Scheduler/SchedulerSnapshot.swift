@@ -134,6 +134,11 @@ public struct JobInfo: Sendable, Equatable, Codable {
     public var dependencies: [JobID]
     /// Its earlier attempts.
     public var history: History
+    /// Where it runs, when its spec names a directory (else the scheduler's own).
+    public var workingDirectory: String?
+    /// The variables its spec adds to the environment, `nil` when none (jobtop's own
+    /// `JOBTOP_` markers are not listed).
+    public var environment: [String: String]?
 
     /// Attempts started so far: the running, failed-and-waiting or final attempt where the state
     /// names it.
@@ -184,7 +189,9 @@ public struct JobInfo: Sendable, Equatable, Codable {
         lastFailure: FailureReason? = nil,
         key: String? = nil,
         group: String = JobSpec.defaultGroup,
-        dependencies: [JobID] = []
+        dependencies: [JobID] = [],
+        workingDirectory: String? = nil,
+        environment: [String: String]? = nil
     ) {
         self.id = id
         self.name = name
@@ -198,5 +205,15 @@ public struct JobInfo: Sendable, Equatable, Codable {
         self.group = group
         self.dependencies = dependencies
         self.history = History(attempts: attempts, startedAt: startedAt, finishedAt: finishedAt, lastFailure: lastFailure)
+        self.workingDirectory = workingDirectory
+        self.environment = environment
+    }
+
+    /// Sets ``workingDirectory`` and ``environment`` from `spec`.
+    mutating func describe(_ spec: JobSpec) {
+        workingDirectory = spec.workingDirectory
+        guard !spec.environment.isEmpty else { return }
+        let shown = spec.environment.filter { !$0.key.hasPrefix("JOBTOP_") }
+        environment = shown.isEmpty ? nil : shown
     }
 }

@@ -106,6 +106,7 @@ struct ByteWriter {
         if history.attempts != 0 || history.startedAt != nil || history.finishedAt != nil || history.lastFailure != nil {
             flags |= JobFlags.history
         }
+        if job.workingDirectory != nil || job.environment != nil { flags |= JobFlags.place }
         byte(flags)
         id(job.id)
         if let name = job.name { string(name) }
@@ -131,6 +132,17 @@ struct ByteWriter {
             if let startedAt = history.startedAt { time(startedAt) }
             if let finishedAt = history.finishedAt { time(finishedAt) }
             if let lastFailure = history.lastFailure { try json(lastFailure) }
+        }
+        if flags & JobFlags.place != 0 {
+            byte((job.workingDirectory != nil ? 1 : 0) | (job.environment != nil ? 2 : 0))
+            if let directory = job.workingDirectory { string(directory) }
+            if let environment = job.environment {
+                varint(UInt64(environment.count))
+                for (name, value) in environment.sorted(by: { $0.key < $1.key }) {
+                    string(name)
+                    string(value)
+                }
+            }
         }
     }
 
@@ -160,6 +172,8 @@ private enum JobFlags {
     static let group: UInt8 = 1 << 3
     static let dependencies: UInt8 = 1 << 4
     static let history: UInt8 = 1 << 5
+    /// A working directory or added environment (the details panel's cwd and env).
+    static let place: UInt8 = 1 << 6
 }
 
 private enum StateTag {
@@ -284,6 +298,20 @@ struct ByteReader {
             if present & 1 != 0 { job.history.startedAt = try time() }
             if present & 2 != 0 { job.history.finishedAt = try time() }
             if present & 4 != 0 { job.history.lastFailure = try json(FailureReason.self) }
+        }
+        if flags & JobFlags.place != 0 {
+            let present = try byte()
+            if present & 1 != 0 { job.workingDirectory = try string() }
+            if present & 2 != 0 {
+                let count = try count()
+                var environment: [String: String] = [:]
+                environment.reserveCapacity(count)
+                for _ in 0..<count {
+                    let name = try string()
+                    environment[name] = try string()
+                }
+                job.environment = environment
+            }
         }
         return job
     }

@@ -32,7 +32,7 @@ final class OutputFiles: Sendable {
                 pieces[id, default: []].append(contentsOf: line.ending.bytes)
             case .started(let id, let attempt, let maxAttempts, _) where attempt > 1:
                 if pieces[id] == nil { order.append(id) }
-                pieces[id, default: []].append(contentsOf: Array("--- jobtop: attempt \(attempt) of \(maxAttempts) ---\n".utf8))
+                pieces[id, default: []].append(contentsOf: Array((OutputLine.attemptSeparator(attempt, of: maxAttempts) + "\n").utf8))
             default:
                 continue
             }

@@ -253,6 +253,9 @@ public final class SchedulerStore: Sendable {
         case .scheduled(let id, _):
             try db.execute(
                 sql: "UPDATE job SET state = 'scheduled', finished_at = NULL, skip = NULL WHERE id = ?", arguments: [id.description])
+        case .edited(let id, let command):
+            // A shell command now (work_kind 0, as SpecColumns writes it).
+            try db.execute(sql: "UPDATE job SET work_kind = 0, command = ? WHERE id = ?", arguments: [command, id.description])
         case .reprioritized(let id, _, let to):
             try db.execute(sql: "UPDATE job SET priority = ? WHERE id = ?", arguments: [to, id.description])
         case .paused:

@@ -18,7 +18,8 @@ package enum DashboardBenchmark {
         package var events: Int
         /// Nanoseconds per event: the model's update plus what the controller asks per event.
         package var nanosecondsPerEvent: Double
-        /// Milliseconds per frame: reorder (sort and filter the whole table) and layout.
+        /// Milliseconds per frame: the selection kept in view and the layout (the order is kept
+        /// per event).
         package var millisecondsPerFrame: Double
         /// Frames laid out in the timed part.
         package var frames: Int
@@ -79,7 +80,7 @@ package enum DashboardBenchmark {
         let size = TerminalSize(rows: 30, columns: 100)
         let tableRows = DashboardView.Layout(size: size).tableRows
         func frame() {
-            model.prepare(tableRows: tableRows, reorder: true)
+            model.prepare(tableRows: tableRows)
             _ = DashboardView.render(model, size: size, now: .milliseconds(Int64(seq)))
         }
 
@@ -119,6 +120,9 @@ package enum DashboardBenchmark {
         package var milliseconds: [Double]
         /// Resident memory the model of `jobs` jobs added (bytes, from /proc/self/statm).
         package var modelBytes: Int
+        /// Milliseconds from `s` (sort by the next key: the whole table sorted once) to its
+        /// frame, sorted.
+        package var resortMilliseconds: [Double] = []
 
         /// The `fraction` quantile (0.99: p99).
         package func quantile(_ fraction: Double) -> Double {
@@ -129,9 +133,9 @@ package enum DashboardBenchmark {
 
     /// The time from a key to its frame with a big table: `queued` queued jobs (and a few
     /// running and finished), a job starting and one ending between two keys (the order is
-    /// always stale), `keys` keys of the kinds a user types (move, page, priority), each frame
-    /// sorting the table when the dashboard would (``DashboardController/reorders``: a big
-    /// table at most every `pause`, which keys 20 ms apart hit now and then).
+    /// always stale), `keys` keys of the kinds a user types (move, page, priority). The table's
+    /// order is kept per event (``TableOrder``), so no frame sorts; `s` (a new sort key, which
+    /// sorts everything once) is timed apart, as ``KeyLatency/resortMilliseconds``.
     package static func keyLatency(queued: Int, keys: Int = 300) -> KeyLatency {
         let residentBefore = residentBytes()
         var model = DashboardModel(title: "bench")
@@ -161,10 +165,6 @@ package enum DashboardBenchmark {
         var times: [Double] = []
         times.reserveCapacity(keys)
         var next = 0
-        // Keys come 20 ms apart (a fast typist, a held key); the dashboard's pause between
-        // sorts of a big table is at least 250 ms.
-        var sinceSort = Duration.zero
-        var sortCost = Duration.zero
         for index in 0..<keys {
             // A job starts and one ends between two keys: the order is stale.
             let id = ids[next % ids.count]
@@ -173,22 +173,22 @@ package enum DashboardBenchmark {
             apply(.succeeded(id, attempts: 1))
             let start = clock.now
             _ = model.handle(script[index % script.count])
-            let pause = max(DashboardController.reorderInterval, sortCost * (1 / DashboardController.reorderShare))
-            let reorder = DashboardController.reorders(jobs: model.board.jobs.count, sinceLast: sinceSort, pause: pause, isKey: true)
-            model.prepare(tableRows: tableRows, reorder: reorder)
-            let sorted = clock.now
+            model.prepare(tableRows: tableRows)
             _ = DashboardView.render(model, size: size, now: .milliseconds(Int64(seq)))
-            let spent = clock.now - start
-            times.append(spent.seconds * 1e3)
-            if reorder {
-                sinceSort = .zero
-                sortCost = sorted - start
-            } else {
-                sinceSort += .milliseconds(20) + spent
-            }
+            times.append((clock.now - start).seconds * 1e3)
         }
         times.sort()
-        return KeyLatency(jobs: model.board.jobs.count, milliseconds: times, modelBytes: modelBytes)
+        // `s` four times: every sort key once, back to the first.
+        var resorts: [Double] = []
+        for _ in 0..<SortKey.allCases.count {
+            let start = clock.now
+            _ = model.handle(.char("s"))
+            model.prepare(tableRows: tableRows)
+            _ = DashboardView.render(model, size: size, now: .milliseconds(Int64(seq)))
+            resorts.append((clock.now - start).seconds * 1e3)
+        }
+        resorts.sort()
+        return KeyLatency(jobs: model.board.jobs.count, milliseconds: times, modelBytes: modelBytes, resortMilliseconds: resorts)
     }
 
     /// Resident memory of this process, from /proc/self/statm (0 where there is none).

@@ -17,11 +17,6 @@ import Scheduler
 final class DashboardController {
     /// The shortest time between two frames: at most 29 in any second (~30 per second).
     static let frameInterval: Duration = .milliseconds(35)
-    /// Tables with at least this many jobs are re-sorted at most every ``reorderInterval``, and
-    /// at most ``reorderShare`` of the time: a sort that took 50 ms waits at least 500 ms.
-    nonisolated static let bigTable = 2_000
-    nonisolated static let reorderInterval: Duration = .milliseconds(250)
-    nonisolated static let reorderShare = 0.1
     /// The signals the dashboard acts on: SIGWINCH relayouts, SIGINT is Ctrl-C, the others end it.
     nonisolated static let handledSignals: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGWINCH]
 
@@ -48,11 +43,6 @@ final class DashboardController {
     private var askedServeShutdown = false
 
     private var isDirty = false
-    /// A key was handled since the last frame: the table reorders at once.
-    private var hasKeyInput = false
-    private var lastReorder: ContinuousClock.Instant
-    /// How long the last re-sort of the table took.
-    private var lastReorderCost: Duration = .zero
     private var isFrameScheduled = false
     private var lastFrame: ContinuousClock.Instant
     /// The scheduler's clock at a moment on ours, to tell its `now` between events.
@@ -81,7 +71,6 @@ final class DashboardController {
         model.isAttached = options.isAttached
         let now = clock.now
         lastFrame = now - .seconds(1)
-        lastReorder = now - .seconds(1)
         anchor = (.zero, now)
         secondStart = now
         started = now
@@ -187,8 +176,12 @@ final class DashboardController {
             markDirty()
             return
         }
-        let commands = model.handle(key)
-        hasKeyInput = true
+        let commands: [DashboardCommand]
+        if case .mouse(let event) = key {
+            commands = model.handleMouse(event, size: terminal.size)
+        } else {
+            commands = model.handle(key)
+        }
         markDirty()
         for command in commands { perform(command) }
     }
@@ -258,6 +251,9 @@ final class DashboardController {
         case .saveOutput(let id, let path):
             let tail = await client.outputTail(of: id)
             return Self.write(tail.lines, dropped: tail.dropped, to: path)
+        case .signal(let ids, let signal):
+            return await send(signal, to: ids)
+        case .edit(let id, let command): request = .edit(id, command: command)
         case .showOutput, .quit, .forceQuit: return nil
         }
         let reply: SchedulerReply
@@ -274,6 +270,8 @@ final class DashboardController {
             return Segment("submitted \(ids.first?.short ?? "?")\(placement): \(text)", .message)
         case (.retry(let id), _):
             return Segment("\(id.short) retried", .message)
+        case (.edit(let id, _), _):
+            return Segment("\(id.short): command changed", .message)
         case (.pauseGroup(let group), _):
             return Segment("group \(group) paused: its running jobs go on, none starts (P resumes)", .message)
         case (.resumeGroup(let group), _):
@@ -283,6 +281,27 @@ final class DashboardController {
         default:
             return nil
         }
+    }
+
+    /// Sends `signal` to each job; says to how many it went, or the first refusal.
+    private func send(_ signal: Int32, to ids: [JobID]) async -> Segment {
+        var sent: [JobID] = []
+        var refusal: (JobID, String)?
+        for id in ids {
+            do {
+                _ = try await client.perform(.signal(id, signal))
+                sent.append(id)
+            } catch {
+                if refusal == nil { refusal = (id, error.description) }
+            }
+        }
+        let name = "SIG" + SignalName.name(of: signal)
+        let jobs = sent.count == 1 ? sent[0].short : "\(sent.count) jobs"
+        if let (id, reason) = refusal {
+            let prefix = sent.isEmpty ? "" : "sent \(name) to \(jobs); "
+            return Segment("\(prefix)\(id.short): \(reason)", .error)
+        }
+        return Segment("sent \(name) to \(jobs)", .message)
     }
 
     /// Writes output lines (their exact bytes) to `path`; says what was done, or why not.
@@ -437,19 +456,11 @@ final class DashboardController {
         let now = clock.now
         lastFrame = now
         let size = terminal.size
-        // Sorting thousands of jobs on every frame would cost more than drawing them: a big
-        // table follows the scheduler's changes a few times a second, a key at once.
-        let pause = max(Self.reorderInterval, lastReorderCost * (1 / Self.reorderShare))
-        let reorder = Self.reorders(jobs: model.board.jobs.count, sinceLast: now - lastReorder, pause: pause, isKey: hasKeyInput)
-        if reorder { lastReorder = now }
-        hasKeyInput = false
-        model.prepare(tableRows: DashboardView.Layout(size: size).tableRows, reorder: reorder)
-        if reorder { lastReorderCost = clock.now - now }
+        // The table's order is kept one event at a time (TableOrder): a frame never sorts.
+        model.prepare(tableRows: DashboardView.Layout(size: size).tableRows)
         model.outputRows = max(1, size.rows - 2)
         terminal.draw(DashboardView.render(model, size: size, now: schedulerNow))
         countFrame(at: now)
-        // A stale order gets its reorder in a later frame even if nothing else happens.
-        if model.isOrderStale { markDirty() }
     }
 
     private func countFrame(at now: ContinuousClock.Instant) {
@@ -460,14 +471,6 @@ final class DashboardController {
         }
         framesThisSecond += 1
         maxFramesPerSecond = max(maxFramesPerSecond, framesThisSecond)
-    }
-
-    /// Whether a frame sorts the table again. A small table: always (it is cheap). A big one
-    /// (100,000 jobs sort in ~100-200 ms): only once `pause` has passed since the last sort, even
-    /// for a key, so that a key's frame comes at once (a new sort key or filter always applies;
-    /// the selection moves in the order shown, which catches up within the pause).
-    nonisolated static func reorders(jobs: Int, sinceLast: Duration, pause: Duration, isKey: Bool) -> Bool {
-        jobs < bigTable || sinceLast >= pause
     }
 
     /// The CPU time of the calling thread.

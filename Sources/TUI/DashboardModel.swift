@@ -38,6 +38,10 @@ enum DashboardCommand: Equatable, Sendable {
     case forceQuit
     /// Attached: shut `jobtop serve` down (its running jobs finish, queued ones stay).
     case shutdownServe
+    /// Send a signal to these running jobs' process groups.
+    case signal([JobID], Int32)
+    /// Give a job a new shell command (a failed or cancelled one is retried with it).
+    case edit(JobID, command: String)
 }
 
 /// The dashboard's state: what the scheduler reported plus what the user is doing. Pure: keys
@@ -63,6 +67,8 @@ struct DashboardModel: Sendable {
             case setPriority([JobID])
             /// The file to write this job's output to (the text is in `command`).
             case saveOutput(JobID)
+            /// This job's new command (the text is in `command`).
+            case editCommand(JobID)
         }
         enum Field: Equatable, Sendable { case command, priority }
         var kind: Kind
@@ -132,6 +138,16 @@ struct DashboardModel: Sendable {
         case events
         /// One lane per worker slot, jobs as bars over time (`t`).
         case timeline
+        /// `x`: which signal to send to these running jobs.
+        case signalMenu(SignalMenu)
+    }
+
+    /// The `x` menu: the signals of ``SignalName/common``, one selected.
+    struct SignalMenu: Equatable, Sendable {
+        /// The running jobs it is for (the selected one, or the tagged ones).
+        var targets: [JobID]
+        /// The signal selected (an index into ``SignalName/common``).
+        var index = 0
     }
 
     var title: String
@@ -166,11 +182,16 @@ struct DashboardModel: Sendable {
     /// Rows the table shows; set by ``prepare(tableRows:)``.
     private(set) var pageSize = 10
 
-    private var order: [JobID] = []
-    private var orderStamp: (version: Int, sort: SortKey, filter: String)?
+    /// The table's rows in display order, moved one job at a time as events come (never a
+    /// whole sort per event or per frame; a new sort key or filter sorts once).
+    private(set) var table = TableOrder()
 
-    init(title: String = "jobtop") {
+    /// - Parameters:
+    ///   - title: The header's title.
+    ///   - finishedRetention: Finished jobs kept for display (older ones are dropped).
+    init(title: String = "jobtop", finishedRetention: Int = 10_000) {
         self.title = title
+        board = JobBoard(finishedRetention: finishedRetention)
     }
 
     // MARK: - Events
@@ -178,7 +199,13 @@ struct DashboardModel: Sendable {
     /// Applies a scheduler event: O(1) for every kind but a snapshot (the board is a stored
     /// property, changed in place, never copied).
     mutating func apply(_ event: SchedulerEvent) {
-        board.apply(event)
+        let evicted = board.apply(event)
+        if case .snapshot = event.kind {
+            table.rebuild(board.jobs.values, ordinals: board.ordinals, sort: sort, filter: filter)
+        } else {
+            for id in evicted { table.update(id, job: nil, ordinal: 0) }
+            if let id = event.kind.jobID { table.update(id, job: board.jobs[id], ordinal: board.ordinals[id] ?? 0) }
+        }
         if let id = messageJob, event.kind.jobID == id, let job = board.jobs[id], job.state.isFinished {
             message = Segment("\(id.short) \(job.state.name)", stateRoleName(job.state))
         }
@@ -193,11 +220,8 @@ struct DashboardModel: Sendable {
     /// The tagged jobs still on the board, in table order.
     var liveTagged: [JobID] {
         guard !tagged.isEmpty else { return [] }
-        // Tagged jobs a filter hides are acted on too.
-        let shown = order.filter { tagged.contains($0) }
-        guard shown.count < tagged.count else { return shown }
-        let shownSet = Set(shown)
-        return shown + tagged.filter { !shownSet.contains($0) && board.jobs[$0] != nil }.sorted()
+        // Tagged jobs a filter hides are acted on too (after the rows shown).
+        return table.inOrder(tagged.filter { board.jobs[$0] != nil })
     }
 
     /// A priority change the scheduler refused: the next `+`/`-` starts from the job's own.
@@ -235,102 +259,60 @@ struct DashboardModel: Sendable {
 
     // MARK: - The table
 
-    /// The table's jobs in display order (filtered and sorted), as of the last ``prepare(tableRows:reorder:)``.
-    var orderedIDs: [JobID] {
-        orderStamp == nil ? Self.ordered(board.jobs.values, sort: sort, filter: filter, ordinals: board.ordinals) : order
-    }
-
-    /// Whether jobs changed state or priority since the order was last computed.
-    var isOrderStale: Bool {
-        guard let stamp = orderStamp else { return true }
-        return stamp.version != board.orderVersion || stamp.sort != sort || stamp.filter != filter
-    }
+    /// The table's jobs in display order (filtered and sorted). O(jobs): the screen reads
+    /// only its rows from ``table``.
+    var orderedIDs: [JobID] { table.all }
 
     /// The selected job, if any.
     var selectedJob: JobInfo? { selectedID.flatMap { board.jobs[$0] } }
 
-    /// Refreshes the order and keeps the selection on the same job and in view.
+    /// Keeps the selection on the same job and in view (the order itself is always current).
     ///
-    /// - Parameters:
-    ///   - tableRows: The rows the table shows.
-    ///   - reorder: Whether to sort again if jobs changed; `false` keeps the last order (a big,
-    ///     busy table is re-sorted a few times a second, not on every frame). A new sort key or
-    ///     filter always applies.
-    mutating func prepare(tableRows: Int, reorder: Bool = true) {
+    /// - Parameter tableRows: The rows the table shows.
+    mutating func prepare(tableRows: Int) {
         pageSize = max(1, tableRows)
-        if reorder || orderStamp == nil || orderStamp?.sort != sort || orderStamp?.filter != filter {
-            refreshOrder()
-        }
         clampSelection()
     }
 
-    private mutating func refreshOrder() {
-        if let stamp = orderStamp, stamp.version == board.orderVersion, stamp.sort == sort, stamp.filter == filter {
-            return
-        }
-        order = Self.ordered(board.jobs.values, sort: sort, filter: filter, ordinals: board.ordinals)
-        orderStamp = (board.orderVersion, sort, filter)
+    /// Sorts the whole table again: a new sort key or filter.
+    private mutating func resort() {
+        table.rebuild(board.jobs.values, ordinals: board.ordinals, sort: sort, filter: filter)
     }
 
     private mutating func clampSelection() {
-        if let id = selectedID, selectedIndex < order.count, order[selectedIndex] == id {
+        if let id = selectedID, selectedIndex < table.count, table[selectedIndex] == id {
             // Unchanged.
         } else if let id = selectedID, isFollowing || board.jobs[id]?.state.kind == selectedKind,
-                  let index = order.firstIndex(of: id) {
+                  let index = table.position(of: id) {
             // Moved within its part of the table (a new priority, a new sort): the cursor goes
             // with it.
             selectedIndex = index
         } else {
             // It changed state (or left): the cursor stays on its row.
-            selectedIndex = min(selectedIndex, max(0, order.count - 1))
+            selectedIndex = min(selectedIndex, max(0, table.count - 1))
         }
-        selectedID = order.isEmpty ? nil : order[selectedIndex]
+        selectedID = table.isEmpty ? nil : table[selectedIndex]
         selectedKind = selectedID.flatMap { board.jobs[$0]?.state.kind }
         if selectedIndex < top { top = selectedIndex }
         if selectedIndex >= top + pageSize { top = selectedIndex - pageSize + 1 }
-        top = max(0, min(top, max(0, order.count - pageSize)))
+        top = max(0, min(top, max(0, table.count - pageSize)))
     }
 
     private mutating func select(index: Int) {
-        guard !order.isEmpty else { return }
-        selectedIndex = max(0, min(index, order.count - 1))
-        selectedID = order[selectedIndex]
+        guard !table.isEmpty else { return }
+        selectedIndex = max(0, min(index, table.count - 1))
+        selectedID = table[selectedIndex]
         clampSelection()
     }
 
-    /// Sorts and filters jobs for the table; returns their ids in display order.
+    /// Sorts and filters jobs for the table; returns their ids in display order (what
+    /// ``table`` keeps, computed at once).
     static func ordered(
         _ jobs: some Collection<JobInfo>, sort: SortKey, filter: String, ordinals: [JobID: Int] = [:]
     ) -> [JobID] {
-        let needle = filter.lowercased().trimmingCharacters(in: .whitespaces)
-        // A state's name (or `done`, as the header says) is a filter on the state alone: `queued`
-        // must not list a running job whose command mentions the word.
-        let stateNames: Set<String> = ["queued", "running", "waiting", "succeeded", "failed", "cancelled", "blocked", "scheduled", "skipped"]
-        let stateFilter = needle == "done" ? "succeeded" : (stateNames.contains(needle) ? needle : nil)
-        func matches(_ job: JobInfo) -> Bool {
-            if let stateFilter { return job.state.name == stateFilter }
-            return needle.isEmpty || job.displayName.lowercased().contains(needle) || job.command.lowercased().contains(needle)
-                || job.id.short.hasPrefix(needle) || job.state.name.hasPrefix(needle)
-                || (job.group != JobSpec.defaultGroup && job.group.lowercased().contains(needle))
-        }
-        // Sorting compact keys instead of whole job records keeps a 10,000-job table cheap to
-        // reorder on every frame that needs it.
-        if sort == .name {
-            var keyed: [(name: String, key: OrderKey)] = []
-            keyed.reserveCapacity(jobs.count)
-            for job in jobs where matches(job) {
-                keyed.append((job.displayName.lowercased(), OrderKey(job, sort: sort, ordinal: ordinals[job.id] ?? 0)))
-            }
-            keyed.sort { a, b in a.name != b.name ? a.name < b.name : a.key < b.key }
-            return keyed.map(\.key.id)
-        }
-        var keys: [OrderKey] = []
-        keys.reserveCapacity(jobs.count)
-        for job in jobs where matches(job) {
-            keys.append(OrderKey(job, sort: sort, ordinal: ordinals[job.id] ?? 0))
-        }
-        keys.sort()
-        return keys.map(\.id)
+        var table = TableOrder()
+        table.rebuild(jobs, ordinals: ordinals, sort: sort, filter: filter)
+        return table.all
     }
 
     /// A job's place in the table as numbers compared in order.
@@ -399,10 +381,6 @@ struct DashboardModel: Sendable {
 
     /// Handles a key and returns what should be done.
     mutating func handle(_ key: Key) -> [DashboardCommand] {
-        // A key acts on the order on screen. A small table is re-sorted first (cheap); a big
-        // one keeps the order shown until its next sort (100,000 jobs take 100-200 ms to sort:
-        // a key must not wait for that).
-        if board.jobs.count < DashboardController.bigTable || orderStamp == nil { refreshOrder() }
         clampSelection()
         if key != .control("c") { message = nil }
         switch mode {
@@ -423,6 +401,7 @@ struct DashboardModel: Sendable {
         case .confirm(let confirmation): return handleConfirm(key, confirmation)
         case .output(let view): return handleOutput(key, view)
         case .events: return handleEvents(key)
+        case .signalMenu(let menu): return handleSignalMenu(key, menu)
         case .timeline:
             switch key {
             case .control("c"): return interrupt()
@@ -442,7 +421,7 @@ struct DashboardModel: Sendable {
         case .pageUp: select(index: selectedIndex - pageSize)
         case .pageDown: select(index: selectedIndex + pageSize)
         case .moveToTop: select(index: 0)
-        case .moveToBottom: select(index: order.count - 1)
+        case .moveToBottom: select(index: table.count - 1)
         case .toggleTag:
             guard let job = selectedJob else { return noSelection() }
             if tagged.remove(job.id) == nil { tagged.insert(job.id) }
@@ -538,7 +517,7 @@ struct DashboardModel: Sendable {
         case .cycleSort:
             let all = SortKey.allCases
             sort = all[(all.firstIndex(of: sort)! + 1) % all.count]
-            refreshOrder()
+            resort()
             clampSelection()
             message = Segment("sorted by \(sort.rawValue)", .message)
         case .help:
@@ -549,6 +528,14 @@ struct DashboardModel: Sendable {
             mode = .events
         case .timeline:
             mode = .timeline
+        case .signal:
+            let targets = liveTagged.isEmpty ? selectedJob.map { [$0.id] } ?? [] : liveTagged
+            let running = targets.filter { board.jobs[$0]?.state.kind == .running }
+            guard !running.isEmpty else {
+                message = Segment(targets.isEmpty ? "no job selected" : "only a running job can be sent a signal", .error)
+                return []
+            }
+            mode = .signalMenu(SignalMenu(targets: running))
         case .setPriority:
             let targets = liveTagged.isEmpty ? selectedJob.map { [$0.id] } ?? [] : liveTagged
             let active = targets.filter { board.jobs[$0].map { !$0.state.isFinished } ?? false }
@@ -558,6 +545,19 @@ struct DashboardModel: Sendable {
             }
             let current = board.jobs[active[0]].map { String(pendingPriorities[$0.id] ?? $0.priority) } ?? "0"
             mode = .prompt(Prompt(kind: .setPriority(active), command: LineEditor(), priority: LineEditor(current, selected: true), field: .priority))
+        case .editCommand:
+            guard let job = selectedJob else { return noSelection() }
+            switch job.state.kind {
+            case .running:
+                message = Segment("\(job.id.short) is running: cancel it first, or edit it once it has ended", .error)
+                return []
+            case .succeeded:
+                message = Segment("\(job.id.short) has succeeded: n submits a new job", .error)
+                return []
+            default:
+                // The cursor at the end of the command as it is, to mend it.
+                mode = .prompt(Prompt(kind: .editCommand(job.id), command: LineEditor(job.command), priority: LineEditor()))
+            }
         case .saveOutput:
             guard let job = selectedJob else { return noSelection() }
             mode = .prompt(Prompt(kind: .saveOutput(job.id), command: LineEditor("jobtop-\(job.id.short).log", selected: true), priority: LineEditor()))
@@ -590,6 +590,73 @@ struct DashboardModel: Sendable {
         }
         pendingPriorities[job.id] = target
         return [.reprioritize(job.id, to: target)]
+    }
+
+    /// A mouse event on a screen of `size`: a click on a table row selects it, a click on a
+    /// footer entry acts as its key, and the wheel moves three lines (the selection, or the
+    /// text of the output, events and help views).
+    mutating func handleMouse(_ event: MouseEvent, size: TerminalSize) -> [DashboardCommand] {
+        switch event.kind {
+        case .wheelUp: return (0..<3).flatMap { _ in handle(.up) }
+        case .wheelDown: return (0..<3).flatMap { _ in handle(.down) }
+        case .click:
+            guard mode == .table, size.rows >= DashboardView.minimumSize.rows, size.columns >= DashboardView.minimumSize.columns else {
+                return []
+            }
+            if event.row == size.rows - 1 {
+                // The footer, laid out as the view draws it (one cell short of the width).
+                guard let action = KeyBindings.footerAction(at: event.column, width: size.columns - 1),
+                      let key = KeyBindings.table.first(where: { $0.action == action })?.keys.first
+                else { return [] }
+                return handle(key)
+            }
+            // Table rows start below the two header lines and the column titles.
+            let row = event.row - 3
+            guard row >= 0, row < DashboardView.Layout(size: size).tableRows, top + row < table.count else { return [] }
+            message = nil
+            select(index: top + row)
+            return []
+        }
+    }
+
+    private mutating func handleSignalMenu(_ key: Key, _ menu: SignalMenu) -> [DashboardCommand] {
+        var menu = menu
+        let count = SignalName.common.count
+        switch key {
+        case .control("c"): return interrupt()
+        case .up, .char("k"): menu.index = (menu.index + count - 1) % count
+        case .down, .char("j"): menu.index = (menu.index + 1) % count
+        case .home, .char("g"): menu.index = 0
+        case .end, .char("G"): menu.index = count - 1
+        case .char(let character) where character.isNumber:
+            // 1-9: that line of the menu, at once.
+            guard let number = character.wholeNumberValue, number >= 1, number <= count else { return [] }
+            menu.index = number - 1
+            return sendSignal(menu)
+        case .enter:
+            return sendSignal(menu)
+        case .escape, .char("q"), .char("x"):
+            mode = .table
+            return []
+        default:
+            break
+        }
+        mode = .signalMenu(menu)
+        return []
+    }
+
+    private mutating func sendSignal(_ menu: SignalMenu) -> [DashboardCommand] {
+        mode = .table
+        // Jobs that ended while the menu was open are left out.
+        let running = menu.targets.filter { board.jobs[$0]?.state.kind == .running }
+        let signal = SignalName.common[menu.index]
+        guard !running.isEmpty else {
+            message = Segment("no longer running: SIG\(signal.name) not sent", .error)
+            return []
+        }
+        let jobs = running.count == 1 ? running[0].short : "\(running.count) jobs"
+        message = Segment("sending SIG\(signal.name) to \(jobs)…", .message)
+        return [.signal(running, signal.number)]
     }
 
     private mutating func noSelection() -> [DashboardCommand] {
@@ -645,6 +712,18 @@ struct DashboardModel: Sendable {
                     return []
                 }
                 return [.saveOutput(id, path: path)]
+            case .editCommand(let id):
+                let command = prompt.command.text
+                guard !command.allSatisfy(\.isWhitespace) else {
+                    mode = .prompt(prompt)
+                    message = Segment("not changed: the command is empty", .error)
+                    return []
+                }
+                guard command != board.jobs[id]?.command || board.jobs[id]?.state.isFinished == true else {
+                    message = Segment("\(id.short): the command is unchanged", .message)
+                    return []
+                }
+                return [.edit(id, command: command)]
             case .groupLimit(let group):
                 switch Self.groupLimit(from: prompt.command.text) {
                 case .success(let limit):
@@ -694,6 +773,8 @@ struct DashboardModel: Sendable {
                     }
                 }
             } else if case .saveOutput = prompt.kind {
+                prompt.command.handle(key)
+            } else if case .editCommand = prompt.kind {
                 prompt.command.handle(key)
             } else if prompt.field == .command || prompt.kind == .filter {
                 prompt.command.handle(key)
@@ -772,10 +853,10 @@ struct DashboardModel: Sendable {
     private mutating func setFilter(_ text: String) {
         guard text != filter else { return }
         filter = text
-        refreshOrder()
+        resort()
         selectedIndex = 0
-        if let id = selectedID, let index = order.firstIndex(of: id) { selectedIndex = index }
-        selectedID = order.isEmpty ? nil : order[min(selectedIndex, order.count - 1)]
+        if let id = selectedID, let index = table.position(of: id) { selectedIndex = index }
+        selectedID = table.isEmpty ? nil : table[min(selectedIndex, table.count - 1)]
         clampSelection()
     }
 

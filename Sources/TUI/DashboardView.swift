@@ -85,6 +85,13 @@ enum DashboardView {
         if layout.panelRows > 0 {
             lines.append(contentsOf: panels(model, rows: layout.panelRows, width: width, now: now))
         }
+        if case .signalMenu(let menu) = model.mode {
+            // The menu over the table (htop's F9): rows from the table's first on.
+            let menuLines = signalMenu(menu, model: model, width: width)
+            for (offset, line) in menuLines.enumerated() where 3 + offset < layout.statusRow {
+                lines[3 + offset] = line
+            }
+        }
         var cursor: ScreenPosition?
         let status = statusLine(model, width: width, now: now, cursor: &cursor)
         if cursor != nil { cursor!.row = layout.statusRow }
@@ -535,6 +542,12 @@ enum DashboardView {
                     : Segment(TextWidth.fit(field.text, to: fieldWidth))
                 let range = JobSpec.priorityRange
                 return fitted([Segment(label, .prompt), shown, Segment("  \(range.lowerBound) to \(range.upperBound), higher runs first", .dim)], width: width)
+            case .editCommand(let id):
+                let label = " Command of \(id.short): "
+                let fieldWidth = max(4, width - TextWidth.width(label) - 1)
+                let field = prompt.command.visible(width: fieldWidth)
+                cursor = ScreenPosition(row: 0, column: TextWidth.width(label) + field.cursorColumn)
+                return fitted([Segment(label, .prompt), Segment(TextWidth.fit(field.text, to: fieldWidth))], width: width)
             case .saveOutput(let id):
                 let label = " Write the output of \(id.short) to: "
                 let fieldWidth = max(4, width - TextWidth.width(label) - 1)
@@ -608,6 +621,8 @@ enum DashboardView {
                 if TextWidth.width(text) > width { text = " Cancel \(jobs)? y/n " }
             }
             return fitted([Segment(text, .prompt)], width: width)
+        case .signalMenu:
+            return fitted([Segment(" ↑↓ or 1-9 choose · Enter sends to the job's process group · Esc cancels ", .prompt)], width: width)
         default:
             if let message = model.message {
                 return fitted([Segment(" "), Segment(TextWidth.sanitize(message.text), message.role)], width: width)
@@ -617,6 +632,20 @@ enum DashboardView {
             }
             return fitted([], width: width)
         }
+    }
+
+    /// The `x` menu's lines: a title naming the jobs, then one line per signal, the chosen one
+    /// in reverse video.
+    static func signalMenu(_ menu: DashboardModel.SignalMenu, model: DashboardModel, width: Int) -> [ScreenLine] {
+        let jobs = menu.targets.count == 1
+            ? "\(menu.targets[0].short) (\(TextWidth.truncate(TextWidth.sanitize(model.board.label(of: menu.targets[0])), to: 20)))"
+            : "\(menu.targets.count) tagged jobs"
+        var lines = [fitted([Segment(" Send a signal to \(jobs)", .panelTitle)], width: width)]
+        for (index, signal) in SignalName.common.enumerated() {
+            let text = " \(index + 1)  SIG\(signal.name)" + String(repeating: " ", count: max(1, 6 - signal.name.count)) + "\(signal.number) "
+            lines.append(fitted([Segment(" "), Segment(TextWidth.fit(text, to: 18), index == menu.index ? .selected : .normal)], width: width))
+        }
+        return lines
     }
 
     /// The quit question, in the words that fit `width`.
@@ -693,6 +722,8 @@ enum DashboardView {
             return fitted([Segment(" Enter sets it · Esc aborts · typing replaces the current one", .dim)], width: width)
         case .saveOutput:
             return fitted([Segment(" Enter writes the kept output (stdout and stderr, as written) · Esc aborts", .dim)], width: width)
+        case .editCommand:
+            return fitted([Segment(" Enter saves it (a failed or cancelled job runs again) · Esc aborts · Ctrl-U clears", .dim)], width: width)
         case .newJob:
             let range = JobSpec.priorityRange
             let hint = prompt.field == .command
@@ -765,7 +796,10 @@ enum DashboardView {
             let index = top + row
             if index < view.lines.count {
                 let line = view.lines[index]
-                let segments = ANSIText.segments(line.text, base: line.stream == .stderr ? .failed : .normal)
+                // The line jobtop puts between two attempts stands apart from the job's own.
+                let isSeparator = line.stream == .stdout && line.text.hasPrefix("--- jobtop: attempt ")
+                let segments = isSeparator ? [Segment(line.text, .panelTitle)]
+                    : ANSIText.segments(line.text, base: line.stream == .stderr ? .failed : .normal)
                 lines.append(fitted(ANSIText.dropCells(segments, view.left), width: width))
             } else if row == 0 {
                 let empty = isFinished ? " (no output)" : " (no output yet)"
@@ -802,6 +836,11 @@ enum DashboardView {
         }
         var lines: [ScreenLine] = []
         lines.append(line("command", [Segment(TextWidth.sanitize(job.command))]))
+        if let directory = job.workingDirectory { lines.append(line("cwd", [Segment(TextWidth.sanitize(directory))])) }
+        if let environment = job.environment, !environment.isEmpty {
+            let text = environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+            lines.append(line("env", [Segment(TextWidth.sanitize(text))]))
+        }
         var about = [Segment("\(job.id.short)")]
         if let name = job.name { about.append(Segment(" · name \(TextWidth.sanitize(name))")) }
         about.append(Segment(" · group \(TextWidth.sanitize(job.group)) · priority \(job.priority)"))
@@ -971,6 +1010,7 @@ enum DashboardView {
             [Segment("  "), Segment(TextWidth.fit(line.label, to: labelWidth), .footerKey), Segment("  " + line.summary)]
         }
         body.append([Segment("  n: @GROUP and after:NAME,NAME before the command: @gpu after:fetch train.sh", .dim)])
+        body.append([Segment("  Mouse: a click selects a row or acts as a footer key; the wheel scrolls.", .dim)])
         body.append([Segment("  Prompts: ←→ Home End, Ctrl-U clears, Tab: field, Enter submits, Esc aborts.", .dim)])
         return body
     }

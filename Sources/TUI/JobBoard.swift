@@ -151,12 +151,15 @@ struct JobBoard: Sendable {
 
     /// Applies one event: the mirror takes the job state, this board the event pane, the
     /// finish rate and the table's order stamp.
-    mutating func apply(_ event: SchedulerEvent) {
+    ///
+    /// - Returns: The jobs this event dropped (the oldest finished beyond the retention).
+    @discardableResult
+    mutating func apply(_ event: SchedulerEvent) -> [JobID] {
         lastTime = max(lastTime, event.time)
         let time = event.time
         if case .snapshot(let snapshot) = event.kind {
             replace(with: snapshot)
-            return
+            return []
         }
         // An event about a job this board no longer keeps (it was dropped): only a fresh
         // snapshot can say what it is now.
@@ -190,6 +193,7 @@ struct JobBoard: Sendable {
         }
         if event.kind.isFinal { finished(at: time) }
         describe(event, workerName: leavingName, groupBefore: groupBefore)
+        return evicted
     }
 
     /// Takes a fresh snapshot: clears the "needs a snapshot" flag. O(jobs).
@@ -298,6 +302,8 @@ struct JobBoard: Sendable {
             // A priority changes a queued job's place even though its state stays.
             orderVersion &+= 1
             append(time, "\(tag(id)) priority \(from) → \(to)", .normal)
+        case .edited(let id, let command):
+            append(time, "\(id.short) command now: \(TextWidth.truncate(TextWidth.sanitize(command), to: 60))", .normal)
         case .paused:
             append(time, "dispatch paused", .paused)
         case .resumed:

@@ -4,6 +4,7 @@ enum TableAction: Hashable, Sendable, CaseIterable {
     case showOutput, enqueue, cancel, raisePriority, lowerPriority, retry, togglePause
     case fewerSlots, moreSlots, filter, cycleSort, help, quit, interrupt
     case toggleGroupPause, setGroupLimit, shutdownServe, toggleFollow, toggleTag, untagAll, setPriority, saveOutput, eventsView, timeline
+    case signal, editCommand
 }
 
 /// One entry of the key table: the keys, how help shows them, and what they do.
@@ -41,6 +42,10 @@ enum KeyBindings {
                    footer: ("n", "New")),
         KeyBinding(keys: [.char("c"), .function(9)], label: "c F9", summary: "cancel the selected job (asks y/n)",
                    action: .cancel, footer: ("c", "Cancel")),
+        KeyBinding(keys: [.char("e")], label: "e", summary: "edit a waiting job's command (a failed or cancelled one: edit and retry)",
+                   action: .editCommand),
+        KeyBinding(keys: [.char("x")], label: "x", summary: "send a signal to the selected (or tagged) running jobs (a menu: TERM KILL STOP CONT …)",
+                   action: .signal),
         KeyBinding(keys: [.char("+"), .function(7)], label: "+ F7",
                    summary: "raise the selected job's priority", action: .raisePriority, footer: ("+-", "Prio")),
         KeyBinding(keys: [.char("-"), .function(8)], label: "- F8", summary: "lower the selected job's priority",
@@ -101,6 +106,8 @@ enum KeyBindings {
         (.showOutput, .saveOutput, "the job's details and output (Esc returns) / write its output to a file"),
         (.help, .eventsView, "this help / every event, full screen"),
         (.quit, .interrupt, "quit (asks while jobs are active) / the same; twice forces"),
+        (.editCommand, .signal, "edit a waiting job's command (a failed one: and retry) / send a signal"),
+        (.filter, .cycleSort, "filter by text (Esc clears) / cycle the sort order"),
     ]
 
     /// Help's lines: each binding once, pairs on one line, as (keys, summary).
@@ -131,6 +138,25 @@ enum KeyBindings {
     /// drawn compact (htop's `F1Help`: no space between key and label, one between entries),
     /// which an 80-column screen needs to show every key.
     static func footer(width: Int) -> (entries: [(key: String, label: String)], isCompact: Bool) {
+        let layout = footerLayout(width: width)
+        return (layout.actions.compactMap { action in table.first { $0.action == action }?.footer }, layout.isCompact)
+    }
+
+    /// The footer entry drawn at `column` of a footer `width` cells wide (as
+    /// ``footer(width:)`` lays it out), for a click on it.
+    static func footerAction(at column: Int, width: Int) -> TableAction? {
+        let layout = footerLayout(width: width)
+        var start = 0
+        for (index, action) in layout.actions.enumerated() {
+            guard let entry = table.first(where: { $0.action == action })?.footer else { continue }
+            let cells = TextWidth.width(entry.key) + TextWidth.width(entry.label) + (layout.isCompact ? (index == 0 ? 0 : 1) : 3)
+            if column >= start && column < start + cells { return action }
+            start += cells
+        }
+        return nil
+    }
+
+    private static func footerLayout(width: Int) -> (actions: [TableAction], isCompact: Bool) {
         var actions = footerOrder
         func cells(_ actions: [TableAction], compact: Bool) -> Int {
             // Compact entries are one space apart, the first at the edge.
@@ -141,6 +167,6 @@ enum KeyBindings {
         for dropped in footerDropOrder where cells(actions, compact: isCompact) > width {
             actions.removeAll { $0 == dropped }
         }
-        return (actions.compactMap { action in table.first { $0.action == action }?.footer }, isCompact)
+        return (actions, isCompact)
     }
 }

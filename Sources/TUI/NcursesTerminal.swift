@@ -67,7 +67,9 @@ final class NcursesTerminal: Terminal {
             return stripPadding(Array(UnsafeBufferPointer(start: value, count: length)))
         }
         let leave = capability("rmcup")
-        return capability("sgr0") + capability("cnorm") + capability("rmkx") + (leave.isEmpty ? capability("clear") : leave)
+        // Mouse reporting off (X10/normal, button-event and SGR modes): not a terminfo string.
+        let mouseOff = Array("\u{1b}[?1000l\u{1b}[?1002l\u{1b}[?1006l".utf8CString.dropLast())
+        return capability("sgr0") + capability("cnorm") + capability("rmkx") + mouseOff + (leave.isEmpty ? capability("clear") : leave)
     }
 
     /// A terminfo string without its padding (`$<5>`, `$<2*/>`): tputs waits for those, they
@@ -103,6 +105,8 @@ final class NcursesTerminal: Terminal {
         nonl()
         keypad(cn_stdscr(), true)
         nodelay(cn_stdscr(), true)
+        // Clicks and the wheel (as htop: Shift with the mouse still selects text).
+        cn_mouse_enable()
         // A lone Esc is told from the start of an escape sequence by this pause (ms).
         set_escdelay(25)
         curs_set(0)
@@ -222,6 +226,15 @@ final class NcursesTerminal: Terminal {
         case KEY_ENTER: return .enter
         case KEY_BTAB: return .tab
         case KEY_RESIZE: return .resize
+        case cn_key_mouse():
+            var row: Int32 = 0
+            var column: Int32 = 0
+            switch cn_mouse_read(&row, &column) {
+            case 1: return .mouse(MouseEvent(kind: .click, row: Int(row), column: Int(column)))
+            case 2: return .mouse(MouseEvent(kind: .wheelUp, row: Int(row), column: Int(column)))
+            case 3: return .mouse(MouseEvent(kind: .wheelDown, row: Int(row), column: Int(column)))
+            default: return nil
+            }
         case cn_key_f(1)...cn_key_f(12): return .function(Int(code - cn_key_f(0)))
         default: return nil
         }

@@ -10,6 +10,16 @@ enum Key: Hashable, Sendable {
     case function(Int)
     /// The terminal changed size.
     case resize
+    /// A click or a turn of the wheel.
+    case mouse(MouseEvent)
+}
+
+/// A mouse event at a cell (rows and columns from 0).
+struct MouseEvent: Hashable, Sendable {
+    enum Kind: Hashable, Sendable { case click, wheelUp, wheelDown }
+    var kind: Kind
+    var row: Int
+    var column: Int
 }
 
 /// What a piece of text on screen means; the terminal maps it to colors or attributes.

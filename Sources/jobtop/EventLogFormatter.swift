@@ -145,6 +145,9 @@ final class EventLogFormatter {
             job(id, &line)
             line.int("from", from)
             line.int("to", to)
+        case .edited(let id, let command):
+            job(id, &line)
+            line.string("command", command)
         case .paused, .resumed:
             break
         case .slotsChanged(let local, let total):

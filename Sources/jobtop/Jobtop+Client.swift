@@ -299,6 +299,36 @@ extension Jobtop {
         }
     }
 
+    /// `jobtop signal SIG ID...`.
+    struct Signal: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Send a signal to running jobs' process groups (local jobs; the job's state stays as it is).",
+            discussion: """
+                SIG is a name (TERM, KILL, INT, HUP, STOP, CONT, USR1, USR2, QUIT, with or without
+                SIG) or a number from 1 to 64. A signal that ends the job ends it as any exit does
+                (it fails, or is retried). Jobs on remote or Slurm workers are refused.
+
+                Exit status: 0 done; 1 the serve refused one (not running, remote); 2 a bad signal,
+                or an unknown or ambiguous id (nothing done); 3 no serve.
+                """)
+        @Argument(help: ArgumentHelp("The signal: TERM, KILL, STOP, CONT, ... or a number.", valueName: "sig"))
+        var signal: String
+        @Argument(help: ArgumentHelp("Job ids, unique prefixes or names.", valueName: "id"))
+        var ids: [String]
+        @OptionGroup var connection: ConnectOptions
+
+        func validate() throws {
+            if SignalName.parse(signal) == nil {
+                throw ValidationError("'\(signal)' is not a signal: give a name (TERM, KILL, INT, HUP, STOP, CONT, USR1, USR2, QUIT) or a number from 1 to 64")
+            }
+        }
+
+        mutating func run() async throws {
+            guard let number = SignalName.parse(signal) else { throw ExitCode(ExitStatus.usage) }
+            try await perJob(ids, connection) { .signal($0.id, number) }
+        }
+    }
+
     /// `jobtop retry ID...`.
     struct Retry: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

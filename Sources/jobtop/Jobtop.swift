@@ -45,12 +45,12 @@ struct Jobtop: AsyncParsableCommand {
             See 'jobtop run --help' for every option.
 
             A queue that outlives the terminal: 'jobtop serve', then attach,
-            submit, status, cancel, retry, prio, pause, resume, log, follow,
-            clean and shutdown talk to it ('jobtop help submit', ...).
+            submit, status, cancel, signal, retry, prio, pause, resume, log,
+            follow, clean and shutdown talk to it ('jobtop help submit', ...).
             """,
         version: "jobtop \(version)",
         subcommands: [
-            Run.self, Worker.self, Serve.self, Attach.self, Submit.self, Status.self, Cancel.self, Retry.self,
+            Run.self, Worker.self, Serve.self, Attach.self, Submit.self, Status.self, Cancel.self, Signal.self, Retry.self,
             Prio.self, Pause.self, Resume.self, Log.self, Follow.self, Clean.self, Shutdown.self,
         ],
         defaultSubcommand: Run.self

@@ -27,8 +27,11 @@ struct SnapshotCodecTests {
                 id: JobID(uuid: UUID()), name: "näme \(index) 🚀", command: "echo 'a $b' \"c\"\nline two\u{0}", priority: -7 * index,
                 state: state, attempts: index, maxAttempts: Int.max, progress: 0.25, submittedAt: .seconds(-3) + .nanoseconds(1),
                 startedAt: .seconds(index), finishedAt: .seconds(index * 2), lastFailure: .error("boom"), key: "k\(index)",
-                group: "g\(index)", dependencies: [JobID(uuid: UUID()), JobID(uuid: UUID())]))
+                group: "g\(index)", dependencies: [JobID(uuid: UUID()), JobID(uuid: UUID())],
+                workingDirectory: "/srv/ä \(index)", environment: ["B": "2 ü", "A": "", "PATH": "/bin:/usr/bin"]))
             jobs.append(JobInfo(id: JobID(uuid: UUID()), command: "", priority: Int.min, state: state, attempts: 1, startedAt: .seconds(1)))
+            jobs.append(JobInfo(id: JobID(uuid: UUID()), command: "env only", state: state, environment: ["X": "1"]))
+            jobs.append(JobInfo(id: JobID(uuid: UUID()), command: "cwd only", state: state, workingDirectory: "/tmp"))
         }
         return jobs
     }
@@ -59,7 +62,10 @@ struct SnapshotCodecTests {
     @Test("the codec writes every field JobInfo has (a new one must be added to it)")
     func everyField() {
         let fields = Mirror(reflecting: JobInfo(id: JobID(uuid: UUID()), command: "x")).children.compactMap(\.label)
-        #expect(fields == ["id", "name", "command", "priority", "state", "maxAttempts", "progress", "submittedAt", "key", "group", "dependencies", "history"])
+        #expect(fields == [
+            "id", "name", "command", "priority", "state", "maxAttempts", "progress", "submittedAt", "key", "group", "dependencies", "history",
+            "workingDirectory", "environment",
+        ])
         let history = Mirror(reflecting: JobInfo.History()).children.compactMap(\.label)
         #expect(history == ["attempts", "startedAt", "finishedAt", "lastFailure"])
     }

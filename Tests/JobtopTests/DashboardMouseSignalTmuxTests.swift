@@ -1,0 +1,76 @@
+import Foundation
+import JobtopTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Issue 13's last features on the built binary in a real terminal: the mouse (ncurses decodes
+/// the terminal's mouse reports), `x` (a signal reaches the job's process group) and `e`.
+@Suite(
+    "Dashboard mouse, signals and edits in a real terminal (tmux)", .serialized, .timeLimit(.minutes(3)),
+    .enabled(if: TmuxSession.isAvailable, "tmux is not installed"))
+struct DashboardMouseSignalTmuxTests {
+    static let shape = DashboardTmuxTests.Shape(columns: 100, rows: 30)
+
+    /// A mouse report as a terminal whose terminfo says `kmous=\E[M` sends it (X10: button,
+    /// column and row, each plus 32, the cell counted from 1), typed into the pane as bytes.
+    static func click(_ tmux: TmuxSession, row: Int, column: Int, button: Int = 0) {
+        let bytes = [0x1B, 0x5B, 0x4D, 32 + button, 33 + column, 33 + row].map { String(format: "%02x", $0) }
+        _ = try? TmuxSession.tmux(["send-keys", "-t", "0", "-H"] + bytes, socket: tmux.socket)
+        if button < 64 {
+            // The release.
+            let release = [0x1B, 0x5B, 0x4D, 32 + 3, 33 + column, 33 + row].map { String(format: "%02x", $0) }
+            _ = try? TmuxSession.tmux(["send-keys", "-t", "0", "-H"] + release, socket: tmux.socket)
+        }
+    }
+
+    @Test("A click selects the row under it; a click on a footer entry acts as its key")
+    func mouse() async throws {
+        let tmux = try TmuxSession(shape: Self.shape)
+        defer { tmux.close() }
+        try await tmux.run("TERM=screen \(TmuxSession.binary) -j 1 -c 'sleep 300' -c 'echo first' -c 'echo second' -c 'echo third'")
+        let screen = try await tmux.waitForDashboard("one running, three queued") { $0.contains { $0.contains("echo third") && $0.contains("queued") } }
+        let row = try #require(screen.firstIndex { $0.contains("echo third") })
+        Self.click(tmux, row: row, column: 20)
+        // The selected job is the one `e` edits: its command shows in the prompt.
+        tmux.keys("e")
+        try await tmux.waitFor("the edit prompt of the clicked job") { $0.contains { $0.contains(": echo third") && $0.contains("Command of") } }
+        tmux.keys("Escape")
+        // The footer's Help entry.
+        let footer = try await tmux.waitFor("the footer back") { $0.last?.contains("Help") == true }
+        let line = try #require(footer.last)
+        let column = line.distance(from: line.startIndex, to: try #require(line.range(of: "Help")).lowerBound)
+        Self.click(tmux, row: Self.shape.rows - 1, column: column)
+        try await tmux.waitFor("help") { $0.contains { $0.contains("jobtop keys") } }
+        tmux.keys("Escape")
+        tmux.keys("C-c")
+        tmux.keys("C-c")
+        try await tmux.waitFor("the shell prompt") { $0.contains { $0.contains("jobtop: 4 jobs") } }
+    }
+
+    @Test("x, ↓ to SIGUSR1, Enter: the job's trap runs; x then 2 (SIGKILL) ends it as killed")
+    func signalMenu() async throws {
+        let tmux = try TmuxSession(shape: Self.shape)
+        defer { tmux.close() }
+        let marker = tmux.file("got-usr1")
+        try await tmux.run("\(TmuxSession.binary) -c \"trap 'touch \(marker)' USR1; while :; do sleep 0.1; done # trapper\"; echo \"exit=$?\"")
+        try await tmux.waitForDashboard("the running job") { $0.contains { $0.contains("trap 'touch") && $0.contains("running") } }
+        tmux.keys("x")
+        try await tmux.waitFor("the signal menu") { $0.contains { $0.contains("Send a signal to") } && $0.contains { $0.contains("SIGUSR1") } }
+        // TERM KILL INT HUP STOP CONT USR1: six down.
+        for _ in 0..<6 { tmux.keys("Down") }
+        tmux.keys("Enter")
+        try await tmux.waitFor("the note that it was sent") { $0.contains { $0.contains("sent SIGUSR1 to") } }
+        _ = try await tmux.waitForValue("the trap's file") { FileManager.default.fileExists(atPath: marker) ? true : nil }
+        #expect(try await tmux.waitFor("still running") { $0.contains { $0.contains("trap 'touch") && $0.contains("running") } }.isEmpty == false)
+        tmux.keys("x")
+        try await tmux.waitFor("the signal menu again") { $0.contains { $0.contains("Send a signal to") } }
+        tmux.keys("2")
+        try await tmux.waitFor("the job killed") { $0.contains { $0.contains("killed by SIGKILL") } }
+        tmux.keys("q")
+        let after = try await tmux.waitFor("the exit status") { $0.contains { $0.hasPrefix("exit=") } }
+        #expect(after.contains { $0 == "exit=1" })
+    }
+}

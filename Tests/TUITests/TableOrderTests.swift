@@ -1,0 +1,145 @@
+import Foundation
+import Scheduler
+import Testing
+@testable import TUI
+
+/// The table's order is kept one event at a time (``TableOrder``): after every event it must be
+/// exactly what a full sort and filter of the jobs gives, on tables big enough for the chunks
+/// to split, merge away and be dropped from.
+@Suite("Table order")
+struct TableOrderTests {
+    /// A generator with a seed: the same run every time.
+    struct Seeded: RandomNumberGenerator {
+        private var state: UInt64
+        init(seed: UInt64) { state = seed }
+        /// SplitMix64.
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    /// A random run of 3,000 jobs (starts, finishes, retries, requeues, new priorities, new
+    /// jobs, old finished jobs dropped) on a model with `sort` and `filter`.
+    func randomRun(sort: SortKey, filter: String, seed: UInt64, check: (DashboardModel, Int) -> Void) {
+        var random = Seeded(seed: seed)
+        var model = DashboardModel(title: "t", finishedRetention: 400)
+        var seq: UInt64 = 0
+        func apply(_ kind: SchedulerEvent.Kind) {
+            seq += 1
+            model.apply(SchedulerEvent(seq: seq, time: .milliseconds(Int64(seq)), kind: kind))
+        }
+        apply(.workerJoined(localOne))
+        var next = 1
+        func submit() {
+            let names = ["build", "test", "Deploy", "lint"]
+            apply(.submitted(JobInfo(
+                id: jobID(next), name: next % 3 == 0 ? "\(names[next % 4]) \(next)" : nil,
+                command: "echo \(names[(next / 4) % 4]) \(next)", priority: Int.random(in: -3...3, using: &random),
+                submittedAt: .milliseconds(Int64(seq)))))
+            next += 1
+        }
+        for _ in 0..<3_000 { submit() }
+        // The sort key and the filter, typed as a user would.
+        while model.sort != sort { _ = model.handle(.char("s")) }
+        if !filter.isEmpty {
+            _ = model.handle(.char("/"))
+            for character in filter { _ = model.handle(.char(character)) }
+            _ = model.handle(.enter)
+        }
+        check(model, 0)
+        for step in 1...6_000 {
+            let id = jobID(Int.random(in: 1..<next, using: &random))
+            guard let job = model.board.jobs[id] else {
+                submit()
+                continue
+            }
+            switch job.state {
+            case .queued:
+                if Bool.random(using: &random) {
+                    apply(.started(id, attempt: job.attempts + 1, maxAttempts: 3, worker: localOne.id))
+                } else {
+                    apply(.reprioritized(id, from: job.priority, to: Int.random(in: -5...5, using: &random)))
+                }
+            case .running(_, let attempt, _, _):
+                switch Int.random(in: 0..<4, using: &random) {
+                case 0: apply(.succeeded(id, attempts: attempt))
+                case 1: apply(.failed(id, reason: .exitStatus(1), attempts: attempt))
+                case 2: apply(.retryScheduled(id, failedAttempt: attempt, reason: .exitStatus(2), nextAttempt: attempt + 1,
+                                              at: .milliseconds(Int64(seq) + Int64.random(in: 1...500, using: &random))))
+                default: apply(.requeued(id, reason: .workerLost(.closedByWorker)))
+                }
+            case .waitingForRetry:
+                apply(.requeued(id, reason: .retryDue))
+            default:
+                if Bool.random(using: &random) { apply(.requeued(id, reason: .retriedByUser)) } else { submit() }
+            }
+            check(model, step)
+        }
+    }
+
+    @Test("Every sort key, with and without filters: the kept order is the full sort's after every event",
+          arguments: [(SortKey.state, ""), (.state, "queued"), (.priority, "running"), (.name, "test"), (.newest, "done"), (.name, "")])
+    func keptOrderIsTheFullSort(sort: SortKey, filter: String) {
+        var mismatches = 0
+        var checked = 0
+        randomRun(sort: sort, filter: filter, seed: 13) { model, step in
+            // Every event on a small stretch, then every 97th (a full sort per event is slow).
+            guard step < 300 || step % 97 == 0 else { return }
+            checked += 1
+            let expected = DashboardModel.ordered(model.board.jobs.values, sort: sort, filter: filter, ordinals: model.board.ordinals)
+            if model.orderedIDs != expected { mismatches += 1 }
+            #expect(model.table.count == expected.count)
+        }
+        #expect(checked > 300)
+        #expect(mismatches == 0)
+    }
+
+    @Test("Filter 'queued' on 2,500 jobs: a job that starts leaves the view at once, a requeued one comes back")
+    @MainActor
+    func filteredViewNeverLags() {
+        var builder = ModelBuilder()
+        for n in 1...2_500 { builder.submit(n, "job \(n)", at: Double(n) / 1000) }
+        var model = builder.model
+        _ = model.handle(.char("/"))
+        for character in "queued" { _ = model.handle(.char(character)) }
+        _ = model.handle(.enter)
+        model.prepare(tableRows: 20)
+        #expect(model.orderedIDs.count == 2_500)
+        builder.model = model
+        // When the first job (on screen) starts
+        builder.start(1, at: 5)
+        model = builder.model
+        model.prepare(tableRows: 20)
+        // Then no row shows it, on the very next frame
+        #expect(!model.table.contains(jobID(1)))
+        #expect(model.table.ids(0..<20).allSatisfy { model.board.jobs[$0]?.state == .queued })
+        #expect(model.table.count == 2_499)
+        let lines = screen(model, rows: 30, columns: 100).lines
+        #expect(!lines.contains { $0.contains("running") && $0.contains("job 1 ") })
+        // and requeued it comes back in its place (first: same priority, submitted first)
+        builder.apply(.requeued(jobID(1), reason: .workerLost(.closedByWorker)), at: 6)
+        model = builder.model
+        model.prepare(tableRows: 20)
+        #expect(model.table[0] == jobID(1))
+    }
+
+    @Test("Positions and row ranges agree with the order across chunk boundaries")
+    func positionsAndRanges() {
+        var builder = ModelBuilder()
+        for n in 1...5_000 { builder.submit(n, "job \(n)", priority: n % 5, at: Double(n) / 1000) }
+        let model = builder.prepared()
+        let all = model.orderedIDs
+        #expect(all.count == 5_000)
+        for index in stride(from: 0, to: 5_000, by: 37) {
+            #expect(model.table[index] == all[index])
+            #expect(model.table.position(of: all[index]) == index)
+        }
+        #expect(model.table.ids(1_020..<1_040) == Array(all[1_020..<1_040]))
+        #expect(model.table.ids(4_990..<5_010) == Array(all[4_990...]))
+        #expect(model.table.position(of: jobID(9_999)) == nil)
+    }
+}
