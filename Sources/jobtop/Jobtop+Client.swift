@@ -246,7 +246,7 @@ extension Jobtop {
                         workers: snapshot.workers.map {
                             WorkerRecord(name: $0.descriptor.name, kind: $0.descriptor.kind.rawValue, slots: $0.descriptor.slots, running: $0.running.count)
                         },
-                        jobs: jobs.map { JobRecord($0, workers: workers) }))
+                        jobs: jobs.map { JobRecord($0, workers: workers, placements: snapshot.placements) }))
                     return
                 }
                 let kinds = JobStateKind.allCases.filter { snapshot.count($0) > 0 }
@@ -270,6 +270,7 @@ extension Jobtop {
                 for job in jobs {
                     var state = job.state.name
                     if let failure = job.lastFailure, job.state.isFinished { state += " (\(failure))" }
+                    if let placement = snapshot.placements[job.id], case .running = job.state { state += " (\(placement))" }
                     print(Self.row(job.id.short, state, String(job.priority), job.group, job.displayName))
                 }
             }
