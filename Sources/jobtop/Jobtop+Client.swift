@@ -108,6 +108,10 @@ extension Jobtop {
 
         mutating func run() async throws {
             let plan = try JobSources.plan(file: file, commands: command, overrides: JobFields(), readsPipedStandardInput: command.isEmpty)
+            if plan.slurm != nil {
+                // Where jobs run is the serve's choice (serve --slurm and its flags), not a submission's.
+                StandardError.write("jobtop submit: the file's [slurm] tables are not used: the serve runs every job where it was started to ('jobtop serve --slurm' for Slurm)\n")
+            }
             var listJobs: [JobSpec] = []
             if let list = plan.list {
                 listJobs = try Self.readList(list).map(plan.spec(forListCommand:))

@@ -151,6 +151,19 @@ extension SlurmEndToEndTests {
 }
 
 extension SlurmInputTests {
+    @Test("submit of a job file with a [slurm] table says the table is not used")
+    func submitSaysSlurmTableIsUnused() async throws {
+        let scratch = try Scratch()
+        let file = try scratch.write("jobs.toml", "[slurm]\npartition = \"debug\"\n\n[[job]]\ncommand = \"true\"\n")
+        // No serve runs here: the note comes before the connection is tried.
+        let submit = try await JobtopProcess(
+            ["submit", file],
+            environment: ["XDG_RUNTIME_DIR": scratch.file("run"), "XDG_STATE_HOME": scratch.file("state")]
+        ).wait()
+        #expect(submit.status == 3)
+        #expect(submit.stderr.contains("jobtop submit: the file's [slurm] tables are not used"), "\(submit.stderr)")
+    }
+
     @Test("serve's Slurm options without --slurm: exit 2")
     func serveOptionsNeedSlurm() async throws {
         let scratch = try Scratch()
