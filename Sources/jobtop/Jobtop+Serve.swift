@@ -150,6 +150,7 @@ extension Jobtop {
                     slurmWorker = try SlurmWorker(configuration: slurmConfiguration)
                 } catch {
                     StandardError.write("jobtop serve: --slurm: \(error)\n")
+                    await scheduler.shutdown(.graceful)
                     await backend.close()
                     throw ExitCode(ExitStatus.usage)
                 }

@@ -147,6 +147,12 @@ extension SlurmEndToEndTests {
         #expect(serve.status == 2)
         #expect(serve.stderr.contains("jobtop serve: --slurm: unknown Slurm partition 'nope' (partitions: debug)"), "\(serve.stderr)")
         #expect(!FileManager.default.fileExists(atPath: scratch.file("run") + "/jobtop/serve.sock"))
+        // A directory for the job scripts that cannot be made: exit 2 too, and serve does not hang.
+        let directory = try #require(await JobtopProcess(
+            ["serve", "--slurm", "--slurm-dir", "/proc/jobtop-no-such-dir"], environment: daemon.environment
+        ).wait(atMost: .seconds(60)), "serve hung")
+        #expect(directory.status == 2)
+        #expect(directory.stderr.contains("jobtop serve: --slurm: cannot write Slurm job scripts in '/proc/jobtop-no-such-dir/"), "\(directory.stderr)")
     }
 }
 
