@@ -73,11 +73,13 @@ extension SlurmEndToEndTests {
         let marker = "jobtop-slurm-serve-\(UUID().uuidString.prefix(8))"
         let runs = scratch.file("runs")
         let ran = scratch.file("ran")
-        // The first attempt sleeps long (the crash comes then); the second one ends at once.
+        // The first attempt sleeps long (the crash comes then) and, when its sleep is killed,
+        // exits without writing `end` (its shell may outlive the sleep by a moment); the second
+        // one ends at once.
         let file = try scratch.write("jobs.toml", """
             [[job]]
             name = "\(marker)"
-            command = "echo start >> \(runs); test -f \(ran) || { touch \(ran); sleep 300; }; echo end >> \(runs) # \(marker)"
+            command = "echo start >> \(runs); test -f \(ran) || { touch \(ran); sleep 300; exit 1; }; echo end >> \(runs) # \(marker)"
             retries = 1
             """)
 
