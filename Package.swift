@@ -172,7 +172,7 @@ let package = Package(
         // (Scripts/start-slurm.sh; skipped with a message where none runs, except in CI).
         .testTarget(
             name: "SlurmTests",
-            dependencies: ["Scheduler", "SchedulerSlurm", "CProcess", "JobtopTestSupport", "jobtop"]
+            dependencies: ["Scheduler", "SchedulerSlurm", "SchedulerStore", "CProcess", "JobtopTestSupport", "jobtop"]
         ),
         // End-to-end tests of the built binary (jobtop is a dependency so `swift test` builds it).
         .testTarget(

@@ -6,15 +6,20 @@
 #   Scripts/bench-slurm.sh --poll-load [JOBS] [SECONDS]   # default 1000 `sleep 600` jobs kept
 #       submitted (-j JOBS) for 60 s after the last submission: Slurm calls per minute
 #
-# Needs a running Slurm (Scripts/start-slurm.sh) and a built jobtop (.build/release or debug).
+# Needs a running Slurm (Scripts/start-slurm.sh) and a built jobtop (.build-release, .build/release or debug).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=compare
 if [ "${1:-}" = "--poll-load" ]; then mode=poll; shift; fi
 jobs="${1:-20}"
 parallel="${2:-2}"
-bin=.build/release/jobtop
-[ -x "$bin" ] || bin=.build/debug/jobtop
+# A release build (swift build -c release --scratch-path .build-release --product jobtop), else
+# .build's release or debug one; JOBTOP_BIN picks another.
+bin="${JOBTOP_BIN:-}"
+for candidate in .build-release/release/jobtop .build/release/jobtop .build/debug/jobtop; do
+    [ -n "$bin" ] || { [ -x "$candidate" ] && bin="$candidate"; }
+done
+echo "jobtop: $bin"
 work="$(mktemp -d /tmp/jobtop-bench-slurm.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 

@@ -16,6 +16,8 @@ final class JobOutputStore: Sendable {
         var bytes = 0
         var dropped = 0
         var progress: Double?
+        /// Where its worker placed the running attempt (``JobReporter/placed(_:)``).
+        var placement: String?
     }
 
     private struct State {
@@ -65,6 +67,21 @@ final class JobOutputStore: Sendable {
         append(OutputLine(stream: .stdout, text: OutputLine.attemptSeparator(attempt, of: maxAttempts)), to: job)
     }
 
+    /// Records where the job's running attempt is placed (a Slurm job id and reason).
+    func setPlacement(_ placement: String, of job: JobID) {
+        state.withLock { $0.tails[job, default: Tail()].placement = placement }
+    }
+
+    /// Where each of `jobs` is placed, for those whose worker said (one lock for all).
+    func placements(of jobs: some Sequence<JobID>) -> [JobID: String] {
+        state.withLock { state in
+            guard !state.tails.isEmpty else { return [:] }
+            var found: [JobID: String] = [:]
+            for job in jobs { if let placement = state.tails[job]?.placement { found[job] = placement } }
+            return found
+        }
+    }
+
     /// The job's tail and how many earlier lines were dropped.
     func tail(of job: JobID) -> (lines: [OutputLine], dropped: Int) {
         state.withLock { state in
@@ -73,14 +90,17 @@ final class JobOutputStore: Sendable {
         }
     }
 
-    /// New attempts start: their progress starts over, their output continues the tail. One
-    /// lock for all of them.
+    /// New attempts start: their progress and placement start over, their output continues the
+    /// tail. One lock for all of them.
     func attemptsStarted(_ jobs: [JobID]) {
         guard !jobs.isEmpty else { return }
         state.withLock { state in
             // Most jobs print nothing: no tail, nothing to reset, no lookup.
             guard !state.tails.isEmpty else { return }
-            for job in jobs { state.tails[job]?.progress = nil }
+            for job in jobs {
+                state.tails[job]?.progress = nil
+                state.tails[job]?.placement = nil
+            }
         }
     }
 

@@ -46,6 +46,7 @@ public final class JobReporter: Sendable {
     /// Records where the worker placed the job (a Slurm job id and state), replacing what it
     /// said before; shown in the dashboard's worker column.
     public func placed(_ detail: String) {
+        store.setPlacement(detail, of: jobID)
         bus.publish(.placed(jobID, detail), time: clock.now())
     }
 

@@ -445,7 +445,7 @@ public actor Scheduler {
             limit: bufferLimit ?? configuration.subscriberBufferLimit, includeOutput: includeOutput,
             isLossless: delivery == .lossless, time: now
         ) { seq in
-            core.snapshot(seq: seq, now: now, progress: store.progress(of:))
+            placedSnapshot(seq: seq, now: now)
         }
         return EventStream(subscription: .init(bus: bus, token: token) { [weak self] token in
             await self?.resync(token)
@@ -454,7 +454,15 @@ public actor Scheduler {
 
     /// The present state.
     public func snapshot() -> SchedulerSnapshot {
-        core.snapshot(seq: bus.lastSeq, now: clock.now(), progress: store.progress(of:))
+        placedSnapshot(seq: bus.lastSeq, now: clock.now())
+    }
+
+    /// The core's snapshot with where the workers placed the running jobs (Slurm job ids):
+    /// what a screen that subscribes late, or `jobtop status`, shows for them.
+    private func placedSnapshot(seq: UInt64, now: SchedulerTime) -> SchedulerSnapshot {
+        var snapshot = core.snapshot(seq: seq, now: now, progress: store.progress(of:))
+        snapshot.placements = store.placements(of: snapshot.workers.lazy.flatMap(\.running))
+        return snapshot
     }
 
     /// The last lines a job printed (bounded), and how many earlier lines were dropped.
@@ -509,7 +517,7 @@ public actor Scheduler {
     private func resync(_ token: Int) {
         let now = clock.now()
         bus.resync(token, time: now) { seq in
-            core.snapshot(seq: seq, now: now, progress: store.progress(of:))
+            placedSnapshot(seq: seq, now: now)
         }
     }
 

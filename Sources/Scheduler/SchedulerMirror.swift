@@ -102,6 +102,9 @@ public struct SchedulerMirror: Sendable {
                 break
             }
         }
+        if case .snapshot(let snapshot) = event.kind, !snapshot.placements.isEmpty {
+            placements = snapshot.placements
+        }
         switch event.kind {
         case .snapshot(let snapshot):
             replace(with: snapshot)

@@ -24,6 +24,9 @@ public struct SchedulerSnapshot: Sendable, Codable {
     /// time), then blocked (in submission order), then finished
     /// (newest first; only the most recent are kept).
     public var jobs: [JobInfo]
+    /// Where the workers placed running jobs, in their words (a Slurm job id, with Slurm's
+    /// reason while it waits): the latest ``SchedulerEvent/Kind/placed(_:_:)`` of each.
+    public var placements: [JobID: String] = [:]
 
     /// Creates a snapshot (an empty one by default: what a client shows before it has one).
     public init(

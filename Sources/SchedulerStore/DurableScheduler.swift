@@ -29,6 +29,9 @@ public final class DurableScheduler: SchedulerClient {
     public let recovery: SchedulerStore.Recovery
     /// How many process groups of the previous serve's jobs were found running and stopped.
     public let orphansStopped: Int
+    /// How many of the previous serve's attempts placed outside this machine (Slurm jobs) the
+    /// `stopPlaced` of ``open(directory:configuration:storeConfiguration:clock:stopPlaced:)`` stopped.
+    public let placedStopped: Int
     private let journal: Journal
     private let journalTask: Task<Void, Never>
     private let restoreTask: Task<Void, Never>
@@ -40,29 +43,41 @@ public final class DurableScheduler: SchedulerClient {
     /// Blocking (reads the database, may wait the grace period for leftover processes): call it
     /// at start-up, off the cooperative pool if it matters.
     ///
+    /// - Parameters:
+    ///   - stopPlaced: Stops what the previous serve's attempts that were cut short left running
+    ///     outside this machine (``SchedulerStore/Recovery/placements``: Slurm jobs), before
+    ///     anything else; returns how many it stopped. Called only when there are some.
     /// - Throws: ``StoreError`` when the state cannot be opened (another serve holds it, a
     ///   database that is not jobtop's, a directory that cannot be made).
     public static func open(
         directory: StateDirectory,
         configuration: Scheduler.Configuration = .init(),
         storeConfiguration: SchedulerStore.Configuration = .init(),
-        clock: some Clock<Duration> = ContinuousClock()
+        clock: some Clock<Duration> = ContinuousClock(),
+        stopPlaced: ([JobID: String]) -> Int = { _ in 0 }
     ) throws(StoreError) -> DurableScheduler {
         let store = try SchedulerStore(directory: directory, configuration: storeConfiguration)
         let recovery = try store.recover()
+        // An attempt cut short counts as failed and runs again: what it left elsewhere (a Slurm
+        // job) is stopped first, or it would run twice at once.
+        let placedStopped = recovery.placements.isEmpty ? 0 : stopPlaced(recovery.placements)
         // Only a serve that left jobs to run can have left processes (one whose start was not
         // written yet is still queued on disk); nothing starts before they are stopped.
         let hadWork = !recovery.interrupted.isEmpty || recovery.jobs.contains { $0.ending == nil }
         let orphans = hadWork ? OrphanReaper.stopAll(carrying: store.instanceID, grace: configuration.gracePeriod) : 0
         let scheduler = Scheduler(configuration: configuration, clock: clock)
-        return DurableScheduler(scheduler: scheduler, store: store, recovery: recovery, orphansStopped: orphans)
+        return DurableScheduler(
+            scheduler: scheduler, store: store, recovery: recovery, orphansStopped: orphans, placedStopped: placedStopped)
     }
 
-    private init(scheduler: Scheduler, store: SchedulerStore, recovery: SchedulerStore.Recovery, orphansStopped: Int) {
+    private init(
+        scheduler: Scheduler, store: SchedulerStore, recovery: SchedulerStore.Recovery, orphansStopped: Int, placedStopped: Int
+    ) {
         self.scheduler = scheduler
         self.store = store
         self.recovery = recovery
         self.orphansStopped = orphansStopped
+        self.placedStopped = placedStopped
         let journal = Journal()
         self.journal = journal
         // Subscribed before anything is restored, so the journal sees every event from the first.

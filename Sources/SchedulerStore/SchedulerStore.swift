@@ -108,6 +108,11 @@ public final class SchedulerStore: Sendable {
                 );
                 """)
         }
+        migrator.registerMigration("v2") { db in
+            // Where the attempt runs outside this machine, in its worker's words (a Slurm job
+            // id, then its reason while it waits): a restart stops what a dead serve left there.
+            try db.execute(sql: "ALTER TABLE attempt ADD COLUMN placement TEXT")
+        }
         return migrator
     }
 
@@ -256,6 +261,9 @@ public final class SchedulerStore: Sendable {
         case .edited(let id, let command):
             // A shell command now (work_kind 0, as SpecColumns writes it).
             try db.execute(sql: "UPDATE job SET work_kind = 0, command = ? WHERE id = ?", arguments: [command, id.description])
+        case .placed(let id, let detail):
+            try db.execute(
+                sql: "UPDATE attempt SET placement = ? WHERE job = ? AND ended_at IS NULL", arguments: [detail, id.description])
         case .reprioritized(let id, _, let to):
             try db.execute(sql: "UPDATE job SET priority = ? WHERE id = ?", arguments: [to, id.description])
         case .paused:
@@ -298,6 +306,10 @@ public final class SchedulerStore: Sendable {
         public var interrupted: [JobID]
         /// Jobs of those that had no attempt left and so failed.
         public var failedForGood: [JobID]
+        /// Where each of the ``interrupted`` attempts had been placed outside this machine, in
+        /// its worker's words (``SchedulerEvent/Kind/placed(_:_:)``: a Slurm job id, perhaps
+        /// with Slurm's reason after it): what a restart must stop there.
+        public var placements: [JobID: String] = [:]
     }
 
     /// The reason an attempt that was running when serve stopped failed.
@@ -351,6 +363,7 @@ public final class SchedulerStore: Sendable {
 
         var interrupted: [JobID] = []
         var failedForGood: [JobID] = []
+        var placements: [JobID: String] = [:]
         var jobs: [RestoredJob] = []
         jobs.reserveCapacity(stored.count)
         let now = Date().timeIntervalSince1970
@@ -380,6 +393,11 @@ public final class SchedulerStore: Sendable {
             case "running":
                 // Its attempt was cut short: it counts, as a failure.
                 interrupted.append(job.id)
+                if let placement = try String.fetchOne(
+                    db, sql: "SELECT placement FROM attempt WHERE job = ? AND ended_at IS NULL AND placement IS NOT NULL ORDER BY rowid DESC LIMIT 1",
+                    arguments: [job.id.description]) {
+                    placements[job.id] = placement
+                }
                 try db.execute(
                     sql: "UPDATE attempt SET ended_at = ?, outcome = ? WHERE job = ? AND ended_at IS NULL",
                     arguments: [now, Self.stoppedReason, job.id.description])
@@ -404,7 +422,8 @@ public final class SchedulerStore: Sendable {
                 jobs.append(RestoredJob(id: job.id, spec: spec, attempts: job.attempts, lastFailure: lastFailure))
             }
         }
-        return Recovery(jobs: jobs, groups: groups, isPaused: isPaused, interrupted: interrupted, failedForGood: failedForGood)
+        return Recovery(
+            jobs: jobs, groups: groups, isPaused: isPaused, interrupted: interrupted, failedForGood: failedForGood, placements: placements)
     }
 
     static func isFinished(_ state: String) -> Bool {
@@ -459,14 +478,14 @@ public final class SchedulerStore: Sendable {
         do {
             return try await database.read { db in
                 try Row.fetchAll(
-                    db, sql: "SELECT number, worker, started_at, ended_at, outcome FROM attempt WHERE job = ? ORDER BY rowid",
+                    db, sql: "SELECT number, worker, started_at, ended_at, outcome, placement FROM attempt WHERE job = ? ORDER BY rowid",
                     arguments: [id.description]
                 ).map { row in
                     AttemptRecord(
                         number: row["number"], worker: row["worker"],
                         startedAt: Date(timeIntervalSince1970: row["started_at"]),
                         endedAt: (row["ended_at"] as Double?).map { Date(timeIntervalSince1970: $0) },
-                        outcome: row["outcome"])
+                        outcome: row["outcome"], placement: row["placement"])
                 }
             }
         } catch {
@@ -540,4 +559,7 @@ public struct AttemptRecord: Sendable, Equatable {
     public var endedAt: Date?
     /// How it ended: `succeeded`, a failure reason, `cancelled`, `jobtop stopped`.
     public var outcome: String?
+    /// Where its worker last said it placed it outside this machine (a Slurm job id and
+    /// reason), if it did.
+    public var placement: String? = nil
 }

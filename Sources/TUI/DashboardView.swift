@@ -58,16 +58,24 @@ enum DashboardView {
         lines.append(fitted(headerCounts(model, width: width), width: width))
         lines.append(fitted(headerStatus(model, now: now, width: width), width: width))
         let ids = model.orderedIDs
-        // PRI is as wide as the widest priority on screen (up to -1000000): never cut.
+        // PRI is as wide as the widest priority on screen (up to -1000000): never cut. WORKER
+        // widens for the longest placement on screen (a Slurm id and Slurm's reason,
+        // `4712 ReqNodeNotAvail`), so a reason is not cut to a few letters.
         var priorityWidth = 0
+        var placementWidth = 0
+        let hasPlacements = !model.board.mirror.placements.isEmpty
         for index in model.top..<min(ids.count, model.top + layout.tableRows) {
             if let job = model.board.jobs[ids[index]] { priorityWidth = max(priorityWidth, String(job.priority).count) }
+            if hasPlacements, let placement = model.board.placement(ids[index]) {
+                placementWidth = max(placementWidth, TextWidth.width(TextWidth.sanitize(placement)))
+            }
         }
         // Beyond JobSpec.priorityRange (which the scheduler never reports) it is cut.
         priorityWidth = min(priorityWidth, 8)
         let board = model.board
         let reasons = board.count(.failed) + board.count(.waiting) + board.count(.skipped) > 0
-        let columns = tableColumns(width: width, groups: board.hasGroups, priorityWidth: priorityWidth, reasons: reasons)
+        let columns = tableColumns(
+            width: width, groups: board.hasGroups, priorityWidth: priorityWidth, reasons: reasons, placementWidth: placementWidth)
         lines.append(tableHeader(columns, width: width))
         for row in 0..<layout.tableRows {
             let index = model.top + row
@@ -210,7 +218,11 @@ enum DashboardView {
     }
 
     /// The table's columns for a screen `width` wide; GROUP only when `groups` are in use.
-    static func tableColumns(width: Int, groups: Bool, priorityWidth: Int = 0, reasons: Bool = false) -> [Column] {
+    /// WORKER is at least `placementWidth` wide on a wide screen (up to 28 cells), 10 on a
+    /// narrow one, while the name keeps 16 cells or more.
+    static func tableColumns(
+        width: Int, groups: Bool, priorityWidth: Int = 0, reasons: Bool = false, placementWidth: Int = 0
+    ) -> [Column] {
         let wide = width >= 100
         let barWidth = wide ? 10 : 6
         var columns = [
@@ -234,6 +246,10 @@ enum DashboardView {
         // Narrow screens give up the least useful columns before the name gets too short.
         for dropped in [Column.Field.reason, .worker, .attempts, .priority, .group] where nameWidth() < 16 {
             columns.removeAll { $0.field == dropped }
+        }
+        if let index = columns.firstIndex(where: { $0.field == .worker }), placementWidth > columns[index].width {
+            let wanted = min(placementWidth, wide ? 28 : 10)
+            columns[index].width = max(columns[index].width, min(wanted, columns[index].width + nameWidth() - 16))
         }
         if let index = columns.firstIndex(where: { $0.field == .name }) { columns[index].width = max(4, nameWidth()) }
         return columns
@@ -374,9 +390,16 @@ enum DashboardView {
         }
         let shownWorkers = board.workers.count > rows ? max(0, rows - 1) : board.workers.count
         var workerLines: [[Segment]] = []
+        // Names get 10 cells, more when one is longer (`slurm:PARTITION`) and the pane has room
+        // beside the load bar.
+        var workerNameWidth = 10
+        for worker in board.workers.prefix(shownWorkers) where worker.name.utf8.count > workerNameWidth {
+            workerNameWidth = max(workerNameWidth, TextWidth.width(TextWidth.sanitize(worker.name)))
+        }
+        workerNameWidth = min(workerNameWidth, max(10, workerWidth - 22))
         for worker in board.workers.prefix(shownWorkers) {
             let jobs = (jobsByWorker[worker.id] ?? []).sorted { ($0.startedAt ?? .zero) < ($1.startedAt ?? .zero) }
-            let name = TextWidth.fit(TextWidth.sanitize(worker.name), to: 10)
+            let name = TextWidth.fit(TextWidth.sanitize(worker.name), to: workerNameWidth)
             let retiring = board.retiring.contains(worker.id) ? " (leaving)" : ""
             if let job = jobs.first {
                 var load = [Segment("busy", .running)]

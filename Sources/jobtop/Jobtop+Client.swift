@@ -110,6 +110,10 @@ extension Jobtop {
 
         mutating func run() async throws {
             let plan = try JobSources.plan(file: file, commands: command, overrides: JobFields(), readsPipedStandardInput: command.isEmpty)
+            if plan.slurm != nil {
+                // Where jobs run is the serve's choice (serve --slurm and its flags), not a submission's.
+                StandardError.write("jobtop submit: the file's [slurm] tables are not used: the serve runs every job where it was started to ('jobtop serve --slurm' for Slurm)\n")
+            }
             var listJobs: [JobSpec] = []
             if let list = plan.list {
                 listJobs = try Self.readList(list).map(plan.spec(forListCommand:))
@@ -249,7 +253,7 @@ extension Jobtop {
                         workers: snapshot.workers.map {
                             WorkerRecord(name: $0.descriptor.name, kind: $0.descriptor.kind.rawValue, slots: $0.descriptor.slots, running: $0.running.count)
                         },
-                        jobs: jobs.map { JobRecord($0, workers: workers) }))
+                        jobs: jobs.map { JobRecord($0, workers: workers, placements: snapshot.placements) }))
                     return
                 }
                 let kinds = JobStateKind.allCases.filter { snapshot.count($0) > 0 }
@@ -273,6 +277,7 @@ extension Jobtop {
                 for job in jobs {
                     var state = job.state.name
                     if let failure = job.lastFailure, job.state.isFinished { state += " (\(failure))" }
+                    if let placement = snapshot.placements[job.id], case .running = job.state { state += " (\(placement))" }
                     print(Self.row(job.id.short, state, String(job.priority), job.group, job.displayName))
                 }
             }

@@ -3,6 +3,7 @@ import Foundation
 import Scheduler
 import SchedulerRemote
 import SchedulerService
+import SchedulerSlurm
 import SchedulerStore
 
 extension Jobtop {
@@ -22,14 +23,20 @@ extension Jobtop {
                 one cancels the running jobs). 'jobtop shutdown' does the same from a client. \
                 SIGHUP is ignored: closing the terminal it was started from does not stop it.
 
+                With --slurm every job runs as a Slurm batch job and -j is how many jobtop keeps \
+                submitted at once (default 10). A restart cancels, in Slurm, the jobs of the attempts \
+                the last serve had running (the attempt counts as failed, 'jobtop stopped', and runs \
+                again as its retries allow), as it stops their process groups locally.
+
                 Exit status: 0 shut down; 1 cannot listen (a serve already runs on the socket, or \
-                the socket cannot be made); 2 bad usage.
+                the socket cannot be made); 2 bad usage (with --slurm: Slurm missing, not answering, \
+                or refusing the partition or arguments).
                 """
         )
 
         @Option(
             name: [.customShort("j", allowingJoined: true), .long], parsing: .unconditional,
-            help: ArgumentHelp("Local worker slots (default: number of cores).", valueName: "n"))
+            help: ArgumentHelp("Local worker slots (default: number of cores); with --slurm, how many jobs are kept submitted to Slurm (default 10).", valueName: "n"))
         var jobs: Int?
 
         @Option(
@@ -47,7 +54,13 @@ extension Jobtop {
             help: ArgumentHelp("The token TCP clients must show (default: $JOBTOP_TOKEN).", valueName: "path"))
         var tokenFile: String?
 
+        @OptionGroup(title: "Slurm")
+        var slurm: SlurmRunOptions
+
         func validate() throws {
+            if !slurm.slurm, slurm.partition != nil || !slurm.slurmArguments.isEmpty || slurm.poll != nil || slurm.directory != nil {
+                throw ValidationError("--partition, --slurm-arg, --slurm-poll and --slurm-dir need --slurm")
+            }
             if let jobs, jobs < 1 { throw ValidationError("-j/--jobs must be at least 1, not \(jobs)") }
             if listen == nil && tokenFile != nil { throw ValidationError("--token-file needs --listen HOST:PORT") }
             if let listen {
@@ -66,11 +79,35 @@ extension Jobtop {
         }
 
         /// The scheduler serve runs, made in this one place: the durable one, restored from the
-        /// state directory.
-        static func makeBackend(jobs: Int?, stateDir: String?) throws(StoreError) -> DurableScheduler {
+        /// state directory. Slurm jobs the last serve's cut-off attempts left are cancelled
+        /// (whether or not this serve uses Slurm: they must not run twice).
+        ///
+        /// - Parameter onSlurm: Whether jobs run on Slurm (no local slots then).
+        /// - Returns: The scheduler, and what was done about the last serve's Slurm jobs.
+        static func makeBackend(
+            jobs: Int?, stateDir: String?, onSlurm: Bool
+        ) throws(StoreError) -> (backend: DurableScheduler, leftovers: SlurmLeftovers.Outcome?) {
             var configuration = Scheduler.Configuration()
             if let jobs { configuration.localSlots = jobs }
-            return try DurableScheduler.open(directory: StateDirectory(path: stateDir), configuration: configuration)
+            if onSlurm { configuration.localSlots = 0 }
+            var leftovers: SlurmLeftovers.Outcome?
+            let backend = try DurableScheduler.open(
+                directory: StateDirectory(path: stateDir), configuration: configuration,
+                stopPlaced: { placements in
+                    let outcome = SlurmLeftovers.cancel(placements: Array(placements.values))
+                    leftovers = outcome
+                    return outcome.cancelled.count
+                })
+            return (backend, leftovers)
+        }
+
+        /// Removes the Slurm directories of earlier serves under serve's own default parent (the
+        /// state lock makes this serve its only user; their Slurm jobs are cancelled by now).
+        static func removeOldSlurmDirectories(in base: String, keeping current: String) {
+            guard let entries = try? FileManager.default.contentsOfDirectory(atPath: base) else { return }
+            for entry in entries where entry.hasPrefix("run-") && base + "/" + entry != current {
+                try? FileManager.default.removeItem(atPath: base + "/" + entry)
+            }
         }
 
         mutating func run() async throws {
@@ -82,14 +119,45 @@ extension Jobtop {
             let token: String?
             do { token = address == nil ? nil : try RemoteToken.load(file: tokenFile) } catch { throw ValidationError("\(error)") }
 
+            // On Slurm: everything Slurm can refuse is refused before anything starts (exit 2).
+            let slurmBase = StateDirectory(path: stateDir).url.appendingPathComponent("slurm", isDirectory: true).path
+            var slurmConfiguration: SlurmConfiguration?
+            if slurm.slurm {
+                do {
+                    slurmConfiguration = try slurm.configuration(
+                        file: nil, submitted: jobs, grace: Scheduler.Configuration().gracePeriod, defaultBase: slurmBase)
+                    if let slurmConfiguration { try await SlurmPreflight.check(slurmConfiguration) }
+                } catch {
+                    StandardError.write("jobtop serve: --slurm: \(error)\n")
+                    throw ExitCode(ExitStatus.usage)
+                }
+            }
+
             let backend: DurableScheduler
+            let leftovers: SlurmLeftovers.Outcome?
             do {
-                backend = try Self.makeBackend(jobs: jobs, stateDir: stateDir)
+                (backend, leftovers) = try Self.makeBackend(jobs: jobs, stateDir: stateDir, onSlurm: slurmConfiguration != nil)
             } catch {
                 StandardError.write("jobtop serve: \(error)\n")
                 throw ExitCode(ExitStatus.someFailed)
             }
+            if let problem = leftovers?.problem {
+                StandardError.write("jobtop serve: could not cancel every Slurm job the last serve left: \(problem)\n")
+            }
             let scheduler = backend.scheduler
+            var slurmWorker: SlurmWorker?
+            if let slurmConfiguration {
+                do {
+                    slurmWorker = try SlurmWorker(configuration: slurmConfiguration)
+                } catch {
+                    StandardError.write("jobtop serve: --slurm: \(error)\n")
+                    await scheduler.shutdown(.graceful)
+                    await backend.close()
+                    throw ExitCode(ExitStatus.usage)
+                }
+                if slurm.directory == nil { Self.removeOldSlurmDirectories(in: slurmBase, keeping: slurmConfiguration.directory) }
+                if let slurmWorker { await scheduler.addWorker(slurmWorker) }
+            }
             let server: ControlServer<DurableScheduler>
             let socketPath = ControlSocket.path()
             let tcp: RemoteAddress?
@@ -106,6 +174,7 @@ extension Jobtop {
             } catch {
                 StandardError.write("jobtop serve: \(error)\n")
                 await scheduler.shutdown(.graceful)
+                await slurmWorker?.finish()
                 await backend.close()
                 throw ExitCode(ExitStatus.someFailed)
             }
@@ -127,15 +196,24 @@ extension Jobtop {
             if !recovery.jobs.isEmpty {
                 var note = "restored \(recovery.jobs.count) job\(recovery.jobs.count == 1 ? "" : "s")"
                 if !recovery.interrupted.isEmpty { note += "; \(recovery.interrupted.count) that were running when the last serve stopped counted as failed ('jobtop stopped')" }
+                if backend.placedStopped > 0 {
+                    let ids = leftovers?.cancelled.joined(separator: " ") ?? ""
+                    note += "; cancelled \(backend.placedStopped) Slurm job\(backend.placedStopped == 1 ? "" : "s") they left (\(ids))"
+                }
                 if backend.orphansStopped > 0 { note += "; stopped \(backend.orphansStopped) leftover process group\(backend.orphansStopped == 1 ? "" : "s")" }
                 StandardError.write("jobtop serve: \(note)\n")
             }
             let slots = await scheduler.currentSnapshot().localSlots
             var where_ = socketPath
             if let tcp { where_ += " and \(tcp)" }
-            StandardError.write("jobtop serve: listening on \(where_) (\(slots) slot\(slots == 1 ? "" : "s")); pid \(getpid())\n")
+            var capacity = "\(slots) slot\(slots == 1 ? "" : "s")"
+            if let slurmWorker { capacity = "\(slurmWorker.descriptor.name): \(slurmWorker.descriptor.slots) kept submitted" }
+            StandardError.write("jobtop serve: listening on \(where_) (\(capacity)); pid \(getpid())\n")
             await running.value
             signals.stop()
+            // Jobs still in Slurm (a stop that cancelled them) are cancelled there; the scripts
+            // and output files go (the journal has their lines).
+            await slurmWorker?.finish()
             await backend.close()
             await server.stop()
             StandardError.write("jobtop serve: stopped\n")

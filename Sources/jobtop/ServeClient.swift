@@ -106,8 +106,10 @@ struct JobRecord: Encodable {
     var after: [String]
     var failure: String?
     var worker: String?
+    /// Where the worker placed it (Slurm: the job id, and the reason while it waits).
+    var placement: String?
 
-    init(_ job: JobInfo, workers: [WorkerID: String] = [:]) {
+    init(_ job: JobInfo, workers: [WorkerID: String] = [:], placements: [JobID: String] = [:]) {
         id = job.id.description
         short = job.id.short
         name = job.name
@@ -119,7 +121,10 @@ struct JobRecord: Encodable {
         maxAttempts = job.maxAttempts
         after = job.dependencies.map(\.description)
         failure = job.lastFailure?.description
-        if case .running(let worker, _, _, _) = job.state { self.worker = workers[worker] ?? worker.short }
+        if case .running(let worker, _, _, _) = job.state {
+            self.worker = workers[worker] ?? worker.short
+            placement = placements[job.id]
+        }
         if case .skipped(let reason) = job.state { failure = reason.description }
     }
 }

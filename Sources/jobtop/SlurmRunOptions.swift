@@ -3,9 +3,9 @@ import Foundation
 import Scheduler
 import SchedulerSlurm
 
-/// `jobtop run`'s Slurm flags: run every job as a Slurm batch job.
+/// `jobtop run`'s and `jobtop serve`'s Slurm flags: run every job as a Slurm batch job.
 struct SlurmRunOptions: ParsableArguments {
-    @Flag(help: "Run the jobs on Slurm (sbatch); -j is then how many jobtop keeps submitted at once (default 10). A job file's [slurm] table turns it on too.")
+    @Flag(help: "Run the jobs on Slurm (sbatch); -j is then how many jobtop keeps submitted at once (default 10). For run, a job file's [slurm] table turns it on too.")
     var slurm = false
 
     @Option(help: ArgumentHelp("Slurm partition (default: the cluster's default; overrides [slurm] partition).", valueName: "name"))
@@ -30,7 +30,7 @@ struct SlurmRunOptions: ParsableArguments {
     @Option(
         name: .customLong("slurm-dir"),
         help: ArgumentHelp(
-            "Where job scripts and output files go; the cluster's nodes must see it (default: .jobtop-slurm in the current directory).",
+            "Where job scripts and output files go; the cluster's nodes must see it (default: run: .jobtop-slurm in the current directory; serve: slurm/ in the state directory).",
             valueName: "dir"))
     var directory: String?
 
@@ -44,7 +44,11 @@ struct SlurmRunOptions: ParsableArguments {
     ///
     /// - Throws: ``JobInputError`` when Slurm flags are given for a run that does not use Slurm
     ///   (checked once the job file is read, since its `[slurm]` table turns Slurm on too).
-    func configuration(file: SlurmFileSettings?, submitted: Int?, grace: Duration) throws(JobInputError) -> SlurmConfiguration? {
+    /// - Parameter defaultBase: Where a run's directory goes when `--slurm-dir` is not given
+    ///   (default: `.jobtop-slurm` in the current directory).
+    func configuration(
+        file: SlurmFileSettings?, submitted: Int?, grace: Duration, defaultBase: String? = nil
+    ) throws(JobInputError) -> SlurmConfiguration? {
         guard slurm || file != nil else {
             if partition != nil || !slurmArguments.isEmpty || poll != nil || directory != nil {
                 throw JobInputError(
@@ -55,7 +59,7 @@ struct SlurmRunOptions: ParsableArguments {
         var options = file?.options ?? SlurmOptions()
         if let partition { options.partition = partition }
         options.extraArguments += slurmArguments
-        let base = directory ?? FileManager.default.currentDirectoryPath + "/.jobtop-slurm"
+        let base = directory ?? defaultBase ?? FileManager.default.currentDirectoryPath + "/.jobtop-slurm"
         // One directory per run: two runs in one place never share files.
         let run = "\(base)/run-\(Int(Date().timeIntervalSince1970))-\(getpid())"
         return SlurmConfiguration(

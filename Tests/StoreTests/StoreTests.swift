@@ -249,6 +249,47 @@ struct StoreTests {
         #expect(outcome.status == 128 + SIGTERM)
     }
 
+    @Test("an attempt's latest placement (a Slurm job id) is kept; a restart hands those of cut-off attempts to stopPlaced before anything runs")
+    func placementsOfInterruptedAttempts() async throws {
+        // Given a dead serve's store: one job placed in Slurm and still running, one placed and
+        // ended, one running that no worker placed.
+        let scratch = try Scratch()
+        let directory = StateDirectory(path: scratch.file("state"))
+        let store = try SchedulerStore(directory: directory)
+        let placed = JobID(uuid: UUID())
+        let ended = JobID(uuid: UUID())
+        let local = JobID(uuid: UUID())
+        try await store.insert([placed, ended, local].map { .init(id: $0, spec: JobSpec(work: .shell("true"))) })
+        let worker = WorkerID()
+        try await store.apply([
+            SchedulerEvent(seq: 1, time: .zero, kind: .started(placed, attempt: 1, maxAttempts: 1, worker: worker)),
+            SchedulerEvent(seq: 2, time: .zero, kind: .placed(placed, "4711 Priority")),
+            SchedulerEvent(seq: 3, time: .zero, kind: .placed(placed, "4711")),
+            SchedulerEvent(seq: 4, time: .zero, kind: .started(ended, attempt: 1, maxAttempts: 1, worker: worker)),
+            SchedulerEvent(seq: 5, time: .zero, kind: .placed(ended, "4712")),
+            SchedulerEvent(seq: 6, time: .zero, kind: .succeeded(ended, attempts: 1)),
+            SchedulerEvent(seq: 7, time: .zero, kind: .started(local, attempt: 1, maxAttempts: 1, worker: worker)),
+        ])
+        #expect(try await store.attempts(of: placed).map(\.placement) == ["4711"])
+        #expect(try await store.attempts(of: ended).map(\.placement) == ["4712"])
+        store.close()
+
+        // When a new serve opens it
+        var handed: [JobID: String] = [:]
+        let durable = try DurableScheduler.open(
+            directory: directory, configuration: .init(localSlots: 1),
+            stopPlaced: { placements in
+                handed = placements
+                return placements.count
+            })
+        // Then only the cut-off attempt that was placed is handed over, and counted as stopped
+        #expect(handed == [placed: "4711"])
+        #expect(durable.placedStopped == 1)
+        #expect(durable.recovery.placements == [placed: "4711"])
+        await durable.scheduler.shutdown(.graceful)
+        await durable.close()
+    }
+
     @Test("a submission is on disk when it is acknowledged")
     func submissionIsDurableAtAck() async throws {
         let scratch = try Scratch()

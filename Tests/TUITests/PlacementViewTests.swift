@@ -22,17 +22,41 @@ struct PlacementViewTests {
         board.start(2, on: Self.slurm)
         board.apply(.placed(jobID(1), "4711"))
         board.apply(.placed(jobID(2), "4712 Priority"))
-        // Then the worker column shows the Slurm job id and the pending reason (cut to the
-        // column's 12 cells)
+        // Then the worker column shows the Slurm job id and the whole pending reason
         var lines = screen(board.model, columns: 120).lines
         #expect(lines.contains { $0.contains("00000001") && $0.contains("4711") }, "\(lines)")
-        #expect(lines.contains { $0.contains("00000002") && $0.contains("4712 Priori…") }, "\(lines)")
-        // And the workers panel shows the worker busy with 2 of its 3
-        #expect(lines.contains { $0.contains("slurm:deb") && $0.contains("2/3") }, "\(lines)")
+        #expect(lines.contains { $0.contains("00000002") && $0.contains("4712 Priority") }, "\(lines)")
+        // And the workers panel shows the worker, partition and all, busy with 2 of its 3
+        #expect(lines.contains { $0.contains("slurm:debug") && $0.contains("2/3") }, "\(lines)")
         // When job 2's attempt ends, its placement goes
         board.apply(.succeeded(jobID(2), attempts: 1))
         lines = screen(board.model, columns: 120).lines
         #expect(!lines.contains { $0.contains("4712") }, "\(lines)")
         #expect(lines.contains { $0.contains("4711") })
+    }
+
+    @Test(
+        "The worker column widens for long Slurm reasons on a wide screen, and cuts them on a narrow one",
+        arguments: [
+            (120, "12345678 ReqNodeNotAvail", true),
+            (120, "12345678 PartitionTimeLimit", true),
+            (90, "12345678", false),
+        ] as [(Int, String, Bool)])
+    func longReasons(columns: Int, shown: String, whole: Bool) {
+        // Given a Slurm job pending for a reason longer than the column's usual 12 cells
+        var board = ModelBuilder(slots: 1)
+        board.apply(.workerJoined(Self.slurm))
+        board.submit(1, "sleep 100")
+        board.start(1, on: Self.slurm)
+        let reason = shown.hasPrefix("12345678 P") ? "PartitionTimeLimit" : "ReqNodeNotAvail"
+        board.apply(.placed(jobID(1), "12345678 \(reason)"))
+        // When the screen is drawn
+        let lines = screen(board.model, columns: columns).lines
+        let row = lines.first { $0.contains("00000001") } ?? ""
+        // Then the row shows the id and the reason (whole where there is room), and the name
+        // column keeps its place
+        #expect(row.contains(shown), "\(lines)")
+        #expect(row.contains("sleep 100"), "\(lines)")
+        #expect(row.contains("12345678 \(reason)") == whole, "\(row)")
     }
 }
