@@ -1,3 +1,5 @@
+import CProcess
+
 /// A job's place in the core's tables: a dense index, so everything inside the core reaches a job
 /// without hashing its ``JobID``.
 ///
@@ -95,6 +97,14 @@ struct JobTable<Record>: Sendable where Record: Sendable {
         records[index] = placeholder
         ids[index] = nil
         free.append(handle.index)
+    }
+
+    /// Starts loading the record at `handle` into the CPU's cache and returns at once: a hint
+    /// for a record the caller will touch soon, which changes nothing.
+    func prefetch(_ handle: JobHandle) {
+        let index = Int(handle.index)
+        guard index >= 0, index < records.count else { return }
+        records.withUnsafeBufferPointer { jt_prefetch($0.baseAddress! + index, MemoryLayout<Record>.stride) }
     }
 
     /// Every record, in no particular order.
