@@ -227,10 +227,13 @@ public struct SchedulerCore: Sendable {
     private var listsToFree: [Int32] = []
     /// A buffer `submit` reuses for each spec's dependencies.
     private var scratchHandles: [JobHandle?] = []
-    /// Jobs that others named as dependencies and that succeeded, once their records are dropped.
-    private var droppedSuccesses: Set<JobID> = []
-    /// The same for those that did not succeed, with the name a skip reason shows.
+    /// Jobs that others named as dependencies and that did not succeed, once their records are
+    /// dropped, with the name a skip reason shows. (Those that succeeded are only retired in
+    /// ``jobs`` with ``droppedSuccess``: a job's outcome outlives its record.)
     private var droppedFailures: [JobID: (outcome: JobStateKind, name: String)] = [:]
+    /// The marks of retired ids in ``jobs``.
+    private static let droppedSuccess: Int32 = 0
+    private static let droppedFailure: Int32 = 1
     private(set) var pool = WorkerPool()
     private var timers = Heap<Timer>()
     private var keys: [String: JobID] = [:]
@@ -240,6 +243,10 @@ public struct SchedulerCore: Sendable {
     private var actions: [Action] = []
     /// For each `.start` in `actions`, in the same order, what the performer needs to launch it.
     private var startedHandles: [Start] = []
+    /// Whether this step's caller takes the ``Start``s (``moveActions(into:starts:)``): only then
+    /// are they made. Making one retains the job's spec object, which for a job started out of
+    /// submission order (a DAG's) is a cache miss the array-returning API would pay for nothing.
+    private var collectsStarts = false
 
     /// What the performer needs to launch a `.start`: the job's handle (for reporting its end
     /// without a hashed lookup), its spec as submitted and its present priority.
@@ -857,6 +864,7 @@ public struct SchedulerCore: Sendable {
         now: SchedulerTime
     ) {
         guard jobs.handle(handle, matches: id) else { return }
+        collectsStarts = true
         finishAttempt(handle, attempt: attempt, worker: worker, termination: termination, stopTookEffect: stopTookEffect, now: now)
     }
 
@@ -870,6 +878,7 @@ public struct SchedulerCore: Sendable {
         nextDeadline = timers.min?.time
         swap(&buffer, &actions)
         swap(&starts, &startedHandles)
+        collectsStarts = false
     }
 
     /// The handle of job `id`, if it is known (a hashed lookup).
@@ -998,6 +1007,7 @@ public struct SchedulerCore: Sendable {
         if !batchesToCheck.isEmpty { emitSettledBatches() }
         nextDeadline = timers.min?.time
         startedHandles.removeAll(keepingCapacity: true)
+        collectsStarts = false
         // The array goes to the caller; the next step's starts with room for a typical step (an
         // end, a release or two, a start and their events) instead of growing 1, 2, 4, 8.
         defer { actions = []; actions.reserveCapacity(8) }
@@ -1124,8 +1134,11 @@ public struct SchedulerCore: Sendable {
 
     /// How a job whose record was dropped ended, if it was a dependency.
     private func droppedOutcome(of id: JobID) -> (outcome: JobStateKind, name: String)? {
-        if droppedSuccesses.contains(id) { return (.succeeded, "") }
-        return droppedFailures[id]
+        switch jobs.mark(of: id) {
+        case Self.droppedSuccess?: return (.succeeded, "")
+        case Self.droppedFailure?: return droppedFailures[id]
+        default: return nil
+        }
     }
 
     /// The dependencies of the job at `handle` that have not ended.
@@ -1435,7 +1448,9 @@ public struct SchedulerCore: Sendable {
             }
             actions.append(.emit(.started(head, attempt: attempt, maxAttempts: jobs[handle].info.maxAttempts, worker: worker)))
             actions.append(.start(head, attempt: attempt, worker: worker))
-            startedHandles.append(Start(handle: handle, submitted: jobs[handle].submitted, priority: jobs[handle].info.priority))
+            if collectsStarts {
+                startedHandles.append(Start(handle: handle, submitted: jobs[handle].submitted, priority: jobs[handle].info.priority))
+            }
         }
         // The next job to start is known now; its record is touched on the next free slot. Jobs of a
         // DAG start out of submission order (no hardware prefetch), so ask for it in advance.
@@ -1548,15 +1563,17 @@ public struct SchedulerCore: Sendable {
     /// Drops a finished job's record; a job that waits for it still learns how it ended.
     private mutating func dropFinishedRecord(_ handle: JobHandle) {
         dropDependents(of: handle)
-        if jobs[handle].isDependency {
-            let outcome = jobs[handle].info.state.kind
-            if outcome == .succeeded {
-                droppedSuccesses.insert(jobs[handle].info.id)
-            } else {
-                droppedFailures[jobs[handle].info.id] = (outcome, jobs[handle].info.displayName)
-            }
+        guard jobs[handle].isDependency else {
+            jobs.remove(handle)
+            return
         }
-        jobs.remove(handle)
+        let outcome = jobs[handle].info.state.kind
+        if outcome == .succeeded {
+            jobs.retire(handle, mark: Self.droppedSuccess)
+        } else {
+            droppedFailures[jobs[handle].info.id] = (outcome, jobs[handle].info.displayName)
+            jobs.retire(handle, mark: Self.droppedFailure)
+        }
     }
 
     /// Forgets every finished job still listed (`jobtop clean`): their records and their
