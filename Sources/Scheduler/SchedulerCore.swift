@@ -1,3 +1,4 @@
+import CProcess
 import DequeModule
 import HeapModule
 import struct Foundation.Date
@@ -1556,11 +1557,23 @@ public struct SchedulerCore: Sendable {
         // The next records to drop, as `prefetch` in `dispatch` (jobs end out of order in a DAG).
         if finishedOrder.count >= configuration.finishedRetention, let next = finishedOrder.first {
             jobs.prefetch(next)
+            // Its record was asked for one step ago (as the second): what dropping it releases —
+            // its spec object and its list of dependencies — can be asked for now.
+            prefetchReleased(by: next)
             if finishedOrder.count > 1 { jobs.prefetch(finishedOrder[1]) }
         }
     }
 
-    /// Drops a finished job's record; a job that waits for it still learns how it ended.
+    /// Asks the CPU for the objects that dropping the record at `handle` will release (a hint).
+    private func prefetchReleased(by handle: JobHandle) {
+        jt_prefetch(Unmanaged.passUnretained(jobs[handle].submitted).toOpaque(), MemoryLayout<JobSpec>.size + 16)
+        jobs[handle].info.dependencies.withUnsafeBufferPointer { buffer in
+            // The array's header (its reference count) sits just before its elements.
+            if let base = buffer.baseAddress { jt_prefetch(UnsafeRawPointer(base) - 32, 64) }
+        }
+    }
+
+        /// Drops a finished job's record; a job that waits for it still learns how it ended.
     private mutating func dropFinishedRecord(_ handle: JobHandle) {
         dropDependents(of: handle)
         guard jobs[handle].isDependency else {
