@@ -48,9 +48,9 @@ public struct SchedulerCore: Sendable {
 
     struct Job: Sendable {
         // Stored in this order on purpose: the small fields a start, an end and a dependency's
-        // end touch come first, then the record's `info` (whose own hot fields lead), then what
-        // only commands read. Jobs of a DAG start and end out of submission order, so each
-        // touch of a record is a cache miss per line it spans.
+        // end touch come first, then the record's `info`, then what only commands read. Jobs of
+        // a DAG start and end out of submission order, so each touch of a record is a cache miss
+        // per line it spans.
         /// Its group's place in ``groups``.
         var group: Int32 = 0
         /// The jobs that wait for it: the first and last of its list in ``edges`` (-1: none).

@@ -110,33 +110,30 @@ public struct JobInfo: Sendable, Equatable, Codable {
         }
     }
 
-    // Stored in this order on purpose: what a start and an end of the job touch (id, state,
-    // priority, attempts, progress, history, key) comes first, so the core reaches it in
-    // fewer cache lines; the rest is read when the job is shown.
     /// Its identity.
     public var id: JobID
-    /// Where it is.
-    public var state: JobState
-    /// Its priority.
-    public var priority: Int
-    /// Attempts it may have.
-    public var maxAttempts: Int
-    /// The last progress reported in its current or last attempt (0...1).
-    public var progress: Double?
-    /// Its earlier attempts.
-    public var history: History
-    /// Its coalescing key.
-    public var key: String?
-    /// When it was submitted.
-    public var submittedAt: SchedulerTime
     /// The given name, if any.
     public var name: String?
     /// The command (or `<closure>`).
     public var command: String
+    /// Its priority.
+    public var priority: Int
+    /// Where it is.
+    public var state: JobState
+    /// Attempts it may have.
+    public var maxAttempts: Int
+    /// The last progress reported in its current or last attempt (0...1).
+    public var progress: Double?
+    /// When it was submitted.
+    public var submittedAt: SchedulerTime
+    /// Its coalescing key.
+    public var key: String?
     /// The group it runs in.
     public var group: String
     /// The jobs that must succeed before it starts.
     public var dependencies: [JobID]
+    /// Its earlier attempts.
+    public var history: History
 
     /// Attempts started so far: the running, failed-and-waiting or final attempt where the state
     /// names it.
