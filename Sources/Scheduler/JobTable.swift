@@ -1,3 +1,5 @@
+import CProcess
+
 /// A job's place in the core's tables: a dense index, so everything inside the core reaches a job
 /// without hashing its ``JobID``.
 ///
@@ -20,8 +22,15 @@ struct JobHandle: Hashable, Sendable {
 /// Records are stored as they are, not as optionals: reading a field through a force-unwrapped
 /// optional copies the whole record first. A removed record is overwritten with `placeholder`
 /// (so what it held is released), and `ids` says which indices hold a job.
+///
+/// A record may also be retired: removed, with its id kept in the map under a small mark (a
+/// negative index) that the owner reads back with ``mark(of:)`` — the core keeps how a dropped
+/// dependency ended that way, updating the map's entry in place instead of removing it and
+/// inserting the id into another set.
 struct JobTable<Record>: Sendable where Record: Sendable {
+    /// Each id's handle; a retired id's index is `-1 - mark`.
     private var handles: [JobID: JobHandle] = [:]
+    private var liveCount = 0
     private var records: [Record] = []
     private var ids: [JobID?] = []
     private var free: [Int32] = []
@@ -33,10 +42,19 @@ struct JobTable<Record>: Sendable where Record: Sendable {
     }
 
     /// The number of records.
-    var count: Int { handles.count }
+    var count: Int { liveCount }
 
     /// The handle of `id`, if it has a record. The one hashed lookup.
-    func handle(of id: JobID) -> JobHandle? { handles[id] }
+    func handle(of id: JobID) -> JobHandle? {
+        guard let handle = handles[id], handle.index >= 0 else { return nil }
+        return handle
+    }
+
+    /// The mark `id` was retired with, if it was (see ``retire(_:mark:)``).
+    func mark(of id: JobID) -> Int32? {
+        guard let handle = handles[id], handle.index < 0 else { return nil }
+        return -1 - handle.index
+    }
 
     /// Whether `handle` still names the job `id` (its index may have been reused).
     func handle(_ handle: JobHandle, matches id: JobID) -> Bool {
@@ -55,7 +73,7 @@ struct JobTable<Record>: Sendable where Record: Sendable {
 
     /// The record of `id`, if any (a hashed lookup: for the edges).
     subscript(id: JobID) -> Record? {
-        handles[id].map { records[Int($0.index)] }
+        handle(of: id).map { records[Int($0.index)] }
     }
 
     /// Makes room for `extra` more records at once, so a big submission grows the id map once
@@ -83,7 +101,9 @@ struct JobTable<Record>: Sendable where Record: Sendable {
             ids.append(id)
         }
         let previous = handles.updateValue(handle, forKey: id)
-        precondition(previous == nil, "job \(id) already has a record")
+        // A retired id may come back (its mark is then forgotten); a live one never.
+        precondition(previous.map { $0.index < 0 } ?? true, "job \(id) already has a record")
+        liveCount += 1
         return handle
     }
 
@@ -92,9 +112,34 @@ struct JobTable<Record>: Sendable where Record: Sendable {
         let index = Int(handle.index)
         guard let id = ids[index] else { return }
         handles[id] = nil
+        release(index)
+    }
+
+    /// Removes the record at `handle`, which must have one, keeping its id known under `mark`
+    /// (0 or more): ``handle(of:)`` no longer finds it, ``mark(of:)`` does. Its index may be
+    /// reused.
+    mutating func retire(_ handle: JobHandle, mark: Int32) {
+        precondition(mark >= 0, "a mark is not negative")
+        let index = Int(handle.index)
+        guard let id = ids[index] else { return }
+        handles[id] = JobHandle(index: -1 - mark)
+        release(index)
+    }
+
+    /// Frees the record at `index` for reuse.
+    private mutating func release(_ index: Int) {
+        liveCount -= 1
         records[index] = placeholder
         ids[index] = nil
-        free.append(handle.index)
+        free.append(Int32(index))
+    }
+
+    /// Starts loading the record at `handle` into the CPU's cache and returns at once: a hint
+    /// for a record the caller will touch soon, which changes nothing.
+    func prefetch(_ handle: JobHandle) {
+        let index = Int(handle.index)
+        guard index >= 0, index < records.count else { return }
+        records.withUnsafeBufferPointer { jt_prefetch($0.baseAddress! + index, MemoryLayout<Record>.stride) }
     }
 
     /// Every record's handle, in no particular order: a walk that copies no record (``values``

@@ -659,7 +659,9 @@ public actor Scheduler {
                     store.attemptStarted(id, attempt: attempt, of: maxAttempts)
                 }
             case .start(let id, let attempt, let workerID):
-                let known = starts.map { $0[startIndex] }
+                // (A start the core made without its `Start` is looked up: never on the path that
+                // passes `starts`, where the core makes one per start.)
+                let known = starts.flatMap { startIndex < $0.count ? $0[startIndex] : nil }
                 startIndex += 1
                 guard let worker = workers[workerID], let start = known ?? core.launch(of: id) else { continue }
                 let control = JobControl()

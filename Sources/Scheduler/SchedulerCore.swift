@@ -1,3 +1,4 @@
+import CProcess
 import DequeModule
 import HeapModule
 import struct Foundation.Date
@@ -46,52 +47,79 @@ public struct SchedulerCore: Sendable {
     }
 
     struct Job: Sendable {
+        // Stored in this order on purpose: the small fields a start, an end and a dependency's
+        // end touch come first, then the record's `info`, then what only commands read. Jobs of
+        // a DAG start and end out of submission order, so each touch of a record is a cache miss
+        // per line it spans.
+        /// Its group's place in ``groups``.
+        var group: Int32 = 0
+        /// The jobs that wait for it: the first and last of its list in ``edges`` (-1: none).
+        /// A list in one shared array rather than an array per job: no allocation per job.
+        var firstDependent: Int32 = -1
+        var lastDependent: Int32 = -1
+        /// The worker it runs on while it runs (its state names the worker's id).
+        var worker: WorkerHandle?
+        /// Whether a job named it as a dependency: its outcome is kept once its record is dropped.
+        var isDependency = false
         /// Its place in ``jobs`` (and in the queue, the pool and timers).
         let handle: JobHandle
         /// The spec as submitted, shared rather than copied each time the record is (its
         /// priority may be stale: `info.priority` is the job's priority).
         var submitted: SubmittedSpec
         var spec: JobSpec { submitted.spec }
+        /// Its spec's timeout, kept here so that a start reads only the record.
+        var timeout: Duration?
         var info: JobInfo
         var workerLosses = 0
         /// The batch (run) it belongs to, if any.
         var batch: BatchID?
-        /// The worker it runs on while it runs (its state names the worker's id).
-        var worker: WorkerHandle?
-        /// Its group's place in ``groups``.
-        var group: Int32 = 0
-        /// Its dependencies that have not succeeded, while it is blocked or scheduled (counted
-        /// afresh whenever it comes back from an end).
-        var pending = 0
-        /// The jobs that wait for it: the first and last of its list in ``edges`` (-1: none).
-        /// A list in one shared array rather than an array per job: no allocation per job.
-        var firstDependent: Int32 = -1
-        var lastDependent: Int32 = -1
-        /// Whether a job named it as a dependency: its outcome is kept once its record is dropped.
-        var isDependency = false
         /// When it may start, if it was given a time.
         var notBefore: SchedulerTime?
-        /// Its spec's timeout, kept here so that a start reads only the record.
-        var timeout: Duration?
+
+        init(
+            handle: JobHandle, submitted: SubmittedSpec, info: JobInfo, batch: BatchID?, group: Int32,
+            notBefore: SchedulerTime? = nil, timeout: Duration?
+        ) {
+            self.handle = handle
+            self.submitted = submitted
+            self.info = info
+            self.batch = batch
+            self.group = group
+            self.notBefore = notBefore
+            self.timeout = timeout
+        }
 
         /// What fills the table's place of a removed record: holds nothing worth keeping.
         static let placeholder = Job(
             handle: JobHandle(index: -1), submitted: SubmittedSpec(JobSpec(work: .argv([]))),
-            info: JobInfo(id: JobID(uuid: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))), command: ""))
+            info: JobInfo(id: JobID(uuid: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))), command: ""),
+            batch: nil, group: 0, timeout: nil)
     }
 
-    /// A job that waits for another. Its handle comes with its id: a dependent that ended and
-    /// was dropped may have left its handle to another job.
+    /// A job that waits for another. Its handle comes with its record's serial: a dependent that
+    /// ended and was dropped may have left its handle to another job, which has another serial.
     struct Dependent: Sendable {
+        // The serial first: 12 bytes, so an ``Edge`` packs its `next` after them in 16.
+        let serial: UInt64
         let handle: JobHandle
-        let id: JobID
     }
 
-    /// One link of a job's list of dependents in ``edges``.
+    /// One link of a job's list of dependents in ``edges`` (16 bytes: four to a cache line).
     struct Edge: Sendable {
         var dependent: Dependent
         /// The next link, or -1.
         var next: Int32
+    }
+
+    /// What a dependency's end needs to know of a dependent, kept apart from the job records in
+    /// a dense array (16 bytes a job where a record is about 370): most of a DAG's ends only
+    /// count a dependent down, and in a large table its record is a cache miss away.
+    struct HeldCount: Sendable {
+        /// The record's serial (unique for the core's life), so a stale handle is recognized.
+        var serial: UInt64 = 0
+        /// While the job is blocked or scheduled, how many of its dependencies have not
+        /// succeeded (counted afresh whenever it comes back from an end); -1 in any other state.
+        var pending: Int32 = -1
     }
 
     /// A group's place in ``groups``.
@@ -189,6 +217,10 @@ public struct SchedulerCore: Sendable {
     private var endedDependencies: [EndedDependency] = []
     /// Every job's list of dependents, linked through `next`; freed links are reused.
     private var edges: [Edge] = []
+    /// Per record index: its serial and, while it is held, its count of pending dependencies.
+    private var heldCounts: [HeldCount] = []
+    /// The serial of the next record.
+    private var nextSerial: UInt64 = 1
     /// The first free link, or -1.
     private var freeEdge: Int32 = -1
     /// Lists of dropped or succeeded jobs, freed once the step's dependents are settled (a list
@@ -196,10 +228,13 @@ public struct SchedulerCore: Sendable {
     private var listsToFree: [Int32] = []
     /// A buffer `submit` reuses for each spec's dependencies.
     private var scratchHandles: [JobHandle?] = []
-    /// Jobs that others named as dependencies and that succeeded, once their records are dropped.
-    private var droppedSuccesses: Set<JobID> = []
-    /// The same for those that did not succeed, with the name a skip reason shows.
+    /// Jobs that others named as dependencies and that did not succeed, once their records are
+    /// dropped, with the name a skip reason shows. (Those that succeeded are only retired in
+    /// ``jobs`` with ``droppedSuccess``: a job's outcome outlives its record.)
     private var droppedFailures: [JobID: (outcome: JobStateKind, name: String)] = [:]
+    /// The marks of retired ids in ``jobs``.
+    private static let droppedSuccess: Int32 = 0
+    private static let droppedFailure: Int32 = 1
     private(set) var pool = WorkerPool()
     private var timers = Heap<Timer>()
     private var keys: [String: JobID] = [:]
@@ -209,6 +244,10 @@ public struct SchedulerCore: Sendable {
     private var actions: [Action] = []
     /// For each `.start` in `actions`, in the same order, what the performer needs to launch it.
     private var startedHandles: [Start] = []
+    /// Whether this step's caller takes the ``Start``s (``moveActions(into:starts:)``): only then
+    /// are they made. Making one retains the job's spec object, which for a job started out of
+    /// submission order (a DAG's) is a cache miss the array-returning API would pay for nothing.
+    private var collectsStarts = false
 
     /// What the performer needs to launch a `.start`: the job's handle (for reporting its end
     /// without a hashed lookup), its spec as submitted and its present priority.
@@ -388,6 +427,7 @@ public struct SchedulerCore: Sendable {
                 let handle = jobs.insert(for: id) {
                     Job(handle: $0, submitted: SubmittedSpec(spec), info: info, batch: batch, group: group, timeout: spec.timeout)
                 }
+                registerRecord(handle)
                 stateCounts[.queued] += 1
                 joined(batch, key: spec.coalescingKey, id: id)
                 enqueue(handle)
@@ -399,6 +439,7 @@ public struct SchedulerCore: Sendable {
             // Each dependency once, with its record's handle where it has one: an earlier spec of
             // this submission is found without hashing its id.
             var dependencies: [JobID] = []
+            dependencies.reserveCapacity(spec.dependencies.count)
             // A buffer reused from spec to spec (moved out and back: never shared, never copied).
             var dependencyHandles: [JobHandle?] = []
             swap(&dependencyHandles, &scratchHandles)
@@ -435,15 +476,16 @@ public struct SchedulerCore: Sendable {
             let handle = jobs.insert(for: id) {
                 Job(handle: $0, submitted: SubmittedSpec(spec), info: info, batch: batch, group: group, notBefore: due, timeout: spec.timeout)
             }
+            registerRecord(handle)
             stateCounts[state.kind] += 1
             joined(batch, key: spec.coalescingKey, id: id)
-            jobs[handle].pending = pending
+            if state.kind.isHeld { heldCounts[Int(handle.index)].pending = Int32(pending) }
             submittedHandles.append(handle)
             for case let otherHandle? in dependencyHandles {
                 jobs[otherHandle].isDependency = true
                 // Registered even with a dependency that failed: retrying it brings this job back.
                 if jobs[otherHandle].info.state.kind != .succeeded {
-                    addDependent(Dependent(handle: handle, id: id), to: otherHandle)
+                    addDependent(Dependent(serial: heldCounts[Int(handle.index)].serial, handle: handle), to: otherHandle)
                 }
             }
             switch state {
@@ -502,6 +544,7 @@ public struct SchedulerCore: Sendable {
                 let handle = jobs.insert(for: job.id) {
                     Job(handle: $0, submitted: SubmittedSpec(job.spec), info: info, batch: nil, group: group, timeout: job.spec.timeout)
                 }
+                registerRecord(handle)
                 // A job restored later may name it: its outcome outlives its record.
                 jobs[handle].isDependency = true
                 stateCounts[ending.kind] += 1
@@ -643,7 +686,7 @@ public struct SchedulerCore: Sendable {
         jobs[handle].info.history.attempts = 0
         jobs[handle].info.progress = nil
         jobs[handle].workerLosses = 0
-        jobs[handle].pending = pending
+        if next.kind.isHeld { heldCounts[Int(handle.index)].pending = Int32(pending) }
         actions.append(.emit(.requeued(id, reason: .retriedByUser)))
         hold(handle, in: next)
         bringBackDependents(of: handle, now: now)
@@ -825,6 +868,7 @@ public struct SchedulerCore: Sendable {
         now: SchedulerTime
     ) {
         guard jobs.handle(handle, matches: id) else { return }
+        collectsStarts = true
         finishAttempt(handle, attempt: attempt, worker: worker, termination: termination, stopTookEffect: stopTookEffect, now: now)
     }
 
@@ -838,6 +882,7 @@ public struct SchedulerCore: Sendable {
         nextDeadline = timers.min?.time
         swap(&buffer, &actions)
         swap(&starts, &startedHandles)
+        collectsStarts = false
     }
 
     /// The handle of job `id`, if it is known (a hashed lookup).
@@ -892,7 +937,7 @@ public struct SchedulerCore: Sendable {
                 }
                 let next: JobState = pending > 0 ? .blocked : .queued
                 guard transition(timer.handle, to: next) else { continue }
-                jobs[timer.handle].pending = pending
+                if next.kind.isHeld { heldCounts[Int(timer.handle.index)].pending = Int32(pending) }
                 if next == .queued { actions.append(.emit(.released(timer.id))) }
                 hold(timer.handle, in: next)
             case (.timeout, .running(let worker, let attempt, let since, nil)) where attempt == timer.attempt:
@@ -966,7 +1011,10 @@ public struct SchedulerCore: Sendable {
         if !batchesToCheck.isEmpty { emitSettledBatches() }
         nextDeadline = timers.min?.time
         startedHandles.removeAll(keepingCapacity: true)
-        defer { actions = [] }
+        collectsStarts = false
+        // The array goes to the caller; the next step's starts with room for a typical step (an
+        // end, a release or two, a start and their events) instead of growing 1, 2, 4, 8.
+        defer { actions = []; actions.reserveCapacity(8) }
         return actions
     }
 
@@ -1090,8 +1138,11 @@ public struct SchedulerCore: Sendable {
 
     /// How a job whose record was dropped ended, if it was a dependency.
     private func droppedOutcome(of id: JobID) -> (outcome: JobStateKind, name: String)? {
-        if droppedSuccesses.contains(id) { return (.succeeded, "") }
-        return droppedFailures[id]
+        switch jobs.mark(of: id) {
+        case Self.droppedSuccess?: return (.succeeded, "")
+        case Self.droppedFailure?: return droppedFailures[id]
+        default: return nil
+        }
     }
 
     /// The dependencies of the job at `handle` that have not ended.
@@ -1111,7 +1162,7 @@ public struct SchedulerCore: Sendable {
             enqueue(handle)
         case .blocked:
             actions.append(.emit(.blocked(id, waitingFor: unfinishedDependencies(of: handle))))
-            if jobs[handle].pending == 0 { release(handle) }
+            if heldCounts[Int(handle.index)].pending == 0 { release(handle) }
         case .scheduled(let until):
             timers.insert(Timer(time: until, handle: handle, id: id, attempt: 0, purpose: .release))
             actions.append(.emit(.scheduled(id, at: until)))
@@ -1138,6 +1189,16 @@ public struct SchedulerCore: Sendable {
     /// Releases or skips the dependents of the jobs that ended in this step, and theirs in
     /// turn (a worklist, not recursion: a chain of any length).
     private mutating func settleDependents() {
+        // Every dependent's record is asked for first, so their cache misses overlap instead of
+        // coming one after another in the loop below.
+        for ended in endedDependencies {
+            var link = ended.firstDependent
+            while link >= 0 {
+                let dependent = edges[Int(link)].dependent
+                if heldCounts[Int(dependent.handle.index)].serial == dependent.serial { jobs.prefetch(dependent.handle) }
+                link = edges[Int(link)].next
+            }
+        }
         var index = 0
         while index < endedDependencies.count {
             let ended = endedDependencies[index]
@@ -1146,12 +1207,15 @@ public struct SchedulerCore: Sendable {
             while link >= 0 {
                 let dependent = edges[Int(link)].dependent
                 link = edges[Int(link)].next
-                guard jobs.handle(dependent.handle, matches: dependent.id) else { continue }
-                let kind = jobs[dependent.handle].info.state.kind
-                guard kind.isHeld else { continue }
+                // Not its job any more, or not held: nothing to settle. Only the dense counts are
+                // read here; the record only when the job is released or skipped.
+                let index = Int(dependent.handle.index)
+                guard heldCounts[index].serial == dependent.serial, heldCounts[index].pending >= 0 else { continue }
                 if ended.outcome == .succeeded {
-                    jobs[dependent.handle].pending -= 1
-                    if kind == .blocked && jobs[dependent.handle].pending <= 0 { release(dependent.handle) }
+                    heldCounts[index].pending -= 1
+                    if heldCounts[index].pending <= 0 && jobs[dependent.handle].info.state.kind == .blocked {
+                        release(dependent.handle)
+                    }
                 } else {
                     let reason = SkipReason(dependency: ended.id, dependencyName: ended.name, outcome: ended.outcome)
                     skip(dependent.handle, because: reason, now: ended.time)
@@ -1161,6 +1225,22 @@ public struct SchedulerCore: Sendable {
         endedDependencies.removeAll(keepingCapacity: true)
         for list in listsToFree { freeList(list) }
         listsToFree.removeAll(keepingCapacity: true)
+    }
+
+    /// Whether `dependent`'s handle still names its job (its index may have been reused).
+    private func holds(_ dependent: Dependent) -> Bool {
+        heldCounts[Int(dependent.handle.index)].serial == dependent.serial
+    }
+
+    /// Gives a new record its serial, and its count of pending dependencies as not held (the
+    /// caller sets it when the job is held).
+    private mutating func registerRecord(_ handle: JobHandle) {
+        let index = Int(handle.index)
+        if index >= heldCounts.count {
+            heldCounts.append(contentsOf: repeatElement(HeldCount(), count: index - heldCounts.count + 1))
+        }
+        heldCounts[index] = HeldCount(serial: nextSerial, pending: -1)
+        nextSerial += 1
     }
 
     /// Appends `dependent` to the list of the job at `handle`.
@@ -1225,16 +1305,16 @@ public struct SchedulerCore: Sendable {
         while index < work.count {
             let dependent = work[index]
             index += 1
-            guard jobs.handle(dependent.handle, matches: dependent.id),
+            guard holds(dependent),
                   case .skipped = jobs[dependent.handle].info.state else { continue }
             let (pending, failed) = dependencyStatus(jobs[dependent.handle].info.dependencies)
             guard failed == nil else { continue }  // another dependency still failed
-            if let key = jobs[dependent.handle].spec.coalescingKey, let other = keys[key], other != dependent.id { continue }
+            if let key = jobs[dependent.handle].spec.coalescingKey, let other = keys[key], other != jobs[dependent.handle].info.id { continue }
             let due = jobs[dependent.handle].notBefore.flatMap { $0 > now ? $0 : nil }
             let next: JobState = if let due { .scheduled(until: due) } else { .blocked }
             guard transition(dependent.handle, to: next) else { continue }
             reopen(dependent.handle)
-            jobs[dependent.handle].pending = pending
+            heldCounts[Int(dependent.handle.index)].pending = Int32(pending)
             hold(dependent.handle, in: next)
             work.append(contentsOf: dependents(from: jobs[dependent.handle].firstDependent))
         }
@@ -1337,6 +1417,7 @@ public struct SchedulerCore: Sendable {
         let old = job.info.state.kind
         guard Self.transition(&job, to: next, counts: &stateCounts, rejected: &rejectedTransitions) else { return false }
         if old != next.kind { countInGroup(job.group, from: old, to: next.kind) }
+        if old.isHeld != next.kind.isHeld { heldCounts[Int(job.handle.index)].pending = next.kind.isHeld ? 0 : -1 }
         return true
     }
 
@@ -1348,6 +1429,9 @@ public struct SchedulerCore: Sendable {
             return false
         }
         if old != next.kind { countInGroup(jobs[handle].group, from: old, to: next.kind) }
+        // The dense count says "held" exactly while the job is: callers set the real count
+        // after a move into a held state.
+        if old.isHeld != next.kind.isHeld { heldCounts[Int(handle.index)].pending = next.kind.isHeld ? 0 : -1 }
         return true
     }
 
@@ -1424,8 +1508,13 @@ public struct SchedulerCore: Sendable {
             }
             actions.append(.emit(.started(head, attempt: attempt, maxAttempts: jobs[handle].info.maxAttempts, worker: worker)))
             actions.append(.start(head, attempt: attempt, worker: worker))
-            startedHandles.append(Start(handle: handle, submitted: jobs[handle].submitted, priority: jobs[handle].info.priority))
+            if collectsStarts {
+                startedHandles.append(Start(handle: handle, submitted: jobs[handle].submitted, priority: jobs[handle].info.priority))
+            }
         }
+        // The next job to start is known now; its record is touched on the next free slot. Jobs of a
+        // DAG start out of submission order (no hardware prefetch), so ask for it in advance.
+        if let group = heads.first, let next = groups[Int(group.index)].queue.first { jobs.prefetch(next) }
     }
 
     /// Decides what an ended attempt means for the job at `handle` (in place).
@@ -1524,20 +1613,39 @@ public struct SchedulerCore: Sendable {
         while finishedOrder.count > configuration.finishedRetention, let oldest = finishedOrder.popFirst() {
             dropFinishedRecord(oldest)
         }
+        // The next records to drop, as `prefetch` in `dispatch` (jobs end out of order in a DAG).
+        if finishedOrder.count >= configuration.finishedRetention, let next = finishedOrder.first {
+            jobs.prefetch(next)
+            // Its record was asked for one step ago (as the second): what dropping it releases —
+            // its spec object and its list of dependencies — can be asked for now.
+            prefetchReleased(by: next)
+            if finishedOrder.count > 1 { jobs.prefetch(finishedOrder[1]) }
+        }
     }
 
-    /// Drops a finished job's record; a job that waits for it still learns how it ended.
+    /// Asks the CPU for the objects that dropping the record at `handle` will release (a hint).
+    private func prefetchReleased(by handle: JobHandle) {
+        jt_prefetch(Unmanaged.passUnretained(jobs[handle].submitted).toOpaque(), MemoryLayout<JobSpec>.size + 16)
+        jobs[handle].info.dependencies.withUnsafeBufferPointer { buffer in
+            // The array's header (its reference count) sits just before its elements.
+            if let base = buffer.baseAddress { jt_prefetch(UnsafeRawPointer(base) - 32, 64) }
+        }
+    }
+
+        /// Drops a finished job's record; a job that waits for it still learns how it ended.
     private mutating func dropFinishedRecord(_ handle: JobHandle) {
         dropDependents(of: handle)
-        if jobs[handle].isDependency {
-            let outcome = jobs[handle].info.state.kind
-            if outcome == .succeeded {
-                droppedSuccesses.insert(jobs[handle].info.id)
-            } else {
-                droppedFailures[jobs[handle].info.id] = (outcome, jobs[handle].info.displayName)
-            }
+        guard jobs[handle].isDependency else {
+            jobs.remove(handle)
+            return
         }
-        jobs.remove(handle)
+        let outcome = jobs[handle].info.state.kind
+        if outcome == .succeeded {
+            jobs.retire(handle, mark: Self.droppedSuccess)
+        } else {
+            droppedFailures[jobs[handle].info.id] = (outcome, jobs[handle].info.displayName)
+            jobs.retire(handle, mark: Self.droppedFailure)
+        }
     }
 
     /// Forgets every finished job still listed (`jobtop clean`): their records and their

@@ -294,6 +294,7 @@ func benchDAG() async {
         }
         return spec
     }
+    let printsSplit = ProcessInfo.processInfo.environment["JOBTOP_BENCH_SPLIT"] != nil
     func run(_ specs: [JobSpec], groups: Bool) -> Double {
         var core = SchedulerCore(configuration: .init(finishedRetention: 1_000, seed: 1))
         let worker = WorkerDescriptor(id: WorkerID(), name: "w", kind: .local, slots: 8)
@@ -322,7 +323,7 @@ func benchDAG() async {
         }
         collect(core.workerJoined(worker, now: .zero))
         collect(try! core.submit(contentsOf: specs, ids: ids, now: .zero).actions)
-        if ProcessInfo.processInfo.environment["JOBTOP_BENCH_SPLIT"] != nil {
+        if printsSplit {
             print("  submit: \(format((cpuSeconds() - start) / Double(specs.count) * 1e6, 3)) µs per job")
         }
         var done = 0

@@ -172,6 +172,30 @@ import Testing
         #expect(throws: SchedulerError.self) { _ = try submit([Self.spec("x", after: [.job(first[1])])]) }
     }
 
+    @Test mutating func aDependentWhoseRecordWasDroppedAndReusedIsNotCountedDownForTheNewJob() throws {
+        // Given a running job with a blocked dependent that is cancelled and dropped at once
+        // (retention 0), and a new blocked job that takes the dropped record's place in the table
+        core = SchedulerCore(configuration: .init(finishedRetention: 0, seed: 7))
+        _ = core.workerJoined(Self.worker("w"), now: .zero)
+        let (first, _) = try submit([Self.spec("long"), Self.spec("other")])
+        let (long, other) = (first[0], first[1])
+        let (dependent, _) = try submit([Self.spec("dependent", after: [.job(long)])])
+        _ = try core.cancel(dependent[0], now: .zero)
+        #expect(core.info(of: dependent[0]) == nil, "dropped at once")
+        let (newcomer, _) = try submit([Self.spec("newcomer", after: [.job(other)])])
+        #expect(core.state(of: newcomer[0]) == .blocked)
+        // When the running job succeeds (its list of dependents still names the dropped record)
+        let ended = end(long)
+        // Then the newcomer, which waits for another job, is neither counted down nor released
+        #expect(Self.names(ended) == ["succeeded", "started"])
+        #expect(Self.starts(ended) == [other])
+        #expect(core.state(of: newcomer[0]) == .blocked)
+        // ...until its own dependency succeeds.
+        let released = end(other)
+        #expect(Self.names(released) == ["succeeded", "released", "started"])
+        #expect(Self.starts(released) == newcomer)
+    }
+
     @Test mutating func aBadDependencyRefusesTheWholeSubmission() throws {
         for bad: JobSpec.Dependency in [.earlier(1), .earlier(-1), .job(ids.nextJobID())] {
             do {

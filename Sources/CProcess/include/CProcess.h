@@ -1,6 +1,7 @@
 #ifndef JOBTOP_CPROCESS_H
 #define JOBTOP_CPROCESS_H
 
+#include "CacheHint.h"
 #include <stdint.h>
 #include <sys/types.h>
 
