@@ -90,20 +90,27 @@ printf 'idle (heartbeats every 1 s, one held job): coordinator %.2f%% of a core,
     "$(echo "($c1 - $c0) * 100 / $hz / $elapsed" | bc -l)" "$WORKERS" \
     "$(echo "($w1 - $w0) * 100 / $hz / $elapsed" | bc -l)" "$(echo "($w1 - $w0) * 100 / $hz / $elapsed / $WORKERS" | bc -l)" "$(load)"
 
-# Memory: each worker and its guard (a forked child named jobtop-guard).
-rss() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }
-worker_kb=0; guard_kb=0; guards=0
+# Memory: each worker and its guard (a forked child named jobtop-guard): RSS counts the pages
+# shared with the other workers (the binary, libraries) in full; PSS shares them out; private is
+# what each adds on its own.
+kb() { awk -v key="$2:" '$1 == key { print $2 }' "/proc/$1/smaps_rollup" 2>/dev/null || echo 0; }
+w_rss=0; w_pss=0; w_private=0; g_rss=0; g_pss=0; g_private=0; guards=0
 for pid in "${workers[@]}"; do
-    worker_kb=$((worker_kb + $(rss "$pid")))
+    w_rss=$((w_rss + $(kb "$pid" Rss))); w_pss=$((w_pss + $(kb "$pid" Pss)))
+    w_private=$((w_private + $(kb "$pid" Private_Clean) + $(kb "$pid" Private_Dirty)))
     for child in $(cat "/proc/$pid/task/"*/children 2>/dev/null); do
         if [ "$(cat "/proc/$child/comm" 2>/dev/null)" = jobtop-guard ]; then
-            guard_kb=$((guard_kb + $(rss "$child"))); guards=$((guards + 1))
+            g_rss=$((g_rss + $(kb "$child" Rss))); g_pss=$((g_pss + $(kb "$child" Pss)))
+            g_private=$((g_private + $(kb "$child" Private_Clean) + $(kb "$child" Private_Dirty)))
+            guards=$((guards + 1))
         fi
     done
 done
-printf 'memory: worker RSS %.1f MiB on average; its guard %.1f MiB (RSS, mostly pages shared with the worker; %d guards found); coordinator %.1f MiB\n' \
-    "$(echo "$worker_kb / $WORKERS / 1024" | bc -l)" "$(echo "$guard_kb / ($guards + ($guards == 0)) / 1024" | bc -l)" "$guards" \
-    "$(echo "$(rss "$coordinator") / 1024" | bc -l)"
+mib() { echo "$1 / $2 / 1024" | bc -l; }
+g=$((guards + (guards == 0)))
+printf 'memory per worker: RSS %.1f MiB, PSS %.1f MiB, private %.1f MiB; its guard (%d found): RSS %.1f, PSS %.1f, private %.1f MiB; coordinator RSS %.1f MiB\n' \
+    "$(mib $w_rss "$WORKERS")" "$(mib $w_pss "$WORKERS")" "$(mib $w_private "$WORKERS")" "$guards" \
+    "$(mib $g_rss $g)" "$(mib $g_pss $g)" "$(mib $g_private $g)" "$(mib "$(kb "$coordinator" Rss)" 1)"
 
 touch "$work/go"
 wait "$coordinator" || true

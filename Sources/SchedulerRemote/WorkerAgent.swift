@@ -545,9 +545,7 @@ public final class WorkerAgent: Sendable {
 
     private static func target(_ address: RemoteAddress) -> any ResolvableTarget {
         if address.isIPv6 { return .ipv6(address: address.host, port: address.port) }
-        if address.host.split(separator: ".").count == 4, address.host.allSatisfy({ $0.isNumber || $0 == "." }) {
-            return .ipv4(address: address.host, port: address.port)
-        }
+        if address.isIPv4 { return .ipv4(address: address.host, port: address.port) }
         return .dns(host: address.host, port: address.port)
     }
 

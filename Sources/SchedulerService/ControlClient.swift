@@ -33,14 +33,19 @@ public final class ControlClient: SchedulerClient {
     private let metadata: Metadata
     /// Where it connects.
     public let endpoint: ControlEndpoint
+    /// How a TCP serve is trusted (`nil`: plaintext).
+    private let tls: RemoteTLS.Client?
 
-    /// Connects to `endpoint`.
+    /// Connects to `endpoint`, over TLS trusted as `tls` says when it is TCP and `tls` is given
+    /// (nothing, the token included, is then sent before the serve's certificate is verified).
     ///
     /// - Throws: ``ControlError`` `.notRunning` when no serve answers at the Unix socket (the
     ///   one-line message says how to start one), `.connectionLost` when the transport cannot
     ///   be set up.
-    public init(endpoint: ControlEndpoint) throws(ControlError) {
+    public init(endpoint: ControlEndpoint, tls: RemoteTLS.Client? = nil) throws(ControlError) {
         self.endpoint = endpoint
+        self.tls = tls
+        var security = HTTP2ClientTransport.Posix.TransportSecurity.plaintext
         let target: any ResolvableTarget
         var metadata: Metadata = [:]
         switch endpoint {
@@ -57,15 +62,16 @@ public final class ControlClient: SchedulerClient {
         case .tcp(let address, let token):
             target = address.host.contains(":")
                 ? .ipv6(address: address.host, port: address.port)
-                : .dns(host: address.host, port: address.port)
+                : address.isIPv4 ? .ipv4(address: address.host, port: address.port) : .dns(host: address.host, port: address.port)
             if let token { metadata.addString(token, forKey: ControlWire.tokenKey) }
+            if let tls { security = tls.transportSecurity }
         }
         self.metadata = metadata
         var config = HTTP2ClientTransport.Posix.Config.defaults
         config.connection.flushCoalescing = nil
         let transport: HTTP2ClientTransport.Posix
         do {
-            transport = try HTTP2ClientTransport.Posix(target: target, transportSecurity: .plaintext, config: config)
+            transport = try HTTP2ClientTransport.Posix(target: target, transportSecurity: security, config: config)
         } catch {
             throw ControlError(.connectionLost, "cannot connect to \(endpoint): \(error)")
         }
@@ -109,11 +115,16 @@ public final class ControlClient: SchedulerClient {
                 options: options
             ) { response in try response.message }
         } catch {
-            throw Self.controlError(error, endpoint: endpoint)
+            throw Self.controlError(error, endpoint: endpoint, tls: tls)
         }
     }
 
-    static func controlError(_ error: any Error, endpoint: ControlEndpoint) -> ControlError {
+    static func controlError(_ error: any Error, endpoint: ControlEndpoint, tls: RemoteTLS.Client? = nil) -> ControlError {
+        if let tls, case .tcp(let address, _) = endpoint,
+            let why = tls.handshakeFailure(in: error, connectingTo: address, peer: "jobtop serve", client: "client")
+        {
+            return ControlError(.refused, why)
+        }
         if let error = error as? RPCError {
             switch error.code {
             case .unauthenticated, .permissionDenied:
@@ -168,7 +179,7 @@ public final class ControlClient: SchedulerClient {
         } catch let error as ControlError {
             throw error
         } catch {
-            throw Self.controlError(error, endpoint: endpoint)
+            throw Self.controlError(error, endpoint: endpoint, tls: tls)
         }
     }
 
@@ -180,7 +191,7 @@ public final class ControlClient: SchedulerClient {
     ) -> AsyncStream<SchedulerEvent> {
         let (stream, continuation) = AsyncStream<SchedulerEvent>.makeStream(bufferingPolicy: .unbounded)
         let request = SubscribeRequest(bufferLimit: bufferLimit, includeOutput: includeOutput, delivery: delivery, job: job)
-        let (client, metadata, options, endpoint) = (client, metadata, options, endpoint)
+        let (client, metadata, options, endpoint, tls) = (client, metadata, options, endpoint, tls)
         let task = Task {
             var failure: ControlError?
             do {
@@ -192,7 +203,7 @@ public final class ControlClient: SchedulerClient {
                     for try await event in response.messages { continuation.yield(event) }
                 }
             } catch {
-                if !Task.isCancelled { failure = Self.controlError(error, endpoint: endpoint) }
+                if !Task.isCancelled { failure = Self.controlError(error, endpoint: endpoint, tls: tls) }
             }
             ended?(failure)
             continuation.finish()

@@ -160,7 +160,7 @@ struct RemoteNetworkTests {
         }
         #expect(ranAfterRejoin, "the rejoined worker ran none of the jobs submitted after it rejoined")
         print(
-            "figure: partition of \(formatDuration(Self.linkDown)): \(runningAtCut.count) jobs running across the link at the cut, all stopped there before the coordinator gave the worker up \(format(lostAfter.inSeconds)) s after the cut; jobs started twice: \(starts.filter { $0 > 1 }.count), ran to their end twice: \(dones.filter { $0 > 1 }.count) (of those running at the cut: \(cutIndexes.filter { dones[$0] > 1 }.count)); busy (load \(loadAverage()))"
+            "figure: partition of \(formatDuration(Self.linkDown)): \(runningAtCut.count) jobs running across the link at the cut, \(runningAtCut.count - stillRunning.count) of them stopped there before the coordinator gave the worker up \(format(lostAfter.inSeconds)) s after the cut; jobs started twice: \(starts.filter { $0 > 1 }.count), ran to their end twice: \(dones.filter { $0 > 1 }.count) (of those running at the cut: \(cutIndexes.filter { dones[$0] > 1 }.count)); busy (load \(loadAverage()))"
         )
 
         counting.cancel()
