@@ -130,7 +130,11 @@ public final class ControlClient: SchedulerClient {
             case .unauthenticated, .permissionDenied:
                 return ControlError(.refused, "jobtop serve at \(endpoint) refused us: \(error.message)")
             case .unavailable:
-                return ControlError(.notRunning, "lost jobtop serve at \(endpoint) (\(error.message))")
+                var hint = ""
+                if tls == nil, case .tcp = endpoint, error.message.contains("before completing the HTTP/2 connection preface") {
+                    hint = "; a serve with TLS needs --tls-ca or --tls-fingerprint here"
+                }
+                return ControlError(.notRunning, "lost jobtop serve at \(endpoint) (\(error.message))\(hint)")
             default:
                 return ControlError(.connectionLost, "jobtop serve at \(endpoint): \(error.message)")
             }
