@@ -132,7 +132,7 @@ let package = Package(
         // Durable state benchmark (release): durable vs in-memory submit, restart, submit -> started.
         .executableTarget(
             name: "jobtop-store-bench",
-            dependencies: ["Scheduler", "SchedulerStore"]
+            dependencies: ["Scheduler", "SchedulerStore", "SchedulerService"]
         ),
         // Dashboard benchmark (release): the view model's cost per event, small vs big table.
         .executableTarget(

@@ -913,15 +913,15 @@ public struct SchedulerCore: Sendable {
         var waiting: [JobInfo] = []
         var scheduled: [(until: SchedulerTime, info: JobInfo)] = []
         var blocked: [JobInfo] = []
-        for job in jobs.values {
-            switch job.info.state {
+        jobs.forEachHandle { handle in
+            switch jobs[handle].info.state {
             case .running:
-                var info = job.info
+                var info = jobs[handle].info
                 info.progress = progress(info.id) ?? info.progress
                 running.append(info)
-            case .waitingForRetry: waiting.append(job.info)
-            case .scheduled(let until): scheduled.append((until, job.info))
-            case .blocked: blocked.append(job.info)
+            case .waitingForRetry: waiting.append(jobs[handle].info)
+            case .scheduled(let until): scheduled.append((until, jobs[handle].info))
+            case .blocked: blocked.append(jobs[handle].info)
             default: break
             }
         }

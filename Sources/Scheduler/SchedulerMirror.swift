@@ -264,7 +264,19 @@ public struct SchedulerMirror: Sendable {
     }
 
     private mutating func replace(with snapshot: SchedulerSnapshot) {
-        jobs = Dictionary(uniqueKeysWithValues: snapshot.jobs.map { ($0.id, $0) })
+        // One pass, into a table sized once: a snapshot can hold 100,000 jobs.
+        var table = [JobID: JobInfo](minimumCapacity: snapshot.jobs.count)
+        var running = Set<JobID>()
+        var finished: [JobID] = []
+        for job in snapshot.jobs {
+            table[job.id] = job
+            if job.state.isFinished {
+                finished.append(job.id)
+            } else if job.state.kind == .running {
+                running.insert(job.id)
+            }
+        }
+        jobs = table
         counts = snapshot.counts
         isPaused = snapshot.isPaused
         shutdown = snapshot.shutdown
@@ -273,7 +285,7 @@ public struct SchedulerMirror: Sendable {
         workers = snapshot.workers.map(\.descriptor)
         workersByID = Dictionary(workers.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last })
         retiringWorkers = Set(snapshot.workers.filter(\.isRetiring).map(\.descriptor.id))
-        runningJobs = Set(snapshot.jobs.lazy.filter { $0.state.kind == .running }.map(\.id))
+        runningJobs = running
         groups = [JobSpec.defaultGroup: JobGroup(name: JobSpec.defaultGroup)]
         for status in snapshot.groups { groups[status.group.name] = status.group }
         groupCounts = [:]
@@ -281,6 +293,6 @@ public struct SchedulerMirror: Sendable {
         lastSeq = snapshot.seq
         isResyncing = false
         // The snapshot lists finished jobs newest first.
-        finishedOrder = Deque(snapshot.jobs.filter { $0.state.isFinished }.reversed().map(\.id))
+        finishedOrder = Deque(finished.reversed())
     }
 }

@@ -167,7 +167,15 @@ public final class ControlClient: SchedulerClient {
 
     /// The serve's present state.
     public func fetchSnapshot() async throws(ControlError) -> SchedulerSnapshot {
-        try await unary(ControlWire.snapshot, Empty())
+        do {
+            return try await client.unary(
+                request: ClientRequest(message: Empty(), metadata: metadata), descriptor: ControlWire.snapshot,
+                serializer: JSONMessageSerializer<Empty>(), deserializer: SnapshotMessageDeserializer(),
+                options: options
+            ) { response in try response.message }
+        } catch {
+            throw Self.controlError(error, endpoint: endpoint)
+        }
     }
 
     /// The job's whole output, piece by piece, handed to `body` as it arrives.
@@ -187,6 +195,24 @@ public final class ControlClient: SchedulerClient {
         }
     }
 
+    /// The job's output from its start, then as it comes, handed to `body` piece by piece until
+    /// the job ends (the last part is ``FollowPart/ended(_:)``, or ``FollowPart/unknownJob``).
+    public func follow(_ id: JobID, _ body: @escaping @Sendable (FollowPart) async throws -> Void) async throws(ControlError) {
+        do {
+            try await client.serverStreaming(
+                request: ClientRequest(message: id, metadata: metadata), descriptor: ControlWire.follow,
+                serializer: JSONMessageSerializer<JobID>(), deserializer: JSONMessageDeserializer<FollowPart>(),
+                options: options
+            ) { response in
+                for try await part in response.messages { try await body(part) }
+            }
+        } catch let error as ControlError {
+            throw error
+        } catch {
+            throw Self.controlError(error, endpoint: endpoint)
+        }
+    }
+
     /// Subscribes; the stream ends when the serve shuts down or the connection is lost, and
     /// `ended` then says why (`nil`: the serve ended the stream itself).
     public func events(
@@ -201,7 +227,7 @@ public final class ControlClient: SchedulerClient {
             do {
                 try await client.serverStreaming(
                     request: ClientRequest(message: request, metadata: metadata), descriptor: ControlWire.subscribe,
-                    serializer: JSONMessageSerializer<SubscribeRequest>(), deserializer: JSONMessageDeserializer<SchedulerEvent>(),
+                    serializer: JSONMessageSerializer<SubscribeRequest>(), deserializer: EventMessageDeserializer(),
                     options: options
                 ) { response in
                     for try await event in response.messages { continuation.yield(event) }

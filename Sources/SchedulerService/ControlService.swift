@@ -3,6 +3,13 @@ import GRPCCore
 import Scheduler
 import SchedulerRemote
 
+/// Why `follow` reads the job's file again.
+private enum FollowWake: Equatable, Sendable {
+    case output
+    case ended(JobStateKind)
+    case unknownJob
+}
+
 /// The gRPC handlers of the control service over any ``SchedulerClient``: the in-process
 /// ``Scheduler`` today, a durable one that commits each command before it answers.
 ///
@@ -33,7 +40,7 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
         router.registerHandler(
             forMethod: ControlWire.subscribe,
             deserializer: JSONMessageDeserializer<SubscribeRequest>(),
-            serializer: JSONMessageSerializer<SchedulerEvent>()
+            serializer: EventMessageSerializer()
         ) { request, _ in
             try Self.checkToken(request.metadata, token)
             let settings = try await ServerRequest(stream: request).message
@@ -48,12 +55,33 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
             }
         }
 
+        router.registerHandler(
+            forMethod: ControlWire.follow,
+            deserializer: JSONMessageDeserializer<JobID>(),
+            serializer: JSONMessageSerializer<FollowPart>()
+        ) { request, _ in
+            try Self.checkToken(request.metadata, token)
+            let id = try await ServerRequest(stream: request).message
+            return StreamingServerResponse { writer in
+                try await Self.follow(id, backend: backend, outputFile: outputFile, writer: writer)
+                return [:]
+            }
+        }
+
         Self.unary(&router, ControlWire.ping, token: token) { (_: Empty) in Empty() }
         Self.unary(&router, ControlWire.resolve, token: token) { (references: [String]) in
             let jobs = await backend.currentSnapshot().jobs
             return references.map { JobReference.resolve($0, in: jobs) }
         }
-        Self.unary(&router, ControlWire.snapshot, token: token) { (_: Empty) in await backend.currentSnapshot() }
+        router.registerHandler(
+            forMethod: ControlWire.snapshot,
+            deserializer: JSONMessageDeserializer<Empty>(),
+            serializer: SnapshotMessageSerializer()
+        ) { request, _ in
+            try Self.checkToken(request.metadata, token)
+            _ = try await ServerRequest(stream: request).message
+            return StreamingServerResponse(single: ServerResponse(message: await backend.currentSnapshot()))
+        }
         Self.unary(&router, ControlWire.outputTail, token: token) { (id: JobID) in
             let (lines, dropped) = await backend.outputTail(of: id)
             return OutputTail(lines: lines, dropped: dropped)
@@ -71,7 +99,7 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
             let id = try await ServerRequest(stream: request).message
             return StreamingServerResponse { writer in
                 if let outputFile, let path = await outputFile(id) {
-                    try await Self.stream(file: path, to: writer)
+                    try await Self.stream(file: path) { try await writer.write(.bytes($0)) }
                     return [:]
                 }
                 let snapshot = await backend.currentSnapshot()
@@ -83,6 +111,78 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
                 try await writer.write(.tail(lines: lines, dropped: dropped))
                 return [:]
             }
+        }
+    }
+
+    /// `jobtop follow`: the job's output file from its first byte, then, woken by the job's
+    /// events, whatever the file has gained since, until the job ends. The file is the one
+    /// source, read by offset, so nothing is shown twice or lost between the past and the live
+    /// part. A backend that keeps no file sends the lines it holds, then the lines as they come.
+    private static func follow(
+        _ id: JobID, backend: Backend, outputFile: (@Sendable (JobID) async -> String?)?, writer: RPCWriter<FollowPart>
+    ) async throws {
+        let events = await backend.subscribe(bufferLimit: 10_000, includeOutput: true, delivery: .latest)
+        guard let outputFile else { return try await followTail(id, events: events, backend: backend, writer: writer) }
+        // The watcher turns the job's events into wake-ups, which coalesce: a chatty job's
+        // thousand lines cost one read of the file, not a thousand.
+        let (wakes, wake) = AsyncStream<FollowWake>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let watcher = Task {
+            var isFirst = true
+            for await event in events {
+                if isFirst, case .snapshot(let snapshot) = event.kind, !snapshot.jobs.contains(where: { $0.id == id }) {
+                    wake.yield(.unknownJob)
+                    return
+                }
+                isFirst = false
+                if let end = Self.end(of: id, in: event) {
+                    wake.yield(.ended(end))
+                    return
+                }
+                if event.kind.jobID == id || event.kind.name == "snapshot" { wake.yield(.output) }
+            }
+            wake.finish()
+        }
+        defer { watcher.cancel() }
+        var offset: off_t = 0
+        for await reason in wakes {
+            if reason == .unknownJob { return try await writer.write(.unknownJob) }
+            if let path = await outputFile(id) {
+                offset = try await Self.stream(file: path, from: offset) { try await writer.write(.bytes($0)) }
+            }
+            if case .ended(let end) = reason { return try await writer.write(.ended(end)) }
+        }
+    }
+
+    /// `follow` where the backend keeps no file: the lines it still holds, then the lines as they
+    /// come.
+    private static func followTail(
+        _ id: JobID, events: Backend.Events, backend: Backend, writer: RPCWriter<FollowPart>
+    ) async throws {
+        var iterator = events.makeAsyncIterator()
+        guard let first = try await iterator.next(), case .snapshot(let snapshot) = first.kind else { return }
+        guard let job = snapshot.jobs.first(where: { $0.id == id }) else { return try await writer.write(.unknownJob) }
+        let (lines, _) = await backend.outputTail(of: id)
+        try await writer.write(.bytes(Data(lines.flatMap(\.rawBytes))))
+        if job.state.isFinished { return try await writer.write(.ended(job.state.kind)) }
+        while let event = try await iterator.next() {
+            switch event.kind {
+            case .output(id, let line): try await writer.write(.bytes(Data(line.rawBytes)))
+            case .lagged(let missed): try await writer.write(.lagged(missed: missed))
+            default: if let end = Self.end(of: id, in: event) { return try await writer.write(.ended(end)) }
+            }
+        }
+    }
+
+    /// How the event ends job `id`, if it does.
+    private static func end(of id: JobID, in event: SchedulerEvent) -> JobStateKind? {
+        switch event.kind {
+        case .succeeded(id, _): .succeeded
+        case .failed(id, _, _): .failed
+        case .cancelled(id): .cancelled
+        case .skipped(id, _): .skipped
+        case .snapshot(let snapshot):
+            snapshot.jobs.first(where: { $0.id == id }).flatMap { $0.state.isFinished ? $0.state.kind : nil }
+        default: nil
         }
     }
 
@@ -110,25 +210,30 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
         }
     }
 
-    /// Sends a file in pieces of 256 KiB, each read on a dispatch queue (a blocking read must
-    /// not hold a thread of the cooperative pool).
-    private static func stream(file path: String, to writer: RPCWriter<LogPart>) async throws {
+    /// Sends a file from `offset` to its end in pieces of 256 KiB, each read on a dispatch queue
+    /// (a blocking read must not hold a thread of the cooperative pool); returns the offset
+    /// reached.
+    @discardableResult
+    private static func stream(file path: String, from offset: off_t = 0, to send: (Data) async throws -> Void) async throws -> off_t {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return }
+        guard fd >= 0 else { return offset }
         defer { close(fd) }
+        var offset = offset
         while true {
+            let at = offset
             let chunk: Data = await withCheckedContinuation { continuation in
                 DispatchQueue.global().async {
                     var buffer = [UInt8](repeating: 0, count: 256 * 1024)
                     var count: Int
                     repeat {
-                        count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                        count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, at) }
                     } while count < 0 && errno == EINTR
                     continuation.resume(returning: Data(buffer.prefix(max(0, count))))
                 }
             }
-            if chunk.isEmpty { return }
-            try await writer.write(.bytes(chunk))
+            if chunk.isEmpty { return offset }
+            offset += off_t(chunk.count)
+            try await send(chunk)
         }
     }
 }

@@ -23,6 +23,10 @@ enum ControlWire {
     /// A ``JobID`` in, ``LogPart``s out (server stream): the job's whole output.
     static let log = MethodDescriptor(service: service, method: "Log")
 
+    /// A ``JobID`` in, ``FollowPart``s out (server stream): the job's output from its start, as it
+    /// comes, until it ends.
+    static let follow = MethodDescriptor(service: service, method: "Follow")
+
     /// ``Empty`` in, ``Empty`` out: whether the serve answers and lets us in (the token).
     static let ping = MethodDescriptor(service: service, method: "Ping")
 
@@ -79,6 +83,18 @@ public enum LogPart: Codable, Sendable, Equatable {
     case unknownJob
 }
 
+/// A piece of `jobtop follow`'s stream.
+public enum FollowPart: Codable, Sendable, Equatable {
+    /// Output, in order: the job's whole output so far first, then what it writes.
+    case bytes(Data)
+    /// The serve keeps no file for the job and its subscription fell behind: lines were missed.
+    case lagged(missed: Int)
+    /// The job ended (the last part).
+    case ended(JobStateKind)
+    /// No such job.
+    case unknownJob
+}
+
 /// Encodes a message as JSON.
 struct JSONMessageSerializer<Message: Encodable>: MessageSerializer {
     func serialize<Bytes: GRPCContiguousBytes>(_ message: Message) throws -> Bytes {
@@ -91,6 +107,65 @@ struct JSONMessageDeserializer<Message: Decodable>: MessageDeserializer {
     func deserialize<Bytes: GRPCContiguousBytes>(_ serializedMessageBytes: Bytes) throws -> Message {
         try serializedMessageBytes.withUnsafeBytes { buffer in
             try JSONDecoder().decode(Message.self, from: Data(buffer))
+        }
+    }
+}
+
+/// A snapshot in ``SnapshotCodec``'s binary form.
+struct SnapshotMessageSerializer: MessageSerializer {
+    func serialize<Bytes: GRPCContiguousBytes>(_ snapshot: SchedulerSnapshot) throws -> Bytes {
+        var writer = ByteWriter(capacity: 64 + snapshot.jobs.count * 48)
+        try SnapshotCodec.encode(snapshot, into: &writer)
+        return Bytes(writer.bytes)
+    }
+}
+
+/// Reads a snapshot in ``SnapshotCodec``'s binary form.
+struct SnapshotMessageDeserializer: MessageDeserializer {
+    func deserialize<Bytes: GRPCContiguousBytes>(_ serializedMessageBytes: Bytes) throws -> SchedulerSnapshot {
+        try serializedMessageBytes.withUnsafeBytes { buffer in
+            var reader = ByteReader(buffer)
+            return try SnapshotCodec.decode(from: &reader)
+        }
+    }
+}
+
+/// A subscription's event: a byte that says how, then a snapshot event in ``SnapshotCodec``'s
+/// binary form (the one big message: a subscription's first) or any other event as JSON.
+struct EventMessageSerializer: MessageSerializer {
+    static let json: UInt8 = 0
+    static let snapshot: UInt8 = 1
+
+    func serialize<Bytes: GRPCContiguousBytes>(_ event: SchedulerEvent) throws -> Bytes {
+        if case .snapshot(let snapshot) = event.kind {
+            var writer = ByteWriter(capacity: 64 + snapshot.jobs.count * 48)
+            writer.byte(Self.snapshot)
+            writer.varint(event.seq)
+            writer.time(event.time)
+            try SnapshotCodec.encode(snapshot, into: &writer)
+            return Bytes(writer.bytes)
+        }
+        var bytes: [UInt8] = [Self.json]
+        bytes.append(contentsOf: try JSONEncoder().encode(event))
+        return Bytes(bytes)
+    }
+}
+
+/// Reads what ``EventMessageSerializer`` wrote.
+struct EventMessageDeserializer: MessageDeserializer {
+    func deserialize<Bytes: GRPCContiguousBytes>(_ serializedMessageBytes: Bytes) throws -> SchedulerEvent {
+        try serializedMessageBytes.withUnsafeBytes { buffer in
+            var reader = ByteReader(buffer)
+            switch try reader.byte() {
+            case EventMessageSerializer.json:
+                return try JSONDecoder().decode(SchedulerEvent.self, from: Data(UnsafeRawBufferPointer(rebasing: buffer[1...])))
+            case EventMessageSerializer.snapshot:
+                let seq = try reader.varint()
+                let time = try reader.time()
+                return SchedulerEvent(seq: seq, time: time, kind: .snapshot(try SnapshotCodec.decode(from: &reader)))
+            case let tag:
+                throw SnapshotCodecError(description: "event frame of unknown kind \(tag)")
+            }
         }
     }
 }

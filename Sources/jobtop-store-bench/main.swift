@@ -10,6 +10,7 @@
 import Foundation
 import Scheduler
 import SchedulerStore
+import SchedulerService
 
 func loadAverage() -> String {
     guard let text = try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8) else { return "unknown" }
@@ -88,6 +89,41 @@ let plainLatency = try await latencies(plain, 300)
 await plain.shutdown(.graceful)
 await plainRun
 print("submit -> started (300 single jobs): durable p50 \(ms(percentile(durableLatency, 0.5))) p99 \(ms(percentile(durableLatency, 0.99))); in memory p50 \(ms(percentile(plainLatency, 0.5))) p99 \(ms(percentile(plainLatency, 0.99)))")
+
+// The same through serve's socket (gRPC on a Unix socket, the durable scheduler behind it): one
+// client kept connected, then a new connection for each submission (what a `jobtop submit`
+// process does after its own start-up), its `started` seen by a subscriber kept connected.
+try? FileManager.default.removeItem(atPath: root + "/state3")
+let served = try DurableScheduler.open(directory: StateDirectory(path: root + "/state3"), configuration: .init(localSlots: 2))
+async let servedRun: Void = served.scheduler.run()
+await served.restored()
+let server = try ControlServer(backend: served)
+let socketPath = root + "/control.sock"
+try await server.start(socketPath: socketPath)
+let connected = try ControlClient(endpoint: .unixSocket(socketPath))
+let socketLatency = try await latencies(connected, 300)
+var freshLatency: [Double] = []
+do {
+    let events = await connected.subscribe(bufferLimit: nil, includeOutput: false)
+    var iterator = events.makeAsyncIterator()
+    _ = await iterator.next()  // the snapshot
+    for round in 0..<300 {
+        let begin = ContinuousClock.now
+        let client = try ControlClient(endpoint: .unixSocket(socketPath))
+        guard case .submitted(let ids) = try await client.perform(.submit([JobSpec(name: "f\(round)", work: .shell("true"))], batch: nil)) else { fatalError() }
+        await client.close()
+        while let event = await iterator.next() {
+            if case .started(let id, _, _, _) = event.kind, id == ids[0] { break }
+        }
+        freshLatency.append(seconds(ContinuousClock.now - begin))
+    }
+}
+await connected.close()
+await server.stop()
+await served.scheduler.shutdown(.graceful)
+await servedRun
+await served.close()
+print("submit -> started through the socket (300 single jobs): one connection p50 \(ms(percentile(socketLatency, 0.5))) p99 \(ms(percentile(socketLatency, 0.99))); a new connection each p50 \(ms(percentile(freshLatency, 0.5))) p99 \(ms(percentile(freshLatency, 0.99)))")
 print("load average after: \(loadAverage())")
 
 // Where the time goes: encoding and decoding the specs alone.

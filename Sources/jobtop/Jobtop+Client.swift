@@ -8,6 +8,7 @@ extension Jobtop {
     /// `jobtop attach`: the dashboard, on the serve's scheduler.
     struct Attach: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "attach",
             abstract: "Open the dashboard on the running jobtop serve (q detaches; the jobs go on).",
             discussion: """
                 The same dashboard as 'jobtop run', steering the serve's jobs; several can be \
@@ -58,6 +59,7 @@ extension Jobtop {
     /// `jobtop submit`: adds jobs to the serve's queue.
     struct Submit: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "submit",
             abstract: "Add jobs to the running jobtop serve and print their ids.",
             discussion: """
                 FILE is a job file (.toml) or a plain list (one command per line); "-" reads a list \
@@ -191,6 +193,7 @@ extension Jobtop {
     /// `jobtop status`: the serve's jobs, like the dashboard's table.
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "status",
             abstract: "List the serve's jobs (active ones; --all adds finished ones).",
             discussion: "Exit status: 0 listed; 3 no serve is running.")
 
@@ -284,6 +287,7 @@ extension Jobtop {
     /// `jobtop cancel ID...`.
     struct Cancel: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "cancel",
             abstract: "Cancel jobs of the serve (running ones: their process groups are stopped).",
             discussion: "Exit status: 0 done; 1 the serve refused one (it had ended, say); 2 an unknown or ambiguous id (nothing done); 3 no serve.")
         @Argument(help: ArgumentHelp("Job ids, unique prefixes or names.", valueName: "id"))
@@ -298,6 +302,7 @@ extension Jobtop {
     /// `jobtop retry ID...`.
     struct Retry: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "retry",
             abstract: "Queue failed, cancelled or skipped jobs of the serve again.",
             discussion: "Exit status: 0 done; 1 the serve refused one; 2 an unknown or ambiguous id (nothing done); 3 no serve.")
         @Argument(help: ArgumentHelp("Job ids, unique prefixes or names.", valueName: "id"))
@@ -312,6 +317,7 @@ extension Jobtop {
     /// `jobtop prio ID N`.
     struct Prio: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "prio",
             abstract: "Set a queued job's priority (higher runs first).",
             discussion: "Exit status: 0 done; 1 refused (the job is not waiting); 2 bad usage or unknown id; 3 no serve.")
         @Argument(help: ArgumentHelp("The job: id, unique prefix or name.", valueName: "id"))
@@ -335,6 +341,7 @@ extension Jobtop {
     /// `jobtop pause [--group G]`.
     struct Pause: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "pause",
             abstract: "Start no new jobs (of one group with --group); running jobs go on.",
             discussion: "Exit status: 0 done; 1 refused; 3 no serve.")
         @Option(help: ArgumentHelp("Only this group.", valueName: "name"))
@@ -352,6 +359,7 @@ extension Jobtop {
     /// `jobtop resume [--group G]`.
     struct Resume: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "resume",
             abstract: "Start jobs again (of one group with --group).",
             discussion: "Exit status: 0 done; 1 refused; 3 no serve.")
         @Option(help: ArgumentHelp("Only this group.", valueName: "name"))
@@ -369,6 +377,7 @@ extension Jobtop {
     /// `jobtop log ID`.
     struct Log: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "log",
             abstract: "Print a job's output (stdout and stderr, as the job wrote them).",
             discussion: """
                 The serve keeps each job's whole output (every attempt) in a file in its state \
@@ -407,10 +416,12 @@ extension Jobtop {
     /// `jobtop follow ID`.
     struct Follow: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Print a job's output as it comes, until the job ends.",
+            commandName: "follow",
+            abstract: "Print a job's output from its start, then as it comes, until the job ends.",
             discussion: """
-                Prints what the job writes from now on (jobtop log shows what came before), then \
-                exits when the job ends.
+                Prints the job's whole output so far (every attempt, as `jobtop log` does), then \
+                what it writes, and exits when the job ends. A job already ended prints its output \
+                and exits at once.
 
                 Exit status: 0 the job succeeded; 1 it failed, was cancelled or skipped; 2 unknown \
                 or ambiguous id; 3 no serve, or it went away.
@@ -424,28 +435,24 @@ extension Jobtop {
             let reference = id
             let status: Int32 = try await withServe(connection) { client in
                 let job = try await resolve([reference], with: client)[0]
-                let events = client.events(bufferLimit: 10_000, includeOutput: true, delivery: .latest, job: job.id)
-                for await event in events {
-                    switch event.kind {
-                    case .snapshot(let snapshot):
-                        guard let now = snapshot.jobs.first(where: { $0.id == job.id }) else {
-                            StandardError.write("jobtop: \(job.id.short) is no longer listed by the serve\n")
-                            return ExitStatus.usage
-                        }
-                        if now.state.isFinished { return now.state.kind == .succeeded ? ExitStatus.success : ExitStatus.someFailed }
-                    case .lagged(let missed):
-                        StandardError.write("jobtop: fell behind the job's output; \(missed) events missed\n")
-                    case .output(let id, let line) where id == job.id:
-                        writeOut(line.rawBytes)
-                    case .succeeded(let id, _) where id == job.id:
-                        return ExitStatus.success
-                    case .failed(let id, _, _) where id == job.id, .cancelled(let id) where id == job.id, .skipped(let id, _) where id == job.id:
-                        return ExitStatus.someFailed
-                    default: break
+                let end = Locked<FollowPart?>(nil)
+                try await client.follow(job.id) { part in
+                    switch part {
+                    case .bytes(let data): writeOut(Array(data))
+                    case .lagged(let missed): StandardError.write("jobtop: fell behind the job's output; \(missed) events missed\n")
+                    case .ended, .unknownJob: end.withLock { $0 = part }
                     }
                 }
-                StandardError.write("jobtop: jobtop serve went away before \(job.id.short) ended\n")
-                return ExitStatus.noServe
+                switch end.withLock({ $0 }) {
+                case .ended(.succeeded): return ExitStatus.success
+                case .ended: return ExitStatus.someFailed
+                case .unknownJob:
+                    StandardError.write("jobtop: \(job.id.short) is no longer listed by the serve\n")
+                    return ExitStatus.usage
+                case .bytes, .lagged, nil:
+                    StandardError.write("jobtop: jobtop serve went away before \(job.id.short) ended\n")
+                    return ExitStatus.noServe
+                }
             }
             if status != ExitStatus.success { throw ExitCode(status) }
         }
@@ -454,6 +461,7 @@ extension Jobtop {
     /// `jobtop clean`.
     struct Clean: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "clean",
             abstract: "Forget the serve's finished jobs (succeeded, failed, cancelled, skipped).",
             discussion: "Exit status: 0 done; 3 no serve.")
         @OptionGroup var connection: ConnectOptions
@@ -470,6 +478,7 @@ extension Jobtop {
     /// `jobtop shutdown [--drain]`.
     struct Shutdown: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "shutdown",
             abstract: "Stop jobtop serve: start nothing new, let running jobs finish (--drain: run the queue first).",
             discussion: "Waits until the serve has stopped. Exit status: 0 stopped; 3 no serve.")
         @Flag(help: "Run every queued job first.")

@@ -8,6 +8,7 @@ extension Jobtop {
     /// `jobtop run`: loads jobs, then runs them under the dashboard or headless.
     struct Run: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "run",
             abstract: "Run jobs from a job file, a list or -c, with the dashboard or headless.",
             discussion: """
                 FILE is a job file (.toml: [defaults] and [[job]] tables) or a plain list (one shell \

@@ -9,6 +9,7 @@ extension Jobtop {
     /// `jobtop serve`: a scheduler that outlives the terminal, steered over a socket.
     struct Serve: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "serve",
             abstract: "Run the scheduler as a daemon: submit, status, attach and the rest talk to it over a socket.",
             discussion: """
                 Listens on a Unix socket only this user can use: $XDG_RUNTIME_DIR/jobtop/serve.sock \

@@ -193,21 +193,35 @@ struct ServeTests {
         try await fixture.stop()
     }
 
-    @Test("follow prints the output as it comes and exits with the job's outcome")
+    @Test("follow prints the output from the start, then as it comes, exactly once, and exits with the job's outcome")
     func follow() async throws {
         let fixture = try await ServeFixture()
         let go = fixture.scratch.file("go")
-        let id = try await fixture.run(["submit", "-c", "while [ ! -f \(go) ]; do echo tick; sleep 0.1; done; echo last-line; exit 4"]).lines[0]
+        let id = try await fixture.run([
+            "submit", "-c", "echo early; while [ ! -f \(go) ]; do echo tick; sleep 0.05; done; echo last-line; exit 4",
+        ]).lines[0]
+        // The first line is written before follow starts: follow must show it (the past part).
+        var logged = ""
+        for _ in 0..<1_000 where !logged.hasPrefix("early\ntick\n") {
+            logged = try await fixture.run(["log", id]).stdout
+        }
+        #expect(logged.hasPrefix("early\ntick\n"))
         let follower = try fixture.start(["follow", id])
         let ticked = await follower.firstLine { $0 == "tick" }
         #expect(ticked != nil)
         _ = FileManager.default.createFile(atPath: go, contents: nil)
         let outcome = try #require(await follower.wait(atMost: .seconds(60)))
         #expect(outcome.status == 1)
-        #expect(outcome.stdout.hasSuffix("last-line\n"))
+        #expect(outcome.stdout.hasPrefix("early\ntick\n"))
+        #expect(outcome.stdout.hasSuffix("tick\nlast-line\n"))
+        let log = try await fixture.run(["log", id]).stdout
+        #expect(outcome.stdout == log, "follow showed every line once: what the log holds")
 
         let done = try await fixture.run(["follow", id])
         #expect(done.status == 1, "a job that has ended: its outcome at once")
+        #expect(done.stdout == log, "and its whole output")
+        let unknown = try await fixture.run(["follow", "zzzz"])
+        #expect(unknown.status == 2)
         try await fixture.stop()
     }
 
