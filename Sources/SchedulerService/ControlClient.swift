@@ -119,7 +119,7 @@ public final class ControlClient: SchedulerClient {
         }
     }
 
-    static func controlError(_ error: any Error, endpoint: ControlEndpoint, tls: RemoteTLS.Client? = nil) -> ControlError {
+    static func controlError(_ error: any Error, endpoint: ControlEndpoint, tls: RemoteTLS.Client?) -> ControlError {
         if let tls, case .tcp(let address, _) = endpoint,
             let why = tls.handshakeFailure(in: error, connectingTo: address, peer: "jobtop serve", client: "client")
         {
@@ -174,7 +174,7 @@ public final class ControlClient: SchedulerClient {
                 options: options
             ) { response in try response.message }
         } catch {
-            throw Self.controlError(error, endpoint: endpoint)
+            throw Self.controlError(error, endpoint: endpoint, tls: tls)
         }
     }
 
@@ -209,7 +209,7 @@ public final class ControlClient: SchedulerClient {
         } catch let error as ControlError {
             throw error
         } catch {
-            throw Self.controlError(error, endpoint: endpoint)
+            throw Self.controlError(error, endpoint: endpoint, tls: tls)
         }
     }
 
