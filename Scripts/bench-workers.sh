@@ -10,6 +10,7 @@
 #
 #   Scripts/bench-workers.sh                        # WORKERS=100 SLOTS=4 JOBS=20000 IDLE=10
 #   WORKERS=20 JOBS=2000 Scripts/bench-workers.sh
+#   HEARTBEAT=2s Scripts/bench-workers.sh             # idle cost at another heartbeat interval
 #   JOBTOP=.build-release/release/jobtop Scripts/bench-workers.sh   # an already built binary
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +19,7 @@ WORKERS=${WORKERS:-100}
 SLOTS=${SLOTS:-4}
 JOBS=${JOBS:-20000}
 IDLE=${IDLE:-10}           # seconds of idle CPU sampling
+HEARTBEAT=${HEARTBEAT:-1s} # jobtop run --heartbeat
 PORT=${PORT:-$((20000 + RANDOM % 20000))}
 
 if [ -z "${JOBTOP:-}" ]; then   # JOBTOP=path/to/release/jobtop skips the build
@@ -56,7 +58,7 @@ echo "$(head -c 18 /dev/urandom | base64)" > "$work/token"
 
 # --- Phase 1: join and idle ----------------------------------------------------------------
 "$JOBTOP" run --listen "127.0.0.1:$PORT" --token-file "$work/token" -j 0 --headless --log-format json \
-    -c "while [ ! -e '$work/go' ]; do sleep 0.1; done" > "$work/log1" 2> "$work/err1" &
+    --heartbeat "$HEARTBEAT" -c "while [ ! -e '$work/go' ]; do sleep 0.1; done" > "$work/log1" 2> "$work/err1" &
 coordinator=$!
 pids+=("$coordinator")
 for _ in $(seq 200); do grep -q "accepting workers" "$work/err1" && break; sleep 0.05; done
@@ -86,7 +88,7 @@ c0=$(ticks "$coordinator"); w0=$(ticks "${workers[@]}"); t0=$(date +%s.%N)
 sleep "$IDLE"
 c1=$(ticks "$coordinator"); w1=$(ticks "${workers[@]}"); t1=$(date +%s.%N)
 elapsed=$(echo "$t1 - $t0" | bc)
-printf 'idle (heartbeats every 1 s, one held job): coordinator %.2f%% of a core, all %d workers together %.2f%% (%.3f%% each); busy (load %s)\n' \
+printf "idle (heartbeats every $HEARTBEAT, one held job): coordinator %.2f%% of a core, all %d workers together %.2f%% (%.3f%% each); busy (load %s)\n" \
     "$(echo "($c1 - $c0) * 100 / $hz / $elapsed" | bc -l)" "$WORKERS" \
     "$(echo "($w1 - $w0) * 100 / $hz / $elapsed" | bc -l)" "$(echo "($w1 - $w0) * 100 / $hz / $elapsed / $WORKERS" | bc -l)" "$(load)"
 
