@@ -13,8 +13,8 @@ import Glibc
 ///
 /// Names are unique per test process and namespace (`jobtop-test-<pid>-<n>`), and so is the
 /// /30 subnet (10.64.0.0/12, from the pid and n). ``remove()`` deletes the namespace (and with it
-/// the veth pair); a namespace a crashed test process left behind is deleted by the next
-/// ``sweepStale()`` (every new namespace runs it first).
+/// the veth pair); a namespace a crashed test process left behind, and every process still in
+/// it, is deleted by the next ``sweepStale()`` (every new namespace runs it first).
 final class NetworkNamespace: Sendable {
     /// The namespace's name (`ip netns exec NAME ...`).
     let name: String
@@ -96,8 +96,10 @@ final class NetworkNamespace: Sendable {
         (Self.ipPath!, ["netns", "exec", name] + command)
     }
 
-    /// Deletes the namespace and with it its end of the veth pair (and so the pair).
+    /// Kills whatever still runs in the namespace, then deletes it and with it its end of the
+    /// veth pair (and so the pair). A process left inside would keep the namespace alive.
     func remove() {
+        Self.killProcesses(in: name)
         _ = try? Self.ip(["netns", "delete", name])
         // Normally gone with the namespace; a half-made one may have left it in the root namespace.
         if Self.deviceExists(hostDevice) { _ = try? Self.ip(["link", "delete", hostDevice]) }
@@ -111,7 +113,17 @@ final class NetworkNamespace: Sendable {
             guard name.hasPrefix(prefix) else { continue }
             let owner = name.dropFirst(prefix.count).split(separator: "-").first.flatMap { Int32($0) }
             if let owner, owner == getpid() || kill(owner, 0) == 0 || errno == EPERM { continue }
+            // A test process that crashed left its workers running in there (reconnecting for
+            // ever, keeping the namespace alive after its name is gone): kill them first.
+            killProcesses(in: name)
             _ = try? ip(["netns", "delete", name])
+        }
+    }
+
+    private static func killProcesses(in name: String) {
+        let inside = (try? ip(["netns", "pids", name])) ?? ""
+        for pid in inside.split(separator: "\n").compactMap({ pid_t($0.trimmingCharacters(in: .whitespaces)) }) {
+            kill(pid, SIGKILL)
         }
     }
 
