@@ -17,7 +17,9 @@ struct RemoteHeartbeatFlagTests {
         let marker = scratch.file("ran")
         let coordinator = try JobtopProcess(
             ["run", "--listen", "127.0.0.1:0", "--token-file", token, "-j", "0", "--headless", "--log-format", "json",
-             "--heartbeat", "200ms", "--grace", "1s", "-c", "echo x >> '\(marker)'; sleep 3"],
+             "--heartbeat", "200ms", "--grace", "1s", "-c",
+             // Runs until the test says go: the first copy cannot end before the worker is frozen.
+             "echo x >> '\(marker)'; while [ ! -e '\(scratch.file("go"))' ]; do sleep 0.05; done"],
             newSession: true)
         defer { coordinator.send(SIGKILL) }
         let prefix = "accepting workers on 127.0.0.1:"
@@ -40,6 +42,11 @@ struct RemoteHeartbeatFlagTests {
         defer { other.send(SIGKILL) }
 
         // Then the coordinator gives it up on the short heartbeat, and the job runs again elsewhere.
+        let again = await eventually(within: .seconds(90)) {
+            ((try? String(contentsOfFile: marker, encoding: .utf8)) ?? "").split(separator: "\n").count >= 2
+        }
+        #expect(again, "the job did not start again: \(coordinator.output)")
+        try scratch.write("go", "")
         let outcome = try #require(await coordinator.wait(atMost: .seconds(90)), "the run did not end")
         #expect(outcome.status == 0, "\(outcome.stderr)")
         let left = outcome.stdout.split(separator: "\n").first { $0.contains("\"event\":\"worker-left\"") && $0.contains("frozen") }
