@@ -26,10 +26,15 @@ public enum ControlEndpoint: Sendable, CustomStringConvertible {
 /// answer and the event stream ends; the throwing ``send(_:)``, ``fetchSnapshot()`` and
 /// ``fetchLog(of:)`` say why instead (what the command line uses).
 public final class ControlClient: SchedulerClient {
-    public typealias Events = AsyncStream<SchedulerEvent>
+    public typealias Events = ControlEvents
 
     private let client: GRPCClient<HTTP2ClientTransport.Posix>
     private let connections: Task<Void, Never>
+    /// The subscriptions' tasks, which ``close()`` cancels: a stream its consumer dropped keeps
+    /// its call open (the stream's continuation holds it), and a graceful shutdown would wait
+    /// for that call forever.
+    private let subscriptions = Locked<[UInt64: Task<Void, Never>]>([:])
+    private let nextSubscription = Locked<UInt64>(0)
     private let metadata: Metadata
     /// Where it connects.
     public let endpoint: ControlEndpoint
@@ -91,6 +96,7 @@ public final class ControlClient: SchedulerClient {
 
     /// Closes the connection once the calls under way have ended.
     public func close() async {
+        for task in subscriptions.withLock({ $0.values }) { task.cancel() }
         client.beginGracefulShutdown()
         await connections.value
     }
@@ -218,10 +224,13 @@ public final class ControlClient: SchedulerClient {
     public func events(
         bufferLimit: Int?, includeOutput: Bool, delivery: EventDelivery, job: JobID? = nil,
         ended: (@Sendable (ControlError?) -> Void)? = nil
-    ) -> AsyncStream<SchedulerEvent> {
-        let (stream, continuation) = AsyncStream<SchedulerEvent>.makeStream(bufferingPolicy: .unbounded)
+    ) -> ControlEvents {
         let request = SubscribeRequest(bufferLimit: bufferLimit, includeOutput: includeOutput, delivery: delivery, job: job)
-        let (client, metadata, options, endpoint, tls) = (client, metadata, options, endpoint, tls)
+        let (client, metadata, options, endpoint, subscriptions, tls) = (client, metadata, options, endpoint, subscriptions, tls)
+        let number = nextSubscription.withLock { $0 += 1; return $0 }
+        let reader = Locked<Task<Void, Never>?>(nil)
+        // A consumer that stops (its task cancelled) stops the call.
+        let pipe = EventPipe(limit: Self.unreadEventLimit) { reader.withLock { $0 }?.cancel() }
         let task = Task {
             var failure: ControlError?
             do {
@@ -230,17 +239,26 @@ public final class ControlClient: SchedulerClient {
                     serializer: JSONMessageSerializer<SubscribeRequest>(), deserializer: EventMessageDeserializer(),
                     options: options
                 ) { response in
-                    for try await event in response.messages { continuation.yield(event) }
+                    for try await event in response.messages {
+                        await pipe.put(event)
+                        try Task.checkCancellation()
+                    }
                 }
             } catch {
                 if !Task.isCancelled { failure = Self.controlError(error, endpoint: endpoint, tls: tls) }
             }
             ended?(failure)
-            continuation.finish()
+            pipe.finish()
+            subscriptions.withLock { $0[number] = nil }
         }
-        continuation.onTermination = { _ in task.cancel() }
-        return stream
+        reader.withLock { $0 = task }
+        subscriptions.withLock { $0[number] = task }  // (a task already ended leaves a finished one here: harmless)
+        return ControlEvents(pipe: pipe)
     }
+
+    /// Events a subscription holds unread before it stops reading the call (and the serve's own
+    /// limit for a slow subscriber takes over).
+    static let unreadEventLimit = 256
 
     // MARK: - SchedulerClient
 
@@ -254,7 +272,7 @@ public final class ControlClient: SchedulerClient {
         }
     }
 
-    public func subscribe(bufferLimit: Int?, includeOutput: Bool, delivery: EventDelivery) async -> AsyncStream<SchedulerEvent> {
+    public func subscribe(bufferLimit: Int?, includeOutput: Bool, delivery: EventDelivery) async -> ControlEvents {
         events(bufferLimit: bufferLimit, includeOutput: includeOutput, delivery: delivery)
     }
 

@@ -65,6 +65,7 @@ func latencies(_ client: some SchedulerClient, _ rounds: Int) async throws -> [D
     var result: [Double] = []
     let events = await client.subscribe(bufferLimit: nil, includeOutput: false)
     var iterator = events.makeAsyncIterator()
+    _ = try await iterator.next()  // the snapshot: the subscription is in place (over a socket it starts later)
     for round in 0..<rounds {
         let begin = ContinuousClock.now
         guard case .submitted(let ids) = try await client.perform(.submit([JobSpec(name: "l\(round)", work: .shell("true"))], batch: nil)) else { fatalError() }
@@ -118,10 +119,11 @@ do {
         freshLatency.append(seconds(ContinuousClock.now - begin))
     }
 }
-await connected.close()
-await server.stop()
+// As serve does: the scheduler first (the subscriptions end), then the socket.
 await served.scheduler.shutdown(.graceful)
 await servedRun
+await connected.close()
+await server.stop()
 await served.close()
 print("submit -> started through the socket (300 single jobs): one connection p50 \(ms(percentile(socketLatency, 0.5))) p99 \(ms(percentile(socketLatency, 0.99))); a new connection each p50 \(ms(percentile(freshLatency, 0.5))) p99 \(ms(percentile(freshLatency, 0.99)))")
 print("load average after: \(loadAverage())")

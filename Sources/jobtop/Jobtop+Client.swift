@@ -167,7 +167,7 @@ extension Jobtop {
 
         /// Waits until every job of `ids` has ended: 0 when all succeeded, 1 otherwise, 3 when the
         /// serve went away first.
-        static func waitForEnd(of ids: Set<JobID>, events: AsyncStream<SchedulerEvent>) async -> Int32 {
+        static func waitForEnd(of ids: Set<JobID>, events: ControlEvents) async -> Int32 {
             var open = ids
             var failed = false
             for await event in events {

@@ -90,4 +90,49 @@ struct ControlServiceTests {
         #expect(!FileManager.default.fileExists(atPath: path))
         #expect(throws: ControlError.self) { try ControlClient(endpoint: .unixSocket(path)) }
     }
+
+    @Test("a client that does not read holds the serve's writer back: the serve's subscription lags and skips ahead, the client buffers no more than its limit")
+    func slowClient() async throws {
+        let scratch = try Scratch()
+        let scheduler = Scheduler(configuration: .init(localSlots: 2))
+        let running = Task { await scheduler.run() }
+        let server = try ControlServer(backend: scheduler)
+        let path = scratch.file("run/jobtop/serve.sock")
+        try await server.start(socketPath: path)
+        let client = try ControlClient(endpoint: .unixSocket(path))
+        let events = await client.subscribe(bufferLimit: 64, includeOutput: false, delivery: .latest)
+        var iterator = events.makeAsyncIterator()
+        guard let first = await iterator.next(), case .snapshot = first.kind else {
+            Issue.record("the first event is not a snapshot")
+            return
+        }
+        // 4,000 jobs run to the end (about 12,000 events) while the client reads nothing.
+        let local = await scheduler.events(bufferLimit: nil, includeOutput: false, delivery: .lossless)
+        let count = 4_000
+        for _ in 0..<count { _ = try await scheduler.submit(JobSpec(work: .closure { _ in })) }
+        var ended = 0
+        for await event in local {
+            if case .succeeded = event.kind { ended += 1 }
+            if ended == count { break }
+        }
+        // Now read: the serve skipped ahead (a lag and a fresh snapshot) instead of the client
+        // having buffered every event; the snapshot shows every job ended.
+        var lagged = false
+        var received = 0
+        var mirror = SchedulerMirror()
+        _ = mirror.apply(first)
+        while let event = await iterator.next() {
+            received += 1
+            if case .lagged = event.kind { lagged = true }
+            _ = mirror.apply(event)
+            if mirror.count(.succeeded) == count { break }
+        }
+        #expect(mirror.count(.succeeded) == count, "what the client saw adds up to every job ended")
+        #expect(lagged, "the serve's subscription lagged: the client did not read ahead without bound")
+        #expect(received < 3 * count, "the client got the skip, not every event (\(received))")
+        await scheduler.shutdown(.graceful)
+        await running.value
+        await client.close()
+        await server.stop()
+    }
 }
