@@ -52,5 +52,11 @@ public struct RemoteAddress: Sendable, Equatable, CustomStringConvertible {
     /// Whether the host is written as an IPv6 address.
     var isIPv6: Bool { host.contains(":") }
 
+    /// Whether the host is a dotted IPv4 address (not a name to resolve). A TLS client must
+    /// connect to such a host as an address: an IP address is no valid server name (SNI).
+    public var isIPv4: Bool {
+        host.split(separator: ".").count == 4 && host.allSatisfy { $0.isNumber || $0 == "." }
+    }
+
     public var description: String { isIPv6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
 }

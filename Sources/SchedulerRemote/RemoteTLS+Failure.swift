@@ -12,33 +12,37 @@ extension RemoteTLS.Client {
     /// - Parameters:
     ///   - error: What the connection or call failed with.
     ///   - address: Where the client connected, for the message.
-    public func handshakeFailure(in error: any Error, connectingTo address: RemoteAddress) -> String? {
+    ///   - peer: What listens there, for the message (`the coordinator`, `jobtop serve`).
+    ///   - client: What this side is, for the message (`worker`, `client`).
+    public func handshakeFailure(
+        in error: any Error, connectingTo address: RemoteAddress, peer: String = "the coordinator", client: String = "worker"
+    ) -> String? {
         guard let ssl = Self.sslError(in: error) else { return nil }
         if let seen = lastRejectedFingerprint, case .fingerprint(let pin) = trust {
-            return "the coordinator at \(address) showed a certificate with fingerprint \(seen), not the pinned \(RemoteTLS.Flag.fingerprint) \(pin)"
+            return "\(peer) at \(address) showed a certificate with fingerprint \(seen), not the pinned \(RemoteTLS.Flag.fingerprint) \(pin)"
         }
         let text = String(describing: ssl)
         if text.contains("failedToValidateHostname") {
-            return "the coordinator at \(address) showed a certificate that does not name \(address.host) (its subjectAltName must hold the host name or IP address workers connect to)"
+            return "\(peer) at \(address) showed a certificate that does not name \(address.host) (its subjectAltName must hold the host name or IP address \(client)s connect to)"
         }
         if text.contains("CERTIFICATE_VERIFY_FAILED") {
             switch trust {
             case .certificateAuthority(let file):
-                return "the coordinator at \(address) showed a certificate not signed by \(RemoteTLS.Flag.certificateAuthority) \(file)"
+                return "\(peer) at \(address) showed a certificate not signed by \(RemoteTLS.Flag.certificateAuthority) \(file)"
             case .fingerprint:
-                return "the coordinator at \(address) showed a certificate that does not match \(RemoteTLS.Flag.fingerprint)"
+                return "\(peer) at \(address) showed a certificate that does not match \(RemoteTLS.Flag.fingerprint)"
             }
         }
         if text.contains("WRONG_VERSION_NUMBER") || text.contains("HTTP_REQUEST") || text.contains("PACKET_LENGTH") {
-            return "the coordinator at \(address) does not speak TLS (was it started with \(RemoteTLS.Flag.certificate)/\(RemoteTLS.Flag.key)?)"
+            return "\(peer) at \(address) does not speak TLS (was it started with \(RemoteTLS.Flag.certificate)/\(RemoteTLS.Flag.key)?)"
         }
         if text.contains("CERTIFICATE_REQUIRED") || text.contains("HANDSHAKE_FAILURE_ON_CLIENT_HELLO") {
-            return "the coordinator at \(address) requires a client certificate (mutual TLS): pass \(RemoteTLS.Flag.certificate)/\(RemoteTLS.Flag.key)"
+            return "\(peer) at \(address) requires a client certificate (mutual TLS): pass \(RemoteTLS.Flag.certificate)/\(RemoteTLS.Flag.key)"
         }
         if text.contains("UNKNOWN_CA") || text.contains("BAD_CERTIFICATE") || text.contains("CERTIFICATE_UNKNOWN") {
-            return "the coordinator at \(address) refused this worker's certificate (not signed by its \(RemoteTLS.Flag.clientCA))"
+            return "\(peer) at \(address) refused this \(client)'s certificate (not signed by its \(RemoteTLS.Flag.clientCA))"
         }
-        return "TLS with the coordinator at \(address) failed: \(PeerText.escaped(text, limit: 300))"
+        return "TLS with \(peer) at \(address) failed: \(PeerText.escaped(text, limit: 300))"
     }
 
     /// The NIOSSL error inside `error` (a gRPC error's causes, followed down), if any.

@@ -14,8 +14,12 @@ import Scheduler
 /// only once a coordinator welcomes it), saying so in its log once per change of state: not
 /// once per attempt.
 ///
-/// The coordinator has ``Configuration/helloDeadline`` to answer a hello, and once joined each
-/// side must hear from the other every 3 heartbeat intervals. Backoff, the hello deadline and
+/// The coordinator has ``Configuration/helloDeadline`` to answer a hello. Once joined, a worker
+/// that hears nothing from the coordinator for ``missedHeartbeats`` (3) heartbeat intervals
+/// (checked every quarter interval) stops its jobs and reconnects; the coordinator waits
+/// longer (``WorkerListener/Configuration/missedHeartbeats`` intervals plus the grace period),
+/// so the jobs of a worker cut off by the network are stopped there before they are requeued
+/// elsewhere. Backoff, the hello deadline and
 /// heartbeats run on ``Configuration/clock``. Text the coordinator sends (refusals, goodbyes)
 /// is escaped before it is logged (``PeerText``).
 ///
@@ -87,6 +91,10 @@ public final class WorkerAgent: Sendable {
 
     /// The configuration it was made with.
     public let configuration: Configuration
+
+    /// Silent heartbeat intervals after which the worker gives the coordinator up (and stops
+    /// its jobs).
+    public static let missedHeartbeats = 3
 
     /// Messages the worker's outbox holds before job output waits for room (a line is at most
     /// 16 KiB, so at most a few MiB).
@@ -361,10 +369,15 @@ public final class WorkerAgent: Sendable {
                 }
             }
             group.addTask {
-                let limit = interval * 3
+                // Silence is checked every quarter interval (a heartbeat goes out every fourth
+                // check), so the worker gives up at most a quarter interval after its limit:
+                // the coordinator's deadline counts on that (see WorkerListener.minimumMissedHeartbeats).
+                let limit = interval * Self.missedHeartbeats
+                let check = interval / 4
+                var checks = 0
                 while true {
                     do {
-                        try await clock.sleep(clock.now() + interval)
+                        try await clock.sleep(clock.now() + check)
                     } catch {
                         return
                     }
@@ -372,7 +385,8 @@ public final class WorkerAgent: Sendable {
                         input.yield(.ended(.lost("no heartbeat from the coordinator for \(formatDuration(limit))")))
                         return
                     }
-                    outbox.send(.with { $0.heartbeat = .init() })
+                    checks += 1
+                    if checks % 4 == 0 { outbox.send(.with { $0.heartbeat = .init() }) }
                 }
             }
             let isDraining = state.withLock { state in
@@ -531,9 +545,7 @@ public final class WorkerAgent: Sendable {
 
     private static func target(_ address: RemoteAddress) -> any ResolvableTarget {
         if address.isIPv6 { return .ipv6(address: address.host, port: address.port) }
-        if address.host.split(separator: ".").count == 4, address.host.allSatisfy({ $0.isNumber || $0 == "." }) {
-            return .ipv4(address: address.host, port: address.port)
-        }
+        if address.isIPv4 { return .ipv4(address: address.host, port: address.port) }
         return .dns(host: address.host, port: address.port)
     }
 

@@ -8,7 +8,7 @@ import Scheduler
 ///
 /// A worker that says hello with the right protocol version and token becomes a
 /// ``RemoteWorker`` added with ``Scheduler/addWorker(_:)``. When its stream breaks, or it is
-/// silent for `missedHeartbeats` intervals, it is removed with
+/// silent for `missedHeartbeats` intervals plus the scheduler's grace period, it is removed with
 /// ``Scheduler/removeWorker(_:reason:)`` and its running jobs go back to the queue. A worker
 /// that drains (SIGTERM) finishes its jobs, gets no new ones, and is then released.
 ///
@@ -43,7 +43,16 @@ public final class WorkerListener: Sendable {
         public var prefetch: Int
         /// How often each side sends a heartbeat.
         public var heartbeatInterval: Duration
-        /// Silent intervals after which a worker counts as lost.
+        /// Silent intervals after which a worker counts as lost, on top of the scheduler's
+        /// grace period; at least ``WorkerListener/minimumMissedHeartbeats`` (5).
+        ///
+        /// A worker gives up on a silent coordinator sooner, after
+        /// ``WorkerAgent/missedHeartbeats`` (3) intervals checked every quarter interval, and
+        /// stops its jobs (SIGTERM, the grace period, SIGKILL). The coordinator's last word from
+        /// the worker may be up to one interval older than the worker's from it, so with 5
+        /// intervals plus the grace period the jobs of a worker cut off by the network are
+        /// stopped there before the coordinator requeues them (¾ of an interval to spare, less
+        /// the one-way latency).
         public var missedHeartbeats: Int
         /// The time a new connection has to bring a worker in (a hello with the right token);
         /// then it is closed.
@@ -65,7 +74,7 @@ public final class WorkerListener: Sendable {
             tls: RemoteTLS.Server? = nil,
             prefetch: Int = WorkerListener.defaultPrefetch,
             heartbeatInterval: Duration = .seconds(1),
-            missedHeartbeats: Int = 3,
+            missedHeartbeats: Int = WorkerListener.minimumMissedHeartbeats,
             helloDeadline: Duration = .seconds(5),
             maxPendingConnections: Int = 32,
             shutdownGrace: Duration = .seconds(2),
@@ -77,7 +86,7 @@ public final class WorkerListener: Sendable {
             self.tls = tls
             self.prefetch = max(0, prefetch)
             self.heartbeatInterval = heartbeatInterval
-            self.missedHeartbeats = max(1, missedHeartbeats)
+            self.missedHeartbeats = max(WorkerListener.minimumMissedHeartbeats, missedHeartbeats)
             self.helloDeadline = helloDeadline
             self.maxPendingConnections = max(1, maxPendingConnections)
             self.shutdownGrace = shutdownGrace
@@ -98,6 +107,10 @@ public final class WorkerListener: Sendable {
 
     /// Assignments a worker holds beyond its slots unless configured otherwise.
     public static let defaultPrefetch = 1
+
+    /// The fewest silent heartbeat intervals (plus the grace period) before a worker counts as
+    /// lost: see ``Configuration/missedHeartbeats``.
+    public static let minimumMissedHeartbeats = WorkerAgent.missedHeartbeats + 2
 
     /// The configuration it was made with.
     public let configuration: Configuration
@@ -266,7 +279,8 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
         let clock = scheduler.clock
         let liveness = Liveness(clock: clock)
         let interval = configuration.heartbeatInterval
-        let limit = interval * configuration.missedHeartbeats
+        // The worker's own deadline, its check and its jobs' stop fit inside this one.
+        let limit = interval * configuration.missedHeartbeats + scheduler.configuration.gracePeriod
         let helloDeadline = configuration.helloDeadline
         let end = await withTaskGroup(of: StreamEnd.self) { group -> StreamEnd in
             group.addTask {
@@ -309,7 +323,7 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
             }
             group.addTask {
                 // Before the hello: the hello deadline. Once in: a heartbeat every interval,
-                // and silence for `limit` loses the worker.
+                // and silence for `limit` (missed intervals + the grace period) loses the worker.
                 let helloBy = clock.now() + helloDeadline
                 var nextBeat = clock.now() + interval
                 while true {

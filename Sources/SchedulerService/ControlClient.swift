@@ -38,14 +38,19 @@ public final class ControlClient: SchedulerClient {
     private let metadata: Metadata
     /// Where it connects.
     public let endpoint: ControlEndpoint
+    /// How a TCP serve is trusted (`nil`: plaintext).
+    private let tls: RemoteTLS.Client?
 
-    /// Connects to `endpoint`.
+    /// Connects to `endpoint`, over TLS trusted as `tls` says when it is TCP and `tls` is given
+    /// (nothing, the token included, is then sent before the serve's certificate is verified).
     ///
     /// - Throws: ``ControlError`` `.notRunning` when no serve answers at the Unix socket (the
     ///   one-line message says how to start one), `.connectionLost` when the transport cannot
     ///   be set up.
-    public init(endpoint: ControlEndpoint) throws(ControlError) {
+    public init(endpoint: ControlEndpoint, tls: RemoteTLS.Client? = nil) throws(ControlError) {
         self.endpoint = endpoint
+        self.tls = tls
+        var security = HTTP2ClientTransport.Posix.TransportSecurity.plaintext
         let target: any ResolvableTarget
         var metadata: Metadata = [:]
         switch endpoint {
@@ -62,15 +67,16 @@ public final class ControlClient: SchedulerClient {
         case .tcp(let address, let token):
             target = address.host.contains(":")
                 ? .ipv6(address: address.host, port: address.port)
-                : .dns(host: address.host, port: address.port)
+                : address.isIPv4 ? .ipv4(address: address.host, port: address.port) : .dns(host: address.host, port: address.port)
             if let token { metadata.addString(token, forKey: ControlWire.tokenKey) }
+            if let tls { security = tls.transportSecurity }
         }
         self.metadata = metadata
         var config = HTTP2ClientTransport.Posix.Config.defaults
         config.connection.flushCoalescing = nil
         let transport: HTTP2ClientTransport.Posix
         do {
-            transport = try HTTP2ClientTransport.Posix(target: target, transportSecurity: .plaintext, config: config)
+            transport = try HTTP2ClientTransport.Posix(target: target, transportSecurity: security, config: config)
         } catch {
             throw ControlError(.connectionLost, "cannot connect to \(endpoint): \(error)")
         }
@@ -115,17 +121,26 @@ public final class ControlClient: SchedulerClient {
                 options: options
             ) { response in try response.message }
         } catch {
-            throw Self.controlError(error, endpoint: endpoint)
+            throw Self.controlError(error, endpoint: endpoint, tls: tls)
         }
     }
 
-    static func controlError(_ error: any Error, endpoint: ControlEndpoint) -> ControlError {
+    static func controlError(_ error: any Error, endpoint: ControlEndpoint, tls: RemoteTLS.Client?) -> ControlError {
+        if let tls, case .tcp(let address, _) = endpoint,
+            let why = tls.handshakeFailure(in: error, connectingTo: address, peer: "jobtop serve", client: "client")
+        {
+            return ControlError(.refused, why)
+        }
         if let error = error as? RPCError {
             switch error.code {
             case .unauthenticated, .permissionDenied:
                 return ControlError(.refused, "jobtop serve at \(endpoint) refused us: \(error.message)")
             case .unavailable:
-                return ControlError(.notRunning, "lost jobtop serve at \(endpoint) (\(error.message))")
+                var hint = ""
+                if tls == nil, case .tcp = endpoint, error.message.contains("before completing the HTTP/2 connection preface") {
+                    hint = "; a serve with TLS needs --tls-ca or --tls-fingerprint here"
+                }
+                return ControlError(.notRunning, "lost jobtop serve at \(endpoint) (\(error.message))\(hint)")
             default:
                 return ControlError(.connectionLost, "jobtop serve at \(endpoint): \(error.message)")
             }
@@ -165,7 +180,7 @@ public final class ControlClient: SchedulerClient {
                 options: options
             ) { response in try response.message }
         } catch {
-            throw Self.controlError(error, endpoint: endpoint)
+            throw Self.controlError(error, endpoint: endpoint, tls: tls)
         }
     }
 
@@ -182,7 +197,7 @@ public final class ControlClient: SchedulerClient {
         } catch let error as ControlError {
             throw error
         } catch {
-            throw Self.controlError(error, endpoint: endpoint)
+            throw Self.controlError(error, endpoint: endpoint, tls: tls)
         }
     }
 
@@ -200,7 +215,7 @@ public final class ControlClient: SchedulerClient {
         } catch let error as ControlError {
             throw error
         } catch {
-            throw Self.controlError(error, endpoint: endpoint)
+            throw Self.controlError(error, endpoint: endpoint, tls: tls)
         }
     }
 
@@ -211,7 +226,7 @@ public final class ControlClient: SchedulerClient {
         ended: (@Sendable (ControlError?) -> Void)? = nil
     ) -> ControlEvents {
         let request = SubscribeRequest(bufferLimit: bufferLimit, includeOutput: includeOutput, delivery: delivery, job: job)
-        let (client, metadata, options, endpoint, subscriptions) = (client, metadata, options, endpoint, subscriptions)
+        let (client, metadata, options, endpoint, subscriptions, tls) = (client, metadata, options, endpoint, subscriptions, tls)
         let number = nextSubscription.withLock { $0 += 1; return $0 }
         let reader = Locked<Task<Void, Never>?>(nil)
         // A consumer that stops (its task cancelled) stops the call.
@@ -230,7 +245,7 @@ public final class ControlClient: SchedulerClient {
                     }
                 }
             } catch {
-                if !Task.isCancelled { failure = Self.controlError(error, endpoint: endpoint) }
+                if !Task.isCancelled { failure = Self.controlError(error, endpoint: endpoint, tls: tls) }
             }
             ended?(failure)
             pipe.finish()

@@ -11,7 +11,7 @@ import Glibc
 
 /// `jobtop serve`'s listener: the control service of one scheduler on a Unix domain socket
 /// (this user only: a 0700 directory, a 0600 socket, and the peer's uid checked), and, if
-/// asked, on TCP behind a token.
+/// asked, on TCP behind a token (and TLS, when given a certificate).
 ///
 /// Generic over the backend: anything that is a ``SchedulerClient`` (the in-process
 /// ``Scheduler``, or a durable one) is served the same way.
@@ -19,6 +19,7 @@ public final class ControlServer<Backend: SchedulerClient>: Sendable {
     private let service: ControlService<Backend>
     private let tcpService: ControlService<Backend>?
     private let tcpAddress: RemoteAddress?
+    private let tls: RemoteTLS.Server?
     private let servers = Locked<[(GRPCServer<HTTP2ServerTransport.Posix>, Task<Void, Never>)]>([])
     private let socketPath = Locked<String?>(nil)
 
@@ -30,10 +31,12 @@ public final class ControlServer<Backend: SchedulerClient>: Sendable {
     ///     without it, `log` gets the tail the scheduler holds.
     ///   - listen: Also serve on this TCP address.
     ///   - token: The token TCP clients must show (required for a non-loopback address).
+    ///   - tls: The certificate TCP is served with (`nil`: plaintext); clients then send the
+    ///     token only inside a verified TLS session.
     /// - Throws: ``ControlError`` for a non-loopback address without a token.
     public init(
         backend: Backend, outputFile: (@Sendable (JobID) async -> String?)? = nil,
-        listen: RemoteAddress? = nil, token: String? = nil
+        listen: RemoteAddress? = nil, token: String? = nil, tls: RemoteTLS.Server? = nil
     ) throws(ControlError) {
         if let listen, !listen.isLoopback, token == nil {
             throw ControlError(.cannotListen,
@@ -42,6 +45,7 @@ public final class ControlServer<Backend: SchedulerClient>: Sendable {
         service = ControlService(backend: backend, outputFile: outputFile, token: nil)
         tcpService = listen.map { _ in ControlService(backend: backend, outputFile: outputFile, token: token) }
         tcpAddress = listen
+        self.tls = tls
     }
 
     /// Listens on the Unix socket at `socketPath` (and TCP if asked).
@@ -68,7 +72,7 @@ public final class ControlServer<Backend: SchedulerClient>: Sendable {
                     address: tcpAddress.host.contains(":")
                         ? .ipv6(host: tcpAddress.host, port: tcpAddress.port)
                         : .ipv4(host: tcpAddress.host == "localhost" ? "127.0.0.1" : tcpAddress.host, port: tcpAddress.port),
-                    transportSecurity: .plaintext, config: Self.transportConfig()),
+                    transportSecurity: tls?.transportSecurity ?? .plaintext, config: Self.transportConfig()),
                 services: [tcpService])
             return try await run(tcp, describing: tcpAddress.description) ?? tcpAddress
         } catch {

@@ -54,6 +54,9 @@ extension Jobtop {
             help: ArgumentHelp("The token TCP clients must show (default: $JOBTOP_TOKEN).", valueName: "path"))
         var tokenFile: String?
 
+        /// `--tls-cert/--tls-key` (and `--tls-client-ca`): TCP with TLS.
+        @OptionGroup var tls: ListenTLSOptions
+
         @OptionGroup(title: "Slurm")
         var slurm: SlurmRunOptions
 
@@ -63,6 +66,7 @@ extension Jobtop {
             }
             if let jobs, jobs < 1 { throw ValidationError("-j/--jobs must be at least 1, not \(jobs)") }
             if listen == nil && tokenFile != nil { throw ValidationError("--token-file needs --listen HOST:PORT") }
+            if listen == nil && tls.isSet { throw ValidationError("--tls-cert, --tls-key and --tls-client-ca need --listen HOST:PORT") }
             if let listen {
                 do {
                     let address = try RemoteAddress(parsing: listen)
@@ -118,6 +122,8 @@ extension Jobtop {
             }
             let token: String?
             do { token = address == nil ? nil : try RemoteToken.load(file: tokenFile) } catch { throw ValidationError("\(error)") }
+            let security: RemoteTLS.Server?
+            do { security = try tls.server() } catch { throw ValidationError(error.message) }
 
             // On Slurm: everything Slurm can refuse is refused before anything starts (exit 2).
             let slurmBase = StateDirectory(path: stateDir).url.appendingPathComponent("slurm", isDirectory: true).path
@@ -169,7 +175,7 @@ extension Jobtop {
                         await backend.flush()
                         return backend.outputFile(of: id)?.path
                     },
-                    listen: address, token: token)
+                    listen: address, token: token, tls: security)
                 tcp = try await server.start(socketPath: socketPath)
             } catch {
                 StandardError.write("jobtop serve: \(error)\n")
@@ -205,7 +211,16 @@ extension Jobtop {
             }
             let slots = await scheduler.currentSnapshot().localSlots
             var where_ = socketPath
-            if let tcp { where_ += " and \(tcp)" }
+            if let tcp {
+                where_ += " and \(tcp)"
+                if let security {
+                    where_ += " with TLS; certificate \(security.fingerprint) (clients: --tls-fingerprint \(security.fingerprint) or --tls-ca)"
+                    if security.isMutual { where_ += "; mutual: clients need a certificate" }
+                }
+                if let warning = RemoteTLS.plaintextWarning(listeningOn: tcp, hasTLS: security != nil, program: "jobtop serve") {
+                    StandardError.write(warning + "\n")
+                }
+            }
             var capacity = "\(slots) slot\(slots == 1 ? "" : "s")"
             if let slurmWorker { capacity = "\(slurmWorker.descriptor.name): \(slurmWorker.descriptor.slots) kept submitted" }
             StandardError.write("jobtop serve: listening on \(where_) (\(capacity)); pid \(getpid())\n")

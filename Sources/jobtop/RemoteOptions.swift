@@ -24,16 +24,35 @@ struct RemoteOptions: ParsableArguments {
             valueName: "n"))
     var prefetch: Int?
 
+    @Option(
+        name: .customLong("heartbeat"),
+        help: ArgumentHelp(
+            "How often the coordinator and each worker say they are alive (default 1s, from 100ms to 60s). A worker silent for 5 of them plus --grace is lost; a worker gives up on a coordinator silent for 3. Longer: less idle CPU with many workers, slower to notice a cut link.",
+            valueName: "duration"))
+    var heartbeat: String?
+
     @OptionGroup
     var tls: ListenTLSOptions
+
+    /// `--heartbeat`, checked.
+    static func heartbeatInterval(_ text: String) throws(ValidationError) -> Duration {
+        let value: Duration
+        do { value = try DurationParser.parse(text) } catch { throw ValidationError("--heartbeat: \(error.description)") }
+        guard value >= .milliseconds(100), value <= .seconds(60) else {
+            throw ValidationError("--heartbeat must be from 100ms to 60s, not \(text)")
+        }
+        return value
+    }
 
     func validate() throws {
         guard let listen else {
             if tokenFile != nil { throw ValidationError("--token-file needs --listen HOST:PORT") }
             if tls.isSet { throw ValidationError("--tls-cert/--tls-key/--tls-client-ca need --listen HOST:PORT") }
             if prefetch != nil { throw ValidationError("--prefetch needs --listen HOST:PORT") }
+            if heartbeat != nil { throw ValidationError("--heartbeat needs --listen HOST:PORT") }
             return
         }
+        if let heartbeat { _ = try Self.heartbeatInterval(heartbeat) }
         if let prefetch, !(0...1024).contains(prefetch) {
             throw ValidationError("--prefetch must be from 0 to 1024, not \(prefetch)")
         }
@@ -60,6 +79,7 @@ struct RemoteOptions: ParsableArguments {
     /// - Throws: ``JobInputError`` when the address cannot be bound: nothing has started.
     func startListener(scheduler: Scheduler, logs: Bool) async throws -> WorkerListener? {
         guard let listen else { return nil }
+        let interval = try heartbeat.map { text throws(ValidationError) in try Self.heartbeatInterval(text) } ?? .seconds(1)
         do {
             let address = try RemoteAddress(parsing: listen)
             let log: @Sendable (String) -> Void
@@ -72,7 +92,9 @@ struct RemoteOptions: ParsableArguments {
             let listener = try WorkerListener(
                 scheduler: scheduler,
                 configuration: .init(address: address, token: try RemoteToken.load(file: tokenFile), tls: tls,
-                    prefetch: prefetch ?? WorkerListener.defaultPrefetch, log: log))
+                    prefetch: prefetch ?? WorkerListener.defaultPrefetch,
+                    heartbeatInterval: interval,
+                    log: log))
             let bound = try await listener.start()
             // Loud whatever the presenter: under the dashboard the log is off.
             if let warning = RemoteTLS.plaintextWarning(listeningOn: bound, hasTLS: tls != nil) {

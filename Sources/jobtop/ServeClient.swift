@@ -16,8 +16,13 @@ struct ConnectOptions: ParsableArguments {
         help: ArgumentHelp("The token the serve wants on TCP (default: $JOBTOP_TOKEN).", valueName: "path"))
     var tokenFile: String?
 
+    /// `--tls-ca` or `--tls-fingerprint` (and `--tls-cert/--tls-key` for mutual TLS): how a
+    /// serve listening with TLS is trusted.
+    @OptionGroup var tls: ConnectTLSOptions
+
     func validate() throws {
         if connect == nil && tokenFile != nil { throw ValidationError("--token-file needs --connect HOST:PORT") }
+        if connect == nil && tls.isSet { throw ValidationError("--tls-ca, --tls-fingerprint, --tls-cert and --tls-key need --connect HOST:PORT") }
         if let connect {
             do { _ = try RemoteAddress(parsing: connect) } catch { throw ValidationError("--connect: \(error)") }
             do { _ = try RemoteToken.load(file: tokenFile) } catch { throw ValidationError("\(error)") }
@@ -38,7 +43,9 @@ struct ConnectOptions: ParsableArguments {
     /// Connects, or ends the command with one line and ``ExitStatus/noServe``.
     func client() throws -> ControlClient {
         do {
-            return try ControlClient(endpoint: try endpoint)
+            let security: RemoteTLS.Client?
+            do { security = try tls.client() } catch { throw ValidationError(error.message) }
+            return try ControlClient(endpoint: try endpoint, tls: security)
         } catch let error as ControlError {
             throw ServeFailure(error)
         }

@@ -73,6 +73,8 @@ struct ConnectTLSOptions: ParsableArguments {
     @Option(name: .customLong("tls-key"), help: ArgumentHelp("Mutual TLS: the certificate's private key (PEM).", valueName: "path"))
     var key: String?
 
+    var isSet: Bool { certificateAuthority != nil || fingerprint != nil || certificate != nil || key != nil }
+
     func validate() throws {
         do {
             _ = try client()

@@ -185,7 +185,7 @@ struct RemoteHardeningTests {
         _ = await worker.wait()
     }
 
-    @Test("A worker that stops answering is lost after three heartbeat intervals of the scheduler's clock")
+    @Test("A worker that stops answering is lost after five heartbeat intervals plus the grace period of the scheduler's clock")
     func silentWorkerIsLostOnTheClock() async throws {
         let clock = ManualClock()
         let coordinator = try await Coordinator.start(heartbeat: .seconds(1), clock: clock)
@@ -196,7 +196,8 @@ struct RemoteHardeningTests {
         let left = await clock.ticking(by: .seconds(1)) {
             await coordinator.next { if case .left = $0 { true } else { false } }
         }
-        #expect(left == .left(joined[0].id, reason: .heartbeatMissed(.seconds(3))))
+        // 5 intervals of 1 s and the test coordinator's 2 s grace period.
+        #expect(left == .left(joined[0].id, reason: .heartbeatMissed(.seconds(7))))
         worker.send(SIGKILL)
         _ = await worker.wait()
         await coordinator.stop()
@@ -317,8 +318,9 @@ struct RemoteHardeningTests {
             clock: clock, log: { _ in }))
         let events = agent.events
         let running = Task { try await agent.run() }
-        // Heartbeat intervals pass, once it is in, without a word from the coordinator.
-        let seen = await clock.ticking(by: .seconds(1)) { [events] in
+        // Quarter heartbeat intervals (the worker checks that often) pass, once it is in,
+        // without a word from the coordinator.
+        let seen = await clock.ticking(by: .milliseconds(250)) { [events] in
             var seen: [WorkerAgent.Event] = []
             for await event in events {
                 seen.append(event)

@@ -295,7 +295,8 @@ nonisolated struct Jobtop_Remote_V1_Welcome: Sendable {
   /// The id the coordinator gave the worker (a UUID).
   var workerID: String = String()
 
-  /// How often each side sends a heartbeat; silence for 3 intervals means the peer is lost.
+  /// How often each side sends a heartbeat. A worker gives up on a coordinator silent for 3
+  /// intervals; the coordinator on a worker silent for 5 intervals plus the grace period.
   var heartbeatIntervalMs: UInt32 = 0
 
   /// Between SIGTERM and SIGKILL when a job is stopped, unless a Cancel says otherwise.

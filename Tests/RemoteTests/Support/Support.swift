@@ -44,15 +44,15 @@ struct Coordinator {
     let running: Task<Void, Never>
 
     /// Starts one on `clock` (the scheduler's, which the listener shares), with `token` or a
-    /// fresh one.
+    /// fresh one, listening on `host` (loopback unless a test needs another address).
     static func start(
-        port: Int = 0, token: String? = nil, heartbeat: Duration = .seconds(1), localSlots: Int = 0,
+        host: String = "127.0.0.1", port: Int = 0, token: String? = nil, gracePeriod: Duration = .seconds(2), heartbeat: Duration = .seconds(1), localSlots: Int = 0,
         clock: ManualClock? = nil, helloDeadline: Duration = .seconds(5), maxPendingConnections: Int = 32,
         shutdownGrace: Duration = .seconds(2), log: LogLines? = nil, tls: RemoteTLS.Server? = nil,
         prefetch: Int = WorkerListener.defaultPrefetch
     ) async throws -> Coordinator {
         let token = token ?? "test-\(UUID().uuidString)"
-        let configuration = Scheduler.Configuration(localSlots: localSlots, gracePeriod: .seconds(2))
+        let configuration = Scheduler.Configuration(localSlots: localSlots, gracePeriod: gracePeriod)
         let scheduler: Scheduler
         if let clock {
             scheduler = Scheduler(configuration: configuration, clock: clock)
@@ -65,7 +65,7 @@ struct Coordinator {
         let listener = try WorkerListener(
             scheduler: scheduler,
             configuration: .init(
-                address: RemoteAddress(host: "127.0.0.1", port: port), token: token, tls: tls, prefetch: prefetch, heartbeatInterval: heartbeat,
+                address: RemoteAddress(host: host, port: port), token: token, tls: tls, prefetch: prefetch, heartbeatInterval: heartbeat,
                 helloDeadline: helloDeadline, maxPendingConnections: maxPendingConnections, shutdownGrace: shutdownGrace,
                 log: sink))
         let events = listener.events

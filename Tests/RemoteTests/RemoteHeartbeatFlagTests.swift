@@ -1,0 +1,60 @@
+import Foundation
+import JobtopTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `jobtop run --listen ... --heartbeat DURATION`: the interval both sides use, end to end.
+@Suite("jobtop run --heartbeat", .serialized, .timeLimit(.minutes(2)))
+struct RemoteHeartbeatFlagTests {
+    @Test("--heartbeat 200ms with --grace 1s: a frozen worker is lost after 5 intervals plus the grace (2s), and its job runs again on another")
+    func frozenWorkerIsLostOnTheGivenHeartbeat() async throws {
+        // Given a headless coordinator with a short heartbeat, and a worker that takes its one job.
+        let scratch = try Scratch()
+        let token = try scratch.write("token", "hb-\(UUID().uuidString)\n")
+        let marker = scratch.file("ran")
+        let coordinator = try JobtopProcess(
+            ["run", "--listen", "127.0.0.1:0", "--token-file", token, "-j", "0", "--headless", "--log-format", "json",
+             "--heartbeat", "200ms", "--grace", "1s", "-c",
+             // Runs until the test says go: the first copy cannot end before the worker is frozen.
+             "echo x >> '\(marker)'; while [ ! -e '\(scratch.file("go"))' ]; do sleep 0.05; done"],
+            newSession: true)
+        defer { coordinator.send(SIGKILL) }
+        let prefix = "accepting workers on 127.0.0.1:"
+        let listening = await eventually(within: .seconds(60)) { coordinator.output.contains(prefix) }
+        let line = try #require(listening ? coordinator.outputLines.first { $0.contains(prefix) } : nil, "\(coordinator.output)")
+        let port = String(line[line.range(of: prefix)!.upperBound...].prefix { $0.isNumber })
+        func worker(_ name: String) throws -> JobtopProcess {
+            try JobtopProcess(
+                ["worker", "--connect", "127.0.0.1:\(port)", "--slots", "1", "--name", name, "--token-file", token], newSession: true)
+        }
+        let frozen = try worker("frozen")
+        defer { frozen.send(SIGKILL) }
+        let started = await eventually(within: .seconds(60)) { FileManager.default.fileExists(atPath: marker) }
+        try #require(started, "the job never started: \(coordinator.output)")
+
+        // When the worker freezes (SIGSTOP: its connection stays open, it says nothing more), and
+        // another joins.
+        kill(-frozen.pid, SIGSTOP)
+        let other = try worker("other")
+        defer { other.send(SIGKILL) }
+
+        // Then the coordinator gives it up on the short heartbeat, and the job runs again elsewhere.
+        let again = await eventually(within: .seconds(90)) {
+            ((try? String(contentsOfFile: marker, encoding: .utf8)) ?? "").split(separator: "\n").count >= 2
+        }
+        #expect(again, "the job did not start again: \(coordinator.output)")
+        try scratch.write("go", "")
+        let outcome = try #require(await coordinator.wait(atMost: .seconds(90)), "the run did not end")
+        #expect(outcome.status == 0, "\(outcome.stderr)")
+        let left = outcome.stdout.split(separator: "\n").first { $0.contains("\"event\":\"worker-left\"") && $0.contains("frozen") }
+        #expect(left?.contains("no heartbeat for 2s") == true, "\(left ?? "no worker-left line")")
+        kill(-frozen.pid, SIGKILL)
+        kill(-frozen.pid, SIGCONT)
+        _ = await frozen.wait()
+        other.send(SIGTERM)
+        _ = await other.wait(atMost: .seconds(60))
+    }
+}
