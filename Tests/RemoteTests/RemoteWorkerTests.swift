@@ -308,7 +308,8 @@ struct RemoteWorkerTests {
         let coordinator = try await Coordinator.start(prefetch: 0)
         let worker = try JobtopProcess.worker(for: coordinator, slots: 1, name: "drainer")
         _ = await coordinator.joined(1)
-        let events = await coordinator.scheduler.events()
+        // Lossless: in a busy full run a skipping subscriber could miss the end it looks for.
+        let events = await coordinator.scheduler.events(bufferLimit: nil, includeOutput: true, delivery: .lossless)
         let first = try await coordinator.scheduler.submit(.shell("echo running; sleep 0.5"))
         let second = try await coordinator.scheduler.submit(.shell("true"))
         var firstEnded: SchedulerEvent.Kind?
