@@ -186,28 +186,23 @@ public final class ControlClient: SchedulerClient {
 
     /// The job's whole output, piece by piece, handed to `body` as it arrives.
     public func fetchLog(of id: JobID, _ body: @escaping @Sendable (LogPart) async throws -> Void) async throws(ControlError) {
-        do {
-            try await client.serverStreaming(
-                request: ClientRequest(message: id, metadata: metadata), descriptor: ControlWire.log,
-                serializer: JSONMessageSerializer<JobID>(), deserializer: JSONMessageDeserializer<LogPart>(),
-                options: options
-            ) { response in
-                for try await part in response.messages { try await body(part) }
-            }
-        } catch let error as ControlError {
-            throw error
-        } catch {
-            throw Self.controlError(error, endpoint: endpoint, tls: tls)
-        }
+        try await stream(ControlWire.log, id, body)
     }
 
     /// The job's output from its start, then as it comes, handed to `body` piece by piece until
     /// the job ends (the last part is ``FollowPart/ended(_:)``, or ``FollowPart/unknownJob``).
     public func follow(_ id: JobID, _ body: @escaping @Sendable (FollowPart) async throws -> Void) async throws(ControlError) {
+        try await stream(ControlWire.follow, id, body)
+    }
+
+    /// A call of one JSON request and a stream of JSON parts, each handed to `body`.
+    private func stream<Request: Codable & Sendable, Part: Codable & Sendable>(
+        _ method: MethodDescriptor, _ request: Request, _ body: @escaping @Sendable (Part) async throws -> Void
+    ) async throws(ControlError) {
         do {
             try await client.serverStreaming(
-                request: ClientRequest(message: id, metadata: metadata), descriptor: ControlWire.follow,
-                serializer: JSONMessageSerializer<JobID>(), deserializer: JSONMessageDeserializer<FollowPart>(),
+                request: ClientRequest(message: request, metadata: metadata), descriptor: method,
+                serializer: JSONMessageSerializer<Request>(), deserializer: JSONMessageDeserializer<Part>(),
                 options: options
             ) { response in
                 for try await part in response.messages { try await body(part) }

@@ -1,5 +1,5 @@
 import Foundation
-import Scheduler
+@testable import Scheduler
 import Testing
 @testable import TUI
 
@@ -8,18 +8,11 @@ import Testing
 /// to split, merge away and be dropped from.
 @Suite("Table order")
 struct TableOrderTests {
-    /// A generator with a seed: the same run every time.
+    /// A generator with a seed (the engine's own): the same run every time.
     struct Seeded: RandomNumberGenerator {
-        private var state: UInt64
-        init(seed: UInt64) { state = seed }
-        /// SplitMix64.
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
+        private var generator: IdentifierGenerator
+        init(seed: UInt64) { generator = IdentifierGenerator(seed: seed) }
+        mutating func next() -> UInt64 { generator.nextUInt64() }
     }
 
     /// A random run of 3,000 jobs (starts, finishes, retries, requeues, new priorities, new
