@@ -42,7 +42,7 @@ for i in range(200):
     started_ms.append((started - t0) / 1e6)
 print(f"submit -c: process exits (ids printed) p50 {pct(submit_ms, 50):.2f} ms, p99 {pct(submit_ms, 99):.2f} ms; "
       f"job running p50 {pct(started_ms, 50):.2f} ms, p99 {pct(started_ms, 99):.2f} ms "
-      f"(200 runs, busy: load {load()})")
+      f"(200 runs, load {load()})")
 
 subprocess.run([binary, "clean"], env=env, check=True, stdout=subprocess.DEVNULL)
 subprocess.run([binary, "pause"], env=env, check=True)

@@ -36,6 +36,8 @@ cleanup() {
 }
 trap cleanup EXIT
 load() { cut -d' ' -f1 /proc/loadavg; }
+# "quiet (load L)" below a load of 1, "busy (load L)" above: busy figures do not hold.
+loadlabel() { awk '{ printf "%s (load %s)", ($1 < 1 ? "quiet" : "busy"), $1 }' /proc/loadavg; }
 echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
 
 # CPU ticks (user + system) of the given pids, summed; a pid that is gone counts 0.
@@ -80,17 +82,17 @@ while [ "$(joined "$work/log1")" -lt "$WORKERS" ]; do
     fi
 done
 all=$(date +%s.%N)
-printf 'join: %d workers x %d slots: all joined %.2f s after the first was started (starting them took %.2f s); busy (load %s)\n' \
-    "$WORKERS" "$SLOTS" "$(echo "$all - $start" | bc)" "$(echo "$spawned - $start" | bc)" "$(load)"
+printf 'join: %d workers x %d slots: all joined %.2f s after the first was started (starting them took %.2f s); %s\n' \
+    "$WORKERS" "$SLOTS" "$(echo "$all - $start" | bc)" "$(echo "$spawned - $start" | bc)" "$(loadlabel)"
 
 sleep 2   # let the join settle before sampling idle CPU
 c0=$(ticks "$coordinator"); w0=$(ticks "${workers[@]}"); t0=$(date +%s.%N)
 sleep "$IDLE"
 c1=$(ticks "$coordinator"); w1=$(ticks "${workers[@]}"); t1=$(date +%s.%N)
 elapsed=$(echo "$t1 - $t0" | bc)
-printf "idle (heartbeats every $HEARTBEAT, one held job): coordinator %.2f%% of a core, all %d workers together %.2f%% (%.3f%% each); busy (load %s)\n" \
+printf "idle (heartbeats every $HEARTBEAT, one held job): coordinator %.2f%% of a core, all %d workers together %.2f%% (%.3f%% each); %s\n" \
     "$(echo "($c1 - $c0) * 100 / $hz / $elapsed" | bc -l)" "$WORKERS" \
-    "$(echo "($w1 - $w0) * 100 / $hz / $elapsed" | bc -l)" "$(echo "($w1 - $w0) * 100 / $hz / $elapsed / $WORKERS" | bc -l)" "$(load)"
+    "$(echo "($w1 - $w0) * 100 / $hz / $elapsed" | bc -l)" "$(echo "($w1 - $w0) * 100 / $hz / $elapsed / $WORKERS" | bc -l)" "$(loadlabel)"
 
 # Memory: each worker and its guard (a forked child named jobtop-guard): RSS counts the pages
 # shared with the other workers (the binary, libraries) in full; PSS shares them out; private is
@@ -135,8 +137,8 @@ rejoined=$(grep -c '"event":"worker-joined"' "$work/log2" || true)
 used=$(grep '"event":"started"' "$work/log2" | grep -o '"worker":"[^"]*"' | sort -u | grep -c . || true)
 printf 'run: %d true jobs on %d workers (%d rejoined, %d ran jobs): %d ended, %d exactly once, %d succeeded; wall %.2f s (%.0f jobs/s)\n' \
     "$JOBS" "$WORKERS" "$rejoined" "$used" "$distinct" "$once" "$succeeded" "$wall" "$(echo "$JOBS / $wall" | bc -l)"
-printf 'coordinator CPU: %.2f s user + %.2f s system = %.0f us per job; peak RSS %.1f MiB; busy (load %s)\n' \
-    "$user" "$sys" "$(echo "($user + $sys) * 1000000 / $JOBS" | bc -l)" "$(echo "$maxkb / 1024" | bc -l)" "$(load)"
+printf 'coordinator CPU: %.2f s user + %.2f s system = %.0f us per job; peak RSS %.1f MiB; %s\n' \
+    "$user" "$sys" "$(echo "($user + $sys) * 1000000 / $JOBS" | bc -l)" "$(echo "$maxkb / 1024" | bc -l)" "$(loadlabel)"
 summary=$(tail -1 "$work/log2")
 echo "summary: $summary"
 

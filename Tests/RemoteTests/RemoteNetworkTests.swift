@@ -62,7 +62,7 @@ struct RemoteNetworkTests {
         // A figure, not an assertion: the machine's load decides it.
         let ratio = far.seconds / max(loopback.seconds, 0.001)
         print(
-            "figure: 500 true jobs, 2 workers x 2 slots, prefetch \(prefetch): loopback \(format(loopback.seconds)) s (\(Int(500 / loopback.seconds)) jobs/s), 20 ms RTT + \(loss)% loss \(format(far.seconds)) s (\(Int(500 / far.seconds)) jobs/s): \(format(ratio))x the loopback time; workers that ran jobs: \(loopback.workersUsed) and \(far.workersUsed); busy (load \(loadAverage()))"
+            "figure: 500 true jobs, 2 workers x 2 slots, prefetch \(prefetch): loopback \(format(loopback.seconds)) s (\(Int(500 / loopback.seconds)) jobs/s), 20 ms RTT + \(loss)% loss \(format(far.seconds)) s (\(Int(500 / far.seconds)) jobs/s): \(format(ratio))x the loopback time; workers that ran jobs: \(loopback.workersUsed) and \(far.workersUsed); \(loadLabel())"
         )
     }
 
@@ -142,6 +142,11 @@ struct RemoteNetworkTests {
         // Then the worker rejoins (a new id), and runs jobs again.
         let rejoined = await coordinator.next { if case .joined(let worker) = $0 { worker.name == "cut" } else { false } }
         #expect(rejoined != nil)
+        // Once the first batch has ended, both workers are idle: 10 free slots (4 + 1 prefetched
+        // each), so 8 new jobs cannot all go to the steady worker. (Submitted while the rejoined
+        // worker still ran 5 s jobs, the 1 s jobs could all run beside it, on the steady one.)
+        let firstBatchEnded = await eventually(within: .seconds(120)) { ends.count(of: ids) == ids.count }
+        #expect(firstBatchEnded, "\(ends.count(of: ids)) of the first \(ids.count) jobs ended")
         ids += try await submit(8, from: 16, seconds: 1)
         let allEnded = await eventually(within: .seconds(180)) { ends.count(of: ids) == ids.count }
         #expect(allEnded, "\(ends.count(of: ids)) of \(ids.count) jobs ended")
@@ -160,7 +165,7 @@ struct RemoteNetworkTests {
         }
         #expect(ranAfterRejoin, "the rejoined worker ran none of the jobs submitted after it rejoined")
         print(
-            "figure: partition of \(formatDuration(Self.linkDown)): \(runningAtCut.count) jobs running across the link at the cut, \(runningAtCut.count - stillRunning.count) of them stopped there before the coordinator gave the worker up \(format(lostAfter.inSeconds)) s after the cut; jobs started twice: \(starts.filter { $0 > 1 }.count), ran to their end twice: \(dones.filter { $0 > 1 }.count) (of those running at the cut: \(cutIndexes.filter { dones[$0] > 1 }.count)); busy (load \(loadAverage()))"
+            "figure: partition of \(formatDuration(Self.linkDown)): \(runningAtCut.count) jobs running across the link at the cut, \(runningAtCut.count - stillRunning.count) of them stopped there before the coordinator gave the worker up \(format(lostAfter.inSeconds)) s after the cut; jobs started twice: \(starts.filter { $0 > 1 }.count), ran to their end twice: \(dones.filter { $0 > 1 }.count) (of those running at the cut: \(cutIndexes.filter { dones[$0] > 1 }.count)); \(loadLabel())"
         )
 
         counting.cancel()
@@ -315,6 +320,13 @@ func format(_ value: Double) -> String { String(format: "%.2f", value) }
 /// The 1-minute load average.
 func loadAverage() -> String {
     ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "?").split(separator: " ").first.map(String.init) ?? "?"
+}
+
+/// "quiet (load L)" below a 1-minute load of 1 (on 2 cores), "busy (load L)" otherwise: figures
+/// taken busy do not hold.
+func loadLabel() -> String {
+    let load = loadAverage()
+    return "\((Double(load) ?? .infinity) < 1 ? "quiet" : "busy") (load \(load))"
 }
 
 extension Duration {
