@@ -15,8 +15,9 @@ import Scheduler
 /// once per attempt.
 ///
 /// The coordinator has ``Configuration/helloDeadline`` to answer a hello. Once joined, a worker
+/// answers each of the coordinator's heartbeats at once (it times none of its own), and one
 /// that hears nothing from the coordinator for ``missedHeartbeats`` (3) heartbeat intervals
-/// (checked every quarter interval) stops its jobs and reconnects; the coordinator waits
+/// stops its jobs and reconnects; the coordinator waits
 /// longer (``WorkerListener/Configuration/missedHeartbeats`` intervals plus the grace period),
 /// so the jobs of a worker cut off by the network are stopped there before they are requeued
 /// elsewhere. Backoff, the hello deadline and
@@ -301,12 +302,14 @@ public final class WorkerAgent: Sendable {
         let (inputs, input) = AsyncStream.makeStream(of: Input.self)
         let clock = self.clock
         let liveness = Liveness(clock: clock)
+        let heartbeat = WireWorkerMessage.with { $0.heartbeat = .init() }
         return await withTaskGroup(of: Void.self) { group -> SessionEnd in
             group.addTask {
                 do {
                     for try await message in messages {
                         liveness.touch()
-                        if case .assign(let assign) = message.kind {
+                        switch message.kind {
+                        case .assign(let assign):
                             // Acknowledged as soon as it is read, before the dispatch loop
                             // (and the spawn): the coordinator measures this round trip.
                             outbox.send(.with {
@@ -315,6 +318,15 @@ public final class WorkerAgent: Sendable {
                                     $0.attempt = assign.attempt
                                 }
                             })
+                        case .heartbeat:
+                            // Answered at once: the worker's heartbeat is this answer, so the
+                            // coordinator's one timer paces both directions (and the answers of
+                            // all its workers reach it in one burst). The dispatch loop has
+                            // nothing to do with it.
+                            outbox.send(heartbeat)
+                            continue
+                        default:
+                            break
                         }
                         input.yield(.message(message))
                     }
@@ -369,24 +381,22 @@ public final class WorkerAgent: Sendable {
                 }
             }
             group.addTask {
-                // Silence is checked every quarter interval (a heartbeat goes out every fourth
-                // check), so the worker gives up at most a quarter interval after its limit:
-                // the coordinator's deadline counts on that (see WorkerListener.minimumMissedHeartbeats).
+                // The worker gives up the moment the coordinator has been silent for its limit:
+                // it sleeps until the silence would reach it, and again from the last word when
+                // something came meanwhile (one wake-up per limit, not several per interval).
+                // The coordinator's deadline counts on the worker's being this much shorter
+                // (see WorkerListener.minimumMissedHeartbeats).
                 let limit = interval * Self.missedHeartbeats
-                let check = interval / 4
-                var checks = 0
                 while true {
                     do {
-                        try await clock.sleep(clock.now() + check)
+                        try await clock.sleep(liveness.deadline(after: limit))
                     } catch {
                         return
                     }
-                    if liveness.silence > limit {
+                    if liveness.silence >= limit {
                         input.yield(.ended(.lost("no heartbeat from the coordinator for \(formatDuration(limit))")))
                         return
                     }
-                    checks += 1
-                    if checks % 4 == 0 { outbox.send(.with { $0.heartbeat = .init() }) }
                 }
             }
             let isDraining = state.withLock { state in
