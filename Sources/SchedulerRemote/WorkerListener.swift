@@ -588,10 +588,4 @@ final class Liveness: Sendable {
         let now = clock.now()
         return state.withLock { $0.isPaused ? .zero : now - $0.last }
     }
-
-    /// When the silence reaches `limit` if nothing is heard before (while paused: `limit` from now).
-    func deadline(after limit: Duration) -> SchedulerTime {
-        let now = clock.now()
-        return state.withLock { ($0.isPaused ? now : $0.last) + limit }
-    }
 }
