@@ -17,7 +17,7 @@ import Scheduler
 /// The coordinator has ``Configuration/helloDeadline`` to answer a hello. Once joined, a worker
 /// answers each of the coordinator's heartbeats at once (it times none of its own), and one
 /// that hears nothing from the coordinator for ``missedHeartbeats`` (3) heartbeat intervals
-/// stops its jobs and reconnects; the coordinator waits
+/// (checked every quarter interval) stops its jobs and reconnects; the coordinator waits
 /// longer (``WorkerListener/Configuration/missedHeartbeats`` intervals plus the grace period),
 /// so the jobs of a worker cut off by the network are stopped there before they are requeued
 /// elsewhere. Backoff, the hello deadline and

@@ -48,12 +48,12 @@ public final class WorkerListener: Sendable {
         /// grace period; at least ``WorkerListener/minimumMissedHeartbeats`` (5).
         ///
         /// A worker gives up on a silent coordinator sooner, after
-        /// ``WorkerAgent/missedHeartbeats`` (3) intervals of silence, and stops its jobs
-        /// (SIGTERM, the grace period, SIGKILL). The coordinator's last word from the worker
-        /// may be up to one interval older than the worker's from it (the answer to the last
-        /// heartbeat lost, the one before got through), so with 5 intervals plus the grace
-        /// period the jobs of a worker cut off by the network are stopped there before the
-        /// coordinator requeues them (an interval to spare, less the one-way latency; the
+        /// ``WorkerAgent/missedHeartbeats`` (3) intervals checked every quarter interval, and
+        /// stops its jobs (SIGTERM, the grace period, SIGKILL). The coordinator's last word from
+        /// the worker may be up to one interval older than the worker's from it (the answer to
+        /// the last heartbeat lost, the one before got through), so with 5 intervals plus the
+        /// grace period the jobs of a worker cut off by the network are stopped there before the
+        /// coordinator requeues them (¾ of an interval to spare, less the one-way latency; the
         /// coordinator, which checks once per interval, may be up to an interval later still).
         public var missedHeartbeats: Int
         /// The time a new connection has to bring a worker in (a hello with the right token);
