@@ -8,13 +8,23 @@ public final class JobReporter: Sendable {
     private let store: JobOutputStore
     private let bus: EventBus
     private let clock: SchedulerClock
+    /// Told when a worker that holds attempts starts this one (``began()``).
+    private let scheduler: Scheduler
 
-    init(jobID: JobID, attempt: Int, store: JobOutputStore, bus: EventBus, clock: SchedulerClock) {
+    init(jobID: JobID, attempt: Int, store: JobOutputStore, bus: EventBus, clock: SchedulerClock, scheduler: Scheduler) {
         self.jobID = jobID
         self.attempt = attempt
         self.store = store
         self.bus = bus
         self.clock = clock
+        self.scheduler = scheduler
+    }
+
+    /// For a worker that may hold an attempt before it starts it (``Worker/holdsAttempts``):
+    /// the attempt has started now, and its timeout counts from here.
+    public func began() {
+        let (scheduler, id, attempt) = (self.scheduler, jobID, self.attempt)
+        Task { await scheduler.attemptBegan(id, attempt: attempt) }
     }
 
     /// Whether its output may be read on: `false` while a lossless subscriber is behind. A reader

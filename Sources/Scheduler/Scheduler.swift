@@ -414,7 +414,16 @@ public actor Scheduler {
     public func addWorker(_ worker: any Worker) {
         let now = clock.now()
         workers[worker.descriptor.id] = worker
-        perform(core.workerJoined(worker.descriptor, now: now), now: now)
+        perform(core.workerJoined(worker.descriptor, holdsAttempts: worker.holdsAttempts, now: now), now: now)
+    }
+
+    /// A worker that holds attempts (``Worker/holdsAttempts``) started one (``JobReporter/began()``):
+    /// its timeout counts from now.
+    func attemptBegan(_ id: JobID, attempt: Int) {
+        let now = clock.now()
+        let actions = core.attemptBegan(id, attempt: attempt, now: now)
+        perform(actions, now: now)
+        rearmTimer()
     }
 
     /// A worker takes no new jobs and leaves once its running jobs end (at once when idle), for
@@ -675,7 +684,7 @@ public actor Scheduler {
                 if index >= controls.count { controls.append(contentsOf: repeatElement(nil, count: index - controls.count + 1)) }
                 controls[index] = control
                 started.append(id)
-                let reporter = JobReporter(jobID: id, attempt: attempt, store: store, bus: bus, clock: clock)
+                let reporter = JobReporter(jobID: id, attempt: attempt, store: store, bus: bus, clock: clock, scheduler: self)
                 let handle = JobAssignmentHandle(
                     assignment: JobAssignment(
                         jobID: id, attempt: attempt, submitted: start.submitted, priority: start.priority,

@@ -750,8 +750,11 @@ public struct SchedulerCore: Sendable {
     }
 
     /// Adds a worker's slots to the pool.
-    public mutating func workerJoined(_ descriptor: WorkerDescriptor, now: SchedulerTime) -> [Action] {
-        pool.join(descriptor)
+    ///
+    /// - Parameter holdsAttempts: An attempt handed to it may wait there before it starts
+    ///   (``Worker/holdsAttempts``): its timeout counts from ``attemptBegan(_:attempt:now:)``.
+    public mutating func workerJoined(_ descriptor: WorkerDescriptor, holdsAttempts: Bool = false, now: SchedulerTime) -> [Action] {
+        pool.join(descriptor, holdsAttempts: holdsAttempts)
         actions.append(.emit(.workerJoined(descriptor)))
         actions.append(.emit(.slotsChanged(local: localCapacity, total: capacity)))
         dispatch(now: now)
@@ -944,6 +947,17 @@ public struct SchedulerCore: Sendable {
             actions.append(.emit(.workerLeft(worker, reason: reason)))
         }
         dispatch(now: now)
+    }
+
+    /// A worker that holds attempts (``Worker/holdsAttempts``) started one: its timeout counts
+    /// from `now`. Nothing for an attempt that has ended or is being stopped, or without a timeout.
+    public mutating func attemptBegan(_ id: JobID, attempt: Int, now: SchedulerTime) -> [Action] {
+        guard let handle = jobs.handle(of: id), let timeout = jobs[handle].timeout,
+              case .running(_, attempt, _, nil) = jobs[handle].info.state,
+              let worker = jobs[handle].worker, pool[worker].holdsAttempts  // else it counts from dispatch
+        else { return [] }
+        timers.insert(Timer(time: now + timeout, handle: handle, id: id, attempt: attempt, purpose: .timeout))
+        return takeActions()
     }
 
     /// Fires every timer due at `now`: retries become queued, timeouts stop their attempt.
@@ -1533,8 +1547,9 @@ public struct SchedulerCore: Sendable {
             jobs[handle].info.history.startedAt = now
             jobs[handle].info.progress = nil
             // The timeout is in the record: the spec is a separate object, and reading it on every
-            // start costs a cache miss when jobs start out of submission order (a DAG's do).
-            if let timeout = jobs[handle].timeout {
+            // start costs a cache miss when jobs start out of submission order (a DAG's do). On a
+            // worker that may hold the attempt before it starts, it counts from `attemptBegan`.
+            if let timeout = jobs[handle].timeout, !pool[workerHandle].holdsAttempts {
                 timers.insert(Timer(time: now + timeout, handle: handle, id: head, attempt: attempt, purpose: .timeout))
             }
             actions.append(.emit(.started(head, attempt: attempt, maxAttempts: jobs[handle].info.maxAttempts, worker: worker)))

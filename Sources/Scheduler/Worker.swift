@@ -13,4 +13,15 @@ public protocol Worker: AnyObject, Sendable {
 
     /// The worker has left the pool and will get no more work: release what it holds.
     func leave()
+
+    /// Whether an attempt handed to it may wait there before it starts (a remote worker's
+    /// prefetched assignment, a job pending in Slurm's queue). Such a worker calls
+    /// ``JobReporter/began()`` when the attempt really starts, and its timeout counts from then,
+    /// so a job never times out while it waits. `false` (the default): an attempt starts when
+    /// it is handed over.
+    var holdsAttempts: Bool { get }
+}
+
+extension Worker {
+    public var holdsAttempts: Bool { false }
 }

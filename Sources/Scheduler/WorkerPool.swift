@@ -52,6 +52,8 @@ public struct WorkerPool: Sendable {
         var running: [JobHandle] = []
         /// Why it leaves as soon as its last job ends (it gets no new jobs); `nil` while it stays.
         var retireReason: WorkerLeaveReason?
+        /// Whether an attempt may wait there before it starts (``Worker/holdsAttempts``).
+        var holdsAttempts = false
         var isRetiring: Bool { retireReason != nil }
     }
 
@@ -86,15 +88,16 @@ public struct WorkerPool: Sendable {
     subscript(handle: WorkerHandle) -> Member { members[Int(handle.index)]! }
 
     /// Adds a worker with all its slots free.
-    mutating func join(_ descriptor: WorkerDescriptor) {
+    mutating func join(_ descriptor: WorkerDescriptor, holdsAttempts: Bool = false) {
         guard handles[descriptor.id] == nil else { return }
         let handle: WorkerHandle
+        let member = Member(descriptor: descriptor, holdsAttempts: holdsAttempts)
         if let index = freeIndices.popLast() {
             handle = WorkerHandle(index: index)
-            members[Int(index)] = Member(descriptor: descriptor)
+            members[Int(index)] = member
         } else {
             handle = WorkerHandle(index: Int32(members.count))
-            members.append(Member(descriptor: descriptor))
+            members.append(member)
         }
         handles[descriptor.id] = handle
         count(descriptor, +1)

@@ -120,6 +120,11 @@ public final class RemoteWorker: Worker {
         }
     }
 
+    /// A worker that reports when an attempt's process starts (it may hold a prefetched one
+    /// until a slot frees): the job's timeout counts from then. An older worker does not, and
+    /// its attempts' timeouts count from the assignment, as before.
+    public var holdsAttempts: Bool { features.contains(.reportsStart) }
+
     public func leave() {
         // The stream's lifetime belongs to the listener's connection handler, which ends it;
         // nothing is held here once every pending call has ended.
@@ -135,6 +140,9 @@ public final class RemoteWorker: Worker {
             let key = AttemptKey(jobID: ack.jobID, attempt: ack.attempt)
             let sentAt = state.withLock { $0.pending[key]?.sentAt }
             if let sentAt, let roundTrips { roundTrips.record(clock.now - sentAt) }
+        case .started(let started):
+            let key = AttemptKey(jobID: started.jobID, attempt: started.attempt)
+            state.withLock { $0.pending[key]?.assignment.reporter }?.began()
         case .output(let output):
             let key = AttemptKey(jobID: output.jobID, attempt: output.attempt)
             guard let reporter = state.withLock({ $0.pending[key]?.assignment.reporter }) else { break }

@@ -265,7 +265,7 @@ public final class WorkerAgent: Sendable {
                 $0.protocolVersion = RemoteProtocol.version
                 $0.token = configuration.token ?? ""
                 $0.softwareVersion = RemoteProtocol.softwareVersion
-                $0.features = [.keepBackground]
+                $0.features = [.keepBackground, .reportsStart]
             }
         }
         configuration.tls?.forgetRejected()
@@ -449,6 +449,16 @@ public final class WorkerAgent: Sendable {
                 }
             case .event(let event):
                 switch event.kind {
+                case .started(let id, _, _, _):
+                    // A prefetched assignment starts only when a slot frees: its timeout counts
+                    // from here on the coordinator.
+                    guard let key = byJob[id] else { break }
+                    outbox.send(.with {
+                        $0.started = .with {
+                            $0.jobID = key.jobID
+                            $0.attempt = key.attempt
+                        }
+                    })
                 case .output(let id, let line):
                     guard let key = byJob[id] else { break }
                     outbox.send(.with {

@@ -98,6 +98,9 @@ public final class SlurmWorker: Worker {
         }
     }
 
+    /// A job waits in Slurm's queue before it runs: its timeout counts from when it runs.
+    public var holdsAttempts: Bool { true }
+
     public func leave() {
         // Nothing to release: the worker's thread ends by itself once no attempt is left.
     }
@@ -249,6 +252,8 @@ private final class TrackedJob {
     let errPath: String
     var outOffset: UInt64 = 0
     var errOffset: UInt64 = 0
+    /// Whether it was seen running (``SlurmWorker`` told its reporter it began).
+    var hasBegun = false
     var out = LineSplitter(stream: .stdout)
     var err = LineSplitter(stream: .stderr)
     let parser: ProgressParser
@@ -443,7 +448,10 @@ private struct SlurmLoop {
                     let reason = entry.state == .pending && entry.reason != "None" ? entry.reason : nil
                     worker.place(job.assignment, SlurmPlacement(slurmID: job.slurmID, state: entry.state, reason: reason))
                 }
-                if entry.state != .pending { read(job, final: false) }
+                if entry.state != .pending {
+                    began(job)
+                    read(job, final: false)
+                }
                 continue
             }
             // Left the queue, or shows an end: Slurm's record says how it ended.
@@ -452,6 +460,7 @@ private struct SlurmLoop {
                 job.failedLookups = 0
                 guard record.state.isEnded else {
                     job.state = record.state
+                    if record.state != .pending { began(job) }
                     read(job, final: false)
                     continue
                 }
@@ -466,6 +475,14 @@ private struct SlurmLoop {
                 }
             }
         }
+    }
+
+    /// The job left Slurm's queue and runs: its timeout counts from now (it may have waited
+    /// in the queue for long; see ``Worker/holdsAttempts``). Once per attempt.
+    private func began(_ job: TrackedJob) {
+        guard !job.hasBegun else { return }
+        job.hasBegun = true
+        job.assignment.reporter.began()
     }
 
     private mutating func end(_ job: TrackedJob, _ termination: Termination) {

@@ -19,6 +19,12 @@ extension Jobtop {
                 refused. With --listen HOST:PORT the same service is also offered on TCP, behind the \
                 token (--token-file PATH or $JOBTOP_TOKEN), for 'jobtop attach --connect HOST:PORT'.
 
+                With --workers HOST:PORT it also accepts remote workers ('jobtop worker --connect \
+                HOST:PORT'), behind the same token and TLS certificate; -j 0 then leaves every job \
+                to them. A job a worker was running when serve stopped counts as failed ('jobtop \
+                stopped') and runs again as its retries allow; the worker stops it when the \
+                connection goes, and rejoins the next serve on the same address by itself.
+
                 SIGINT or SIGTERM: start nothing new, let running jobs finish, then exit (a second \
                 one cancels the running jobs). 'jobtop shutdown' does the same from a client. \
                 SIGHUP is ignored: closing the terminal it was started from does not stop it.
@@ -36,7 +42,7 @@ extension Jobtop {
 
         @Option(
             name: [.customShort("j", allowingJoined: true), .long], parsing: .unconditional,
-            help: ArgumentHelp("Local worker slots (default: number of cores); with --slurm, how many jobs are kept submitted to Slurm (default 10).", valueName: "n"))
+            help: ArgumentHelp("Local worker slots (default: number of cores; 0 with --workers: remote workers only); with --slurm, how many jobs are kept submitted to Slurm (default 10).", valueName: "n"))
         var jobs: Int?
 
         @Option(
@@ -50,9 +56,30 @@ extension Jobtop {
         var listen: String?
 
         @Option(
+            name: .customLong("workers"),
+            help: ArgumentHelp(
+                "Accept remote workers ('jobtop worker --connect HOST:PORT') on this address; a non-loopback one needs a token.",
+                valueName: "host:port"))
+        var workers: String?
+
+        @Option(
             name: .customLong("token-file"),
-            help: ArgumentHelp("The token TCP clients must show (default: $JOBTOP_TOKEN).", valueName: "path"))
+            help: ArgumentHelp("The token TCP clients and remote workers must show (default: $JOBTOP_TOKEN).", valueName: "path"))
         var tokenFile: String?
+
+        @Option(
+            name: .customLong("prefetch"),
+            help: ArgumentHelp(
+                "With --workers: jobs each remote worker may hold beyond its slots (default: \(WorkerListener.defaultPrefetch); 0: off).",
+                valueName: "n"))
+        var prefetch: Int?
+
+        @Option(
+            name: .customLong("heartbeat"),
+            help: ArgumentHelp(
+                "With --workers: how often serve and each worker say they are alive (default 1s, from 100ms to 60s).",
+                valueName: "duration"))
+        var heartbeat: String?
 
         /// `--tls-cert/--tls-key` (and `--tls-client-ca`): TCP with TLS.
         @OptionGroup var tls: ListenTLSOptions
@@ -64,21 +91,37 @@ extension Jobtop {
             if !slurm.slurm, slurm.partition != nil || !slurm.slurmArguments.isEmpty || slurm.poll != nil || slurm.directory != nil {
                 throw ValidationError("--partition, --slurm-arg, --slurm-poll and --slurm-dir need --slurm")
             }
-            if let jobs, jobs < 1 { throw ValidationError("-j/--jobs must be at least 1, not \(jobs)") }
-            if listen == nil && tokenFile != nil { throw ValidationError("--token-file needs --listen HOST:PORT") }
-            if listen == nil && tls.isSet { throw ValidationError("--tls-cert, --tls-key and --tls-client-ca need --listen HOST:PORT") }
-            if let listen {
+            // -j 0 makes sense only when remote workers (or Slurm, which ignores it) do the work.
+            if let jobs, jobs < (workers == nil ? 1 : 0) {
+                throw ValidationError(workers == nil
+                    ? "-j/--jobs must be at least 1, not \(jobs) (0 is allowed with --workers: remote workers only)"
+                    : "-j/--jobs must be 0 or more, not \(jobs)")
+            }
+            if slurm.slurm && workers != nil { throw ValidationError("--workers and --slurm cannot be used together: jobs run on Slurm") }
+            if listen == nil && workers == nil && tokenFile != nil { throw ValidationError("--token-file needs --listen or --workers HOST:PORT") }
+            if listen == nil && workers == nil && tls.isSet {
+                throw ValidationError("--tls-cert, --tls-key and --tls-client-ca need --listen or --workers HOST:PORT")
+            }
+            if workers == nil && prefetch != nil { throw ValidationError("--prefetch needs --workers HOST:PORT") }
+            if workers == nil && heartbeat != nil { throw ValidationError("--heartbeat needs --workers HOST:PORT") }
+            if let prefetch, !(0...1024).contains(prefetch) { throw ValidationError("--prefetch must be from 0 to 1024, not \(prefetch)") }
+            if let heartbeat { _ = try RemoteOptions.heartbeatInterval(heartbeat) }
+            for (flag, value) in [("--listen", listen), ("--workers", workers)] {
+                guard let value else { continue }
                 do {
-                    let address = try RemoteAddress(parsing: listen)
+                    let address = try RemoteAddress(parsing: value)
                     if !address.isLoopback, try RemoteToken.load(file: tokenFile) == nil {
                         throw ValidationError(
-                            "--listen \(listen): a non-loopback address needs a token (--token-file PATH or JOBTOP_TOKEN), or anyone who can reach it could run commands here")
+                            "\(flag) \(value): a non-loopback address needs a token (--token-file PATH or JOBTOP_TOKEN), or anyone who can reach it could run \(flag == "--listen" ? "commands" : "its own workers' jobs") here")
                     }
                 } catch let error as ValidationError {
                     throw error
                 } catch {
-                    throw ValidationError("\(error)")
+                    throw ValidationError("\(flag) \(value): \(error)")
                 }
+            }
+            if let listen, let workers, listen == workers {
+                throw ValidationError("--listen and --workers need two different addresses, not both \(listen)")
             }
         }
 
@@ -114,6 +157,28 @@ extension Jobtop {
             }
         }
 
+        /// Starts accepting remote workers into `scheduler` on `text` (checked by `validate`);
+        /// joins, refusals and losses are logged on stderr, serve's log.
+        func startWorkerListener(
+            _ text: String, scheduler: Scheduler, token: String?, tls: RemoteTLS.Server?
+        ) async throws -> WorkerListener {
+            let address = try RemoteAddress(parsing: text)
+            let interval = try heartbeat.map { text throws(ValidationError) in try RemoteOptions.heartbeatInterval(text) } ?? .seconds(1)
+            let listener = try WorkerListener(
+                scheduler: scheduler,
+                configuration: .init(
+                    address: address, token: token, tls: tls, prefetch: prefetch ?? WorkerListener.defaultPrefetch,
+                    heartbeatInterval: interval,
+                    log: { line in StandardError.write((line.hasPrefix("jobtop: ") ? "jobtop serve: \(line.dropFirst(8))" : line) + "\n") }))
+            let bound = try await listener.start()
+            if let warning = RemoteTLS.plaintextWarning(listeningOn: bound, hasTLS: tls != nil, program: "jobtop serve") {
+                StandardError.write(warning + "\n")
+            }
+            let trust = tls.map { " with TLS; certificate \($0.fingerprint) (workers: --tls-fingerprint \($0.fingerprint) or --tls-ca)" } ?? ""
+            StandardError.write("jobtop serve: accepting workers on \(bound)\(trust) ('jobtop worker --connect \(bound)')\n")
+            return listener
+        }
+
         mutating func run() async throws {
             signal(SIGPIPE, SIG_IGN)
             Scheduler.raiseOpenFileLimit()
@@ -121,7 +186,7 @@ extension Jobtop {
                 do { return try RemoteAddress(parsing: text) } catch { throw ValidationError("\(error)") }
             }
             let token: String?
-            do { token = address == nil ? nil : try RemoteToken.load(file: tokenFile) } catch { throw ValidationError("\(error)") }
+            do { token = address == nil && workers == nil ? nil : try RemoteToken.load(file: tokenFile) } catch { throw ValidationError("\(error)") }
             let security: RemoteTLS.Server?
             do { security = try tls.server() } catch { throw ValidationError(error.message) }
 
@@ -184,6 +249,18 @@ extension Jobtop {
                 await backend.close()
                 throw ExitCode(ExitStatus.someFailed)
             }
+            var workerListener: WorkerListener?
+            if let workers {
+                do {
+                    workerListener = try await startWorkerListener(workers, scheduler: scheduler, token: token, tls: security)
+                } catch {
+                    StandardError.write("jobtop serve: --workers \(workers): \((error as? RemoteError)?.message ?? "\(error)")\n")
+                    await server.stop()
+                    await scheduler.shutdown(.graceful)
+                    await backend.close()
+                    throw ExitCode(ExitStatus.someFailed)
+                }
+            }
             let running = Task { await scheduler.run() }
             // The queue outlives the terminal: closing the one serve was started from (SIGHUP)
             // does not stop it. Jobs get every signal's default action back when they start.
@@ -224,10 +301,13 @@ extension Jobtop {
                     StandardError.write(warning + "\n")
                 }
             }
-            var capacity = "\(slots) slot\(slots == 1 ? "" : "s")"
+            var capacity = "\(slots) local slot\(slots == 1 ? "" : "s")"
+            if workerListener != nil { capacity += " and remote workers" }
             if let slurmWorker { capacity = "\(slurmWorker.descriptor.name): \(slurmWorker.descriptor.slots) kept submitted" }
             StandardError.write("jobtop serve: listening on \(where_) (\(capacity)); pid \(getpid())\n")
             await running.value
+            // Every job has ended: the workers are told goodbye (and given up to 2 s to close).
+            await workerListener?.stop()
             signals.stop()
             // Jobs still in Slurm (a stop that cancelled them) are cancelled there; the scripts
             // and output files go (the journal has their lines).

@@ -228,8 +228,13 @@ final class EndCounter: Sendable {
             case .cancelled: name = "cancelled"
             default: name = "\(event.kind)"
             }
-            finals.withLock { $0[id, default: []].append(name) }
+            record(id, name)
         }
+    }
+
+    /// Counts a final event of `id`, named as `consume` names them.
+    func record(_ id: JobID, _ name: String) {
+        finals.withLock { $0[id, default: []].append(name) }
     }
 
     func ends(of id: JobID) -> [String] { finals.withLock { $0[id] ?? [] } }

@@ -52,4 +52,53 @@ struct RemotePrefetchTests {
         #expect(await worker.wait(atMost: .seconds(60))?.status == 0)
         await coordinator.stop()
     }
+
+    @Test("A prefetched job's timeout counts from when it starts on the worker: held behind a longer job, it does not time out unstarted; once running, it does")
+    func heldJobTimesOutFromItsStart() async throws {
+        // Given a coordinator with prefetch 1 and a worker with one slot, busy for 5 s.
+        let coordinator = try await Coordinator.start(prefetch: 1)
+        let worker = try JobtopProcess.worker(for: coordinator, slots: 1, name: "one-slot")
+        defer { worker.send(SIGKILL) }
+        _ = await coordinator.joined(1)
+        let events = await coordinator.scheduler.events(includeOutput: false, delivery: .lossless)
+        let ends = EndCounter()
+        let starts = Locked<[JobID]>([])
+        let watcher = Task {
+            for await event in events {
+                if case .started(let id, _, _, _) = event.kind { starts.withLock { $0.append(id) } }
+                if event.kind.isFinal, let id = event.kind.jobID {
+                    let name: String
+                    switch event.kind {
+                    case .succeeded: name = "succeeded"
+                    case .failed(_, let reason, _): name = "failed: \(reason)"
+                    default: name = "\(event.kind)"
+                    }
+                    ends.record(id, name)
+                }
+            }
+        }
+        defer { watcher.cancel() }
+        let busy = try await coordinator.scheduler.submit(.shell("sleep 5"))
+        #expect(await eventually(within: .seconds(60)) { starts.withLock { $0.contains(busy) } })
+
+        // When a quick job with a 3 s timeout is assigned to it (held: its slot is busy).
+        let quick = try await coordinator.scheduler.submit(JobSpec(work: .shell("echo ran"), timeout: .seconds(3)))
+        #expect(await eventually(within: .seconds(60)) { starts.withLock { $0.contains(quick) } })
+
+        // Then it runs once the slot frees, 5 s after the busy job started, and succeeds (its
+        // timeout counted from the assignment used to stop it, unstarted, after 3 s).
+        #expect(await eventually(within: .seconds(120)) { ends.count(of: [busy, quick]) == 2 })
+        #expect(ends.ends(of: busy) == ["succeeded"])
+        #expect(ends.ends(of: quick) == ["succeeded"], "the held job: \(ends.ends(of: quick))")
+
+        // And a held job that runs too long still times out, counted from its start.
+        let busyAgain = try await coordinator.scheduler.submit(.shell("sleep 2"))
+        #expect(await eventually(within: .seconds(60)) { starts.withLock { $0.contains(busyAgain) } })
+        let slow = try await coordinator.scheduler.submit(JobSpec(work: .shell("sleep 600"), timeout: .seconds(1)))
+        #expect(await eventually(within: .seconds(120)) { ends.count(of: [busyAgain, slow]) == 2 })
+        #expect(ends.ends(of: slow) == ["failed: timed out after 1s"], "\(ends.ends(of: slow))")
+        worker.send(SIGTERM)
+        _ = await worker.wait(atMost: .seconds(60))
+        await coordinator.stop()
+    }
 }

@@ -122,6 +122,34 @@ import Testing
         #expect(core.state(of: id) == .cancelled)
     }
 
+    @Test mutating func onAWorkerThatHoldsAttemptsTheTimeoutCountsFromTheAttemptsStartNotItsDispatch() throws {
+        _ = core.workerJoined(Self.w1, holdsAttempts: true, now: .zero)
+        let (id, actions) = submit(timeout: .seconds(10))
+        #expect(Self.starts(actions).map(\.0) == [id])
+        #expect(core.nextDeadline == nil, "no timer while the worker holds it")
+        #expect(Self.stops(core.timersDue(now: .seconds(60))).isEmpty)
+        // The worker starts it at 100 s: 10 s from then, not from 0.
+        _ = core.attemptBegan(id, attempt: 1, now: .seconds(100))
+        #expect(core.nextDeadline == .seconds(110))
+        #expect(Self.stops(core.timersDue(now: .seconds(109))).isEmpty)
+        #expect(Self.stops(core.timersDue(now: .seconds(110))).map(\.1) == [.timeout])
+        // A late or repeated report of a start changes nothing for an attempt being stopped or over.
+        #expect(core.attemptBegan(id, attempt: 1, now: .seconds(111)).isEmpty)
+        #expect(core.nextDeadline == nil)
+        _ = core.jobFinished(id, attempt: 1, worker: Self.w1.id, termination: .signal(9), now: .seconds(112))
+        #expect(core.attemptBegan(id, attempt: 1, now: .seconds(113)).isEmpty)
+        #expect(core.nextDeadline == nil)
+    }
+
+    @Test mutating func onAnOrdinaryWorkerTheTimeoutCountsFromDispatchAndAStartReportAddsNothing() {
+        _ = core.workerJoined(Self.w1, now: .zero)
+        let (id, _) = submit(timeout: .seconds(10))
+        #expect(core.nextDeadline == .seconds(10))
+        _ = core.attemptBegan(id, attempt: 1, now: .seconds(5))
+        #expect(Self.stops(core.timersDue(now: .seconds(10))).map(\.1) == [.timeout])
+        #expect(core.nextDeadline == nil, "no second timer from the start report")
+    }
+
     // MARK: results
 
     @Test mutating func aTimeoutIsARetryableFailure() {

@@ -150,6 +150,57 @@ struct SlurmWorkerTests {
         }
     }
 
+    @Test("A job's timeout counts from when Slurm runs it, not while it waits in Slurm's queue")
+    func timeoutCountsFromRunning() async throws {
+        let slurm = FakeSlurm()
+        let scratch = try Scratch()
+        let worker = try SlurmWorker(
+            configuration: SlurmConfiguration(submitted: 1, pollInterval: .milliseconds(20), directory: scratch.file("slurm")),
+            commands: slurm)
+        let clock = ManualClock()
+        let scheduler = Scheduler(configuration: .init(localSlots: 0, seed: 3), clock: clock)
+        let events = await scheduler.events()
+        async let running: Void = scheduler.run()
+        await scheduler.addWorker(worker)
+
+        // Given a job with a 10 s timeout, pending in Slurm for a minute.
+        let id = try await scheduler.submit(JobSpec(work: .shell("true"), timeout: .seconds(10)))
+        #expect(await eventually(within: .seconds(120)) { slurm.submitted.count == 1 && slurm.calls("squeue").count >= 1 })
+        clock.advance(by: .seconds(60))
+
+        // When Slurm runs it.
+        let slurmID = try #require(slurm.submitted.first)
+        slurm.set(slurmID, state: "RUNNING")
+
+        // Then its timeout is set for 10 s from then (none fired while it waited: nothing was
+        // cancelled), and fires there.
+        let armed = await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                await clock.waitForSleeper(until: ManualClock.Instant(offset: .seconds(70)))
+                return true
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(60))  // a deadline for the failure, not a wait
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+        #expect(armed, "no timer for 10 s after Slurm ran it")
+        #expect(slurm.calls("scancel").isEmpty, "stopped while it waited in Slurm's queue: \(slurm.calls("scancel"))")
+        clock.advance(by: .seconds(10))
+        let final = await finals(of: [id], in: events)[id]
+        guard case .failed(_, .timeout(.seconds(10)), _)? = final else {
+            Issue.record("expected a timeout, got \(String(describing: final))")
+            await scheduler.shutdown(.cancelRunning)
+            await running
+            return
+        }
+        await scheduler.shutdown(.cancelRunning)
+        await running
+    }
+
     @Test("A job cancelled while pending in Slurm is cancelled outright (no SIGTERM first) and ends cancelled")
     func cancelPending() async throws {
         let slurm = FakeSlurm()

@@ -18,6 +18,7 @@
 ///                                       <--  Welcome(worker id, heartbeat, grace) | Refusal(code, message)
 ///                                       <--  Assign(job, attempt, spec)
 ///   Ack(job, attempt)                   -->  (at once, before the process is spawned)
+///   Started(job, attempt)               -->  (when its process starts: a prefetched one waits)
 ///   Output / Progress (job, attempt)    -->
 ///                                       <--  Cancel(job, attempt, reason, grace)
 ///   Leftover(job, attempt, count, ...)  -->  (processes the attempt left behind; before Finished)
@@ -57,6 +58,10 @@ nonisolated enum Jobtop_Remote_V1_Feature: SwiftProtobuf.Enum, Swift.CaseIterabl
 
   /// Honours JobSpec.keep_background (and sends Leftover).
   case keepBackground // = 1
+
+  /// Sends Started when an attempt's process starts (a prefetched assignment waits for a slot
+  /// first): the coordinator counts the job's timeout from then.
+  case reportsStart // = 2
   case UNRECOGNIZED(Int)
 
   init() {
@@ -67,6 +72,7 @@ nonisolated enum Jobtop_Remote_V1_Feature: SwiftProtobuf.Enum, Swift.CaseIterabl
     switch rawValue {
     case 0: self = .unspecified
     case 1: self = .keepBackground
+    case 2: self = .reportsStart
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -75,6 +81,7 @@ nonisolated enum Jobtop_Remote_V1_Feature: SwiftProtobuf.Enum, Swift.CaseIterabl
     switch self {
     case .unspecified: return 0
     case .keepBackground: return 1
+    case .reportsStart: return 2
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -83,6 +90,7 @@ nonisolated enum Jobtop_Remote_V1_Feature: SwiftProtobuf.Enum, Swift.CaseIterabl
   static let allCases: [Jobtop_Remote_V1_Feature] = [
     .unspecified,
     .keepBackground,
+    .reportsStart,
   ]
 
 }
@@ -159,6 +167,14 @@ nonisolated struct Jobtop_Remote_V1_WorkerMessage: Sendable {
     set {kind = .leftover(newValue)}
   }
 
+  var started: Jobtop_Remote_V1_Started {
+    get {
+      if case .started(let v)? = kind {return v}
+      return Jobtop_Remote_V1_Started()
+    }
+    set {kind = .started(newValue)}
+  }
+
   var unknownFields = SwiftProtobuf.UnknownStorage()
 
   nonisolated enum OneOf_Kind: Equatable, Sendable {
@@ -170,6 +186,7 @@ nonisolated struct Jobtop_Remote_V1_WorkerMessage: Sendable {
     case heartbeat(Jobtop_Remote_V1_Heartbeat)
     case draining(Jobtop_Remote_V1_Draining)
     case leftover(Jobtop_Remote_V1_Leftover)
+    case started(Jobtop_Remote_V1_Started)
 
   }
 
@@ -486,6 +503,22 @@ nonisolated struct Jobtop_Remote_V1_Ack: Sendable {
   init() {}
 }
 
+/// The attempt's process started on the worker (FEATURE_REPORTS_START): at once after the Ack
+/// when a slot was free, or when one frees for a prefetched assignment.
+nonisolated struct Jobtop_Remote_V1_Started: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  var jobID: String = String()
+
+  var attempt: UInt32 = 0
+
+  var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  init() {}
+}
+
 /// Stop an attempt: SIGTERM to its process group, SIGKILL after `grace_period_ms`.
 nonisolated struct Jobtop_Remote_V1_Cancel: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
@@ -775,12 +808,12 @@ nonisolated struct Jobtop_Remote_V1_Goodbye: Sendable {
 fileprivate nonisolated let _protobuf_package = "jobtop.remote.v1"
 
 nonisolated extension Jobtop_Remote_V1_Feature: SwiftProtobuf._ProtoNameProviding {
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0FEATURE_UNSPECIFIED\0\u{1}FEATURE_KEEP_BACKGROUND\0")
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0FEATURE_UNSPECIFIED\0\u{1}FEATURE_KEEP_BACKGROUND\0\u{1}FEATURE_REPORTS_START\0")
 }
 
 nonisolated extension Jobtop_Remote_V1_WorkerMessage: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   static let protoMessageName: String = _protobuf_package + ".WorkerMessage"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{1}ack\0\u{1}output\0\u{1}progress\0\u{1}finished\0\u{1}heartbeat\0\u{1}draining\0\u{1}leftover\0")
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{1}ack\0\u{1}output\0\u{1}progress\0\u{1}finished\0\u{1}heartbeat\0\u{1}draining\0\u{1}leftover\0\u{1}started\0")
 
   mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -892,6 +925,19 @@ nonisolated extension Jobtop_Remote_V1_WorkerMessage: SwiftProtobuf.Message, Swi
           self.kind = .leftover(v)
         }
       }()
+      case 9: try {
+        var v: Jobtop_Remote_V1_Started?
+        var hadOneofValue = false
+        if let current = self.kind {
+          hadOneofValue = true
+          if case .started(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.kind = .started(v)
+        }
+      }()
       default: break
       }
     }
@@ -934,6 +980,10 @@ nonisolated extension Jobtop_Remote_V1_WorkerMessage: SwiftProtobuf.Message, Swi
     case .leftover?: try {
       guard case .leftover(let v)? = self.kind else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 8)
+    }()
+    case .started?: try {
+      guard case .started(let v)? = self.kind else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 9)
     }()
     case nil: break
     }
@@ -1427,6 +1477,41 @@ nonisolated extension Jobtop_Remote_V1_Ack: SwiftProtobuf.Message, SwiftProtobuf
   }
 
   static func ==(lhs: Jobtop_Remote_V1_Ack, rhs: Jobtop_Remote_V1_Ack) -> Bool {
+    if lhs.jobID != rhs.jobID {return false}
+    if lhs.attempt != rhs.attempt {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Jobtop_Remote_V1_Started: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  static let protoMessageName: String = _protobuf_package + ".Started"
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}job_id\0\u{1}attempt\0")
+
+  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.jobID) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.attempt) }()
+      default: break
+      }
+    }
+  }
+
+  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.jobID.isEmpty {
+      try visitor.visitSingularStringField(value: self.jobID, fieldNumber: 1)
+    }
+    if self.attempt != 0 {
+      try visitor.visitSingularUInt32Field(value: self.attempt, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  static func ==(lhs: Jobtop_Remote_V1_Started, rhs: Jobtop_Remote_V1_Started) -> Bool {
     if lhs.jobID != rhs.jobID {return false}
     if lhs.attempt != rhs.attempt {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
