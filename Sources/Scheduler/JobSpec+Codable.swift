@@ -77,10 +77,10 @@ extension ProgressPattern: Codable {
 extension JobID: Codable {
     public init(from decoder: any Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)
-        guard let uuid = UUID(uuidString: text) else {
+        guard let id = JobID(parsing: text) else {
             throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "'\(text)' is not a job id"))
         }
-        self.init(uuid: uuid)
+        self = id
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -92,10 +92,10 @@ extension JobID: Codable {
 extension WorkerID: Codable {
     public init(from decoder: any Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)
-        guard let uuid = UUID(uuidString: text) else {
+        guard let id = WorkerID(parsing: text) else {
             throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "'\(text)' is not a worker id"))
         }
-        self.init(uuid: uuid)
+        self = id
     }
 
     public func encode(to encoder: any Encoder) throws {

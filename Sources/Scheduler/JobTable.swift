@@ -81,6 +81,13 @@ struct JobTable<Record>: Sendable where Record: Sendable {
     mutating func reserve(_ extra: Int) {
         let needed = handles.count + extra
         if needed > handles.capacity { handles.reserveCapacity(max(needed, handles.capacity * 2)) }
+        // The records too (a restart puts 100,000 back: growing by doubling copied every record
+        // several times over).
+        let records = self.records.count + max(0, extra - free.count)
+        if records > self.records.capacity {
+            self.records.reserveCapacity(max(records, self.records.capacity * 2))
+            ids.reserveCapacity(max(records, ids.capacity * 2))
+        }
     }
 
     /// Adds a record for `id`, which must not have one.

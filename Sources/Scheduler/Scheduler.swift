@@ -238,7 +238,9 @@ public actor Scheduler {
     }
 
     /// Puts back the jobs a store recorded before a restart (see ``SchedulerCore/restore(_:now:)``):
-    /// call it before the scheduler runs or before any other job is submitted.
+    /// call it before the scheduler runs or before any other job is submitted. The restored jobs
+    /// are not announced one by one (no `submitted` events): a subscriber sees them in its first
+    /// snapshot.
     ///
     /// - Returns: The jobs that could not be put back, with why.
     public func restore(_ jobs: [RestoredJob]) -> [(id: JobID, error: SchedulerError)] {
@@ -460,6 +462,10 @@ public actor Scheduler {
             await self?.resync(token)
         })
     }
+
+    /// The slots of this machine's own workers: what ``snapshot()`` says as
+    /// ``SchedulerSnapshot/localSlots``, without copying every job.
+    public var localSlots: Int { core.localCapacity }
 
     /// The present state.
     public func snapshot() -> SchedulerSnapshot {

@@ -415,27 +415,15 @@ public struct SchedulerCore: Sendable {
                 submittedHandles.append(nil)
                 continue
             }
-            let group = spec.group.map { groupHandle(named: $0) } ?? 0
             if spec.dependencies.isEmpty && spec.notBefore == nil {
                 // The common case, kept lean: straight to the queue.
-                var info = JobInfo(
-                    id: id, name: spec.name, command: spec.work.description, priority: spec.priority,
-                    state: .queued, attempts: 0, maxAttempts: spec.retry.maxAttempts, progress: nil,
-                    submittedAt: now, startedAt: nil, finishedAt: nil, lastFailure: nil, key: spec.coalescingKey,
-                    group: groups[Int(group)].info.name)
-                if !spec.environment.isEmpty || spec.workingDirectory != nil { info.describe(spec) }
-                let handle = jobs.insert(for: id) {
-                    Job(handle: $0, submitted: SubmittedSpec(spec), info: info, batch: batch, group: group, timeout: spec.timeout)
-                }
-                registerRecord(handle)
-                stateCounts[.queued] += 1
-                joined(batch, key: spec.coalescingKey, id: id)
-                enqueue(handle)
+                let (handle, info) = queue(spec, id: id, batch: batch, now: now)
                 actions.append(.emit(.submitted(info)))
                 result.append(id)
                 submittedHandles.append(handle)
                 continue
             }
+            let group = spec.group.map { groupHandle(named: $0) } ?? 0
             // Each dependency once, with its record's handle where it has one: an earlier spec of
             // this submission is found without hashing its id.
             var dependencies: [JobID] = []
@@ -509,10 +497,36 @@ public struct SchedulerCore: Sendable {
         return (result, takeActions())
     }
 
+    /// Makes a job's record and queues it: a submission's common case (no dependency, no start
+    /// time; the caller has checked its priority and group and handles a coalescing key).
+    private mutating func queue(
+        _ spec: JobSpec, id: JobID, batch: BatchID?, now: SchedulerTime, attempts: Int = 0, lastFailure: FailureReason? = nil
+    ) -> (JobHandle, JobInfo) {
+        let group = spec.group.map { groupHandle(named: $0) } ?? 0
+        var info = JobInfo(
+            id: id, name: spec.name, command: spec.work.description, priority: spec.priority,
+            state: .queued, attempts: attempts, maxAttempts: spec.retry.maxAttempts, progress: nil,
+            submittedAt: now, startedAt: nil, finishedAt: nil, lastFailure: lastFailure, key: spec.coalescingKey,
+            group: groups[Int(group)].info.name)
+        if !spec.environment.isEmpty || spec.workingDirectory != nil { info.describe(spec) }
+        let handle = jobs.insert(for: id) {
+            Job(handle: $0, submitted: SubmittedSpec(spec), info: info, batch: batch, group: group, timeout: spec.timeout)
+        }
+        registerRecord(handle)
+        stateCounts[.queued] += 1
+        joined(batch, key: spec.coalescingKey, id: id)
+        enqueue(handle)
+        return (handle, info)
+    }
+
     /// Puts jobs back as a store recorded them before a restart, in submission order, with no
     /// start until the last is in (dispatch runs once, at the end). A finished job joins the
     /// finished history (as if it ended now, oldest first); any other is queued, blocked or
     /// scheduled as its dependencies and start time say, with the attempts it already used.
+    ///
+    /// Restored jobs are not announced with ``SchedulerEvent/Kind/submitted(_:)`` events (what
+    /// happens to them next is: a skip, a start): restore before anyone subscribes, whose first
+    /// snapshot then shows them.
     ///
     /// - Returns: The jobs that could not be put back (a dependency no longer known, a priority
     ///   out of range) with why, and the actions.
@@ -523,6 +537,7 @@ public struct SchedulerCore: Sendable {
         isDispatchHeld = true
         var refused: [(id: JobID, error: SchedulerError)] = []
         var collected: [Action] = []
+        jobs.reserve(restored.count)
         for job in restored {
             if jobs.handle(of: job.id) != nil || droppedOutcome(of: job.id) != nil {
                 refused.append((job.id, SchedulerError(.invalidArgument, "job \(job.id.short) is restored twice")))
@@ -552,9 +567,23 @@ public struct SchedulerCore: Sendable {
                 dropFinishedBeyondRetention()
                 continue
             }
+            let spec = job.spec
+            if spec.dependencies.isEmpty, spec.notBefore == nil, spec.coalescingKey == nil,
+               JobSpec.priorityRange.contains(spec.priority), spec.group.map({ groupIndex[$0] != nil }) ?? true {
+                // Most of a restart: straight to the queue, with the attempts it used (no
+                // submission of one, with its arrays and event, per job).
+                _ = queue(spec, id: job.id, batch: nil, now: now, attempts: job.attempts, lastFailure: job.lastFailure)
+                continue
+            }
             do {
                 let (_, actions) = try submit(contentsOf: [job.spec], ids: [job.id], now: now)
-                collected.append(contentsOf: actions)
+                // Not announced one by one (100,000 events a restart, each a copy of the job
+                // for every subscriber, and the attempts in it not yet restored): a subscriber
+                // sees the restored jobs in its first snapshot.
+                for action in actions {
+                    if case .emit(.submitted) = action { continue }
+                    collected.append(action)
+                }
             } catch {
                 refused.append((job.id, error))
                 continue
@@ -994,13 +1023,15 @@ public struct SchedulerCore: Sendable {
             guard case .waitingForRetry(let a, _, _) = $0.state, case .waitingForRetry(let b, _, _) = $1.state else { return false }
             return a < b
         }
+        // Each job copied once, straight into the list (not into an array per part first: with
+        // 100,000 queued jobs that second copy was a tenth of serving attach's snapshot).
         var list = running
         list.reserveCapacity(jobs.count)
-        list.append(contentsOf: queuedHandlesInOrder().map { jobs[$0].info })
+        for handle in queuedHandlesInOrder() { list.append(jobs[handle].info) }
         list.append(contentsOf: waiting)
-        list.append(contentsOf: scheduled.map(\.info))
+        for entry in scheduled { list.append(entry.info) }
         list.append(contentsOf: blocked)
-        list.append(contentsOf: finishedOrder.reversed().map { jobs[$0].info })
+        for handle in finishedOrder.reversed() { list.append(jobs[handle].info) }
         let workers = pool.orderedMembers.map {
             WorkerStatus(descriptor: $0.descriptor, running: $0.running.map { jobs.id(at: $0) }.sorted(), isRetiring: $0.isRetiring)
         }

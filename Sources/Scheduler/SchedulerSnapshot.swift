@@ -215,7 +215,11 @@ public struct JobInfo: Sendable, Equatable, Codable {
     /// Sets ``workingDirectory`` and ``environment`` from `spec`.
     mutating func describe(_ spec: JobSpec) {
         workingDirectory = spec.workingDirectory
-        guard !spec.environment.isEmpty else { return }
+        // A durable serve's jobs carry only its own JOBTOP_ variables: no new table for them.
+        guard spec.environment.keys.contains(where: { !$0.hasPrefix("JOBTOP_") }) else {
+            environment = nil
+            return
+        }
         let shown = spec.environment.filter { !$0.key.hasPrefix("JOBTOP_") }
         environment = shown.isEmpty ? nil : shown
     }

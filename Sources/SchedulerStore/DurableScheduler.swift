@@ -25,8 +25,11 @@ public final class DurableScheduler: SchedulerClient {
     public let scheduler: Scheduler
     /// Its store.
     public let store: SchedulerStore
-    /// What the restart found.
+    /// What the restart found, but its ``SchedulerStore/Recovery/jobs`` (handed to the scheduler,
+    /// not kept twice: see ``restoredJobCount``).
     public let recovery: SchedulerStore.Recovery
+    /// How many jobs the restart put back (the finished ones kept and every one still to run).
+    public let restoredJobCount: Int
     /// How many process groups of the previous serve's jobs were found running and stopped.
     public let orphansStopped: Int
     /// How many of the previous serve's attempts placed outside this machine (Slurm jobs) the
@@ -57,7 +60,7 @@ public final class DurableScheduler: SchedulerClient {
         stopPlaced: ([JobID: String]) -> Int = { _ in 0 }
     ) throws(StoreError) -> DurableScheduler {
         let store = try SchedulerStore(directory: directory, configuration: storeConfiguration)
-        let recovery = try store.recover()
+        var recovery = try store.recover()
         // An attempt cut short counts as failed and runs again: what it left elsewhere (a Slurm
         // job) is stopped first, or it would run twice at once.
         let placedStopped = recovery.placements.isEmpty ? 0 : stopPlaced(recovery.placements)
@@ -66,16 +69,25 @@ public final class DurableScheduler: SchedulerClient {
         let hadWork = !recovery.interrupted.isEmpty || recovery.jobs.contains { $0.ending == nil }
         let orphans = hadWork ? OrphanReaper.stopAll(carrying: store.instanceID, grace: configuration.gracePeriod) : 0
         let scheduler = Scheduler(configuration: configuration, clock: clock)
+        // The jobs go to the scheduler, marked in place: taken out of the recovery first (so
+        // the array is not shared and nothing copies 100,000 specs), not kept after.
+        var jobs = recovery.jobs
+        recovery.jobs = []
+        for index in jobs.indices {
+            mark(&jobs[index].spec, id: jobs[index].id, instance: store.instanceID)
+        }
         return DurableScheduler(
-            scheduler: scheduler, store: store, recovery: recovery, orphansStopped: orphans, placedStopped: placedStopped)
+            scheduler: scheduler, store: store, recovery: recovery, jobs: jobs, orphansStopped: orphans, placedStopped: placedStopped)
     }
 
     private init(
-        scheduler: Scheduler, store: SchedulerStore, recovery: SchedulerStore.Recovery, orphansStopped: Int, placedStopped: Int
+        scheduler: Scheduler, store: SchedulerStore, recovery: SchedulerStore.Recovery, jobs: [RestoredJob], orphansStopped: Int,
+        placedStopped: Int
     ) {
         self.scheduler = scheduler
         self.store = store
         self.recovery = recovery
+        self.restoredJobCount = jobs.count
         self.orphansStopped = orphansStopped
         self.placedStopped = placedStopped
         let journal = Journal()
@@ -108,12 +120,7 @@ public final class DurableScheduler: SchedulerClient {
                 if group.isPaused { try? await scheduler.pauseGroup(group.name) }
             }
             if recovery.isPaused { await scheduler.pause() }
-            let instance = store.instanceID
-            let refused = await scheduler.restore(recovery.jobs.map { job in
-                var job = job
-                job.spec = Self.marked(job.spec, id: job.id, instance: instance)
-                return job
-            })
+            let refused = await scheduler.restore(jobs)
             for (id, error) in refused {
                 FileHandle.standardError.write(Data("jobtop: job \(id.short) could not be restored: \(error)\n".utf8))
             }
@@ -214,9 +221,14 @@ public final class DurableScheduler: SchedulerClient {
     /// restart finds what a dead serve left running) and the job's own.
     private static func marked(_ spec: JobSpec, id: JobID, instance: String) -> JobSpec {
         var spec = spec
+        mark(&spec, id: id, instance: instance)
+        return spec
+    }
+
+    private static func mark(_ spec: inout JobSpec, id: JobID, instance: String) {
+        spec.environment.reserveCapacity(spec.environment.count + 2)
         spec.environment[OrphanReaper.variable] = instance
         spec.environment["JOBTOP_JOB_ID"] = id.description
-        return spec
     }
 
     public func subscribe(bufferLimit: Int?, includeOutput: Bool, delivery: EventDelivery) async -> EventStream {

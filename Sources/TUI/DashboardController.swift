@@ -461,6 +461,8 @@ final class DashboardController {
         model.outputRows = max(1, size.rows - 2)
         terminal.draw(DashboardView.render(model, size: size, now: schedulerNow))
         countFrame(at: now)
+        // After the frame is out: what only later events and keys need.
+        if model.table.isIndexPending { model.indexTable() }
     }
 
     private func countFrame(at now: ContinuousClock.Instant) {

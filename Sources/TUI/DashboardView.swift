@@ -57,16 +57,18 @@ enum DashboardView {
         lines.reserveCapacity(size.rows)
         lines.append(fitted(headerCounts(model, width: width), width: width))
         lines.append(fitted(headerStatus(model, now: now, width: width), width: width))
-        let ids = model.orderedIDs
+        // Only the rows on screen (not every id in order: 100,000 of them a frame).
+        let shown = model.table.ids(model.top..<(model.top + layout.tableRows))
+        let rowCount = model.table.count
         // PRI is as wide as the widest priority on screen (up to -1000000): never cut. WORKER
         // widens for the longest placement on screen (a Slurm id and Slurm's reason,
         // `4712 ReqNodeNotAvail`), so a reason is not cut to a few letters.
         var priorityWidth = 0
         var placementWidth = 0
         let hasPlacements = !model.board.mirror.placements.isEmpty
-        for index in model.top..<min(ids.count, model.top + layout.tableRows) {
-            if let job = model.board.jobs[ids[index]] { priorityWidth = max(priorityWidth, String(job.priority).count) }
-            if hasPlacements, let placement = model.board.placement(ids[index]) {
+        for id in shown {
+            if let job = model.board.jobs[id] { priorityWidth = max(priorityWidth, String(job.priority).count) }
+            if hasPlacements, let placement = model.board.placement(id) {
                 placementWidth = max(placementWidth, TextWidth.width(TextWidth.sanitize(placement)))
             }
         }
@@ -79,9 +81,9 @@ enum DashboardView {
         lines.append(tableHeader(columns, width: width))
         for row in 0..<layout.tableRows {
             let index = model.top + row
-            if index < ids.count, let job = model.board.jobs[ids[index]] {
+            if row < shown.count, let job = model.board.jobs[shown[row]] {
                 lines.append(jobRow(job, columns: columns, model: model, selected: index == model.selectedIndex, now: now, width: width))
-            } else if index == 0 && ids.isEmpty && row == 0 {
+            } else if index == 0 && rowCount == 0 && row == 0 {
                 let text = model.filter.isEmpty
                     ? "  No jobs yet. Press n to enqueue a shell command."
                     : "  No job matches the filter '\(model.filter)'. Press / then Esc to clear it."

@@ -205,11 +205,20 @@ struct JobBoard: Sendable {
         ordinals = ordinals.filter { mirror.jobs[$0.key] != nil }
         attempts = attempts.filter { mirror.jobs[$0.key] != nil }
         // A running job seen first in a snapshot: its current attempt.
-        for job in snapshot.jobs where attempts[job.id] == nil {
-            guard case .running(let worker, let attempt, let since, _) = job.state else { continue }
+        for job in snapshot.jobs {
+            guard case .running(let worker, let attempt, let since, _) = job.state, attempts[job.id] == nil else { continue }
             attempts[job.id] = [Attempt(number: attempt, worker: workerName(worker) ?? worker.short, start: since)]
         }
-        for job in snapshot.jobs { assignOrdinal(job.id) }
+        if ordinals.isEmpty {
+            // The first snapshot: every job is new, in the snapshot's order (one insert each).
+            ordinals.reserveCapacity(snapshot.jobs.count)
+            for job in snapshot.jobs {
+                ordinals[job.id] = nextOrdinal
+                nextOrdinal &+= 1
+            }
+        } else {
+            for job in snapshot.jobs { assignOrdinal(job.id) }
+        }
         needsSnapshot = false
         orderVersion &+= 1
         if log.isEmpty { describe(snapshot) }

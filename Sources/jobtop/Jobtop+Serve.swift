@@ -276,8 +276,9 @@ extension Jobtop {
             }
             await backend.restored()
             let recovery = backend.recovery
-            if !recovery.jobs.isEmpty {
-                var note = "restored \(recovery.jobs.count) job\(recovery.jobs.count == 1 ? "" : "s")"
+            let restoredCount = backend.restoredJobCount
+            if restoredCount > 0 {
+                var note = "restored \(restoredCount) job\(restoredCount == 1 ? "" : "s")"
                 if !recovery.interrupted.isEmpty { note += "; \(recovery.interrupted.count) that were running when the last serve stopped counted as failed ('jobtop stopped')" }
                 if backend.placedStopped > 0 {
                     let ids = leftovers?.cancelled.joined(separator: " ") ?? ""
@@ -286,7 +287,9 @@ extension Jobtop {
                 if backend.orphansStopped > 0 { note += "; stopped \(backend.orphansStopped) leftover process group\(backend.orphansStopped == 1 ? "" : "s")" }
                 StandardError.write("jobtop serve: \(note)\n")
             }
-            let slots = await scheduler.currentSnapshot().localSlots
+            // (Not a whole snapshot: with 100,000 jobs restored, that copy was on the way to
+            // "listening".)
+            let slots = await scheduler.localSlots
             var where_ = socketPath
             if let tcp {
                 where_ += " and \(tcp)"

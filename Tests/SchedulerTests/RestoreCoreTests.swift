@@ -81,4 +81,30 @@ import Testing
         #expect(core.state(of: a) == .queued)
         #expect(core.state(of: b) == nil)
     }
+
+    @Test mutating func restoredJobsQueueInOrderWithTheirAttemptsAndGroupsAndAreNotAnnouncedOneByOne() {
+        var core = SchedulerCore(configuration: .init(seed: 1))
+        let (a, b, c, d, bad) = (ids.nextJobID(), ids.nextJobID(), ids.nextJobID(), ids.nextJobID(), ids.nextJobID())
+        var inGroup = Self.spec("b", retries: 3)
+        inGroup.group = "nightly"
+        var alsoInGroup = Self.spec("c")
+        alsoInGroup.group = "nightly"
+        let (refused, actions) = core.restore([
+            RestoredJob(id: a, spec: Self.spec("a", retries: 3), attempts: 2, lastFailure: .error("jobtop stopped")),
+            RestoredJob(id: b, spec: inGroup, attempts: 1),
+            RestoredJob(id: c, spec: alsoInGroup),
+            RestoredJob(id: bad, spec: Self.spec("bad", priority: JobSpec.priorityRange.upperBound + 1)),
+            RestoredJob(id: d, spec: Self.spec("d", priority: 5)),
+        ], now: .seconds(1))
+        #expect(refused.map(\.id) == [bad])
+        #expect(!actions.contains { if case .emit(.submitted) = $0 { true } else { false } })
+        // Nothing runs (no worker): the queue in run order, the higher priority first.
+        let snapshot = core.snapshot(seq: 0, now: .seconds(1), progress: { _ in nil })
+        #expect(snapshot.jobs.map(\.id) == [d, a, b, c])
+        let byID = Dictionary(uniqueKeysWithValues: snapshot.jobs.map { ($0.id, $0) })
+        #expect(byID[a]?.attempts == 2 && byID[a]?.lastFailure == .error("jobtop stopped") && byID[a]?.state == .queued)
+        #expect(byID[b]?.attempts == 1 && byID[b]?.group == "nightly")
+        #expect(byID[c]?.attempts == 0 && byID[c]?.group == "nightly")
+        #expect(core.counts[.queued] == 4)
+    }
 }

@@ -135,4 +135,33 @@ struct TableOrderTests {
         #expect(model.table.ids(4_990..<5_010) == Array(all[4_990...]))
         #expect(model.table.position(of: jobID(9_999)) == nil)
     }
+
+    @Test("Before its index is made (after a snapshot, until the frame is out) the table answers as after")
+    func answersTheSameBeforeItsIndexIsMade() {
+        var builder = ModelBuilder()
+        for n in 1...3_000 { builder.submit(n, "job \(n)", priority: n % 7, at: Double(n) / 1000) }
+        var jobs = Array(builder.model.board.jobs.values)
+        var random = Seeded(seed: 5)
+        jobs.shuffle(using: &random)
+        var pending = TableOrder()
+        pending.rebuild(jobs, ordinals: builder.model.board.ordinals, sort: .state, filter: "")
+        #expect(pending.isIndexPending)
+        var indexed = pending
+        indexed.indexRows()
+        #expect(!indexed.isIndexPending)
+        #expect(pending.all == indexed.all && pending.count == 3_000)
+        let probes = stride(from: 1, through: 3_000, by: 97).map { jobID($0) } + [jobID(9_999)]
+        for id in probes {
+            #expect(pending.contains(id) == indexed.contains(id))
+            #expect(pending.position(of: id) == indexed.position(of: id))
+        }
+        #expect(pending.inOrder(Set(probes)) == indexed.inOrder(Set(probes)))
+        // The first change makes the index, then moves the job as before.
+        var moved = builder.model.board.jobs[jobID(10)]!
+        moved.priority = 100
+        pending.update(jobID(10), job: moved, ordinal: builder.model.board.ordinals[jobID(10)]!)
+        indexed.update(jobID(10), job: moved, ordinal: builder.model.board.ordinals[jobID(10)]!)
+        #expect(!pending.isIndexPending)
+        #expect(pending.all == indexed.all && pending[0] == jobID(10))
+    }
 }
