@@ -12,6 +12,7 @@
 #   WORKERS=20 JOBS=2000 Scripts/bench-workers.sh
 #   HEARTBEAT=2s Scripts/bench-workers.sh             # idle cost at another heartbeat interval
 #   JOBTOP=.build-release/release/jobtop Scripts/bench-workers.sh   # an already built binary
+#   WORKER_JOBTOP=path/to/other/jobtop ...          # the workers from another build (mixed versions)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -69,7 +70,7 @@ grep -q "accepting workers" "$work/err1" || { echo "the coordinator did not star
 start=$(date +%s.%N)
 workers=()
 for i in $(seq "$WORKERS"); do
-    "$JOBTOP" worker --connect "127.0.0.1:$PORT" --slots "$SLOTS" --name "w$i" --token-file "$work/token" \
+    "${WORKER_JOBTOP:-$JOBTOP}" worker --connect "127.0.0.1:$PORT" --slots "$SLOTS" --name "w$i" --token-file "$work/token" \
         2> "$work/worker-$i.err" &
     workers+=($!)
     pids+=($!)

@@ -41,7 +41,8 @@ public final class WorkerListener: Sendable {
         /// that frees starts its next job without a round trip to the coordinator; 0 turns it
         /// off. The engine counts them as running there (their timeout starts when assigned).
         public var prefetch: Int
-        /// How often each side sends a heartbeat.
+        /// How often the coordinator sends every worker a heartbeat (one timer for all of
+        /// them); each worker answers at once, so it is also how often a worker is heard from.
         public var heartbeatInterval: Duration
         /// Silent intervals after which a worker counts as lost, on top of the scheduler's
         /// grace period; at least ``WorkerListener/minimumMissedHeartbeats`` (5).
@@ -49,10 +50,11 @@ public final class WorkerListener: Sendable {
         /// A worker gives up on a silent coordinator sooner, after
         /// ``WorkerAgent/missedHeartbeats`` (3) intervals checked every quarter interval, and
         /// stops its jobs (SIGTERM, the grace period, SIGKILL). The coordinator's last word from
-        /// the worker may be up to one interval older than the worker's from it, so with 5
-        /// intervals plus the grace period the jobs of a worker cut off by the network are
-        /// stopped there before the coordinator requeues them (¾ of an interval to spare, less
-        /// the one-way latency).
+        /// the worker may be up to one interval older than the worker's from it (the answer to
+        /// the last heartbeat lost, the one before got through), so with 5 intervals plus the
+        /// grace period the jobs of a worker cut off by the network are stopped there before the
+        /// coordinator requeues them (¾ of an interval to spare, less the one-way latency; the
+        /// coordinator, which checks once per interval, may be up to an interval later still).
         public var missedHeartbeats: Int
         /// The time a new connection has to bring a worker in (a hello with the right token);
         /// then it is closed.
@@ -119,6 +121,7 @@ public final class WorkerListener: Sendable {
     private let gate: ConnectionGate
     private let shutdownGrace = ShutdownGrace()
     private let server: Locked<(GRPCServer<HTTP2ServerTransport.Posix>, Task<Void, Never>)?> = Locked(nil)
+    private let ticker: Locked<Task<Void, Never>?> = Locked(nil)
 
     /// Creates a listener; nothing listens until ``start()``.
     ///
@@ -165,6 +168,8 @@ public final class WorkerListener: Sendable {
         do throws(ServingServer.Failure) {
             let serving = try await ServingServer.start(server)
             self.server.withLock { $0 = (server, serving.task) }
+            let service = self.service
+            ticker.withLock { $0 = Task { await service.beat() } }
             return serving.bound ?? address
         } catch {
             throw RemoteError(.cannotListen, "cannot listen on \(address): \(Self.shortReason(error.reason))")
@@ -201,6 +206,9 @@ public final class WorkerListener: Sendable {
             await task.value
             group.cancelAll()
         }
+        // Beating until every connection is gone: a worker still finishing its goodbye keeps
+        // hearing from the coordinator.
+        ticker.withLock { value in defer { value = nil }; return value }?.cancel()
     }
 
     /// Ends the wait of a ``stop()`` under way, or of the next one, at once: connections still
@@ -234,17 +242,63 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
     }
     private let state = Locked(State())
     private let subscribers = Subscribers<WorkerListener.Event>()
+    /// A wake-up for the ticker (``beat()``) when a worker joins: with none it waits here, not
+    /// on a timer.
+    private let joins = Mailbox<Void>()
+    /// Silence from a worker for longer than this (missed intervals + the grace period) loses
+    /// it; the worker's own deadline, its check and its jobs' stop fit inside it.
+    private let limit: Duration
 
     /// A joined worker's stream.
     struct Connection: Sendable {
         let worker: RemoteWorker
         let outbox: Mailbox<WireCoordinatorMessage>
+        /// When the worker was last heard from.
+        let liveness: Liveness
+        /// Where the ticker says the worker was silent too long: its stream ends as lost.
+        let loss: Mailbox<WorkerLeaveReason>
     }
 
     init(scheduler: Scheduler, configuration: WorkerListener.Configuration, gate: ConnectionGate) {
         self.scheduler = scheduler
         self.configuration = configuration
         self.gate = gate
+        limit = configuration.heartbeatInterval * configuration.missedHeartbeats + scheduler.configuration.gracePeriod
+    }
+
+    /// The one heartbeat of the whole pool, until cancelled: every interval (on the scheduler's
+    /// clock) each joined worker is sent a heartbeat, which it answers at once, and a worker
+    /// silent for longer than ``limit`` is lost.
+    ///
+    /// One timer for all workers rather than one per worker: the heartbeats go out, and their
+    /// answers come back, in one burst per interval, so the threads wake once for the lot
+    /// instead of a few times per worker at as many moments (the idle cost with 100 workers was
+    /// mostly such wake-ups). A worker is still checked every interval, so it is lost between
+    /// ``limit`` and ``limit`` plus an interval after it was last heard from, as before.
+    func beat() async {
+        let clock = scheduler.clock
+        let interval = configuration.heartbeatInterval
+        let heartbeat = WireCoordinatorMessage.with { $0.heartbeat = .init() }
+        while !Task.isCancelled {
+            if state.withLock({ $0.connections.isEmpty }) {
+                // No worker, no timer: the ticker costs nothing until one joins.
+                guard await joins.take() != nil else { return }
+                continue
+            }
+            do {
+                try await clock.sleep(clock.now() + interval)
+            } catch {
+                return
+            }
+            let connections = state.withLock { Array($0.connections.values) }
+            for connection in connections {
+                if connection.liveness.silence > limit {
+                    connection.loss.send(.heartbeatMissed(limit))
+                } else {
+                    connection.outbox.send(heartbeat)
+                }
+            }
+        }
     }
 
     func subscribe() -> AsyncStream<WorkerListener.Event> { subscribers.subscribe() }
@@ -273,16 +327,14 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
         let peer = context.remotePeer
         // What the coordinator says to this worker, written by one writer loop in batches (one
         // wake-up and one flush per batch). Not bounded: the messages are small, and a worker
-        // that stops reading is soon declared lost by the heartbeat watchdog.
+        // that stops reading is soon declared lost (it cannot answer heartbeats it does not read).
         let outbox = Mailbox<WireCoordinatorMessage>()
         let admission = Admission()
         let clock = scheduler.clock
         let liveness = Liveness(clock: clock)
-        let interval = configuration.heartbeatInterval
-        // The worker's own deadline, its check and its jobs' stop fit inside this one.
-        let limit = interval * configuration.missedHeartbeats + scheduler.configuration.gracePeriod
+        let loss = Mailbox<WorkerLeaveReason>()
         let helloDeadline = configuration.helloDeadline
-        let end = await withTaskGroup(of: StreamEnd.self) { group -> StreamEnd in
+        let end = await withTaskGroup(of: StreamEnd?.self) { group -> StreamEnd in
             group.addTask {
                 // Reads the hello (answering it directly: nothing is in the outbox before the
                 // welcome), then every message of the joined worker.
@@ -291,15 +343,22 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
                     guard let first = try await messages.next() else { return .closed }
                     guard
                         let worker = try await self.admit(
-                            first, peer: peer, response: response, outbox: outbox, admission: admission, liveness: liveness)
+                            first, peer: peer, response: response, outbox: outbox, admission: admission, liveness: liveness,
+                            loss: loss)
                     else {
                         return .refused
                     }
                     while let message = try await messages.next() {
                         liveness.touch()
-                        if case .draining = message.kind {
+                        switch message.kind {
+                        case .heartbeat:
+                            // Heard, and nothing else to do (no output to hold back).
+                            continue
+                        case .draining:
                             // No new job may reach a draining worker; it leaves when its jobs end.
                             await self.scheduler.retireWorker(worker.descriptor.id, reason: .drained)
+                        default:
+                            break
                         }
                         if worker.handle(message) { return .drained }
                         // A lossless subscriber that is behind (the headless log) slows remote
@@ -322,27 +381,26 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
                 }
             }
             group.addTask {
-                // Before the hello: the hello deadline. Once in: a heartbeat every interval,
-                // and silence for `limit` (missed intervals + the grace period) loses the worker.
-                let helloBy = clock.now() + helloDeadline
-                var nextBeat = clock.now() + interval
-                while true {
-                    let isAdmitted = admission.worker != nil
-                    do {
-                        try await clock.sleep(isAdmitted ? nextBeat : min(nextBeat, helloBy))
-                    } catch {
-                        return .closed
-                    }
-                    let now = clock.now()
-                    if admission.worker == nil && now >= helloBy { return .refused }
-                    guard now >= nextBeat else { continue }
-                    nextBeat = now + interval
-                    guard admission.worker != nil else { continue }
-                    if liveness.silence > limit { return .lost(.heartbeatMissed(limit)) }
-                    outbox.send(.with { $0.heartbeat = .init() })
+                // Before the hello: the hello deadline (once in, this task just ends).
+                do {
+                    try await clock.sleep(clock.now() + helloDeadline)
+                } catch {
+                    return .closed
                 }
+                return admission.worker == nil ? .refused : nil
             }
-            let first = await group.next() ?? .closed
+            group.addTask {
+                // Once in: the listener's ticker (`beat()`) sends the heartbeats and says when
+                // the worker has been silent too long.
+                guard let reasons = await loss.take(), let reason = reasons.first else { return .closed }
+                return .lost(reason)
+            }
+            var first = StreamEnd.closed
+            while let end = await group.next() {
+                guard let end else { continue }
+                first = end
+                break
+            }
             group.cancelAll()
             return first
         }
@@ -380,7 +438,8 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
     /// - Returns: The worker, or `nil` when refused.
     private func admit(
         _ first: WireWorkerMessage, peer: String, response: RPCWriter<WireCoordinatorMessage>,
-        outbox: Mailbox<WireCoordinatorMessage>, admission: Admission, liveness: Liveness
+        outbox: Mailbox<WireCoordinatorMessage>, admission: Admission, liveness: Liveness,
+        loss: Mailbox<WorkerLeaveReason>
     ) async throws -> RemoteWorker? {
         guard case .hello(let hello) = first.kind else {
             try await refuse(response, .badHello, name: "?", peer: peer, "the first message must be a hello")
@@ -439,7 +498,10 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
         // Admitted before anyone hears of it: the watchdog treats the stream as a worker's from now.
         admission.set(worker)
         liveness.touch()
-        state.withLock { $0.connections[descriptor.id] = Connection(worker: worker, outbox: outbox) }
+        state.withLock {
+            $0.connections[descriptor.id] = Connection(worker: worker, outbox: outbox, liveness: liveness, loss: loss)
+        }
+        joins.send(())
         await scheduler.addWorker(worker)
         let prefetched = configuration.prefetch > 0 ? " (+\(configuration.prefetch) prefetched)" : ""
         configuration.log("jobtop: worker '\(name)' joined from \(peer) with \(hello.slots) slot\(hello.slots == 1 ? "" : "s")\(prefetched) (id \(descriptor.id.short))")

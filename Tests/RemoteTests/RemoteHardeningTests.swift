@@ -203,6 +203,31 @@ struct RemoteHardeningTests {
         await coordinator.stop()
     }
 
+    @Test("The coordinator times one heartbeat for all its workers, not one per worker")
+    func oneHeartbeatTimerForThePool() async throws {
+        // Given a coordinator on a manual clock, and three workers (each on a clock of its own).
+        let clock = ManualClock()
+        let coordinator = try await Coordinator.start(heartbeat: .seconds(1), clock: clock)
+        var agents: [(WorkerAgent, Task<Void, any Error>)] = []
+        for name in ["w1", "w2", "w3"] {
+            let agent = WorkerAgent(configuration: .init(
+                coordinator: coordinator.address, name: name, slots: 1, token: coordinator.token, clock: ManualClock(),
+                log: { _ in }))
+            agents.append((agent, Task { try await agent.run() }))
+        }
+        // When all three are in.
+        _ = await coordinator.joined(3)
+        // Then one task sleeps until the next heartbeat on the coordinator's clock (the hello
+        // deadlines, at 5 s, are the connections' own).
+        await clock.waitForSleeper(until: .init(offset: .seconds(1)))
+        #expect(clock.sleeperCount(until: .init(offset: .seconds(1))) == 1)
+        for (agent, running) in agents {
+            agent.stop()
+            try await running.value
+        }
+        await coordinator.stop()
+    }
+
     // MARK: - The worker's backoff
 
     @Test("Backoff holds: after each failed attempt the agent waits on its clock, doubling to the cap, and logs once")
@@ -329,6 +354,25 @@ struct RemoteHardeningTests {
             return seen
         }
         #expect(seen == [.joined, .disconnected("no heartbeat from the coordinator for 3s")])
+        agent.stop()
+        try await running.value
+        await fake.stop()
+    }
+
+    @Test("A worker answers each heartbeat of the coordinator at once, and times none of its own (its clock stands still)")
+    func workerAnswersHeartbeats() async throws {
+        // Given a coordinator that sends three heartbeats, each after the worker's last answer,
+        // and a worker whose clock never moves (so nothing it sends is timed by it).
+        let (heard, answers) = AsyncStream.makeStream(of: Bool.self)
+        let fake = try await FakeCoordinator.start(.heartbeats(count: 3, heard: answers))
+        let agent = WorkerAgent(configuration: .init(
+            coordinator: RemoteAddress(host: "127.0.0.1", port: fake.port), name: "w", slots: 1,
+            clock: ManualClock(), log: { _ in }))
+        let running = Task { try await agent.run() }
+        // When the heartbeats come, then each one's next message from the worker is a heartbeat.
+        var seen: [Bool] = []
+        for await answer in heard { seen.append(answer) }
+        #expect(seen == [true, true, true])
         agent.stop()
         try await running.value
         await fake.stop()

@@ -133,7 +133,7 @@ struct RemoteNetworkTests {
         // (Those seen at the cut, and any whose start line was not written yet then.)
         let stillRunning = (runningAtCut + Self.runningAcross(runs, farNet)).filter { Self.groupAlive($0.pid) }
         #expect(stillRunning.isEmpty, "jobs still running across the link when the coordinator requeued them: \(stillRunning)")
-        #expect(left == .left(cutID, reason: .heartbeatMissed(.seconds(7))))
+        #expect(left == .left(cutID, reason: .heartbeatMissed(.seconds(7))), "the cut-off worker said:\n\(cut.output)")
 
         // When the link comes back up (after `linkDown` in all).
         try await Task.sleep(until: cutAt + Self.linkDown, clock: .continuous)  // the outage itself, not a wait for something

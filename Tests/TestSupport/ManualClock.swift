@@ -45,6 +45,11 @@ public final class ManualClock: Clock, Sendable {
     /// The number of tasks sleeping on this clock.
     public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
 
+    /// The number of tasks sleeping until exactly `deadline`.
+    public func sleeperCount(until deadline: Instant) -> Int {
+        state.withLock { $0.sleepers.values.count { $0.deadline == deadline } }
+    }
+
     public func sleep(until deadline: Instant, tolerance: Duration?) async throws {
         let token = state.withLock { state -> Int in
             defer { state.nextToken += 1 }

@@ -13,7 +13,8 @@
 ///                                       <--  Cancel(job, attempt, reason, grace)
 ///   Leftover(job, attempt, count, ...)  -->  (processes the attempt left behind; before Finished)
 ///   Finished(job, attempt, termination) -->
-///   Heartbeat                          <-->  Heartbeat (every interval, both ways; any message counts)
+///                                       <--  Heartbeat (every interval)
+///   Heartbeat                           -->  (the answer, at once; any message counts)
 ///   Draining                            -->  (worker got SIGTERM: send no new jobs)
 ///                                       <--  Released (no job left on this worker: leave now)
 ///                                       <--  Goodbye(reason) (coordinator shutting down)

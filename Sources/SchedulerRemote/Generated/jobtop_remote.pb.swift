@@ -23,7 +23,8 @@
 ///                                       <--  Cancel(job, attempt, reason, grace)
 ///   Leftover(job, attempt, count, ...)  -->  (processes the attempt left behind; before Finished)
 ///   Finished(job, attempt, termination) -->
-///   Heartbeat                          <-->  Heartbeat (every interval, both ways; any message counts)
+///                                       <--  Heartbeat (every interval)
+///   Heartbeat                           -->  (the answer, at once; any message counts)
 ///   Draining                            -->  (worker got SIGTERM: send no new jobs)
 ///                                       <--  Released (no job left on this worker: leave now)
 ///                                       <--  Goodbye(reason) (coordinator shutting down)
@@ -312,8 +313,9 @@ nonisolated struct Jobtop_Remote_V1_Welcome: Sendable {
   /// The id the coordinator gave the worker (a UUID).
   var workerID: String = String()
 
-  /// How often each side sends a heartbeat. A worker gives up on a coordinator silent for 3
-  /// intervals; the coordinator on a worker silent for 5 intervals plus the grace period.
+  /// How often the coordinator sends a heartbeat (the worker answers each at once). A worker
+  /// gives up on a coordinator silent for 3 intervals; the coordinator on a worker silent for
+  /// 5 intervals plus the grace period.
   var heartbeatIntervalMs: UInt32 = 0
 
   /// Between SIGTERM and SIGKILL when a job is stopped, unless a Cancel says otherwise.

@@ -86,6 +86,9 @@ struct FakeCoordinator: WirePool.SimpleServiceProtocol {
         case refuse(Jobtop_Remote_V1_Refusal.Code, String)
         /// Welcomes, then never sends anything again.
         case welcomeThenSilent(heartbeatMilliseconds: UInt32)
+        /// Welcomes, then `count` times sends a heartbeat and reads the worker's next message,
+        /// telling `heard` whether it was a heartbeat; then stays silent.
+        case heartbeats(count: Int, heard: AsyncStream<Bool>.Continuation)
     }
 
     /// A fake serving on a loopback port.
@@ -128,15 +131,29 @@ struct FakeCoordinator: WirePool.SimpleServiceProtocol {
                 }
             })
         case .welcomeThenSilent(let heartbeat):
-            try await response.write(.with {
-                $0.welcome = .with {
-                    $0.workerID = "fake"
-                    $0.heartbeatIntervalMs = heartbeat
-                    $0.gracePeriodMs = 1000
-                    $0.protocolVersion = RemoteProtocol.version
-                }
-            })
+            try await response.write(Self.welcome(heartbeatMilliseconds: heartbeat))
             while try await messages.next() != nil {}
+        case .heartbeats(let count, let heard):
+            defer { heard.finish() }
+            try await response.write(Self.welcome(heartbeatMilliseconds: 1000))
+            for _ in 0..<count {
+                try await response.write(.with { $0.heartbeat = .init() })
+                guard let answer = try await messages.next() else { return }
+                if case .heartbeat = answer.kind { heard.yield(true) } else { heard.yield(false) }
+            }
+            heard.finish()
+            while try await messages.next() != nil {}
+        }
+    }
+
+    private static func welcome(heartbeatMilliseconds: UInt32) -> WireCoordinatorMessage {
+        .with {
+            $0.welcome = .with {
+                $0.workerID = "fake"
+                $0.heartbeatIntervalMs = heartbeatMilliseconds
+                $0.gracePeriodMs = 1000
+                $0.protocolVersion = RemoteProtocol.version
+            }
         }
     }
 }
