@@ -74,6 +74,7 @@ public final class RemoteWorker: Worker {
             return .error("remote worker '\(descriptor.name)' runs an older jobtop that cannot keep background processes (keep_background); upgrade it")
         }
         let key = AttemptKey(assignment)
+        let reportsStart = holdsAttempts && assignment.spec.timeout != nil
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 enum Next { case send, park, resume(Termination), wait }
@@ -99,6 +100,8 @@ public final class RemoteWorker: Worker {
                             $0.jobID = key.jobID
                             $0.attempt = key.attempt
                             $0.spec = spec
+                            // Only a timeout needs the real start: no extra message otherwise.
+                            $0.reportStart = reportsStart
                         }
                     })
                     // After the Assign is queued, so a stop already requested follows it.

@@ -426,9 +426,12 @@ public final class WorkerAgent: Sendable {
     ) async -> SessionEnd {
         var byAttempt: [AttemptKey: JobID] = [:]
         var byJob: [JobID: AttemptKey] = [:]
+        /// The jobs whose start the coordinator asked to hear of (`Assign.report_start`).
+        var reportStart: Set<JobID> = []
         var isDraining = false
 
         func finish(_ id: JobID, _ termination: Termination) {
+            reportStart.remove(id)
             guard let key = byJob.removeValue(forKey: id) else { return }
             byAttempt[key] = nil
             outbox.send(.with { $0.finished = .init(key, termination) })
@@ -445,6 +448,7 @@ public final class WorkerAgent: Sendable {
                         let id = try await inner.submit(spec)
                         byAttempt[key] = id
                         byJob[id] = key
+                        if assign.reportStart { reportStart.insert(id) }
                     } catch {
                         outbox.send(.with { $0.finished = .init(key, .error("the worker cannot run it: \(error)")) })
                     }
@@ -462,8 +466,8 @@ public final class WorkerAgent: Sendable {
                 switch event.kind {
                 case .started(let id, _, _, _):
                     // A prefetched assignment starts only when a slot frees: its timeout counts
-                    // from here on the coordinator.
-                    guard let key = byJob[id] else { break }
+                    // from here on the coordinator (asked for jobs with a timeout only).
+                    guard reportStart.remove(id) != nil, let key = byJob[id] else { break }
                     outbox.send(.with {
                         $0.started = .with {
                             $0.jobID = key.jobID

@@ -8,7 +8,7 @@
 ///                                       <--  Welcome(worker id, heartbeat, grace) | Refusal(code, message)
 ///                                       <--  Assign(job, attempt, spec)
 ///   Ack(job, attempt)                   -->  (at once, before the process is spawned)
-///   Started(job, attempt)               -->  (when its process starts: a prefetched one waits)
+///   Started(job, attempt)               -->  (if asked: when its process starts; a prefetched one waits)
 ///   Output / Progress (job, attempt)    -->
 ///                                       <--  Cancel(job, attempt, reason, grace)
 ///   Leftover(job, attempt, count, ...)  -->  (processes the attempt left behind; before Finished)

@@ -18,7 +18,7 @@
 ///                                       <--  Welcome(worker id, heartbeat, grace) | Refusal(code, message)
 ///                                       <--  Assign(job, attempt, spec)
 ///   Ack(job, attempt)                   -->  (at once, before the process is spawned)
-///   Started(job, attempt)               -->  (when its process starts: a prefetched one waits)
+///   Started(job, attempt)               -->  (if asked: when its process starts; a prefetched one waits)
 ///   Output / Progress (job, attempt)    -->
 ///                                       <--  Cancel(job, attempt, reason, grace)
 ///   Leftover(job, attempt, count, ...)  -->  (processes the attempt left behind; before Finished)
@@ -416,6 +416,10 @@ nonisolated struct Jobtop_Remote_V1_Assign: Sendable {
   /// Clears the value of `spec`. Subsequent reads from it will return its default value.
   mutating func clearSpec() {self._spec = nil}
 
+  /// Send Started when its process starts (set for a job with a timeout, to a worker with
+  /// FEATURE_REPORTS_START: the coordinator counts the timeout from then).
+  var reportStart: Bool = false
+
   var unknownFields = SwiftProtobuf.UnknownStorage()
 
   init() {}
@@ -505,8 +509,8 @@ nonisolated struct Jobtop_Remote_V1_Ack: Sendable {
   init() {}
 }
 
-/// The attempt's process started on the worker (FEATURE_REPORTS_START): at once after the Ack
-/// when a slot was free, or when one frees for a prefetched assignment.
+/// The attempt's process started on the worker (for an Assign with report_start): at once after
+/// the Ack when a slot was free, or when one frees for a prefetched assignment.
 nonisolated struct Jobtop_Remote_V1_Started: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -1292,7 +1296,7 @@ nonisolated extension Jobtop_Remote_V1_Refusal.Code: SwiftProtobuf._ProtoNamePro
 
 nonisolated extension Jobtop_Remote_V1_Assign: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   static let protoMessageName: String = _protobuf_package + ".Assign"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}job_id\0\u{1}attempt\0\u{1}spec\0")
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}job_id\0\u{1}attempt\0\u{1}spec\0\u{3}report_start\0")
 
   mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1303,6 +1307,7 @@ nonisolated extension Jobtop_Remote_V1_Assign: SwiftProtobuf.Message, SwiftProto
       case 1: try { try decoder.decodeSingularStringField(value: &self.jobID) }()
       case 2: try { try decoder.decodeSingularUInt32Field(value: &self.attempt) }()
       case 3: try { try decoder.decodeSingularMessageField(value: &self._spec) }()
+      case 4: try { try decoder.decodeSingularBoolField(value: &self.reportStart) }()
       default: break
       }
     }
@@ -1322,6 +1327,9 @@ nonisolated extension Jobtop_Remote_V1_Assign: SwiftProtobuf.Message, SwiftProto
     try { if let v = self._spec {
       try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
     } }()
+    if self.reportStart != false {
+      try visitor.visitSingularBoolField(value: self.reportStart, fieldNumber: 4)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1329,6 +1337,7 @@ nonisolated extension Jobtop_Remote_V1_Assign: SwiftProtobuf.Message, SwiftProto
     if lhs.jobID != rhs.jobID {return false}
     if lhs.attempt != rhs.attempt {return false}
     if lhs._spec != rhs._spec {return false}
+    if lhs.reportStart != rhs.reportStart {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
