@@ -67,19 +67,8 @@ extension Jobtop {
             help: ArgumentHelp("The token TCP clients and remote workers must show (default: $JOBTOP_TOKEN).", valueName: "path"))
         var tokenFile: String?
 
-        @Option(
-            name: .customLong("prefetch"),
-            help: ArgumentHelp(
-                "With --workers: jobs each remote worker may hold beyond its slots (default: \(WorkerListener.defaultPrefetch); 0: off).",
-                valueName: "n"))
-        var prefetch: Int?
-
-        @Option(
-            name: .customLong("heartbeat"),
-            help: ArgumentHelp(
-                "With --workers: how often serve and each worker say they are alive (default 1s, from 100ms to 60s).",
-                valueName: "duration"))
-        var heartbeat: String?
+        /// `--prefetch`, `--heartbeat`: with --workers, as for `jobtop run --listen`.
+        @OptionGroup var pool: WorkerPoolOptions
 
         /// `--tls-cert/--tls-key` (and `--tls-client-ca`): TCP with TLS.
         @OptionGroup var tls: ListenTLSOptions
@@ -102,10 +91,7 @@ extension Jobtop {
             if listen == nil && workers == nil && tls.isSet {
                 throw ValidationError("--tls-cert, --tls-key and --tls-client-ca need --listen or --workers HOST:PORT")
             }
-            if workers == nil && prefetch != nil { throw ValidationError("--prefetch needs --workers HOST:PORT") }
-            if workers == nil && heartbeat != nil { throw ValidationError("--heartbeat needs --workers HOST:PORT") }
-            if let prefetch, !(0...1024).contains(prefetch) { throw ValidationError("--prefetch must be from 0 to 1024, not \(prefetch)") }
-            if let heartbeat { _ = try RemoteOptions.heartbeatInterval(heartbeat) }
+            if workers == nil { try pool.requireListener("--workers HOST:PORT") }
             for (flag, value) in [("--listen", listen), ("--workers", workers)] {
                 guard let value else { continue }
                 do {
@@ -155,28 +141,6 @@ extension Jobtop {
             for entry in entries where entry.hasPrefix("run-") && base + "/" + entry != current {
                 try? FileManager.default.removeItem(atPath: base + "/" + entry)
             }
-        }
-
-        /// Starts accepting remote workers into `scheduler` on `text` (checked by `validate`);
-        /// joins, refusals and losses are logged on stderr, serve's log.
-        func startWorkerListener(
-            _ text: String, scheduler: Scheduler, token: String?, tls: RemoteTLS.Server?
-        ) async throws -> WorkerListener {
-            let address = try RemoteAddress(parsing: text)
-            let interval = try heartbeat.map { text throws(ValidationError) in try RemoteOptions.heartbeatInterval(text) } ?? .seconds(1)
-            let listener = try WorkerListener(
-                scheduler: scheduler,
-                configuration: .init(
-                    address: address, token: token, tls: tls, prefetch: prefetch ?? WorkerListener.defaultPrefetch,
-                    heartbeatInterval: interval,
-                    log: { line in StandardError.write((line.hasPrefix("jobtop: ") ? "jobtop serve: \(line.dropFirst(8))" : line) + "\n") }))
-            let bound = try await listener.start()
-            if let warning = RemoteTLS.plaintextWarning(listeningOn: bound, hasTLS: tls != nil, program: "jobtop serve") {
-                StandardError.write(warning + "\n")
-            }
-            let trust = tls.map { " with TLS; certificate \($0.fingerprint) (workers: --tls-fingerprint \($0.fingerprint) or --tls-ca)" } ?? ""
-            StandardError.write("jobtop serve: accepting workers on \(bound)\(trust) ('jobtop worker --connect \(bound)')\n")
-            return listener
         }
 
         mutating func run() async throws {
@@ -252,7 +216,10 @@ extension Jobtop {
             var workerListener: WorkerListener?
             if let workers {
                 do {
-                    workerListener = try await startWorkerListener(workers, scheduler: scheduler, token: token, tls: security)
+                    // Joins, refusals and losses go to stderr, serve's log.
+                    workerListener = try await pool.startListener(
+                        on: workers, scheduler: scheduler, token: token, tls: security, program: "jobtop serve",
+                        log: { line in StandardError.write((line.hasPrefix("jobtop: ") ? "jobtop serve: \(line.dropFirst(8))" : line) + "\n") })
                 } catch {
                     StandardError.write("jobtop serve: --workers \(workers): \((error as? RemoteError)?.message ?? "\(error)")\n")
                     await server.stop()

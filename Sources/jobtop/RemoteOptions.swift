@@ -17,44 +17,18 @@ struct RemoteOptions: ParsableArguments {
         help: ArgumentHelp("The token remote workers must show (default: $JOBTOP_TOKEN).", valueName: "path"))
     var tokenFile: String?
 
-    @Option(
-        name: .customLong("prefetch"),
-        help: ArgumentHelp(
-            "Jobs each remote worker may hold beyond its slots, so a slot that frees starts the next one without a round trip (default: \(WorkerListener.defaultPrefetch); 0: off).",
-            valueName: "n"))
-    var prefetch: Int?
-
-    @Option(
-        name: .customLong("heartbeat"),
-        help: ArgumentHelp(
-            "How often the coordinator and each worker say they are alive (default 1s, from 100ms to 60s). A worker silent for 5 of them plus --grace is lost; a worker gives up on a coordinator silent for 3. Longer: less idle CPU with many workers, slower to notice a cut link.",
-            valueName: "duration"))
-    var heartbeat: String?
+    @OptionGroup
+    var pool: WorkerPoolOptions
 
     @OptionGroup
     var tls: ListenTLSOptions
-
-    /// `--heartbeat`, checked.
-    static func heartbeatInterval(_ text: String) throws(ValidationError) -> Duration {
-        let value: Duration
-        do { value = try DurationParser.parse(text) } catch { throw ValidationError("--heartbeat: \(error.description)") }
-        guard value >= .milliseconds(100), value <= .seconds(60) else {
-            throw ValidationError("--heartbeat must be from 100ms to 60s, not \(text)")
-        }
-        return value
-    }
 
     func validate() throws {
         guard let listen else {
             if tokenFile != nil { throw ValidationError("--token-file needs --listen HOST:PORT") }
             if tls.isSet { throw ValidationError("--tls-cert/--tls-key/--tls-client-ca need --listen HOST:PORT") }
-            if prefetch != nil { throw ValidationError("--prefetch needs --listen HOST:PORT") }
-            if heartbeat != nil { throw ValidationError("--heartbeat needs --listen HOST:PORT") }
+            try pool.requireListener("--listen HOST:PORT")
             return
-        }
-        if let heartbeat { _ = try Self.heartbeatInterval(heartbeat) }
-        if let prefetch, !(0...1024).contains(prefetch) {
-            throw ValidationError("--prefetch must be from 0 to 1024, not \(prefetch)")
         }
         do {
             let address = try RemoteAddress(parsing: listen)
@@ -79,35 +53,87 @@ struct RemoteOptions: ParsableArguments {
     /// - Throws: ``JobInputError`` when the address cannot be bound: nothing has started.
     func startListener(scheduler: Scheduler, logs: Bool) async throws -> WorkerListener? {
         guard let listen else { return nil }
-        let interval = try heartbeat.map { text throws(ValidationError) in try Self.heartbeatInterval(text) } ?? .seconds(1)
         do {
-            let address = try RemoteAddress(parsing: listen)
             let log: @Sendable (String) -> Void
             if logs {
                 log = { StandardError.write($0 + "\n") }
             } else {
                 log = { _ in }
             }
-            let tls = try tls.server()
-            let listener = try WorkerListener(
-                scheduler: scheduler,
-                configuration: .init(address: address, token: try RemoteToken.load(file: tokenFile), tls: tls,
-                    prefetch: prefetch ?? WorkerListener.defaultPrefetch,
-                    heartbeatInterval: interval,
-                    log: log))
-            let bound = try await listener.start()
-            // Loud whatever the presenter: under the dashboard the log is off.
-            if let warning = RemoteTLS.plaintextWarning(listeningOn: bound, hasTLS: tls != nil) {
-                StandardError.write(warning + "\n")
-            }
-            if let tls {
-                log("jobtop: accepting workers on \(bound) with TLS\(tls.isMutual ? " (mutual: workers need a certificate)" : ""); certificate \(tls.fingerprint) ('jobtop worker --connect \(bound) --tls-fingerprint \(tls.fingerprint)' or --tls-ca)")
-            } else {
-                log("jobtop: accepting workers on \(bound) ('jobtop worker --connect \(bound)')")
-            }
-            return listener
+            return try await pool.startListener(
+                on: listen, scheduler: scheduler, token: try RemoteToken.load(file: tokenFile), tls: try tls.server(),
+                program: "jobtop", log: log)
+        } catch let error as ValidationError {
+            throw error
         } catch {
-            throw JobInputError(.invalidValue, "--listen \(listen): \(error.message)")
+            throw JobInputError(.invalidValue, "--listen \(listen): \((error as? RemoteError)?.message ?? "\(error)")")
         }
+    }
+}
+
+/// How a coordinator treats the remote workers it accepts (`jobtop run --listen`, `jobtop serve
+/// --workers`): `--prefetch` and `--heartbeat`, and starting the listener with them.
+struct WorkerPoolOptions: ParsableArguments {
+    @Option(
+        name: .customLong("prefetch"),
+        help: ArgumentHelp(
+            "Jobs each remote worker may hold beyond its slots, so a slot that frees starts the next one without a round trip (default: \(WorkerListener.defaultPrefetch); 0: off).",
+            valueName: "n"))
+    var prefetch: Int?
+
+    @Option(
+        name: .customLong("heartbeat"),
+        help: ArgumentHelp(
+            "How often the coordinator and each worker say they are alive (default 1s, from 100ms to 60s). A worker silent for 5 of them plus --grace is lost; a worker gives up on a coordinator silent for 3. Longer: less idle CPU with many workers, slower to notice a cut link.",
+            valueName: "duration"))
+    var heartbeat: String?
+
+    /// `--heartbeat`, checked.
+    static func heartbeatInterval(_ text: String) throws(ValidationError) -> Duration {
+        let value: Duration
+        do { value = try DurationParser.parse(text) } catch { throw ValidationError("--heartbeat: \(error.description)") }
+        guard value >= .milliseconds(100), value <= .seconds(60) else {
+            throw ValidationError("--heartbeat must be from 100ms to 60s, not \(text)")
+        }
+        return value
+    }
+
+    func validate() throws {
+        if let heartbeat { _ = try Self.heartbeatInterval(heartbeat) }
+        if let prefetch, !(0...1024).contains(prefetch) {
+            throw ValidationError("--prefetch must be from 0 to 1024, not \(prefetch)")
+        }
+    }
+
+    /// Refuses these flags when no workers are accepted: `flag` is what turns that on.
+    func requireListener(_ flag: String) throws(ValidationError) {
+        if prefetch != nil { throw ValidationError("--prefetch needs \(flag)") }
+        if heartbeat != nil { throw ValidationError("--heartbeat needs \(flag)") }
+    }
+
+    /// Starts accepting workers into `scheduler` on `text` (a `HOST:PORT` already checked).
+    /// Warns on stderr, whatever `log` does, when a non-loopback address has no TLS; says where
+    /// it listens through `log`.
+    func startListener(
+        on text: String, scheduler: Scheduler, token: String?, tls: RemoteTLS.Server?, program: String,
+        log: @escaping @Sendable (String) -> Void
+    ) async throws -> WorkerListener {
+        let interval = try heartbeat.map { text throws(ValidationError) in try Self.heartbeatInterval(text) } ?? .seconds(1)
+        let listener = try WorkerListener(
+            scheduler: scheduler,
+            configuration: .init(
+                address: try RemoteAddress(parsing: text), token: token, tls: tls,
+                prefetch: prefetch ?? WorkerListener.defaultPrefetch, heartbeatInterval: interval, log: log))
+        let bound = try await listener.start()
+        // Loud whatever the presenter: under the dashboard the log is off.
+        if let warning = RemoteTLS.plaintextWarning(listeningOn: bound, hasTLS: tls != nil, program: program) {
+            StandardError.write(warning + "\n")
+        }
+        if let tls {
+            log("\(program): accepting workers on \(bound) with TLS\(tls.isMutual ? " (mutual: workers need a certificate)" : ""); certificate \(tls.fingerprint) ('jobtop worker --connect \(bound) --tls-fingerprint \(tls.fingerprint)' or --tls-ca)")
+        } else {
+            log("\(program): accepting workers on \(bound) ('jobtop worker --connect \(bound)')")
+        }
+        return listener
     }
 }
