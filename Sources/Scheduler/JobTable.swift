@@ -44,6 +44,9 @@ struct JobTable<Record>: Sendable where Record: Sendable {
     /// The number of records.
     var count: Int { liveCount }
 
+    /// How many records the table holds without growing (free places included).
+    var capacity: Int { records.capacity }
+
     /// The handle of `id`, if it has a record. The one hashed lookup.
     func handle(of id: JobID) -> JobHandle? {
         guard let handle = handles[id], handle.index >= 0 else { return nil }
