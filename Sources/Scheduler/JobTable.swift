@@ -147,9 +147,14 @@ struct JobTable<Record>: Sendable where Record: Sendable {
     /// Starts loading the record at `handle` into the CPU's cache and returns at once: a hint
     /// for a record the caller will touch soon, which changes nothing.
     func prefetch(_ handle: JobHandle) {
+        prefetch(handle, bytes: MemoryLayout<Record>.stride)
+    }
+
+    /// ``prefetch(_:)`` of the first `bytes` of the record only.
+    func prefetch(_ handle: JobHandle, bytes: Int) {
         let index = Int(handle.index)
         guard index >= 0, index < records.count else { return }
-        records.withUnsafeBufferPointer { jt_prefetch($0.baseAddress! + index, MemoryLayout<Record>.stride) }
+        records.withUnsafeBufferPointer { jt_prefetch(UnsafeRawPointer($0.baseAddress! + index), min(bytes, MemoryLayout<Record>.stride)) }
     }
 
     /// Every record's handle, in no particular order: a walk that copies no record (``values``

@@ -410,11 +410,13 @@ public struct SchedulerCore: Sendable {
         contentsOf specs: [JobSpec], ids: [JobID], batch: BatchID? = nil, now: SchedulerTime
     ) throws(SchedulerError) -> (ids: [JobID], actions: [Action]) {
         precondition(specs.count == ids.count, "one id per spec")
+        var dependencyCount = 0
         for (index, spec) in specs.enumerated() {
             if !JobSpec.priorityRange.contains(spec.priority) {
                 throw SchedulerError(.invalidArgument, "priority \(spec.priority) is out of range (\(JobSpec.priorityRange.lowerBound) to \(JobSpec.priorityRange.upperBound))")
             }
             if let group = spec.group, existingGroup(named: group) == nil { try Self.validateGroupName(group) }
+            dependencyCount += spec.dependencies.count
             for dependency in spec.dependencies {
                 switch dependency {
                 case .earlier(let other) where other < 0 || other >= index:
@@ -434,7 +436,6 @@ public struct SchedulerCore: Sendable {
         result.reserveCapacity(specs.count)
         // Each spec's record, for the dependencies of later specs (nil for a coalesced one).
         var submittedHandles: [JobHandle?] = []
-        let dependencyCount = specs.reduce(0) { $0 + $1.dependencies.count }
         if dependencyCount > 0 {
             submittedHandles.reserveCapacity(specs.count)
             // Room for their links at once (a DAG of 100,000 jobs grew them step by step, each
@@ -1368,13 +1369,17 @@ public struct SchedulerCore: Sendable {
     /// Releases or skips the dependents of the jobs that ended in this step, and theirs in
     /// turn (a worklist, not recursion: a chain of any length).
     private mutating func settleDependents() {
-        // Every dependent's record is asked for first, so their cache misses overlap instead of
-        // coming one after another in the loop below.
+        // Every dependent's count and record are asked for first, so their cache misses overlap
+        // instead of coming one after another in the loop below. Nothing of theirs is read here
+        // (a read would wait for its miss): a dependent that is no longer its job costs a hint.
         for ended in endedDependencies {
             var link = ended.firstDependent
             while link >= 0 {
-                let dependent = edges[Int(link)].dependent
-                if heldCounts[Int(dependent.handle.index)].serial == dependent.serial { jobs.prefetch(dependent.handle) }
+                let index = Int(edges[Int(link)].dependent.handle.index)
+                heldCounts.withUnsafeBufferPointer { jt_prefetch($0.baseAddress! + index, MemoryLayout<HeldCount>.stride) }
+                // Only the part of the record a release reads (the small fields, the id, the
+                // priority, the state): more hints than the CPU can keep in flight make it wait.
+                jobs.prefetch(edges[Int(link)].dependent.handle, bytes: Self.releasedBytes)
                 link = edges[Int(link)].next
             }
         }
@@ -1405,6 +1410,10 @@ public struct SchedulerCore: Sendable {
         for list in listsToFree { freeList(list) }
         listsToFree.removeAll(keepingCapacity: true)
     }
+
+    /// How much of a record, from its start, a release reads: the small fields before `info`,
+    /// and `info`'s id, priority and state.
+    private static let releasedBytes = MemoryLayout<Job>.offset(of: \Job.info)! + MemoryLayout<JobInfo>.offset(of: \JobInfo.maxAttempts)!
 
     /// Whether `dependent`'s handle still names its job (its index may have been reused).
     private func holds(_ dependent: Dependent) -> Bool {
@@ -1777,6 +1786,11 @@ public struct SchedulerCore: Sendable {
             while let first = finishTimes.first, first.second <= second - 6 { finishTimes.removeFirst() }
         }
         if jobs[handle].firstDependent >= 0 {
+            // Its first link is asked for now, and read when the step settles its dependents
+            // (after dropping an old record, say): links were written when the dependents were
+            // submitted, and a DAG's jobs end out of that order.
+            let first = Int(jobs[handle].firstDependent)
+            edges.withUnsafeBufferPointer { jt_prefetch($0.baseAddress! + first, MemoryLayout<Edge>.stride) }
             // The name is for skip reasons: a success needs none.
             let name = state.kind == .succeeded ? "" : jobs[handle].info.displayName
             endedDependencies.append(EndedDependency(
@@ -1797,8 +1811,8 @@ public struct SchedulerCore: Sendable {
         // The next records to drop, as `prefetch` in `dispatch` (jobs end out of order in a DAG).
         if finishedOrder.count >= configuration.finishedRetention, let next = finishedOrder.first {
             jobs.prefetch(next)
-            // Its record was asked for one step ago (as the second): what dropping it releases —
-            // its spec object and its list of dependencies — can be asked for now.
+            // Its record was asked for one step ago (as the second): what dropping it reads — its
+            // spec and its list of dependencies — can be asked for now.
             prefetchReleased(by: next)
             if finishedOrder.count > 1 { jobs.prefetch(finishedOrder[1]) }
         }
