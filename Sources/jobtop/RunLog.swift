@@ -54,7 +54,6 @@ final class RunLog {
     ) async -> Result {
         var sinceRoomCheck = 0
         for await event in events {
-            if let formatter, let line = formatter.line(for: event) { writer.line(line) }
             // Bounded: while the writer has a full queue, no more events are taken, so they wait
             // in the scheduler, which then slows the jobs down (lossless delivery).
             sinceRoomCheck += 1
@@ -102,6 +101,10 @@ final class RunLog {
             default:
                 break
             }
+            // The event's line is queued after what the event did to --output-dir files (the
+            // writer keeps its queue's order): when the log says a job waits for its retry, the
+            // attempt's file is already closed.
+            if let formatter, let line = formatter.line(for: event) { writer.line(line) }
         }
         outputDirectory?.closeAll(writer: writer)
         result.counts = mirror.counts

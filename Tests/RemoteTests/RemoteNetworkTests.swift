@@ -68,13 +68,20 @@ struct RemoteNetworkTests {
 
     // MARK: - Partition
 
+    /// The heartbeat interval of the partition test. 2 s, not the default 1 s: the coordinator
+    /// runs inside the test process, where the rest of the suite runs in parallel, and a full
+    /// suite on 2 busy cores starved its heartbeats for more than the worker's 3 intervals
+    /// (3 s) in about one run of five, so the worker gave it up before the link was cut. At 2 s
+    /// that takes a 6 s stall.
+    static let partitionHeartbeat = Duration.seconds(2)
+
     /// How long the link stays down. Longer than the coordinator's deadline for a silent worker
-    /// (5 heartbeat intervals of 1 s plus the 2 s grace period: 7 s), so the coordinator
+    /// (5 heartbeat intervals of 2 s plus the 2 s grace period: 12 s), so the coordinator
     /// requeues the cut-off worker's jobs while it is down. With a shorter heartbeat interval
     /// and grace period (Coordinator.start's parameters) it can be shorter.
-    static let linkDown = Duration.seconds(10)
+    static let linkDown = Duration.seconds(15)
 
-    @Test("The link is cut for 10 s mid-run: the cut-off worker stops its jobs before the coordinator requeues them, rejoins, and every job ends once")
+    @Test("The link is cut for 15 s mid-run: the cut-off worker stops its jobs before the coordinator requeues them, rejoins, and every job ends once")
     func partition() async throws {
         guard try Self.namespacesUsable("partition") else { return }
         let scratch = try Scratch()
@@ -85,7 +92,7 @@ struct RemoteNetworkTests {
         let farNet = try await Self.netNamespaceID(of: namespace)
 
         // Given a coordinator on the root side of the link, one worker across it and one beside it.
-        let coordinator = try await Coordinator.start(host: namespace.hostAddress, gracePeriod: .seconds(2), heartbeat: .seconds(1))
+        let coordinator = try await Coordinator.start(host: namespace.hostAddress, gracePeriod: .seconds(2), heartbeat: Self.partitionHeartbeat)
         let events = await coordinator.scheduler.events(includeOutput: false)
         let address = "\(namespace.hostAddress):\(coordinator.address.port)"
         let (ip, arguments) = namespace.exec([JobtopProcess.binary, "worker", "--connect", address, "--slots", "4", "--name", "cut"])
@@ -115,9 +122,9 @@ struct RemoteNetworkTests {
             }
             return ids
         }
-        // Longer than the worker's own deadline (3 intervals): those running at the cut are
+        // Longer than the worker's own deadline (3 intervals: 6 s): those running at the cut are
         // still running when it gives the coordinator up.
-        var ids = try await submit(16, from: 0, seconds: 5)
+        var ids = try await submit(16, from: 0, seconds: 9)
 
         // When the link goes down while the cut-off worker runs jobs.
         let running = await eventually(within: .seconds(60)) { Self.runningAcross(runs, farNet).count >= 3 }
@@ -133,7 +140,7 @@ struct RemoteNetworkTests {
         // (Those seen at the cut, and any whose start line was not written yet then.)
         let stillRunning = (runningAtCut + Self.runningAcross(runs, farNet)).filter { Self.groupAlive($0.pid) }
         #expect(stillRunning.isEmpty, "jobs still running across the link when the coordinator requeued them: \(stillRunning)")
-        #expect(left == .left(cutID, reason: .heartbeatMissed(.seconds(7))), "the cut-off worker said:\n\(cut.output)")
+        #expect(left == .left(cutID, reason: .heartbeatMissed(.seconds(12))), "the cut-off worker said:\n\(cut.output)")
 
         // When the link comes back up (after `linkDown` in all).
         try await Task.sleep(until: cutAt + Self.linkDown, clock: .continuous)  // the outage itself, not a wait for something
@@ -144,7 +151,7 @@ struct RemoteNetworkTests {
         #expect(rejoined != nil)
         // Once the first batch has ended, both workers are idle: 10 free slots (4 + 1 prefetched
         // each), so 8 new jobs cannot all go to the steady worker. (Submitted while the rejoined
-        // worker still ran 5 s jobs, the 1 s jobs could all run beside it, on the steady one.)
+        // worker still ran 9 s jobs, the 1 s jobs could all run beside it, on the steady one.)
         let firstBatchEnded = await eventually(within: .seconds(120)) { ends.count(of: ids) == ids.count }
         #expect(firstBatchEnded, "\(ends.count(of: ids)) of the first \(ids.count) jobs ended")
         ids += try await submit(8, from: 16, seconds: 1)
