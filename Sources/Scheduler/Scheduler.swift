@@ -417,6 +417,13 @@ public actor Scheduler {
         perform(core.workerJoined(worker.descriptor, holdsAttempts: worker.holdsAttempts, now: now), now: now)
     }
 
+    /// Gives the worker `id` (in the pool, not retiring) `slots` slots: see
+    /// ``SchedulerCore/setWorkerSlots(_:to:now:)``.
+    public func setWorkerSlots(_ id: WorkerID, to slots: Int) {
+        let now = clock.now()
+        perform(core.setWorkerSlots(id, to: slots, now: now), now: now)
+    }
+
     /// A worker that holds attempts (``Worker/holdsAttempts``) started one (``JobReporter/began()``):
     /// its timeout counts from now.
     func attemptBegan(_ id: JobID, attempt: Int) {

@@ -837,6 +837,17 @@ public struct SchedulerCore: Sendable {
         return takeActions()
     }
 
+    /// Gives a worker in the pool `slots` slots (at least 1): more start queued jobs at once;
+    /// fewer take effect as its jobs end (none is stopped). Nothing happens for a worker that is
+    /// not in the pool or retiring, or for the count it has.
+    public mutating func setWorkerSlots(_ worker: WorkerID, to slots: Int, now: SchedulerTime) -> [Action] {
+        guard pool.resize(worker, to: slots) else { return [] }
+        actions.append(.emit(.workerResized(worker, slots: slots)))
+        actions.append(.emit(.slotsChanged(local: localCapacity, total: capacity)))
+        dispatch(now: now)
+        return takeActions()
+    }
+
     /// A worker is gone: its running jobs go back to the queue (a bounded number of times per
     /// job, then the attempt counts as failed); cancelled ones end `cancelled`.
     public mutating func workerLost(_ worker: WorkerID, reason: WorkerLeaveReason, now: SchedulerTime) -> [Action] {

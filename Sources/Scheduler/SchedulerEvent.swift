@@ -73,6 +73,9 @@ public struct SchedulerEvent: Sendable, Codable {
         case workerJoined(WorkerDescriptor)
         /// A worker left the pool.
         case workerLeft(WorkerID, reason: WorkerLeaveReason)
+        /// A worker's number of slots changed: a remote worker's prefetch depth, sized to its
+        /// link (`WorkerListener`'s automatic prefetch). A `slotsChanged` follows.
+        case workerResized(WorkerID, slots: Int)
         /// The scheduler began to shut down.
         case shuttingDown(ShutdownMode)
         /// A job of a batch that halts on failure failed for good: every other job of the batch
@@ -120,6 +123,7 @@ public struct SchedulerEvent: Sendable, Codable {
             case .slotsChanged: "slots"
             case .workerJoined: "worker-joined"
             case .workerLeft: "worker-left"
+            case .workerResized: "worker-slots"
             case .shuttingDown: "shutdown"
             case .batchHalted: "halted"
             case .batchSettled: "settled"

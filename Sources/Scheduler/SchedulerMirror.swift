@@ -224,6 +224,11 @@ public struct SchedulerMirror: Sendable {
         case .workerLeft(let id, _):
             if workersByID.removeValue(forKey: id) != nil { workers.removeAll { $0.id == id } }
             retiringWorkers.remove(id)
+        case .workerResized(let id, let slots):
+            if workersByID[id] != nil, let index = workers.firstIndex(where: { $0.id == id }) {
+                workers[index].slots = slots
+                workersByID[id] = workers[index]
+            }
         case .shuttingDown(let mode):
             shutdown = mode
         case .coalesced, .output, .leftoverProcesses, .batchHalted, .batchSettled:

@@ -130,8 +130,37 @@ public struct WorkerPool: Sendable {
             }
             return nil
         }
-        freeSlots.append(worker)
+        // A worker whose slots were reduced below what it runs gets no slot back until it is
+        // under its new count.
+        if members[index]!.running.count < members[index]!.descriptor.slots { freeSlots.append(worker) }
         return nil
+    }
+
+    /// Gives a worker `slots` slots: added ones are free at once; removed ones are taken from
+    /// its free slots first, and busy ones are not given back when their jobs end. Returns
+    /// false (and changes nothing) for a worker not in the pool, a retiring one, or the same
+    /// count.
+    mutating func resize(_ worker: WorkerID, to slots: Int) -> Bool {
+        guard let handle = handles[worker], let member = members[Int(handle.index)], !member.isRetiring,
+              slots >= 1, slots != member.descriptor.slots
+        else { return false }
+        let old = member.descriptor
+        count(old, -1)
+        members[Int(handle.index)]!.descriptor.slots = slots
+        count(members[Int(handle.index)]!.descriptor, +1)
+        let free = max(0, old.slots - member.running.count)
+        let wanted = max(0, slots - member.running.count)
+        if wanted > free {
+            for _ in free..<wanted { freeSlots.append(handle) }
+        } else if wanted < free {
+            var surplus = free - wanted
+            freeSlots.removeAll { token in
+                guard surplus > 0, token == handle else { return false }
+                surplus -= 1
+                return true
+            }
+        }
+        return true
     }
 
     /// Removes a worker at once; returns the jobs it was running.

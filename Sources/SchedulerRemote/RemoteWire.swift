@@ -136,6 +136,12 @@ extension Jobtop_Remote_V1_Finished {
 }
 
 extension Duration {
+    /// Whole microseconds, at least 0 (for the wire).
+    var wireMicroseconds: UInt64 {
+        let (seconds, attoseconds) = components
+        return UInt64(clamping: max(0, seconds * 1_000_000 + attoseconds / 1_000_000_000_000))
+    }
+
     /// Whole milliseconds, clamped to `UInt32` (for the wire).
     var wireMilliseconds: UInt32 {
         let (seconds, attoseconds) = components

@@ -42,6 +42,10 @@ public final class RemoteWorker: Worker {
         var isReleased = false
         /// `execute` calls that came after the loss but before the removal completed.
         var lateCalls: [CheckedContinuation<Termination, Never>] = []
+        /// The automatic prefetch depth (`nil`: a fixed one).
+        var depth: PrefetchDepth?
+        /// A new depth the listener has not yet given the scheduler.
+        var depthChange: Int?
     }
 
     private let state = Locked(State())
@@ -52,15 +56,29 @@ public final class RemoteWorker: Worker {
     private let roundTrips: RoundTripRecorder?
     private let clock = ContinuousClock()
 
+    /// The worker's own slots (the descriptor's slots less the prefetch depth it joined with).
+    let workerSlots: Int
+
     init(
-        descriptor: WorkerDescriptor, outbox: Mailbox<WireCoordinatorMessage>, features: Set<Jobtop_Remote_V1_Feature>,
-        gracePeriod: Duration, roundTrips: RoundTripRecorder?
+        descriptor: WorkerDescriptor, workerSlots: Int, prefetch: Prefetch, outbox: Mailbox<WireCoordinatorMessage>,
+        features: Set<Jobtop_Remote_V1_Feature>, gracePeriod: Duration, roundTrips: RoundTripRecorder?
     ) {
         self.descriptor = descriptor
+        self.workerSlots = workerSlots
         self.outbox = outbox
         self.features = features
         self.gracePeriod = gracePeriod
         self.roundTrips = roundTrips
+        if prefetch == .automatic { state.withLock { $0.depth = PrefetchDepth(slots: workerSlots) } }
+    }
+
+    /// The worker's new automatic prefetch depth, once, if it changed since the last call: the
+    /// listener then gives the worker `workerSlots` + that many slots in the scheduler.
+    func takeDepthChange() -> Int? {
+        state.withLock { state in
+            defer { state.depthChange = nil }
+            return state.depthChange
+        }
     }
 
     // MARK: - Worker
@@ -141,8 +159,13 @@ public final class RemoteWorker: Worker {
         switch message.kind {
         case .ack(let ack):
             let key = AttemptKey(jobID: ack.jobID, attempt: ack.attempt)
-            let sentAt = state.withLock { $0.pending[key]?.sentAt }
-            if let sentAt, let roundTrips { roundTrips.record(clock.now - sentAt) }
+            let now = clock.now
+            let sentAt = state.withLock { state -> ContinuousClock.Instant? in
+                guard let sentAt = state.pending[key]?.sentAt else { return nil }
+                if let depth = state.depth?.heard(roundTrip: now - sentAt) { state.depthChange = depth }
+                return sentAt
+            }
+            if let sentAt, let roundTrips { roundTrips.record(now - sentAt) }
         case .started(let started):
             let key = AttemptKey(jobID: started.jobID, attempt: started.attempt)
             state.withLock { $0.pending[key]?.assignment.reporter }?.began()
@@ -164,6 +187,9 @@ public final class RemoteWorker: Worker {
             let key = AttemptKey(jobID: finished.jobID, attempt: finished.attempt)
             let (ended, idle) = state.withLock { state -> (Pending?, Bool) in
                 let ended = state.pending.removeValue(forKey: key)
+                if finished.runMicros > 0, let depth = state.depth?.ran(for: .microseconds(finished.runMicros)) {
+                    state.depthChange = depth
+                }
                 return (ended, Self.isIdleWhileDraining(state))
             }
             if let ended {

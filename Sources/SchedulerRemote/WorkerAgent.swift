@@ -428,13 +428,20 @@ public final class WorkerAgent: Sendable {
         var byJob: [JobID: AttemptKey] = [:]
         /// The jobs whose start the coordinator asked to hear of (`Assign.report_start`).
         var reportStart: Set<JobID> = []
+        /// When each running attempt started here: its Finished says how long it ran (the
+        /// coordinator's automatic prefetch is sized from it).
+        var startedAt: [JobID: SchedulerTime] = [:]
         var isDraining = false
 
-        func finish(_ id: JobID, _ termination: Termination) {
+        func finish(_ id: JobID, _ termination: Termination, at time: SchedulerTime? = nil) {
             reportStart.remove(id)
+            let start = startedAt.removeValue(forKey: id)
             guard let key = byJob.removeValue(forKey: id) else { return }
             byAttempt[key] = nil
-            outbox.send(.with { $0.finished = .init(key, termination) })
+            outbox.send(.with {
+                $0.finished = .init(key, termination)
+                if let start, let time { $0.finished.runMicros = (time - start).wireMicroseconds }
+            })
         }
 
         while let input = await inputs.next() {
@@ -465,6 +472,7 @@ public final class WorkerAgent: Sendable {
             case .event(let event):
                 switch event.kind {
                 case .started(let id, _, _, _):
+                    if byJob[id] != nil { startedAt[id] = event.time }
                     // A prefetched assignment starts only when a slot frees: its timeout counts
                     // from here on the coordinator (asked for jobs with a timeout only).
                     guard reportStart.remove(id) != nil, let key = byJob[id] else { break }
@@ -504,11 +512,11 @@ public final class WorkerAgent: Sendable {
                         }
                     })
                 case .succeeded(let id, _):
-                    finish(id, .exit(0))
+                    finish(id, .exit(0), at: event.time)
                 case .failed(let id, let reason, _):
-                    finish(id, Self.termination(reason))
+                    finish(id, Self.termination(reason), at: event.time)
                 case .cancelled(let id):
-                    finish(id, .signal(SIGTERM))
+                    finish(id, .signal(SIGTERM), at: event.time)
                 case .lagged:
                     // Events were dropped: ask for the end of every attempt still open.
                     for id in Array(byJob.keys) {

@@ -38,9 +38,11 @@ public final class WorkerListener: Sendable {
         /// to, for mutual TLS); `nil` for plaintext.
         public var tls: RemoteTLS.Server?
         /// Assignments each worker may hold beyond its slots, waiting on the worker, so a slot
-        /// that frees starts its next job without a round trip to the coordinator; 0 turns it
-        /// off. The engine counts them as running there (their timeout starts when assigned).
-        public var prefetch: Int
+        /// that frees starts its next job without a round trip to the coordinator: a fixed
+        /// number (0 turns it off) or, by default, sized to each worker's link and jobs
+        /// (``PrefetchDepth``). The engine counts them as running there (as slots of the worker);
+        /// a held job's timeout starts when it starts on the worker.
+        public var prefetch: Prefetch
         /// How often the coordinator sends every worker a heartbeat (one timer for all of
         /// them); each worker answers at once, so it is also how often a worker is heard from.
         public var heartbeatInterval: Duration
@@ -74,7 +76,7 @@ public final class WorkerListener: Sendable {
             address: RemoteAddress,
             token: String? = nil,
             tls: RemoteTLS.Server? = nil,
-            prefetch: Int = WorkerListener.defaultPrefetch,
+            prefetch: Prefetch = WorkerListener.defaultPrefetch,
             heartbeatInterval: Duration = .seconds(1),
             missedHeartbeats: Int = WorkerListener.minimumMissedHeartbeats,
             helloDeadline: Duration = .seconds(5),
@@ -86,7 +88,7 @@ public final class WorkerListener: Sendable {
             self.address = address
             self.token = token
             self.tls = tls
-            self.prefetch = max(0, prefetch)
+            self.prefetch = prefetch
             self.heartbeatInterval = heartbeatInterval
             self.missedHeartbeats = max(WorkerListener.minimumMissedHeartbeats, missedHeartbeats)
             self.helloDeadline = helloDeadline
@@ -107,8 +109,9 @@ public final class WorkerListener: Sendable {
         case left(WorkerID, reason: WorkerLeaveReason)
     }
 
-    /// Assignments a worker holds beyond its slots unless configured otherwise.
-    public static let defaultPrefetch = 1
+    /// Assignments a worker holds beyond its slots unless configured otherwise: sized to its
+    /// link.
+    public static let defaultPrefetch = Prefetch.automatic
 
     /// The fewest silent heartbeat intervals (plus the grace period) before a worker counts as
     /// lost: see ``Configuration/missedHeartbeats``.
@@ -361,6 +364,9 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
                             break
                         }
                         if worker.handle(message) { return .drained }
+                        if let depth = worker.takeDepthChange() {
+                            await self.scheduler.setWorkerSlots(worker.descriptor.id, to: worker.workerSlots + depth)
+                        }
                         // A lossless subscriber that is behind (the headless log) slows remote
                         // jobs as it slows local ones: no more of their output is read until it
                         // catches up, and the worker's writes wait meanwhile.
@@ -481,11 +487,11 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
         }
         // The pool sees the prefetched assignments as slots: the worker's own scheduler queues
         // what is beyond its real slots and starts it the moment one frees.
-        let descriptor = WorkerDescriptor(
-            id: WorkerID(), name: name, kind: .remote, slots: Int(hello.slots) + configuration.prefetch)
+        let depth = configuration.prefetch.initialDepth
+        let descriptor = WorkerDescriptor(id: WorkerID(), name: name, kind: .remote, slots: Int(hello.slots) + depth)
         let worker = RemoteWorker(
-            descriptor: descriptor, outbox: outbox, features: Set(hello.features),
-            gracePeriod: scheduler.configuration.gracePeriod,
+            descriptor: descriptor, workerSlots: Int(hello.slots), prefetch: configuration.prefetch, outbox: outbox,
+            features: Set(hello.features), gracePeriod: scheduler.configuration.gracePeriod,
             roundTrips: configuration.roundTrips)
         try await response.write(.with {
             $0.welcome = .with {
@@ -503,7 +509,11 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
         }
         joins.send(())
         await scheduler.addWorker(worker)
-        let prefetched = configuration.prefetch > 0 ? " (+\(configuration.prefetch) prefetched)" : ""
+        let prefetched =
+            switch configuration.prefetch {
+            case .automatic: " (+\(depth) prefetched, sized to its link)"
+            case .fixed(let depth): depth > 0 ? " (+\(depth) prefetched)" : ""
+            }
         configuration.log("jobtop: worker '\(name)' joined from \(peer) with \(hello.slots) slot\(hello.slots == 1 ? "" : "s")\(prefetched) (id \(descriptor.id.short))")
         publish(.joined(descriptor))
         return worker

@@ -191,7 +191,7 @@ public final class SchedulerStore: Sendable {
                 // Later attempts get a separator line in the output file.
                 if attempt > 1 { hasOutput = true }
             case .submitted, .coalesced, .progress, .snapshot, .lagged, .leftoverProcesses, .stopping,
-                 .slotsChanged, .workerJoined, .workerLeft, .shuttingDown, .batchHalted, .batchSettled:
+                 .slotsChanged, .workerJoined, .workerLeft, .workerResized, .shuttingDown, .batchHalted, .batchSettled:
                 continue
             default: hasRows = true
             }

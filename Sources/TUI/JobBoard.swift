@@ -328,6 +328,8 @@ struct JobBoard: Sendable {
             if reason != .slotsReduced {
                 append(time, "worker \(leavingName ?? id.short) left: \(reason)", .dim)
             }
+        case .workerResized(let id, let slots):
+            append(time, "worker \(workerName(id) ?? id.short) now takes \(slots) jobs at once", .dim)
         case .shuttingDown(let mode):
             append(time, "shutting down (\(mode.rawValue))", .dim)
         case .batchHalted(_, let failed):

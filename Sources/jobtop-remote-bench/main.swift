@@ -90,7 +90,7 @@ func benchmark() async throws {
     let runs = option("--runs", default: 3)
     let workerCount = option("--workers", default: 2)
     let slotsPerWorker = option("--slots", default: 2)
-    let prefetch = option("--prefetch", default: WorkerListener.defaultPrefetch)
+    let prefetch = stringOption("--prefetch").flatMap { Int($0) }.map { Prefetch.fixed($0) } ?? WorkerListener.defaultPrefetch
     let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
     let jobtop = here.appendingPathComponent("jobtop").path
     let workerCommand: [String] =

@@ -163,6 +163,10 @@ final class EventLogFormatter {
             line.string("worker", workers[id] ?? id.short)
             line.string("worker_id", id.description)
             line.string("reason", reason.description)
+        case .workerResized(let id, let slots):
+            line.string("worker", workers[id] ?? id.short)
+            line.string("worker_id", id.description)
+            line.int("slots", slots)
         case .shuttingDown(let mode):
             line.string("mode", mode.rawValue)
         case .batchHalted(_, let failed):

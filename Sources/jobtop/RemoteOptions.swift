@@ -77,9 +77,18 @@ struct WorkerPoolOptions: ParsableArguments {
     @Option(
         name: .customLong("prefetch"),
         help: ArgumentHelp(
-            "Jobs each remote worker may hold beyond its slots, so a slot that frees starts the next one without a round trip (default: \(WorkerListener.defaultPrefetch); 0: off).",
-            valueName: "n"))
-    var prefetch: Int?
+            "Jobs each remote worker may hold beyond its slots, so a slot that frees starts the next one without a round trip: 'auto' (the default) sizes it to each worker's link and jobs, from 1 to 8 per slot; a number fixes it (0: off).",
+            valueName: "auto|n"))
+    var prefetch: String?
+
+    /// `--prefetch`, checked.
+    static func prefetch(_ text: String) throws(ValidationError) -> Prefetch {
+        if text == "auto" { return .automatic }
+        guard let depth = Int(text), (0...1024).contains(depth) else {
+            throw ValidationError("--prefetch must be 'auto' or a number from 0 to 1024, not '\(text)'")
+        }
+        return .fixed(depth)
+    }
 
     @Option(
         name: .customLong("heartbeat"),
@@ -100,9 +109,7 @@ struct WorkerPoolOptions: ParsableArguments {
 
     func validate() throws {
         if let heartbeat { _ = try Self.heartbeatInterval(heartbeat) }
-        if let prefetch, !(0...1024).contains(prefetch) {
-            throw ValidationError("--prefetch must be from 0 to 1024, not \(prefetch)")
-        }
+        if let prefetch { _ = try Self.prefetch(prefetch) }
     }
 
     /// Refuses these flags when no workers are accepted: `flag` is what turns that on.
@@ -123,7 +130,8 @@ struct WorkerPoolOptions: ParsableArguments {
             scheduler: scheduler,
             configuration: .init(
                 address: try RemoteAddress(parsing: text), token: token, tls: tls,
-                prefetch: prefetch ?? WorkerListener.defaultPrefetch, heartbeatInterval: interval, log: log))
+                prefetch: try prefetch.map { text throws(ValidationError) in try Self.prefetch(text) } ?? WorkerListener.defaultPrefetch,
+                heartbeatInterval: interval, log: log))
         let bound = try await listener.start()
         // Loud whatever the presenter: under the dashboard the log is off.
         if let warning = RemoteTLS.plaintextWarning(listeningOn: bound, hasTLS: tls != nil, program: program) {

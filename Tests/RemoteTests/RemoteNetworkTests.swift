@@ -43,7 +43,8 @@ struct RemoteNetworkTests {
 
         // Given the same pool twice: on loopback, then across the link.
         let environment = ProcessInfo.processInfo.environment
-        let prefetch = environment["JOBTOP_NET_PREFETCH"].flatMap { Int($0) } ?? 16
+        // The default (automatic) unless JOBTOP_NET_PREFETCH names a depth.
+        let prefetch = environment["JOBTOP_NET_PREFETCH"]
         let loss = environment["JOBTOP_NET_LOSS"].flatMap { Double($0) } ?? 1
         let loopback = try await PoolRun.run(list: list, token: token, prefetch: prefetch, through: nil)
         let namespace = try NetworkNamespace()
@@ -59,10 +60,15 @@ struct RemoteNetworkTests {
             #expect(twice.isEmpty, "\(run.where): jobs that did not end exactly once: \(twice.prefix(5))")
             #expect(run.ends.values.allSatisfy { $0 == ["succeeded"] }, "\(run.where): not all succeeded")
         }
+        // The automatic prefetch sized itself to the link: 5 ms jobs behind 20 ms round trips
+        // need far more than the 1 held job a worker joins with (2 slots + 1).
+        if prefetch == nil {
+            #expect(far.deepest > 3, "across the link no worker was given more than \(far.deepest) slots (slots + prefetch)")
+        }
         // A figure, not an assertion: the machine's load decides it.
         let ratio = far.seconds / max(loopback.seconds, 0.001)
         print(
-            "figure: 500 true jobs, 2 workers x 2 slots, prefetch \(prefetch): loopback \(format(loopback.seconds)) s (\(Int(500 / loopback.seconds)) jobs/s), 20 ms RTT + \(loss)% loss \(format(far.seconds)) s (\(Int(500 / far.seconds)) jobs/s): \(format(ratio))x the loopback time; workers that ran jobs: \(loopback.workersUsed) and \(far.workersUsed); \(loadLabel())"
+            "figure: 500 true jobs, 2 workers x 2 slots, prefetch \(prefetch ?? "auto") (most slots + prefetch a worker had: loopback \(loopback.deepest), across \(far.deepest)): loopback \(format(loopback.seconds)) s (\(Int(500 / loopback.seconds)) jobs/s), 20 ms RTT + \(loss)% loss \(format(far.seconds)) s (\(Int(500 / far.seconds)) jobs/s): \(format(ratio))x the loopback time; workers that ran jobs: \(loopback.workersUsed) and \(far.workersUsed); \(loadLabel())"
         )
     }
 
@@ -261,11 +267,13 @@ struct PoolRun {
     var seconds: Double
     /// How many workers ran jobs.
     var workersUsed: Int
+    /// The most slots (its own + prefetch) any worker had (0: never resized).
+    var deepest: Int
 
-    static func run(list: String, token: String, prefetch: Int, through namespace: NetworkNamespace?) async throws -> PoolRun {
+    static func run(list: String, token: String, prefetch: String?, through namespace: NetworkNamespace?) async throws -> PoolRun {
         let coordinator = try JobtopProcess(
-            ["run", list, "--listen", "127.0.0.1:0", "--token-file", token, "-j", "0", "--headless", "--log-format", "json",
-             "--prefetch", "\(prefetch)"],
+            ["run", list, "--listen", "127.0.0.1:0", "--token-file", token, "-j", "0", "--headless", "--log-format", "json"]
+                + (prefetch.map { ["--prefetch", $0] } ?? []),
             newSession: true)
         defer { coordinator.send(SIGKILL) }
         let marker = "accepting workers on 127.0.0.1:"
@@ -302,6 +310,7 @@ struct PoolRun {
 
         var ends: [String: [String]] = [:]
         var workersUsed = Set<String>()
+        var deepest = 0
         var first: Date?
         var last: Date?
         let dates = ISO8601DateFormatter()
@@ -311,6 +320,7 @@ struct PoolRun {
                 let event = object["event"] as? String
             else { continue }
             let date = (object["ts"] as? String).flatMap { dates.date(from: $0) }
+            if event == "worker-slots", let slots = object["slots"] as? Int { deepest = max(deepest, slots) }
             if event == "started" {
                 if first == nil { first = date }
                 if let worker = object["worker"] as? String { workersUsed.insert(worker) }
@@ -323,7 +333,7 @@ struct PoolRun {
         let seconds = first.flatMap { first in last.map { $0.timeIntervalSince(first) } } ?? 0
         return PoolRun(
             where: namespace == nil ? "loopback" : "across the link", exitStatus: outcome.status, stderr: outcome.stderr,
-            ends: ends, seconds: seconds, workersUsed: workersUsed.count)
+            ends: ends, seconds: seconds, workersUsed: workersUsed.count, deepest: deepest)
     }
 }
 

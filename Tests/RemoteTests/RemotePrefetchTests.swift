@@ -16,7 +16,7 @@ struct RemotePrefetchTests {
     func oneSlotWorkerHoldsOneMore() async throws {
         // Given a coordinator with prefetch 1 and a worker with one slot.
         let scratch = try Scratch()
-        let coordinator = try await Coordinator.start(prefetch: 1)
+        let coordinator = try await Coordinator.start(prefetch: .fixed(1))
         let worker = try JobtopProcess.worker(for: coordinator, slots: 1, name: "one-slot")
         _ = await coordinator.joined(1)
         let started = Locked(0)
@@ -56,7 +56,7 @@ struct RemotePrefetchTests {
     @Test("A prefetched job's timeout counts from when it starts on the worker: held behind a longer job, it does not time out unstarted; once running, it does")
     func heldJobTimesOutFromItsStart() async throws {
         // Given a coordinator with prefetch 1 and a worker with one slot, busy for 5 s.
-        let coordinator = try await Coordinator.start(prefetch: 1)
+        let coordinator = try await Coordinator.start(prefetch: .fixed(1))
         let worker = try JobtopProcess.worker(for: coordinator, slots: 1, name: "one-slot")
         defer { worker.send(SIGKILL) }
         _ = await coordinator.joined(1)

@@ -115,7 +115,7 @@ struct RemoteServeWorkersTests {
         (["--prefetch", "2"], "--prefetch needs --workers"),
         (["--heartbeat", "2s"], "--heartbeat needs --workers"),
         (["--workers", "127.0.0.1:0", "--heartbeat", "10ms"], "--heartbeat must be from 100ms to 60s"),
-        (["--workers", "127.0.0.1:0", "--prefetch", "5000"], "--prefetch must be from 0 to 1024"),
+        (["--workers", "127.0.0.1:0", "--prefetch", "5000"], "--prefetch must be 'auto' or a number from 0 to 1024"),
         (["--workers", "0.0.0.0:0"], "--workers 0.0.0.0:0: a non-loopback address needs a token"),
         (["--workers", "127.0.0.1:7000", "--listen", "127.0.0.1:7000"], "two different addresses"),
         (["--workers", "nowhere"], "--workers nowhere"),

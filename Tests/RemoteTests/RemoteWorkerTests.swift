@@ -305,7 +305,7 @@ struct RemoteWorkerTests {
     @Test("SIGTERM drains: the running job finishes, a job handed over meanwhile never runs there and goes back to the queue")
     func drainFinishesRunningJobs() async throws {
         // No prefetch: with it the second job would be held by the worker and run before it leaves.
-        let coordinator = try await Coordinator.start(prefetch: 0)
+        let coordinator = try await Coordinator.start(prefetch: .fixed(0))
         let worker = try JobtopProcess.worker(for: coordinator, slots: 1, name: "drainer")
         _ = await coordinator.joined(1)
         // Lossless: in a busy full run a skipping subscriber could miss the end it looks for.

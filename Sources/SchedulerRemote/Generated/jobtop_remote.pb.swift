@@ -726,6 +726,10 @@ nonisolated struct Jobtop_Remote_V1_Finished: Sendable {
     set {termination = .error(newValue)}
   }
 
+  /// How long the attempt ran on the worker (its start to its end), in microseconds; 0 when it
+  /// never started. The coordinator sizes an automatic prefetch from it. Older workers send 0.
+  var runMicros: UInt64 = 0
+
   var unknownFields = SwiftProtobuf.UnknownStorage()
 
   nonisolated enum OneOf_Termination: Equatable, Sendable {
@@ -1710,7 +1714,7 @@ nonisolated extension Jobtop_Remote_V1_Progress: SwiftProtobuf.Message, SwiftPro
 
 nonisolated extension Jobtop_Remote_V1_Finished: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   static let protoMessageName: String = _protobuf_package + ".Finished"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}job_id\0\u{1}attempt\0\u{3}exit_status\0\u{1}signal\0\u{1}error\0")
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}job_id\0\u{1}attempt\0\u{3}exit_status\0\u{1}signal\0\u{1}error\0\u{3}run_micros\0")
 
   mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1744,6 +1748,7 @@ nonisolated extension Jobtop_Remote_V1_Finished: SwiftProtobuf.Message, SwiftPro
           self.termination = .error(v)
         }
       }()
+      case 6: try { try decoder.decodeSingularUInt64Field(value: &self.runMicros) }()
       default: break
       }
     }
@@ -1775,6 +1780,9 @@ nonisolated extension Jobtop_Remote_V1_Finished: SwiftProtobuf.Message, SwiftPro
     }()
     case nil: break
     }
+    if self.runMicros != 0 {
+      try visitor.visitSingularUInt64Field(value: self.runMicros, fieldNumber: 6)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1782,6 +1790,7 @@ nonisolated extension Jobtop_Remote_V1_Finished: SwiftProtobuf.Message, SwiftPro
     if lhs.jobID != rhs.jobID {return false}
     if lhs.attempt != rhs.attempt {return false}
     if lhs.termination != rhs.termination {return false}
+    if lhs.runMicros != rhs.runMicros {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

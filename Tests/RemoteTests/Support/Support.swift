@@ -49,7 +49,7 @@ struct Coordinator {
         host: String = "127.0.0.1", port: Int = 0, token: String? = nil, gracePeriod: Duration = .seconds(2), heartbeat: Duration = .seconds(1), localSlots: Int = 0,
         clock: ManualClock? = nil, helloDeadline: Duration = .seconds(5), maxPendingConnections: Int = 32,
         shutdownGrace: Duration = .seconds(2), log: LogLines? = nil, tls: RemoteTLS.Server? = nil,
-        prefetch: Int = WorkerListener.defaultPrefetch
+        prefetch: Prefetch = WorkerListener.defaultPrefetch
     ) async throws -> Coordinator {
         let token = token ?? "test-\(UUID().uuidString)"
         let configuration = Scheduler.Configuration(localSlots: localSlots, gracePeriod: gracePeriod)
