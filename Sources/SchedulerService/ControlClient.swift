@@ -36,6 +36,9 @@ public final class ControlClient: SchedulerClient {
     private let subscriptions = Locked<[UInt64: Task<Void, Never>]>([:])
     private let nextSubscription = Locked<UInt64>(0)
     private let metadata: Metadata
+    /// Whether the serve has answered a call yet: until it has, a call that cannot get through
+    /// is explained from the socket (``unreachable(_:)``).
+    private let answered = Locked(false)
     /// Where it connects.
     public let endpoint: ControlEndpoint
     /// How a TCP serve is trusted (`nil`: plaintext).
@@ -55,14 +58,10 @@ public final class ControlClient: SchedulerClient {
         var metadata: Metadata = [:]
         switch endpoint {
         case .unixSocket(let path):
-            let (probe, reason) = ControlSocket.check(path)
-            switch probe {
-            case .answers: break
-            case .absent:
-                throw ControlError(.notRunning, "no jobtop serve is running (no socket at \(path)); start one with 'jobtop serve' (or 'jobtop serve &')")
-            case .refused:
-                throw ControlError(.notRunning, "no jobtop serve answers at \(path) (\(reason)); start one with 'jobtop serve'")
-            }
+            // Only whether the socket is there: a test connection here made the serve set up
+            // (and tear down) a whole HTTP/2 connection for every command, beside the real one.
+            // A socket no serve answers at is found when the first call cannot connect.
+            if !ControlSocket.exists(path) { throw Self.unreachable(path, .absent, "") }
             target = .unixDomainSocket(path: path)
         case .tcp(let address, let token):
             target = address.host.contains(":")
@@ -115,17 +114,34 @@ public final class ControlClient: SchedulerClient {
         _ method: MethodDescriptor, _ request: Request, as _: Response.Type = Response.self
     ) async throws(ControlError) -> Response {
         do {
-            return try await client.unary(
+            let response = try await client.unary(
                 request: ClientRequest(message: request, metadata: metadata), descriptor: method,
                 serializer: JSONMessageSerializer<Request>(), deserializer: JSONMessageDeserializer<Response>(),
                 options: options
             ) { response in try response.message }
+            answered.withLock { $0 = true }
+            return response
         } catch {
-            throw Self.controlError(error, endpoint: endpoint, tls: tls)
+            throw Self.controlError(error, endpoint: endpoint, tls: tls, answered: answered)
         }
     }
 
-    static func controlError(_ error: any Error, endpoint: ControlEndpoint, tls: RemoteTLS.Client?) -> ControlError {
+    /// Why nothing answers at the socket `path`: one line that says how to start a serve.
+    static func unreachable(_ path: String, _ probe: ControlSocket.Probe, _ reason: String) -> ControlError {
+        probe == .absent
+            ? ControlError(.notRunning, "no jobtop serve is running (no socket at \(path)); start one with 'jobtop serve' (or 'jobtop serve &')")
+            : ControlError(.notRunning, "no jobtop serve answers at \(path) (\(reason)); start one with 'jobtop serve'")
+    }
+
+    static func controlError(
+        _ error: any Error, endpoint: ControlEndpoint, tls: RemoteTLS.Client?, answered: Locked<Bool>
+    ) -> ControlError {
+        // A first call that could not get through: say why from the socket (none there, a stale
+        // one, no permission), as a test connection before it used to.
+        if case .unixSocket(let path) = endpoint, !answered.withLock({ $0 }), let error = error as? RPCError, error.code == .unavailable {
+            let (probe, reason) = ControlSocket.check(path)
+            if probe != .answers { return unreachable(path, probe, reason) }
+        }
         if let tls, case .tcp(let address, _) = endpoint,
             let why = tls.handshakeFailure(in: error, connectingTo: address, peer: "jobtop serve", client: "client")
         {
@@ -174,13 +190,15 @@ public final class ControlClient: SchedulerClient {
     /// The serve's present state.
     public func fetchSnapshot() async throws(ControlError) -> SchedulerSnapshot {
         do {
-            return try await client.unary(
+            let snapshot = try await client.unary(
                 request: ClientRequest(message: Empty(), metadata: metadata), descriptor: ControlWire.snapshot,
                 serializer: JSONMessageSerializer<Empty>(), deserializer: SnapshotMessageDeserializer(),
                 options: options
             ) { response in try response.message }
+            answered.withLock { $0 = true }
+            return snapshot
         } catch {
-            throw Self.controlError(error, endpoint: endpoint, tls: tls)
+            throw Self.controlError(error, endpoint: endpoint, tls: tls, answered: answered)
         }
     }
 
@@ -199,18 +217,22 @@ public final class ControlClient: SchedulerClient {
     private func stream<Request: Codable & Sendable, Part: Codable & Sendable>(
         _ method: MethodDescriptor, _ request: Request, _ body: @escaping @Sendable (Part) async throws -> Void
     ) async throws(ControlError) {
+        let answered = answered
         do {
             try await client.serverStreaming(
                 request: ClientRequest(message: request, metadata: metadata), descriptor: method,
                 serializer: JSONMessageSerializer<Request>(), deserializer: JSONMessageDeserializer<Part>(),
                 options: options
             ) { response in
-                for try await part in response.messages { try await body(part) }
+                for try await part in response.messages {
+                    answered.withLock { $0 = true }
+                    try await body(part)
+                }
             }
         } catch let error as ControlError {
             throw error
         } catch {
-            throw Self.controlError(error, endpoint: endpoint, tls: tls)
+            throw Self.controlError(error, endpoint: endpoint, tls: tls, answered: answered)
         }
     }
 
@@ -221,7 +243,7 @@ public final class ControlClient: SchedulerClient {
         ended: (@Sendable (ControlError?) -> Void)? = nil
     ) -> ControlEvents {
         let request = SubscribeRequest(bufferLimit: bufferLimit, includeOutput: includeOutput, delivery: delivery, job: job)
-        let (client, metadata, options, endpoint, subscriptions, tls) = (client, metadata, options, endpoint, subscriptions, tls)
+        let (client, metadata, options, endpoint, subscriptions, tls, answered) = (client, metadata, options, endpoint, subscriptions, tls, answered)
         let number = nextSubscription.withLock { $0 += 1; return $0 }
         let reader = Locked<Task<Void, Never>?>(nil)
         // A consumer that stops (its task cancelled) stops the call.
@@ -235,12 +257,13 @@ public final class ControlClient: SchedulerClient {
                     options: options
                 ) { response in
                     for try await event in response.messages {
+                        answered.withLock { $0 = true }
                         await pipe.put(event)
                         try Task.checkCancellation()
                     }
                 }
             } catch {
-                if !Task.isCancelled { failure = Self.controlError(error, endpoint: endpoint, tls: tls) }
+                if !Task.isCancelled { failure = Self.controlError(error, endpoint: endpoint, tls: tls, answered: answered) }
             }
             ended?(failure)
             pipe.finish()

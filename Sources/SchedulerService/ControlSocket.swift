@@ -140,6 +140,14 @@ public enum ControlSocket {
 
     /// Whether something answers at `path`, with the reason when not: what clients check before
     /// they talk gRPC, so "no serve" is one clear line rather than a transport error.
+    /// Whether anything (a socket, say) may be at `path`, without connecting to it: false only
+    /// when nothing is there (a path we may not look into counts as there, so that connecting
+    /// says why not).
+    static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0 || (errno != ENOENT && errno != ENOTDIR)
+    }
+
     static func check(_ path: String) -> (Probe, String) {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return (.refused, systemReason()) }

@@ -265,6 +265,27 @@ struct ServeTests {
         #expect(outcome.stderr.contains("no jobtop serve is running") && outcome.stderr.contains("jobtop serve"))
     }
 
+    @Test("a socket no serve answers at (a stale one): the client says so, with the reason, and exits 3")
+    func staleSocket() async throws {
+        let scratch = try Scratch()
+        let directory = scratch.file("run/jobtop")
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        // Bound but never listening: what a serve killed with -9 leaves behind.
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let path = Array((directory + "/serve.sock").utf8)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path + [0]) }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        try #require(bound == 0)
+        let outcome = try await JobtopProcess(["submit", "-c", "true"], environment: ["XDG_RUNTIME_DIR": scratch.file("run")]).wait()
+        #expect(outcome.status == 3)
+        #expect(outcome.stderr == "jobtop: no jobtop serve answers at \(directory)/serve.sock (connection refused); start one with 'jobtop serve'\n")
+    }
+
     @Test("a second serve on the same socket is refused; a stale socket is replaced")
     func secondServe() async throws {
         let fixture = try await ServeFixture()

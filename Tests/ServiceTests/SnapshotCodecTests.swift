@@ -73,12 +73,16 @@ struct SnapshotCodecTests {
     @Test("a subscription's events: the snapshot binary, the rest JSON, both back as they were")
     func events() throws {
         let id = JobID(uuid: UUID())
-        for kind: SchedulerEvent.Kind in [.snapshot(Self.snapshot), .lagged(missed: 4), .cancelled(id)] {
+        for kind: SchedulerEvent.Kind in [.snapshot(Self.snapshot), .lagged(missed: 4), .cancelled(id), .workerResized(WorkerID(), slots: 18)] {
             let event = SchedulerEvent(seq: 9, time: .seconds(2), kind: kind)
             let bytes: [UInt8] = try EventMessageSerializer().serialize(event)
             let back = try EventMessageDeserializer().deserialize(bytes)
             #expect(back.seq == 9 && back.time == .seconds(2) && back.kind.name == kind.name)
             if case .snapshot(let sent) = kind, case .snapshot(let got) = back.kind { #expect(got.jobs == sent.jobs) }
+            if case .workerResized(let sent, let slots) = kind {
+                guard case .workerResized(let got, let gotSlots) = back.kind else { Issue.record("not a resize: \(back.kind)"); continue }
+                #expect(got == sent && gotSlots == slots)
+            }
         }
     }
 
