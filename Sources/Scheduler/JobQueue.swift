@@ -63,14 +63,7 @@ struct IndexedHeap<Handle: DenseHandle>: Sendable {
     /// Adds `handle` at `priority`, ordered by `order` (lower first) within it: for queues that
     /// share one order across several heaps.
     mutating func insert(_ handle: Handle, priority: Int, order: UInt64) {
-        let index = Int(handle.index)
-        if index >= positions.count {
-            positions.append(contentsOf: repeatElement(-1, count: index - positions.count + 1))
-        }
-        precondition(positions[index] < 0, "\(handle) is already queued")
-        heap.append(Entry(handle: handle, priority: Int32(clamping: priority), order: order))
-        positions[index] = Int32(heap.count - 1)
-        siftUp(heap.count - 1)
+        Self.insert(handle, priority: priority, order: order, heap: &heap, positions: &positions)
     }
 
     /// Moves `handle` to `priority` and `order`; returns whether it was queued.
@@ -79,15 +72,15 @@ struct IndexedHeap<Handle: DenseHandle>: Sendable {
         guard let index = position(of: handle) else { return false }
         heap[index].priority = Int32(clamping: priority)
         heap[index].order = order
-        siftDown(index)
-        siftUp(index)
+        Self.siftDown(index, heap: &heap, positions: &positions)
+        Self.siftUp(index, heap: &heap, positions: &positions)
         return true
     }
 
     /// Removes and returns the job that runs next.
     mutating func popFirst() -> Handle? {
         guard let top = heap.first else { return nil }
-        remove(at: 0)
+        Self.remove(at: 0, heap: &heap, positions: &positions)
         return top.handle
     }
 
@@ -95,7 +88,7 @@ struct IndexedHeap<Handle: DenseHandle>: Sendable {
     @discardableResult
     mutating func remove(_ handle: Handle) -> Bool {
         guard let position = position(of: handle) else { return false }
-        remove(at: position)
+        Self.remove(at: position, heap: &heap, positions: &positions)
         return true
     }
 
@@ -104,10 +97,7 @@ struct IndexedHeap<Handle: DenseHandle>: Sendable {
     @discardableResult
     mutating func updatePriority(_ handle: Handle, to priority: Int) -> Bool {
         guard let index = position(of: handle) else { return false }
-        let old = heap[index].priority
-        let new = Int32(clamping: priority)
-        heap[index].priority = new
-        if new > old { siftUp(index) } else if new < old { siftDown(index) }
+        Self.updatePriority(at: index, to: priority, heap: &heap, positions: &positions)
         return true
     }
 
@@ -132,8 +122,35 @@ struct IndexedHeap<Handle: DenseHandle>: Sendable {
         return Int(positions[index])
     }
 
+    // The heap's work, on a heap and an array of positions that need not be the same value's:
+    // ``SharedPositionHeap`` keeps its positions apart.
+
+    /// Adds `handle` to `heap`, which it must not be in.
+    static func insert(_ handle: Handle, priority: Int, order: UInt64, heap: inout [Entry], positions: inout [Int32]) {
+        let index = Int(handle.index)
+        if index >= positions.count {
+            positions.append(contentsOf: repeatElement(-1, count: index - positions.count + 1))
+        }
+        precondition(positions[index] < 0, "\(handle) is already queued")
+        heap.append(Entry(handle: handle, priority: Int32(clamping: priority), order: order))
+        positions[index] = Int32(heap.count - 1)
+        siftUp(heap.count - 1, heap: &heap, positions: &positions)
+    }
+
+    /// Moves the entry at heap `index` to `priority`, keeping its order.
+    static func updatePriority(at index: Int, to priority: Int, heap: inout [Entry], positions: inout [Int32]) {
+        let old = heap[index].priority
+        let new = Int32(clamping: priority)
+        heap[index].priority = new
+        if new > old {
+            siftUp(index, heap: &heap, positions: &positions)
+        } else if new < old {
+            siftDown(index, heap: &heap, positions: &positions)
+        }
+    }
+
     /// Removes the entry at heap `index`.
-    private mutating func remove(at index: Int) {
+    static func remove(at index: Int, heap: inout [Entry], positions: inout [Int32]) {
         let handle = heap[index].handle
         let last = heap.count - 1
         if index != last {
@@ -143,12 +160,12 @@ struct IndexedHeap<Handle: DenseHandle>: Sendable {
         heap.removeLast()
         positions[Int(handle.index)] = -1
         if index < heap.count {
-            siftDown(index)
-            siftUp(index)
+            siftDown(index, heap: &heap, positions: &positions)
+            siftUp(index, heap: &heap, positions: &positions)
         }
     }
 
-    private mutating func siftUp(_ start: Int) {
+    private static func siftUp(_ start: Int, heap: inout [Entry], positions: inout [Int32]) {
         var child = start
         let entry = heap[child]
         while child > 0 {
@@ -162,7 +179,7 @@ struct IndexedHeap<Handle: DenseHandle>: Sendable {
         positions[Int(entry.handle.index)] = Int32(child)
     }
 
-    private mutating func siftDown(_ start: Int) {
+    private static func siftDown(_ start: Int, heap: inout [Entry], positions: inout [Int32]) {
         var parent = start
         let entry = heap[parent]
         let count = heap.count
@@ -180,6 +197,80 @@ struct IndexedHeap<Handle: DenseHandle>: Sendable {
         }
         heap[parent] = entry
         positions[Int(entry.handle.index)] = Int32(parent)
+    }
+}
+
+/// One of several ``IndexedHeap``s that share one array of positions, which the owner keeps
+/// and passes in: a handle is in one of them at most.
+///
+/// The core's per-group queues: with an array of positions each, every group's array spans
+/// every job's index (ten groups of 100,000 jobs: 4 MB, touched at random as jobs of a DAG
+/// become ready); shared, it is one array of 4 bytes a job.
+struct SharedPositionHeap<Handle: DenseHandle>: Sendable {
+    typealias Entry = IndexedHeap<Handle>.Entry
+
+    private var heap: [Entry] = []
+
+    init() {}
+
+    /// The number of queued handles.
+    var count: Int { heap.count }
+
+    /// Whether none is queued.
+    var isEmpty: Bool { heap.isEmpty }
+
+    /// The handle that comes first.
+    var first: Handle? { heap.first?.handle }
+
+    /// The entry that comes first: its handle, priority and order.
+    var firstEntry: Entry? { heap.first }
+
+    /// Adds `handle`, which no heap sharing `positions` holds, at `priority` and `order`.
+    mutating func insert(_ handle: Handle, priority: Int, order: UInt64, positions: inout [Int32]) {
+        IndexedHeap.insert(handle, priority: priority, order: order, heap: &heap, positions: &positions)
+    }
+
+    /// Removes and returns the handle that comes first.
+    mutating func popFirst(positions: inout [Int32]) -> Handle? {
+        guard let top = heap.first else { return nil }
+        IndexedHeap.remove(at: 0, heap: &heap, positions: &positions)
+        return top.handle
+    }
+
+    /// Removes `handle`; returns whether this heap held it.
+    @discardableResult
+    mutating func remove(_ handle: Handle, positions: inout [Int32]) -> Bool {
+        guard let index = position(of: handle, in: positions) else { return false }
+        IndexedHeap.remove(at: index, heap: &heap, positions: &positions)
+        return true
+    }
+
+    /// Moves `handle` to `priority`, keeping its order; returns whether this heap held it.
+    @discardableResult
+    mutating func updatePriority(_ handle: Handle, to priority: Int, positions: inout [Int32]) -> Bool {
+        guard let index = position(of: handle, in: positions) else { return false }
+        IndexedHeap.updatePriority(at: index, to: priority, heap: &heap, positions: &positions)
+        return true
+    }
+
+    /// The queued handles in the order they would run. O(n log n).
+    func ordered() -> [Handle] {
+        heap.sorted(by: IndexedHeap.runsBefore).map(\.handle)
+    }
+
+    /// The entries in the order they would run. O(n log n).
+    func orderedEntries() -> [Entry] {
+        heap.sorted(by: IndexedHeap.runsBefore)
+    }
+
+    /// `handle`'s place in this heap: its shared position, checked against this heap (another
+    /// heap may hold it).
+    private func position(of handle: Handle, in positions: [Int32]) -> Int? {
+        let index = Int(handle.index)
+        guard index < positions.count else { return nil }
+        let position = Int(positions[index])
+        guard position >= 0, position < heap.count, heap[position].handle.index == handle.index else { return nil }
+        return position
     }
 }
 

@@ -83,8 +83,8 @@ public struct JobAssignment: Sendable {
         spec.priority = priority
         return spec
     }
-    /// The spec as submitted, shared with the core's record rather than copied into every
-    /// assignment (and every copy of one) on the way to its worker.
+    /// The spec as submitted, boxed once per attempt by the core and shared rather than copied
+    /// into every copy of the assignment on the way to its worker.
     let submitted: SchedulerCore.SubmittedSpec
     /// The job's priority now (it may have changed since it was submitted).
     let priority: Int

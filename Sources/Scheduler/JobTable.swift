@@ -44,6 +44,9 @@ struct JobTable<Record>: Sendable where Record: Sendable {
     /// The number of records.
     var count: Int { liveCount }
 
+    /// How many records the table holds without growing (free places included).
+    var capacity: Int { records.capacity }
+
     /// The handle of `id`, if it has a record. The one hashed lookup.
     func handle(of id: JobID) -> JobHandle? {
         guard let handle = handles[id], handle.index >= 0 else { return nil }
@@ -144,9 +147,14 @@ struct JobTable<Record>: Sendable where Record: Sendable {
     /// Starts loading the record at `handle` into the CPU's cache and returns at once: a hint
     /// for a record the caller will touch soon, which changes nothing.
     func prefetch(_ handle: JobHandle) {
+        prefetch(handle, bytes: MemoryLayout<Record>.stride)
+    }
+
+    /// ``prefetch(_:)`` of the first `bytes` of the record only.
+    func prefetch(_ handle: JobHandle, bytes: Int) {
         let index = Int(handle.index)
         guard index >= 0, index < records.count else { return }
-        records.withUnsafeBufferPointer { jt_prefetch($0.baseAddress! + index, MemoryLayout<Record>.stride) }
+        records.withUnsafeBufferPointer { jt_prefetch(UnsafeRawPointer($0.baseAddress! + index), min(bytes, MemoryLayout<Record>.stride)) }
     }
 
     /// Every record's handle, in no particular order: a walk that copies no record (``values``

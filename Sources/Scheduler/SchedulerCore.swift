@@ -57,16 +57,17 @@ public struct SchedulerCore: Sendable {
         /// A list in one shared array rather than an array per job: no allocation per job.
         var firstDependent: Int32 = -1
         var lastDependent: Int32 = -1
+        /// The jobs it waits for: the first of its list in ``dependencyLinks`` (-1: none). Its
+        /// `info.dependencies` stays empty (the list fills a copy that leaves the core): no
+        /// array per job, which would be freed when the record is dropped, out of submission
+        /// order in a DAG.
+        var firstDependency: Int32 = -1
         /// The worker it runs on while it runs (its state names the worker's id).
         var worker: WorkerHandle?
         /// Whether a job named it as a dependency: its outcome is kept once its record is dropped.
         var isDependency = false
         /// Its place in ``jobs`` (and in the queue, the pool and timers).
         let handle: JobHandle
-        /// The spec as submitted, shared rather than copied each time the record is (its
-        /// priority may be stale: `info.priority` is the job's priority).
-        var submitted: SubmittedSpec
-        var spec: JobSpec { submitted.spec }
         /// Its spec's timeout, kept here so that a start reads only the record.
         var timeout: Duration?
         var info: JobInfo
@@ -77,11 +78,11 @@ public struct SchedulerCore: Sendable {
         var notBefore: SchedulerTime?
 
         init(
-            handle: JobHandle, submitted: SubmittedSpec, info: JobInfo, batch: BatchID?, group: Int32,
-            notBefore: SchedulerTime? = nil, timeout: Duration?
+            handle: JobHandle, info: JobInfo, batch: BatchID?, group: Int32,
+            notBefore: SchedulerTime? = nil, timeout: Duration?, firstDependency: Int32 = -1
         ) {
             self.handle = handle
-            self.submitted = submitted
+            self.firstDependency = firstDependency
             self.info = info
             self.batch = batch
             self.group = group
@@ -91,9 +92,16 @@ public struct SchedulerCore: Sendable {
 
         /// What fills the table's place of a removed record: holds nothing worth keeping.
         static let placeholder = Job(
-            handle: JobHandle(index: -1), submitted: SubmittedSpec(JobSpec(work: .argv([]))),
+            handle: JobHandle(index: -1),
             info: JobInfo(id: JobID(uuid: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))), command: ""),
             batch: nil, group: 0, timeout: nil)
+    }
+
+    /// One link of a job's list of dependencies in ``dependencyLinks``.
+    struct DependencyLink: Sendable {
+        let id: JobID
+        /// The next link, or -1.
+        var next: Int32
     }
 
     /// A job that waits for another. Its handle comes with its record's serial: a dependent that
@@ -135,7 +143,7 @@ public struct SchedulerCore: Sendable {
         /// Its jobs blocked or scheduled.
         var held = 0
         /// Its jobs waiting for a slot, in run order (orders shared by every group's queue).
-        var queue = HandleQueue()
+        var queue = SharedPositionHeap<JobHandle>()
 
         /// Whether its first queued job may start when a slot is free.
         var isEligible: Bool {
@@ -167,7 +175,8 @@ public struct SchedulerCore: Sendable {
         var hasSettled = false
     }
 
-    /// An immutable spec behind a reference, so copying a job record does not copy it.
+    /// An immutable spec behind a reference: made when an attempt starts on the scheduler's
+    /// path, so that every copy of its assignment shares it.
     final class SubmittedSpec: Sendable {
         let spec: JobSpec
         init(_ spec: JobSpec) { self.spec = spec }
@@ -203,12 +212,25 @@ public struct SchedulerCore: Sendable {
 
     let configuration: Configuration
     private(set) var jobs = JobTable<Job>(placeholder: Job.placeholder)
+    /// Each record's spec as submitted, by the record's index (its priority may be stale:
+    /// `info.priority` is the job's), without its dependencies (the record has them).
+    ///
+    /// Kept apart from the records, which a start and an end touch, and not behind an object per
+    /// job: such an object is freed when its record is dropped, and in a DAG, whose jobs end out
+    /// of submission order, those frees scatter the allocator's free lists (each later
+    /// allocation then sorts them) where a flat run frees neighbours one after another.
+    ///
+    /// `nil` where a record was dropped: its spec released without copying a placeholder in.
+    private var recordSpecs: [JobSpec?] = []
     /// The groups; the default group is the first. A group is never removed.
     private(set) var groups: [Group] = [Group(info: JobGroup(name: JobSpec.defaultGroup))]
     private var groupIndex: [String: Int32] = [JobSpec.defaultGroup: 0]
     /// The groups whose first queued job may start, by that job's priority and order: dispatch
     /// takes the best of them, so a group at its limit (or paused) never holds back another.
     private var heads = IndexedHeap<GroupHandle>()
+    /// Each queued job's place in its group's queue (by record index; -1: not queued), shared
+    /// by the groups' queues.
+    private var queuePositions: [Int32] = []
     /// The order of the next job queued, shared by every group's queue (first in, first out
     /// across groups within a priority).
     private var nextOrder: UInt64 = 0
@@ -223,6 +245,10 @@ public struct SchedulerCore: Sendable {
     private var nextSerial: UInt64 = 1
     /// The first free link, or -1.
     private var freeEdge: Int32 = -1
+    /// Every job's list of dependencies (by id), linked through `next`; freed links are reused.
+    private var dependencyLinks: [DependencyLink] = []
+    /// The first free link of ``dependencyLinks``, or -1.
+    private var freeDependencyLink: Int32 = -1
     /// Lists of dropped or succeeded jobs, freed once the step's dependents are settled (a list
     /// may still be walked until then).
     private var listsToFree: [Int32] = []
@@ -286,13 +312,15 @@ public struct SchedulerCore: Sendable {
     public func state(of id: JobID) -> JobState? { jobs[id]?.info.state }
 
     /// The job as a screen shows it (without progress).
-    public func info(of id: JobID) -> JobInfo? { jobs[id]?.info }
+    public func info(of id: JobID) -> JobInfo? { jobs.handle(of: id).map { shownInfo($0) } }
 
-    /// The spec a job was submitted with.
+    /// The spec a job was submitted with, its dependencies named by id (an earlier spec of its
+    /// submission by that spec's job).
     public func spec(of id: JobID) -> JobSpec? {
-        guard let job = jobs[id] else { return nil }
-        var spec = job.spec
-        spec.priority = job.info.priority
+        guard let handle = jobs.handle(of: id) else { return nil }
+        var spec = recordSpecs[Int(handle.index)]!
+        spec.priority = jobs[handle].info.priority
+        spec.dependencies = dependencies(of: handle).map { .job($0) }
         return spec
     }
 
@@ -382,11 +410,13 @@ public struct SchedulerCore: Sendable {
         contentsOf specs: [JobSpec], ids: [JobID], batch: BatchID? = nil, now: SchedulerTime
     ) throws(SchedulerError) -> (ids: [JobID], actions: [Action]) {
         precondition(specs.count == ids.count, "one id per spec")
+        var dependencyCount = 0
         for (index, spec) in specs.enumerated() {
             if !JobSpec.priorityRange.contains(spec.priority) {
                 throw SchedulerError(.invalidArgument, "priority \(spec.priority) is out of range (\(JobSpec.priorityRange.lowerBound) to \(JobSpec.priorityRange.upperBound))")
             }
-            if let group = spec.group, groupIndex[group] == nil { try Self.validateGroupName(group) }
+            if let group = spec.group, existingGroup(named: group) == nil { try Self.validateGroupName(group) }
+            dependencyCount += spec.dependencies.count
             for dependency in spec.dependencies {
                 switch dependency {
                 case .earlier(let other) where other < 0 || other >= index:
@@ -406,8 +436,14 @@ public struct SchedulerCore: Sendable {
         result.reserveCapacity(specs.count)
         // Each spec's record, for the dependencies of later specs (nil for a coalesced one).
         var submittedHandles: [JobHandle?] = []
-        if specs.contains(where: { !$0.dependencies.isEmpty }) { submittedHandles.reserveCapacity(specs.count) }
-        jobs.reserve(specs.count)
+        if dependencyCount > 0 {
+            submittedHandles.reserveCapacity(specs.count)
+            // Room for their links at once (a DAG of 100,000 jobs grew them step by step, each
+            // step fresh memory the kernel clears).
+            Self.makeRoom(dependencyCount, in: &edges)
+            Self.makeRoom(dependencyCount, in: &dependencyLinks)
+        }
+        reserveRecords(specs.count)
         for (spec, id) in zip(specs, ids) {
             if let key = spec.coalescingKey, let existing = keys[key] {
                 actions.append(.emit(.coalesced(existing: existing, key: key)))
@@ -459,11 +495,20 @@ public struct SchedulerCore: Sendable {
                 id: id, name: spec.name, command: spec.work.description, priority: spec.priority,
                 state: state, attempts: 0, maxAttempts: spec.retry.maxAttempts, progress: nil,
                 submittedAt: now, startedAt: nil, finishedAt: nil, lastFailure: nil, key: spec.coalescingKey,
-                group: groups[Int(group)].info.name, dependencies: dependencies)
+                group: groups[Int(group)].info.name)
             if !spec.environment.isEmpty || spec.workingDirectory != nil { info.describe(spec) }
+            let firstDependency = keepDependencies(dependencies)
             let handle = jobs.insert(for: id) {
-                Job(handle: $0, submitted: SubmittedSpec(spec), info: info, batch: batch, group: group, notBefore: due, timeout: spec.timeout)
+                Job(
+                    handle: $0, info: info, batch: batch, group: group, notBefore: due,
+                    timeout: spec.timeout, firstDependency: firstDependency)
             }
+            // The spec kept without its dependencies (the record has them, by id): its array is the
+            // caller's, and releasing it when the record is dropped (out of submission order in
+            // a DAG) would be a cache miss per job.
+            keepSpec(spec, at: handle, withoutDependencies: true)
+            // The event's copy names them (its array is freed with the event, in order).
+            info.dependencies = dependencies
             registerRecord(handle)
             stateCounts[state.kind] += 1
             joined(batch, key: spec.coalescingKey, id: id)
@@ -510,8 +555,9 @@ public struct SchedulerCore: Sendable {
             group: groups[Int(group)].info.name)
         if !spec.environment.isEmpty || spec.workingDirectory != nil { info.describe(spec) }
         let handle = jobs.insert(for: id) {
-            Job(handle: $0, submitted: SubmittedSpec(spec), info: info, batch: batch, group: group, timeout: spec.timeout)
+            Job(handle: $0, info: info, batch: batch, group: group, timeout: spec.timeout)
         }
+        keepSpec(spec, at: handle)
         registerRecord(handle)
         stateCounts[.queued] += 1
         joined(batch, key: spec.coalescingKey, id: id)
@@ -537,7 +583,7 @@ public struct SchedulerCore: Sendable {
         isDispatchHeld = true
         var refused: [(id: JobID, error: SchedulerError)] = []
         var collected: [Action] = []
-        jobs.reserve(restored.count)
+        reserveRecords(restored.count)
         for job in restored {
             if jobs.handle(of: job.id) != nil || droppedOutcome(of: job.id) != nil {
                 refused.append((job.id, SchedulerError(.invalidArgument, "job \(job.id.short) is restored twice")))
@@ -553,12 +599,15 @@ public struct SchedulerCore: Sendable {
                     id: job.id, name: job.spec.name, command: job.spec.work.description, priority: job.spec.priority,
                     state: ending, attempts: job.attempts, maxAttempts: job.spec.retry.maxAttempts, progress: nil,
                     submittedAt: now, startedAt: nil, finishedAt: now, lastFailure: job.lastFailure, key: nil,
-                    group: groups[Int(group)].info.name,
-                    dependencies: job.spec.dependencies.compactMap { if case .job(let id) = $0 { id } else { nil } })
+                    group: groups[Int(group)].info.name)
                 if !job.spec.environment.isEmpty || job.spec.workingDirectory != nil { info.describe(job.spec) }
+                let firstDependency = keepDependencies(job.spec.dependencies.compactMap { if case .job(let id) = $0 { id } else { nil } })
                 let handle = jobs.insert(for: job.id) {
-                    Job(handle: $0, submitted: SubmittedSpec(job.spec), info: info, batch: nil, group: group, timeout: job.spec.timeout)
+                    Job(
+                        handle: $0, info: info, batch: nil, group: group,
+                        timeout: job.spec.timeout, firstDependency: firstDependency)
                 }
+                keepSpec(job.spec, at: handle, withoutDependencies: true)
                 registerRecord(handle)
                 // A job restored later may name it: its outcome outlives its record.
                 jobs[handle].isDependency = true
@@ -569,7 +618,7 @@ public struct SchedulerCore: Sendable {
             }
             let spec = job.spec
             if spec.dependencies.isEmpty, spec.notBefore == nil, spec.coalescingKey == nil,
-               JobSpec.priorityRange.contains(spec.priority), spec.group.map({ groupIndex[$0] != nil }) ?? true {
+               JobSpec.priorityRange.contains(spec.priority), spec.group.map({ existingGroup(named: $0) != nil }) ?? true {
                 // Most of a restart: straight to the queue, with the attempts it used (no
                 // submission of one, with its arrays and event, per job).
                 _ = queue(spec, id: job.id, batch: nil, now: now, attempts: job.attempts, lastFailure: job.lastFailure)
@@ -597,6 +646,31 @@ public struct SchedulerCore: Sendable {
         dispatch(now: now)
         collected.append(contentsOf: takeActions())
         return (refused, collected)
+    }
+
+    /// Makes room for `extra` more elements in `array` at once, growing it at least twofold (a
+    /// reserve of exactly what is asked, submission after submission, would copy it each time).
+    private static func makeRoom<Element>(_ extra: Int, in array: inout [Element]) {
+        let needed = array.count + extra
+        if needed > array.capacity { array.reserveCapacity(max(needed, array.capacity * 2)) }
+    }
+
+    /// Makes room for `extra` more records and their specs at once.
+    private mutating func reserveRecords(_ extra: Int) {
+        jobs.reserve(extra)
+        if recordSpecs.capacity < jobs.capacity { recordSpecs.reserveCapacity(jobs.capacity) }
+    }
+
+    /// Keeps `spec` as the spec of the new record at `handle` (``recordSpecs``).
+    private mutating func keepSpec(_ spec: JobSpec, at handle: JobHandle, withoutDependencies: Bool = false) {
+        let index = Int(handle.index)
+        if index < recordSpecs.count {
+            recordSpecs[index] = spec
+        } else {
+            if index > recordSpecs.count { recordSpecs.append(contentsOf: repeatElement(nil, count: index - recordSpecs.count)) }
+            recordSpecs.append(spec)
+        }
+        if withoutDependencies { recordSpecs[index]!.dependencies = [] }
     }
 
     /// Counts a new job in its batch and records its key.
@@ -676,7 +750,9 @@ public struct SchedulerCore: Sendable {
         guard old != priority else { return [] }
         job.info.priority = priority
         jobs[job.handle] = job
-        if groups[Int(job.group)].queue.updatePriority(job.handle, to: priority) { refreshHead(job.group) }
+        if groups[Int(job.group)].queue.updatePriority(job.handle, to: priority, positions: &queuePositions) {
+            refreshHead(job.group)
+        }
         actions.append(.emit(.reprioritized(id, from: old, to: priority)))
         return takeActions()
     }
@@ -697,11 +773,11 @@ public struct SchedulerCore: Sendable {
         if shutdownMode != nil && shutdownMode != .drain {
             throw SchedulerError(.shuttingDown, "the scheduler is shutting down")
         }
-        let (pending, failedDependency) = dependencyStatus(jobs[handle].info.dependencies)
+        let (pending, failedDependency) = dependencyStatus(dependencies(of: handle))
         if let failedDependency {
             throw SchedulerError(.notAllowed, "job \(id.short) cannot run: \(failedDependency); retry that one first")
         }
-        if let key = jobs[handle].spec.coalescingKey {
+        if let key = recordSpecs[Int(handle.index)]?.coalescingKey {
             if let other = keys[key], other != id {
                 throw SchedulerError(.notAllowed, "job \(other.short) with the same key '\(key)' is still active")
             }
@@ -935,7 +1011,7 @@ public struct SchedulerCore: Sendable {
     /// that came without their ``Start``s.
     func launch(of id: JobID) -> Start? {
         guard let handle = jobs.handle(of: id) else { return nil }
-        return Start(handle: handle, submitted: jobs[handle].submitted, priority: jobs[handle].info.priority)
+        return Start(handle: handle, submitted: SubmittedSpec(recordSpecs[Int(handle.index)]!), priority: jobs[handle].info.priority)
     }
 
     private mutating func finishAttempt(
@@ -984,7 +1060,7 @@ public struct SchedulerCore: Sendable {
                 enqueue(timer.handle)
                 actions.append(.emit(.requeued(timer.id, reason: .retryDue)))
             case (.release, .scheduled(let until)) where until == timer.time:
-                let (pending, failedDependency) = dependencyStatus(job.info.dependencies)
+                let (pending, failedDependency) = dependencyStatus(dependencies(of: timer.handle))
                 if let failedDependency {
                     skip(timer.handle, because: failedDependency, now: now)
                     continue
@@ -1018,12 +1094,12 @@ public struct SchedulerCore: Sendable {
         jobs.forEachHandle { handle in
             switch jobs[handle].info.state {
             case .running:
-                var info = jobs[handle].info
+                var info = shownInfo(handle)
                 info.progress = progress(info.id) ?? info.progress
                 running.append(info)
-            case .waitingForRetry: waiting.append(jobs[handle].info)
-            case .scheduled(let until): scheduled.append((until, jobs[handle].info))
-            case .blocked: blocked.append(jobs[handle].info)
+            case .waitingForRetry: waiting.append(shownInfo(handle))
+            case .scheduled(let until): scheduled.append((until, shownInfo(handle)))
+            case .blocked: blocked.append(shownInfo(handle))
             default: break
             }
         }
@@ -1038,11 +1114,11 @@ public struct SchedulerCore: Sendable {
         // 100,000 queued jobs that second copy was a tenth of serving attach's snapshot).
         var list = running
         list.reserveCapacity(jobs.count)
-        for handle in queuedHandlesInOrder() { list.append(jobs[handle].info) }
+        for handle in queuedHandlesInOrder() { list.append(shownInfo(handle)) }
         list.append(contentsOf: waiting)
         for entry in scheduled { list.append(entry.info) }
         list.append(contentsOf: blocked)
-        for handle in finishedOrder.reversed() { list.append(jobs[handle].info) }
+        for handle in finishedOrder.reversed() { list.append(shownInfo(handle)) }
         let workers = pool.orderedMembers.map {
             WorkerStatus(descriptor: $0.descriptor, running: $0.running.map { jobs.id(at: $0) }.sorted(), isRetiring: $0.isRetiring)
         }
@@ -1118,7 +1194,7 @@ public struct SchedulerCore: Sendable {
     /// The group called `name`, made (and announced, unless the caller announces it with a
     /// setting) if it is new.
     private mutating func groupHandle(named name: String, announce: Bool = true) -> Int32 {
-        if let index = groupIndex[name] { return index }
+        if let index = existingGroup(named: name) { return index }
         let index = Int32(groups.count)
         groups.append(Group(info: JobGroup(name: name)))
         groupIndex[name] = index
@@ -1126,10 +1202,18 @@ public struct SchedulerCore: Sendable {
         return index
     }
 
+    /// The group called `name`, if there is one. A few groups are found by comparing names,
+    /// without hashing: a workflow's submission names a group per job.
+    private func existingGroup(named name: String) -> Int32? {
+        guard groups.count <= 16 else { return groupIndex[name] }
+        for index in groups.indices where groups[index].info.name == name { return Int32(index) }
+        return nil
+    }
+
     /// Queues the job at `handle` in its group, behind every queued job of its priority.
     private mutating func enqueue(_ handle: JobHandle) {
         let group = jobs[handle].group
-        groups[Int(group)].queue.insert(handle, priority: jobs[handle].info.priority, order: nextOrder)
+        groups[Int(group)].queue.insert(handle, priority: jobs[handle].info.priority, order: nextOrder, positions: &queuePositions)
         nextOrder &+= 1
         refreshHead(group)
     }
@@ -1137,7 +1221,7 @@ public struct SchedulerCore: Sendable {
     /// Takes the job at `handle` out of its group's queue.
     private mutating func dequeue(_ handle: JobHandle) {
         let group = jobs[handle].group
-        if groups[Int(group)].queue.remove(handle) { refreshHead(group) }
+        if groups[Int(group)].queue.remove(handle, positions: &queuePositions) { refreshHead(group) }
     }
 
     /// Puts a group among the heads by its first job while it may start one, or takes it out.
@@ -1201,9 +1285,60 @@ public struct SchedulerCore: Sendable {
         }
     }
 
+    /// The job at `handle` as it leaves the core: its record's `info` with its dependencies.
+    private func shownInfo(_ handle: JobHandle) -> JobInfo {
+        var info = jobs[handle].info
+        if jobs[handle].firstDependency >= 0 { info.dependencies = dependencies(of: handle) }
+        return info
+    }
+
+    /// The jobs the job at `handle` waits for (or waited for), in the order it named them.
+    private func dependencies(of handle: JobHandle) -> [JobID] {
+        var result: [JobID] = []
+        var link = jobs[handle].firstDependency
+        while link >= 0 {
+            result.append(dependencyLinks[Int(link)].id)
+            link = dependencyLinks[Int(link)].next
+        }
+        return result
+    }
+
+    /// Keeps `ids` as a list in ``dependencyLinks``; returns its first link (-1 for none).
+    private mutating func keepDependencies(_ ids: [JobID]) -> Int32 {
+        var first: Int32 = -1
+        var previous: Int32 = -1
+        for id in ids {
+            let link: Int32
+            if freeDependencyLink >= 0 {
+                link = freeDependencyLink
+                freeDependencyLink = dependencyLinks[Int(link)].next
+                dependencyLinks[Int(link)] = DependencyLink(id: id, next: -1)
+            } else {
+                link = Int32(dependencyLinks.count)
+                dependencyLinks.append(DependencyLink(id: id, next: -1))
+            }
+            if previous >= 0 { dependencyLinks[Int(previous)].next = link } else { first = link }
+            previous = link
+        }
+        return first
+    }
+
+    /// Gives the list of dependencies of the job at `handle`, whose record is being dropped,
+    /// back for reuse.
+    private mutating func forgetDependencies(of handle: JobHandle) {
+        var link = jobs[handle].firstDependency
+        jobs[handle].firstDependency = -1
+        while link >= 0 {
+            let next = dependencyLinks[Int(link)].next
+            dependencyLinks[Int(link)].next = freeDependencyLink
+            freeDependencyLink = link
+            link = next
+        }
+    }
+
     /// The dependencies of the job at `handle` that have not ended.
     private func unfinishedDependencies(of handle: JobHandle) -> [JobID] {
-        jobs[handle].info.dependencies.filter { other in
+        dependencies(of: handle).filter { other in
             guard let otherHandle = jobs.handle(of: other) else { return false }
             return !jobs[otherHandle].info.state.isFinished
         }
@@ -1245,13 +1380,17 @@ public struct SchedulerCore: Sendable {
     /// Releases or skips the dependents of the jobs that ended in this step, and theirs in
     /// turn (a worklist, not recursion: a chain of any length).
     private mutating func settleDependents() {
-        // Every dependent's record is asked for first, so their cache misses overlap instead of
-        // coming one after another in the loop below.
+        // Every dependent's count and record are asked for first, so their cache misses overlap
+        // instead of coming one after another in the loop below. Nothing of theirs is read here
+        // (a read would wait for its miss): a dependent that is no longer its job costs a hint.
         for ended in endedDependencies {
             var link = ended.firstDependent
             while link >= 0 {
-                let dependent = edges[Int(link)].dependent
-                if heldCounts[Int(dependent.handle.index)].serial == dependent.serial { jobs.prefetch(dependent.handle) }
+                let index = Int(edges[Int(link)].dependent.handle.index)
+                heldCounts.withUnsafeBufferPointer { jt_prefetch($0.baseAddress! + index, MemoryLayout<HeldCount>.stride) }
+                // Only the part of the record a release reads (the small fields, the id, the
+                // priority, the state): more hints than the CPU can keep in flight make it wait.
+                jobs.prefetch(edges[Int(link)].dependent.handle, bytes: Self.releasedBytes)
                 link = edges[Int(link)].next
             }
         }
@@ -1282,6 +1421,10 @@ public struct SchedulerCore: Sendable {
         for list in listsToFree { freeList(list) }
         listsToFree.removeAll(keepingCapacity: true)
     }
+
+    /// How much of a record, from its start, a release reads: the small fields before `info`,
+    /// and `info`'s id, priority and state.
+    private static let releasedBytes = MemoryLayout<Job>.offset(of: \Job.info)! + MemoryLayout<JobInfo>.offset(of: \JobInfo.maxAttempts)!
 
     /// Whether `dependent`'s handle still names its job (its index may have been reused).
     private func holds(_ dependent: Dependent) -> Bool {
@@ -1363,9 +1506,9 @@ public struct SchedulerCore: Sendable {
             index += 1
             guard holds(dependent),
                   case .skipped = jobs[dependent.handle].info.state else { continue }
-            let (pending, failed) = dependencyStatus(jobs[dependent.handle].info.dependencies)
+            let (pending, failed) = dependencyStatus(dependencies(of: dependent.handle))
             guard failed == nil else { continue }  // another dependency still failed
-            if let key = jobs[dependent.handle].spec.coalescingKey, let other = keys[key], other != jobs[dependent.handle].info.id { continue }
+            if let key = recordSpecs[Int(dependent.handle.index)]?.coalescingKey, let other = keys[key], other != jobs[dependent.handle].info.id { continue }
             let due = jobs[dependent.handle].notBefore.flatMap { $0 > now ? $0 : nil }
             let next: JobState = if let due { .scheduled(until: due) } else { .blocked }
             guard transition(dependent.handle, to: next) else { continue }
@@ -1384,7 +1527,7 @@ public struct SchedulerCore: Sendable {
             batches[batch]!.unfinished += 1
             batches[batch]!.hasSettled = false
         }
-        if let key = jobs[handle].spec.coalescingKey { keys[key] = jobs[handle].info.id }
+        if let key = recordSpecs[Int(handle.index)]?.coalescingKey { keys[key] = jobs[handle].info.id }
         jobs[handle].info.history.finishedAt = nil
     }
 
@@ -1406,9 +1549,8 @@ public struct SchedulerCore: Sendable {
         case .queued, .blocked, .scheduled, .waitingForRetry, .failed, .cancelled, .skipped:
             break
         }
-        var spec = old.spec
-        spec.work = .shell(command)
-        jobs[handle].submitted = SubmittedSpec(spec)
+        let oldSpec = recordSpecs[Int(handle.index)]
+        recordSpecs[Int(handle.index)]!.work = .shell(command)
         jobs[handle].info.command = command
         actions.append(.emit(.edited(id, command: command)))
         guard old.info.state.isFinished else { return takeActions() }
@@ -1417,7 +1559,7 @@ public struct SchedulerCore: Sendable {
             return try retry(id, now: now)
         } catch {
             // Refused: nothing changed (the event is taken back with the command).
-            jobs[handle].submitted = old.submitted
+            recordSpecs[Int(handle.index)] = oldSpec
             jobs[handle].info.command = old.info.command
             actions.removeAll { if case .emit(.edited(id, _)) = $0 { true } else { false } }
             throw error
@@ -1438,7 +1580,7 @@ public struct SchedulerCore: Sendable {
         guard case .running(let worker, _, _, _) = jobs[handle].info.state else {
             throw SchedulerError(.notAllowed, "only a running job can be signalled; job \(id.short) is \(jobs[handle].info.state.name)")
         }
-        guard jobs[handle].spec.work.isProcess else {
+        guard recordSpecs[Int(handle.index)]?.work.isProcess ?? false else {
             throw SchedulerError(.notAllowed, "job \(id.short) is Swift code: it has no process to signal")
         }
         return worker
@@ -1543,7 +1685,7 @@ public struct SchedulerCore: Sendable {
         // paused is not among them, so it holds back no other group.
         while let group = heads.first, let handle = groups[Int(group.index)].queue.first,
               let workerHandle = pool.checkOut(for: handle) {
-            _ = groups[Int(group.index)].queue.popFirst()
+            _ = groups[Int(group.index)].queue.popFirst(positions: &queuePositions)
             let head = jobs[handle].info.id
             let worker = pool[workerHandle].descriptor.id
             let attempt = jobs[handle].info.attempts + 1
@@ -1566,7 +1708,9 @@ public struct SchedulerCore: Sendable {
             actions.append(.emit(.started(head, attempt: attempt, maxAttempts: jobs[handle].info.maxAttempts, worker: worker)))
             actions.append(.start(head, attempt: attempt, worker: worker))
             if collectsStarts {
-                startedHandles.append(Start(handle: handle, submitted: jobs[handle].submitted, priority: jobs[handle].info.priority))
+                // The spec boxed once per attempt, for every copy of its assignment.
+                startedHandles.append(Start(
+                    handle: handle, submitted: SubmittedSpec(recordSpecs[Int(handle.index)]!), priority: jobs[handle].info.priority))
             }
         }
         // The next job to start is known now; its record is touched on the next free slot. Jobs of a
@@ -1587,7 +1731,7 @@ public struct SchedulerCore: Sendable {
         let reason: FailureReason
         switch (stopping, termination) {
         case (.timeout, _):
-            reason = .timeout(jobs[handle].submitted.spec.timeout ?? .zero)
+            reason = .timeout(jobs[handle].timeout ?? .zero)
         case (_, .workerLost(let why)):
             jobs[handle].workerLosses += 1
             if shutdownMode == .cancelRunning {
@@ -1618,7 +1762,7 @@ public struct SchedulerCore: Sendable {
             reason = .error(message)
         }
         jobs[handle].info.history.lastFailure = reason
-        let retry = jobs[handle].submitted.spec.retry
+        let retry = recordSpecs[Int(handle.index)]?.retry ?? .none  // (every record has its spec)
         let mayRetry = attempt < retry.maxAttempts && (shutdownMode == nil || shutdownMode == .drain)
         if mayRetry {
             let delay = retry.delay(afterAttempt: attempt, unit: random.nextUnit())
@@ -1653,6 +1797,11 @@ public struct SchedulerCore: Sendable {
             while let first = finishTimes.first, first.second <= second - 6 { finishTimes.removeFirst() }
         }
         if jobs[handle].firstDependent >= 0 {
+            // Its first link is asked for now, and read when the step settles its dependents
+            // (after dropping an old record, say): links were written when the dependents were
+            // submitted, and a DAG's jobs end out of that order.
+            let first = Int(jobs[handle].firstDependent)
+            edges.withUnsafeBufferPointer { jt_prefetch($0.baseAddress! + first, MemoryLayout<Edge>.stride) }
             // The name is for skip reasons: a success needs none.
             let name = state.kind == .succeeded ? "" : jobs[handle].info.displayName
             endedDependencies.append(EndedDependency(
@@ -1673,8 +1822,8 @@ public struct SchedulerCore: Sendable {
         // The next records to drop, as `prefetch` in `dispatch` (jobs end out of order in a DAG).
         if finishedOrder.count >= configuration.finishedRetention, let next = finishedOrder.first {
             jobs.prefetch(next)
-            // Its record was asked for one step ago (as the second): what dropping it releases —
-            // its spec object and its list of dependencies — can be asked for now.
+            // Its record was asked for one step ago (as the second): what dropping it reads — its
+            // spec and its list of dependencies — can be asked for now.
             prefetchReleased(by: next)
             if finishedOrder.count > 1 { jobs.prefetch(finishedOrder[1]) }
         }
@@ -1682,16 +1831,17 @@ public struct SchedulerCore: Sendable {
 
     /// Asks the CPU for the objects that dropping the record at `handle` will release (a hint).
     private func prefetchReleased(by handle: JobHandle) {
-        jt_prefetch(Unmanaged.passUnretained(jobs[handle].submitted).toOpaque(), MemoryLayout<JobSpec>.size + 16)
-        jobs[handle].info.dependencies.withUnsafeBufferPointer { buffer in
-            // The array's header (its reference count) sits just before its elements.
-            if let base = buffer.baseAddress { jt_prefetch(UnsafeRawPointer(base) - 32, 64) }
-        }
+        let index = Int(handle.index)
+        recordSpecs.withUnsafeBufferPointer { jt_prefetch($0.baseAddress! + index, MemoryLayout<JobSpec>.stride) }
+        let link = Int(jobs[handle].firstDependency)
+        if link >= 0 { dependencyLinks.withUnsafeBufferPointer { jt_prefetch($0.baseAddress! + link, MemoryLayout<DependencyLink>.stride) } }
     }
 
         /// Drops a finished job's record; a job that waits for it still learns how it ended.
     private mutating func dropFinishedRecord(_ handle: JobHandle) {
         dropDependents(of: handle)
+        forgetDependencies(of: handle)
+        recordSpecs[Int(handle.index)] = nil
         guard jobs[handle].isDependency else {
             jobs.remove(handle)
             return

@@ -70,6 +70,39 @@ import Testing
         #expect(Self.starts(last) == [c])
     }
 
+    @Test mutating func aJobKeepsItsSpecAndDependenciesWhileRecordsAroundItAreDroppedAndTheirPlacesReused() throws {
+        // Given: records dropped as soon as they finish, so places, specs and dependency links
+        // are reused from job to job.
+        core = SchedulerCore(configuration: .init(finishedRetention: 0, seed: 7))
+        _ = core.workerJoined(Self.worker("w"), now: .zero)
+        var earlier: [JobID] = []
+        for round in 0..<5 {
+            // When: a chain of three, the last waiting for the two before it and for the first
+            // job of the round before (dropped by now: its outcome is still known).
+            var specs = [Self.spec("a\(round)"), Self.spec("b\(round)", after: [.earlier(0)])]
+            specs.append(Self.spec("c\(round)", after: [.earlier(0), .earlier(1)] + earlier.map { .job($0) }))
+            let (jobs, _) = try submit(specs)
+            // Then: each job's spec names its dependencies by id, as its info does, and the
+            // spec is the one it was submitted with.
+            #expect(core.info(of: jobs[1])?.dependencies == [jobs[0]])
+            #expect(core.spec(of: jobs[1])?.dependencies == [.job(jobs[0])])
+            #expect(core.info(of: jobs[2])?.dependencies == [jobs[0], jobs[1]] + earlier)
+            #expect(core.spec(of: jobs[2])?.dependencies == ([jobs[0], jobs[1]] + earlier).map { .job($0) })
+            #expect(core.spec(of: jobs[2])?.name == "c\(round)")
+            let snapshot = core.snapshot(seq: 0, now: .zero) { _ in nil }
+            #expect(snapshot.jobs.first { $0.id == jobs[2] }?.dependencies == [jobs[0], jobs[1]] + earlier)
+            // And they run in order, each finished record dropped at once.
+            for job in jobs {
+                #expect(core.state(of: job)?.kind == .running)
+                _ = end(job)
+            }
+            #expect(core.info(of: jobs[2]) == nil)
+            // (A dropped job's outcome is kept when a job named it: `a` was.)
+            earlier = [jobs[0]]
+        }
+        #expect(core.counts[.succeeded] == 15)
+    }
+
     @Test mutating func aDependencyThatFailsForGoodSkipsItsDependentsAndTheirsAfterItsOwnFailure() throws {
         _ = core.workerJoined(Self.worker("w"), now: .zero)
         let (jobs, _) = try submit([
