@@ -97,26 +97,12 @@ public struct SchedulerCore: Sendable {
             batch: nil, group: 0, timeout: nil)
     }
 
-    /// One link of a job's list of dependencies in ``dependencyLinks``.
-    struct DependencyLink: Sendable {
-        let id: JobID
-        /// The next link, or -1.
-        var next: Int32
-    }
-
     /// A job that waits for another. Its handle comes with its record's serial: a dependent that
     /// ended and was dropped may have left its handle to another job, which has another serial.
     struct Dependent: Sendable {
-        // The serial first: 12 bytes, so an ``Edge`` packs its `next` after them in 16.
+        // The serial first: 12 bytes, so a link of ``edges`` packs its `next` after them in 16.
         let serial: UInt64
         let handle: JobHandle
-    }
-
-    /// One link of a job's list of dependents in ``edges`` (16 bytes: four to a cache line).
-    struct Edge: Sendable {
-        var dependent: Dependent
-        /// The next link, or -1.
-        var next: Int32
     }
 
     /// What a dependency's end needs to know of a dependent, kept apart from the job records in
@@ -237,18 +223,14 @@ public struct SchedulerCore: Sendable {
     /// Dependencies that ended in this step; their dependents are released or skipped before
     /// the step dispatches.
     private var endedDependencies: [EndedDependency] = []
-    /// Every job's list of dependents, linked through `next`; freed links are reused.
-    private var edges: [Edge] = []
+    /// Every job's list of dependents (16 bytes a link).
+    private var edges = LinkArena<Dependent>()
     /// Per record index: its serial and, while it is held, its count of pending dependencies.
     private var heldCounts: [HeldCount] = []
     /// The serial of the next record.
     private var nextSerial: UInt64 = 1
-    /// The first free link, or -1.
-    private var freeEdge: Int32 = -1
-    /// Every job's list of dependencies (by id), linked through `next`; freed links are reused.
-    private var dependencyLinks: [DependencyLink] = []
-    /// The first free link of ``dependencyLinks``, or -1.
-    private var freeDependencyLink: Int32 = -1
+    /// Every job's list of dependencies (by id).
+    private var dependencyLinks = LinkArena<JobID>()
     /// Lists of dropped or succeeded jobs, freed once the step's dependents are settled (a list
     /// may still be walked until then).
     private var listsToFree: [Int32] = []
@@ -440,8 +422,8 @@ public struct SchedulerCore: Sendable {
             submittedHandles.reserveCapacity(specs.count)
             // Room for their links at once (a DAG of 100,000 jobs grew them step by step, each
             // step fresh memory the kernel clears).
-            Self.makeRoom(dependencyCount, in: &edges)
-            Self.makeRoom(dependencyCount, in: &dependencyLinks)
+            edges.reserve(dependencyCount)
+            dependencyLinks.reserve(dependencyCount)
         }
         reserveRecords(specs.count)
         for (spec, id) in zip(specs, ids) {
@@ -646,13 +628,6 @@ public struct SchedulerCore: Sendable {
         dispatch(now: now)
         collected.append(contentsOf: takeActions())
         return (refused, collected)
-    }
-
-    /// Makes room for `extra` more elements in `array` at once, growing it at least twofold (a
-    /// reserve of exactly what is asked, submission after submission, would copy it each time).
-    private static func makeRoom<Element>(_ extra: Int, in array: inout [Element]) {
-        let needed = array.count + extra
-        if needed > array.capacity { array.reserveCapacity(max(needed, array.capacity * 2)) }
     }
 
     /// Makes room for `extra` more records and their specs at once.
@@ -1294,46 +1269,19 @@ public struct SchedulerCore: Sendable {
 
     /// The jobs the job at `handle` waits for (or waited for), in the order it named them.
     private func dependencies(of handle: JobHandle) -> [JobID] {
-        var result: [JobID] = []
-        var link = jobs[handle].firstDependency
-        while link >= 0 {
-            result.append(dependencyLinks[Int(link)].id)
-            link = dependencyLinks[Int(link)].next
-        }
-        return result
+        dependencyLinks.elements(from: jobs[handle].firstDependency)
     }
 
     /// Keeps `ids` as a list in ``dependencyLinks``; returns its first link (-1 for none).
     private mutating func keepDependencies(_ ids: [JobID]) -> Int32 {
-        var first: Int32 = -1
-        var previous: Int32 = -1
-        for id in ids {
-            let link: Int32
-            if freeDependencyLink >= 0 {
-                link = freeDependencyLink
-                freeDependencyLink = dependencyLinks[Int(link)].next
-                dependencyLinks[Int(link)] = DependencyLink(id: id, next: -1)
-            } else {
-                link = Int32(dependencyLinks.count)
-                dependencyLinks.append(DependencyLink(id: id, next: -1))
-            }
-            if previous >= 0 { dependencyLinks[Int(previous)].next = link } else { first = link }
-            previous = link
-        }
-        return first
+        dependencyLinks.makeList(ids)
     }
 
     /// Gives the list of dependencies of the job at `handle`, whose record is being dropped,
     /// back for reuse.
     private mutating func forgetDependencies(of handle: JobHandle) {
-        var link = jobs[handle].firstDependency
+        dependencyLinks.freeList(from: jobs[handle].firstDependency)
         jobs[handle].firstDependency = -1
-        while link >= 0 {
-            let next = dependencyLinks[Int(link)].next
-            dependencyLinks[Int(link)].next = freeDependencyLink
-            freeDependencyLink = link
-            link = next
-        }
     }
 
     /// The dependencies of the job at `handle` that have not ended.
@@ -1386,12 +1334,13 @@ public struct SchedulerCore: Sendable {
         for ended in endedDependencies {
             var link = ended.firstDependent
             while link >= 0 {
-                let index = Int(edges[Int(link)].dependent.handle.index)
+                let dependent = edges.element(link)
+                let index = Int(dependent.handle.index)
                 heldCounts.withUnsafeBufferPointer { jt_prefetch($0.baseAddress! + index, MemoryLayout<HeldCount>.stride) }
                 // Only the part of the record a release reads (the small fields, the id, the
                 // priority, the state): more hints than the CPU can keep in flight make it wait.
-                jobs.prefetch(edges[Int(link)].dependent.handle, bytes: Self.releasedBytes)
-                link = edges[Int(link)].next
+                jobs.prefetch(dependent.handle, bytes: Self.releasedBytes)
+                link = edges.next(link)
             }
         }
         var index = 0
@@ -1400,8 +1349,8 @@ public struct SchedulerCore: Sendable {
             index += 1
             var link = ended.firstDependent
             while link >= 0 {
-                let dependent = edges[Int(link)].dependent
-                link = edges[Int(link)].next
+                let dependent = edges.element(link)
+                link = edges.next(link)
                 // Not its job any more, or not held: nothing to settle. Only the dense counts are
                 // read here; the record only when the job is released or skipped.
                 let index = Int(dependent.handle.index)
@@ -1444,17 +1393,9 @@ public struct SchedulerCore: Sendable {
 
     /// Appends `dependent` to the list of the job at `handle`.
     private mutating func addDependent(_ dependent: Dependent, to handle: JobHandle) {
-        let link: Int32
-        if freeEdge >= 0 {
-            link = freeEdge
-            freeEdge = edges[Int(link)].next
-            edges[Int(link)] = Edge(dependent: dependent, next: -1)
-        } else {
-            link = Int32(edges.count)
-            edges.append(Edge(dependent: dependent, next: -1))
-        }
+        let link = edges.make(dependent)
         if jobs[handle].lastDependent >= 0 {
-            edges[Int(jobs[handle].lastDependent)].next = link
+            edges.link(jobs[handle].lastDependent, to: link)
         } else {
             jobs[handle].firstDependent = link
         }
@@ -1463,24 +1404,12 @@ public struct SchedulerCore: Sendable {
 
     /// The dependents in the list that starts at `link`.
     private func dependents(from link: Int32) -> [Dependent] {
-        var result: [Dependent] = []
-        var link = link
-        while link >= 0 {
-            result.append(edges[Int(link)].dependent)
-            link = edges[Int(link)].next
-        }
-        return result
+        edges.elements(from: link)
     }
 
     /// Gives the links of the list that starts at `link` back for reuse.
     private mutating func freeList(_ link: Int32) {
-        var link = link
-        while link >= 0 {
-            let next = edges[Int(link)].next
-            edges[Int(link)].next = freeEdge
-            freeEdge = link
-            link = next
-        }
+        edges.freeList(from: link)
     }
 
     /// Takes the dependents' list from the job at `handle`, to be freed once this step's
@@ -1800,8 +1729,7 @@ public struct SchedulerCore: Sendable {
             // Its first link is asked for now, and read when the step settles its dependents
             // (after dropping an old record, say): links were written when the dependents were
             // submitted, and a DAG's jobs end out of that order.
-            let first = Int(jobs[handle].firstDependent)
-            edges.withUnsafeBufferPointer { jt_prefetch($0.baseAddress! + first, MemoryLayout<Edge>.stride) }
+            edges.prefetch(jobs[handle].firstDependent)
             // The name is for skip reasons: a success needs none.
             let name = state.kind == .succeeded ? "" : jobs[handle].info.displayName
             endedDependencies.append(EndedDependency(
@@ -1833,8 +1761,7 @@ public struct SchedulerCore: Sendable {
     private func prefetchReleased(by handle: JobHandle) {
         let index = Int(handle.index)
         recordSpecs.withUnsafeBufferPointer { jt_prefetch($0.baseAddress! + index, MemoryLayout<JobSpec>.stride) }
-        let link = Int(jobs[handle].firstDependency)
-        if link >= 0 { dependencyLinks.withUnsafeBufferPointer { jt_prefetch($0.baseAddress! + link, MemoryLayout<DependencyLink>.stride) } }
+        dependencyLinks.prefetch(jobs[handle].firstDependency)
     }
 
         /// Drops a finished job's record; a job that waits for it still learns how it ended.

@@ -42,7 +42,7 @@ public enum Prefetch: Sendable, Equatable, CustomStringConvertible {
 /// It grows at once and shrinks only when it wants less than half of the depth it has, so noise
 /// in the estimates does not resize the worker at every job; it first moves after
 /// ``firstRunTimes`` run times and round trips.
-struct PrefetchDepth: Sendable, Equatable {
+struct PrefetchDepth: Sendable {
     /// The worker's own slots.
     let slots: Int
     /// The most it may hold beyond them.
@@ -75,7 +75,8 @@ struct PrefetchDepth: Sendable, Equatable {
 
     /// An assignment's round trip (sent → acknowledged). Returns the new depth when it changed.
     mutating func heard(roundTrip: Duration) -> Int? {
-        guard let sample = roundTrip.seconds else { return nil }
+        let sample = roundTrip.seconds
+        guard sample >= 0 else { return nil }
         if roundTrips.count < Self.roundTripWindow {
             roundTrips.append(sample)
         } else {
@@ -87,7 +88,8 @@ struct PrefetchDepth: Sendable, Equatable {
 
     /// An attempt's run time on the worker. Returns the new depth when it changed.
     mutating func ran(for runTime: Duration) -> Int? {
-        guard let sample = runTime.seconds else { return nil }
+        let sample = runTime.seconds
+        guard sample >= 0 else { return nil }
         Self.average(&self.runTime, sample)
         runTimes += 1
         return resize()
@@ -108,14 +110,5 @@ struct PrefetchDepth: Sendable, Equatable {
         guard target != depth, target > depth || wanted < Double(depth) / 2 else { return nil }
         depth = target
         return target
-    }
-}
-
-extension Duration {
-    /// The duration in seconds, when it is not negative.
-    fileprivate var seconds: Double? {
-        let (seconds, attoseconds) = components
-        let value = Double(seconds) + Double(attoseconds) / 1e18
-        return value >= 0 ? value : nil
     }
 }

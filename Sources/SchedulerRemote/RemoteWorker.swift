@@ -44,8 +44,6 @@ public final class RemoteWorker: Worker {
         var lateCalls: [CheckedContinuation<Termination, Never>] = []
         /// The automatic prefetch depth (`nil`: a fixed one).
         var depth: PrefetchDepth?
-        /// A new depth the listener has not yet given the scheduler.
-        var depthChange: Int?
     }
 
     private let state = Locked(State())
@@ -72,14 +70,6 @@ public final class RemoteWorker: Worker {
         if prefetch == .automatic { state.withLock { $0.depth = PrefetchDepth(slots: workerSlots) } }
     }
 
-    /// The worker's new automatic prefetch depth, once, if it changed since the last call: the
-    /// listener then gives the worker `workerSlots` + that many slots in the scheduler.
-    func takeDepthChange() -> Int? {
-        state.withLock { state in
-            defer { state.depthChange = nil }
-            return state.depthChange
-        }
-    }
 
     // MARK: - Worker
 
@@ -153,19 +143,27 @@ public final class RemoteWorker: Worker {
 
     // MARK: - From the connection
 
+    /// What handling a message of the worker came to.
+    struct Handled {
+        /// The worker is draining and has nothing left running: it may be released.
+        var isIdleWhileDraining = false
+        /// Its automatic prefetch depth changed to this: the listener gives it `workerSlots` +
+        /// that many slots in the scheduler.
+        var newDepth: Int?
+    }
+
     /// Handles a message the worker sent (anything but the hello).
-    /// - Returns: `true` when the worker is draining and has nothing left running: it may be released.
-    func handle(_ message: WireWorkerMessage) -> Bool {
+    func handle(_ message: WireWorkerMessage) -> Handled {
         switch message.kind {
         case .ack(let ack):
             let key = AttemptKey(jobID: ack.jobID, attempt: ack.attempt)
             let now = clock.now
-            let sentAt = state.withLock { state -> ContinuousClock.Instant? in
-                guard let sentAt = state.pending[key]?.sentAt else { return nil }
-                if let depth = state.depth?.heard(roundTrip: now - sentAt) { state.depthChange = depth }
-                return sentAt
+            let (sentAt, newDepth) = state.withLock { state -> (ContinuousClock.Instant?, Int?) in
+                guard let sentAt = state.pending[key]?.sentAt else { return (nil, nil) }
+                return (sentAt, state.depth?.heard(roundTrip: now - sentAt))
             }
             if let sentAt, let roundTrips { roundTrips.record(now - sentAt) }
+            return Handled(newDepth: newDepth)
         case .started(let started):
             let key = AttemptKey(jobID: started.jobID, attempt: started.attempt)
             state.withLock { $0.pending[key]?.assignment.reporter }?.began()
@@ -185,27 +183,25 @@ public final class RemoteWorker: Worker {
             state.withLock { $0.pending[key]?.assignment.reporter }?.progress(progress.fraction)
         case .finished(let finished):
             let key = AttemptKey(jobID: finished.jobID, attempt: finished.attempt)
-            let (ended, idle) = state.withLock { state -> (Pending?, Bool) in
+            let (ended, handled) = state.withLock { state -> (Pending?, Handled) in
                 let ended = state.pending.removeValue(forKey: key)
-                if finished.runMicros > 0, let depth = state.depth?.ran(for: .microseconds(finished.runMicros)) {
-                    state.depthChange = depth
-                }
-                return (ended, Self.isIdleWhileDraining(state))
+                let newDepth = finished.runMicros > 0 ? state.depth?.ran(for: .microseconds(finished.runMicros)) : nil
+                return (ended, Handled(isIdleWhileDraining: Self.isIdleWhileDraining(state), newDepth: newDepth))
             }
             if let ended {
                 ended.assignment.control.onStop(nil)
                 ended.continuation.resume(returning: finished.engineTermination)
             }
-            return idle
+            return handled
         case .draining:
-            return state.withLock { state -> Bool in
+            return state.withLock { state -> Handled in
                 if case .active = state.phase { state.phase = .draining }
-                return Self.isIdleWhileDraining(state)
+                return Handled(isIdleWhileDraining: Self.isIdleWhileDraining(state))
             }
         case .heartbeat, .hello, nil:
             break
         }
-        return false
+        return Handled()
     }
 
     /// Marks the worker lost; the caller then removes it from the scheduler and calls

@@ -363,8 +363,9 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
                         default:
                             break
                         }
-                        if worker.handle(message) { return .drained }
-                        if let depth = worker.takeDepthChange() {
+                        let handled = worker.handle(message)
+                        if handled.isIdleWhileDraining { return .drained }
+                        if let depth = handled.newDepth {
                             await self.scheduler.setWorkerSlots(worker.descriptor.id, to: worker.workerSlots + depth)
                         }
                         // A lossless subscriber that is behind (the headless log) slows remote
