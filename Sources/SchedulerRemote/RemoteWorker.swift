@@ -42,6 +42,9 @@ public final class RemoteWorker: Worker {
         var isReleased = false
         /// `execute` calls that came after the loss but before the removal completed.
         var lateCalls: [CheckedContinuation<Termination, Never>] = []
+        /// The scheduler has taken it out of the pool (``leave()``), and who waits for that.
+        var hasLeft = false
+        var leaveWaiters: [CheckedContinuation<Void, Never>] = []
         /// The automatic prefetch depth (`nil`: a fixed one).
         var depth: PrefetchDepth?
     }
@@ -96,7 +99,9 @@ public final class RemoteWorker: Worker {
                         state.pending[key] = Pending(assignment: assignment, continuation: continuation, isParked: true)
                         return .park
                     case .lost(let why):
-                        if state.isRemoved { return .resume(.workerLost(why)) }
+                        // Released: the scheduler has retired it, so the attempt goes back to
+                        // the queue and never comes back here.
+                        if state.isRemoved || state.isReleased { return .resume(.workerLost(why)) }
                         state.lateCalls.append(continuation)
                         return .wait
                     }
@@ -138,7 +143,25 @@ public final class RemoteWorker: Worker {
 
     public func leave() {
         // The stream's lifetime belongs to the listener's connection handler, which ends it;
-        // nothing is held here once every pending call has ended.
+        // nothing is held here once every pending call has ended. A released worker's handler
+        // waits for this (``waitUntilLeft()``).
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.hasLeft = true
+            defer { state.leaveWaiters = [] }
+            return state.leaveWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Returns once the scheduler has taken the worker out of its pool (``leave()``).
+    func waitUntilLeft() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let hasLeft = state.withLock { state -> Bool in
+                if !state.hasLeft { state.leaveWaiters.append(continuation) }
+                return state.hasLeft
+            }
+            if hasLeft { continuation.resume() }
+        }
     }
 
     // MARK: - From the connection
@@ -213,14 +236,27 @@ public final class RemoteWorker: Worker {
         }
     }
 
-    /// Whether the worker was released after draining (and did not just vanish).
-    func markReleased() -> Bool {
-        state.withLock { state in
-            guard case .draining = state.phase, !state.isReleased else { return false }
+    /// Releases a worker that drained and runs nothing: the jobs parked meanwhile (never sent)
+    /// end as ``Termination/workerLost(_:)`` and go back to the queue, and so does any attempt
+    /// handed to it from now on. The scheduler retired it when it said it drains, so it leaves
+    /// the pool once those ends are recorded, after the ends of the jobs it ran
+    /// (``waitUntilLeft()``); removing it at once could requeue a job whose `Finished` the
+    /// scheduler has not recorded yet, and run it twice.
+    /// - Returns: Whether it was released (false when it did not drain, or was released before).
+    func release() -> Bool {
+        let parked = state.withLock { state -> [Pending]? in
+            guard case .draining = state.phase, !state.isReleased else { return nil }
             state.isReleased = true
             state.phase = .lost(.drained)
-            return true
+            defer { state.pending = [:] }
+            return Array(state.pending.values)
         }
+        guard let parked else { return false }
+        for pending in parked {
+            pending.assignment.control.onStop(nil)
+            pending.continuation.resume(returning: .workerLost(.drained))
+        }
+        return true
     }
 
     /// The scheduler has removed the worker: every pending call ends as `workerLost` (the

@@ -418,11 +418,11 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
         state.withLock { _ = $0.connections.removeValue(forKey: descriptor.id) }
         let reason: WorkerLeaveReason
         switch end {
-        case .drained where worker.markReleased():
-            // Nothing of it runs: remove it (jobs parked meanwhile go back to the queue), then
-            // tell it to go.
+        case .drained where worker.release():
+            // Nothing of it runs: once the scheduler has recorded the ends of its jobs (and
+            // requeued the ones parked meanwhile), it has left the pool; then tell it to go.
             reason = .drained
-            await scheduler.removeWorker(descriptor.id, reason: reason)
+            await worker.waitUntilLeft()
             worker.removed()
             try? await response.write(.with { $0.released = .init() })
             configuration.log("jobtop: worker '\(name)' drained and left")

@@ -107,7 +107,23 @@ struct WorkerPoolOptions: ParsableArguments {
         return value
     }
 
+    @Option(
+        name: .customLong("goodbye-grace"),
+        help: ArgumentHelp(
+            "How long, at the end, the coordinator waits for remote workers to close their connections after saying goodbye (default 2s, up to 10m); a worker that has not by then (stopped, cut off) has its connection dropped. Ctrl-C ends the wait at once.",
+            valueName: "duration"))
+    var goodbyeGrace: String?
+
+    /// `--goodbye-grace`, checked.
+    static func goodbyeGrace(_ text: String) throws(ValidationError) -> Duration {
+        let value: Duration
+        do { value = try DurationParser.parse(text) } catch { throw ValidationError("--goodbye-grace: \(error.description)") }
+        guard value <= .seconds(600) else { throw ValidationError("--goodbye-grace must be at most 10m, not \(text)") }
+        return value
+    }
+
     func validate() throws {
+        if let goodbyeGrace { _ = try Self.goodbyeGrace(goodbyeGrace) }
         if let heartbeat { _ = try Self.heartbeatInterval(heartbeat) }
         if let prefetch { _ = try Self.prefetch(prefetch) }
     }
@@ -116,6 +132,7 @@ struct WorkerPoolOptions: ParsableArguments {
     func requireListener(_ flag: String) throws(ValidationError) {
         if prefetch != nil { throw ValidationError("--prefetch needs \(flag)") }
         if heartbeat != nil { throw ValidationError("--heartbeat needs \(flag)") }
+        if goodbyeGrace != nil { throw ValidationError("--goodbye-grace needs \(flag)") }
     }
 
     /// Starts accepting workers into `scheduler` on `text` (a `HOST:PORT` already checked).
@@ -131,7 +148,9 @@ struct WorkerPoolOptions: ParsableArguments {
             configuration: .init(
                 address: try RemoteAddress(parsing: text), token: token, tls: tls,
                 prefetch: try prefetch.map { text throws(ValidationError) in try Self.prefetch(text) } ?? WorkerListener.defaultPrefetch,
-                heartbeatInterval: interval, log: log))
+                heartbeatInterval: interval,
+                shutdownGrace: try goodbyeGrace.map { text throws(ValidationError) in try Self.goodbyeGrace(text) } ?? .seconds(2),
+                log: log))
         let bound = try await listener.start()
         // Loud whatever the presenter: under the dashboard the log is off.
         if let warning = RemoteTLS.plaintextWarning(listeningOn: bound, hasTLS: tls != nil, program: program) {

@@ -168,7 +168,7 @@ struct RunSession {
     }
 
     /// Says goodbye to the remote workers and waits for their connections to close, at most the
-    /// listener's shutdown grace (2 s). A termination signal meanwhile (a second Ctrl-C, or a
+    /// listener's shutdown grace (`--goodbye-grace`, 2 s by default). A termination signal meanwhile (a second Ctrl-C, or a
     /// first one that comes now) ends the wait at once.
     ///
     /// - Parameter signals: The run's watcher, which now hands its signals here.

@@ -15,11 +15,12 @@ struct CoordinatorProcess {
     var tokenFile: String { scratch.file("token") }
     var goFile: String { scratch.file("go") }
 
-    static func start() async throws -> CoordinatorProcess {
+    /// - Parameter options: More options for `jobtop run`.
+    static func start(_ options: [String] = []) async throws -> CoordinatorProcess {
         let scratch = try Scratch()
         let tokenFile = try scratch.write("token", "the-token\n")
         let process = try JobtopProcess(
-            ["run", "--listen", "127.0.0.1:0", "--token-file", tokenFile, "-j", "1", "--headless",
+            ["run", "--listen", "127.0.0.1:0", "--token-file", tokenFile, "-j", "1", "--headless"] + options + [
              "-c", "while [ ! -e '\(scratch.file("go"))' ]; do sleep 0.02; done"],
             directory: scratch.path, newSession: true)
         let marker = "accepting workers on 127.0.0.1:"
