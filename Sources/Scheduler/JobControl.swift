@@ -90,7 +90,9 @@ public final class JobControl: Sendable {
         let handler = state.withLock { state -> (@Sendable (StopRequest) -> Void)? in
             let first = state.request == nil
             state.request = request
-            if first && state.hasEnded { state.cameTooLate = true }
+            // After a kill of every job's group (a second Ctrl-C, which may come before the
+            // first one's stops are asked for), an attempt that has ended was killed, not done.
+            if first && state.hasEnded && !JobProcessGroups.wereAllKilled.withLock({ $0 }) { state.cameTooLate = true }
             return first ? state.handler : nil
         }
         handler?(request)

@@ -38,9 +38,15 @@ enum JobProcessGroups {
 
     /// Sends SIGKILL to every job process group now.
     static func killAll() {
+        wereAllKilled.withLock { $0 = true }
         jt_crash_guard_kill_groups(SIGKILL)
         for group in overflow.withLock({ $0 }) { kill(-group, SIGKILL) }
     }
+
+    /// Whether ``killAll()`` was called: from then on a job that dies did not end by itself,
+    /// so a stop that reaches it late (the kill was faster than the stop's SIGTERM) still took
+    /// effect, and the job counts as cancelled, not failed.
+    static let wereAllKilled = Locked(false)
 
     /// How many job process groups are recorded now.
     static var count: Int {

@@ -712,13 +712,17 @@ public actor Scheduler {
             }
         }
         store.attemptsStarted(started)
+        // Stops are requested before their `stopping` events go out: a subscriber that acts on
+        // one (a second Ctrl-C that kills every process group at once) must find the stop
+        // already asked for, or the killed attempt would count as ending by itself (failed,
+        // "killed by SIGKILL") instead of cancelled.
+        for (control, reason) in stops { control.requestStop(reason, grace: configuration.gracePeriod) }
         // These very events may have put a lossless subscriber behind: hold back the next job
         // now, not when the flow gate's observer gets the actor (jobs finishing in a tight loop
         // would get there first).
         if bus.publish(events, time: now) && !core.isDispatchHeld { flowChanged() }
         store.jobsEnded(ended)
         launcher.send(contentsOf: launches)
-        for (control, reason) in stops { control.requestStop(reason, grace: configuration.gracePeriod) }
         rearmTimer()
         if !roomWaiters.isEmpty { wakeRoomWaiters() }
         if core.shutdownMode != nil && core.isShutdownComplete && !hasStopped {

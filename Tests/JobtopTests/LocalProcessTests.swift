@@ -122,17 +122,24 @@ struct LocalProcessTests {
             name = "again"
             command = "echo try; test -f marker || { touch marker; exit 1; }"
             retries = 1
-            backoff = "3s"
+            backoff = "1h"
             """)
         let process = try JobtopProcess([file, "--headless", "--output-dir", "out"], directory: scratch.path)
-        // The retry line is logged when the first attempt has ended and the wait begins.
+        // The retry line is logged when the first attempt has ended and the wait begins (an hour:
+        // however slow this machine, the second attempt cannot have reopened the file when the
+        // descriptors are listed; a 3 s backoff once let it in a loaded full run).
         _ = await process.firstLine { $0.split(separator: " ").dropFirst().first == "retry" }
         let open = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(process.pid)/fd")) ?? []).compactMap {
             try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(process.pid)/fd/\($0)")
         }
+        #expect(!open.isEmpty, "the descriptors were not listed")
         #expect(!open.contains { $0.hasSuffix("out/again.log") }, "\(open)")
+        // SIGTERM cancels the waiting retry; the file keeps the first attempt's output. (A retry
+        // appending to the same file is tested above.)
+        process.send(SIGTERM)
         let run = await process.wait()
-        #expect(run.status == 0, "\(run.stderr)")
-        #expect(scratch.read("out/again.log") == "try\n--- jobtop: attempt 2 ---\ntry\n")
+        #expect(run.status == 128 + SIGTERM, "\(run.stderr)")
+        #expect(run.lines.contains { $0.split(separator: " ").dropFirst().first == "cancelled" }, "\(run.stdout)")
+        #expect(scratch.read("out/again.log") == "try\n")
     }
 }

@@ -59,7 +59,7 @@ struct SignalTests {
         let run = await process.wait()
         #expect(run.status == 130)
         #expect(run.stderr.contains("SIGINT again: killing every running job now"))
-        #expect(run.lines.last?.contains("cancelled=1") == true)
+        #expect(run.lines.last?.contains("cancelled=1") == true, "\(run.stdout)")
         #expect(pids(in: scratch.file("pids")).allSatisfy { !isRunning($0) })
     }
 }
