@@ -38,6 +38,7 @@ struct RemoteHardeningTests {
         let worker = try coordinator.worker(name: "frozen")
         #expect(await eventually { coordinator.process.output.contains("worker 'frozen' joined") })
         worker.send(SIGSTOP)
+        #expect(await eventually { isStopped(worker.pid) })
         try coordinator.go()
         let status = await coordinator.process.wait(atMost: .seconds(30))?.status
         #expect(status == 0, "jobtop run did not exit; log:\n\(coordinator.process.output)")
@@ -61,6 +62,8 @@ struct RemoteHardeningTests {
         defer { worker.send(SIGKILL) }
         #expect(await eventually { coordinator.process.output.contains("worker 'frozen' joined") })
         worker.send(SIGSTOP)
+        // Stopped for real before the run ends (under load it once still read the goodbye).
+        #expect(await eventually { isStopped(worker.pid) })
         // When the run ends (its job is done, or a first Ctrl-C cancelled it) and the coordinator
         // has said goodbye and waits for the connection...
         if ctrlCs == 1 {
@@ -75,7 +78,7 @@ struct RemoteHardeningTests {
 
         // Then the connection is dropped without waiting out the 2 s, and jobtop exits as interrupted.
         let outcome = try #require(await coordinator.process.wait(atMost: .seconds(30)))
-        #expect(outcome.status == 130, "\(coordinator.process.output)")
+        #expect(outcome.status == 130, "\(coordinator.process.output)\nworker:\n\(worker.output)")
         #expect(outcome.stderr.contains("jobtop: SIGINT: not waiting for remote workers to close their connections"))
         #expect(outcome.stderr.contains("jobtop: dropped 1 connection still open after the goodbye, without waiting any longer"))
         #expect(!outcome.stderr.contains("10m after the goodbye"), "\(outcome.stderr)")
@@ -180,6 +183,7 @@ struct RemoteHardeningTests {
         let worker = try JobtopProcess.worker(for: coordinator, slots: 1, name: "frozen")
         _ = await coordinator.joined(1)
         worker.send(SIGSTOP)
+        #expect(await eventually { isStopped(worker.pid) })
         async let stopped: Void = coordinator.listener.stop()
         await clock.waitForSleeper(until: .init(offset: .seconds(2)))
         clock.advance(by: .seconds(2))
@@ -198,6 +202,7 @@ struct RemoteHardeningTests {
         let worker = try JobtopProcess.worker(for: coordinator, slots: 1, name: "frozen")
         let joined = await coordinator.joined(1)
         worker.send(SIGSTOP)
+        #expect(await eventually { isStopped(worker.pid) })
         // Heartbeat intervals pass, one at a time, until the coordinator gives the worker up.
         let left = await clock.ticking(by: .seconds(1)) {
             await coordinator.next { if case .left = $0 { true } else { false } }

@@ -38,6 +38,7 @@ struct RemoteHeartbeatFlagTests {
         // When the worker freezes (SIGSTOP: its connection stays open, it says nothing more), and
         // another joins.
         kill(-frozen.pid, SIGSTOP)
+        #expect(await eventually { isStopped(frozen.pid) })
         let other = try worker("other")
         defer { other.send(SIGKILL) }
 

@@ -15,6 +15,15 @@ public func isRunning(_ pid: pid_t) -> Bool {
     return state != "Z" && state != "X"
 }
 
+/// Whether a process is stopped (SIGSTOP took effect: every thread of it has stopped, which on a
+/// loaded machine can come well after `kill` returned).
+public func isStopped(_ pid: pid_t) -> Bool {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+        let close = stat.lastIndex(of: ")")
+    else { return false }
+    return stat[stat.index(after: close)...].split(separator: " ").first == "T"
+}
+
 /// The pids written one per line into `file`.
 public func pids(in file: String) -> [pid_t] {
     ((try? String(contentsOfFile: file, encoding: .utf8)) ?? "").split(whereSeparator: \.isNewline).compactMap { pid_t($0) }
