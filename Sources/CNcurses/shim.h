@@ -42,12 +42,13 @@ static inline const char *cn_codeset(void) { return nl_langinfo(CODESET); }
 
 // The mouse: clicks of the first button and the wheel (buttons 4 and 5), reported at once
 // (no click interval: a press is acted on, not held for a double click).
+//
+// Every button event is in the mask, also those the dashboard ignores (releases, other
+// buttons): ncurses, handed a mouse report its mask leaves out, reads on for the next one
+// with a blocking read even in nodelay mode, so a release that came on its own (every real
+// click: the finger lifts a moment after the press) froze the dashboard until the next key.
 static inline void cn_mouse_enable(void) {
-    mousemask(BUTTON1_PRESSED | BUTTON1_CLICKED | BUTTON4_PRESSED
-#ifdef BUTTON5_PRESSED
-              | BUTTON5_PRESSED
-#endif
-              , NULL);
+    mousemask(ALL_MOUSE_EVENTS, NULL);
     mouseinterval(0);
 }
 static inline int cn_key_mouse(void) { return KEY_MOUSE; }
@@ -58,7 +59,7 @@ static inline int cn_mouse_read(int *row, int *column) {
     if (getmouse(&event) != OK) return 0;
     *row = event.y;
     *column = event.x;
-    if (event.bstate & (BUTTON1_PRESSED | BUTTON1_CLICKED)) return 1;
+    if (event.bstate & (BUTTON1_PRESSED | BUTTON1_CLICKED | BUTTON1_DOUBLE_CLICKED | BUTTON1_TRIPLE_CLICKED)) return 1;
     if (event.bstate & BUTTON4_PRESSED) return 2;
 #ifdef BUTTON5_PRESSED
     if (event.bstate & BUTTON5_PRESSED) return 3;

@@ -38,8 +38,10 @@ struct DashboardMouseSignalTmuxTests {
         tmux.keys("e")
         try await tmux.waitFor("the edit prompt of the clicked job") { $0.contains { $0.contains(": echo third") && $0.contains("Command of") } }
         tmux.keys("Escape")
-        // The footer's Help entry.
-        let footer = try await tmux.waitFor("the footer back") { $0.last?.contains("Help") == true }
+        // The footer's Help entry, once the prompt is gone (the click is for the footer).
+        let footer = try await tmux.waitFor("the footer back") { screen in
+            screen.last?.contains("Help") == true && !screen.contains { $0.contains("Command of") }
+        }
         let line = try #require(footer.last)
         let column = line.distance(from: line.startIndex, to: try #require(line.range(of: "Help")).lowerBound)
         Self.click(tmux, row: Self.shape.rows - 1, column: column)
@@ -48,6 +50,30 @@ struct DashboardMouseSignalTmuxTests {
         tmux.keys("C-c")
         tmux.keys("C-c")
         try await tmux.waitFor("the shell prompt") { $0.contains { $0.contains("jobtop: 4 jobs") } }
+    }
+
+    @Test("A click whose release comes on its own (as a hand clicks) leaves the dashboard live: it still shows what happens")
+    func releaseOnItsOwn() async throws {
+        let tmux = try TmuxSession(shape: Self.shape)
+        defer { tmux.close() }
+        let go = tmux.file("go")
+        try await tmux.run("TERM=screen \(TmuxSession.binary) -j 1 -c 'while [ ! -e \(go) ]; do sleep 0.05; done # gated' -c 'echo first'")
+        let screen = try await tmux.waitForDashboard("the gated job running") { $0.contains { $0.contains("while [ ! -e") && $0.contains("running") } }
+        // The press on the footer's Pause entry, acted on...
+        let footer = try #require(screen.last)
+        let column = footer.distance(from: footer.startIndex, to: try #require(footer.range(of: "pPause")).lowerBound)
+        let press = [0x1B, 0x5B, 0x4D, 32, 33 + column, 33 + Self.shape.rows - 1].map { String(format: "%02x", $0) }
+        _ = try? TmuxSession.tmux(["send-keys", "-t", "0", "-H"] + press, socket: tmux.socket)
+        try await tmux.waitFor("the pause") { $0.contains { $0.contains("PAUSED") } }
+        // ...then the release alone. ncurses used to wait in a blocking read for more input
+        // after it: nothing was drawn again until the next key.
+        let release = [0x1B, 0x5B, 0x4D, 35, 33 + column, 33 + Self.shape.rows - 1].map { String(format: "%02x", $0) }
+        _ = try? TmuxSession.tmux(["send-keys", "-t", "0", "-H"] + release, socket: tmux.socket)
+        // When the job ends with no key pressed, the dashboard shows it.
+        _ = FileManager.default.createFile(atPath: go, contents: nil)
+        try await tmux.waitFor("the job's end, with no key pressed") { $0.first?.contains("1 done") == true }
+        tmux.keys("C-c")
+        tmux.keys("C-c")
     }
 
     @Test("x, ↓ to SIGUSR1, Enter: the job's trap runs; x then 2 (SIGKILL) ends it as killed")
