@@ -32,7 +32,9 @@ struct RemoteHardeningTests {
 
     @Test("A coordinator whose run is over exits promptly although a joined worker is stopped (SIGSTOP)")
     func stoppedWorkerDoesNotKeepTheCoordinatorAlive() async throws {
-        let coordinator = try await CoordinatorProcess.start()
+        // Heartbeats a minute apart: the frozen worker is not lost by silence while the test runs
+        // (that would close its connection and end the wait another way).
+        let coordinator = try await CoordinatorProcess.start(["--heartbeat", "60s"])
         let worker = try coordinator.worker(name: "frozen")
         #expect(await eventually { coordinator.process.output.contains("worker 'frozen' joined") })
         worker.send(SIGSTOP)
@@ -52,7 +54,9 @@ struct RemoteHardeningTests {
         // Given a `jobtop run --listen` with a joined worker that will never close its connection,
         // and a goodbye grace that cannot run out before the test's Ctrl-C lands, however busy
         // the machine (at the default 2 s, a loaded full run sometimes saw the wait expire first).
-        let coordinator = try await CoordinatorProcess.start(["--goodbye-grace", "10m"])
+        // Heartbeats a minute apart, so the frozen worker is not lost by its silence either (at
+        // 1 s it was, after about 10 s of a loaded run, and the wait ended before the Ctrl-C).
+        let coordinator = try await CoordinatorProcess.start(["--goodbye-grace", "10m", "--heartbeat", "60s"])
         let worker = try coordinator.worker(name: "frozen")
         defer { worker.send(SIGKILL) }
         #expect(await eventually { coordinator.process.output.contains("worker 'frozen' joined") })
