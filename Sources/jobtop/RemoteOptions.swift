@@ -99,11 +99,16 @@ struct WorkerPoolOptions: ParsableArguments {
 
     /// `--heartbeat`, checked.
     static func heartbeatInterval(_ text: String) throws(ValidationError) -> Duration {
+        try duration(text, of: "--heartbeat", in: .milliseconds(100) ... .seconds(60), range: "from 100ms to 60s")
+    }
+
+    /// A duration flag's value, parsed and checked against `limits` (said as `range`).
+    private static func duration(
+        _ text: String, of flag: String, in limits: ClosedRange<Duration>, range: String
+    ) throws(ValidationError) -> Duration {
         let value: Duration
-        do { value = try DurationParser.parse(text) } catch { throw ValidationError("--heartbeat: \(error.description)") }
-        guard value >= .milliseconds(100), value <= .seconds(60) else {
-            throw ValidationError("--heartbeat must be from 100ms to 60s, not \(text)")
-        }
+        do { value = try DurationParser.parse(text) } catch { throw ValidationError("\(flag): \(error.description)") }
+        guard limits.contains(value) else { throw ValidationError("\(flag) must be \(range), not \(text)") }
         return value
     }
 
@@ -116,10 +121,7 @@ struct WorkerPoolOptions: ParsableArguments {
 
     /// `--goodbye-grace`, checked.
     static func goodbyeGrace(_ text: String) throws(ValidationError) -> Duration {
-        let value: Duration
-        do { value = try DurationParser.parse(text) } catch { throw ValidationError("--goodbye-grace: \(error.description)") }
-        guard value <= .seconds(600) else { throw ValidationError("--goodbye-grace must be at most 10m, not \(text)") }
-        return value
+        try duration(text, of: "--goodbye-grace", in: .zero ... .seconds(600), range: "at most 10m")
     }
 
     func validate() throws {
