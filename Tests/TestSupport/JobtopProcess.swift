@@ -174,17 +174,38 @@ public final class JobtopProcess: Sendable {
         kill(pid, signal)
     }
 
-    /// Waits for the process to exit and its pipes to close.
+    /// How long ``wait()`` waits before it kills the process: a hang guard, so that a process
+    /// that never ends fails its test instead of hanging the whole run (a test process waiting
+    /// here cannot be cancelled by a time limit).
+    public static let hangGuard: Duration = .seconds(240)
+
+    /// Waits for the process to exit and its pipes to close; after ``hangGuard`` it kills it
+    /// (its group too, when it leads one) with SIGKILL and says so on stderr.
     public func wait() async -> Outcome {
         let pid = pid
         let group = readersDone
         let reaped = reaped
+        let leadsGroup = leadsGroup
         let status = await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in
             let thread = Thread {
                 var status: Int32 = 0
+                let pidfd = jt_pidfd_open(pid)
+                if pidfd >= 0 {
+                    var descriptor = pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)
+                    let limit = Int32(Self.hangGuard.components.seconds * 1000)
+                    var ready: Int32 = -1
+                    repeat { ready = poll(&descriptor, 1, limit) } while ready < 0 && errno == EINTR
+                    close(pidfd)
+                    if ready == 0 {
+                        FileHandle.standardError.write(Data("JobtopProcess: pid \(pid) still running after \(Self.hangGuard); killing it\n".utf8))
+                        kill(leadsGroup ? -pid : pid, SIGKILL)
+                    }
+                }
                 while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
                 reaped.withLock { $0 = true }
-                group.wait()
+                if group.wait(timeout: .now() + .seconds(Int(Self.hangGuard.components.seconds))) == .timedOut {
+                    FileHandle.standardError.write(Data("JobtopProcess: pid \(pid)'s output pipes still open \(Self.hangGuard) after it ended\n".utf8))
+                }
                 continuation.resume(returning: jt_wifexited(status) != 0 ? jt_wexitstatus(status) : 128 + jt_wtermsig(status))
             }
             thread.start()
