@@ -115,7 +115,8 @@ extension SlurmEndToEndTests {
         serve = try await daemon.start()
         let said = await eventually(within: .seconds(30)) { serve.output.contains("cancelled 1 Slurm job they left (\(oldID))") }
         #expect(said, "\(serve.output)")
-        #expect(Self.slurmState(oldID) == "CANCELLED")
+        // Slurm passes through COMPLETING while it kills the job's processes.
+        #expect(await eventually(within: .seconds(30)) { Self.slurmState(oldID) == "CANCELLED" }, "\(Self.slurmState(oldID))")
         let succeeded = await Self.until(within: .seconds(120)) {
             try await daemon.jobs().first?["state"] as? String == "succeeded"
         }
@@ -133,8 +134,13 @@ extension SlurmEndToEndTests {
         let newID = attempts.last?.placement.flatMap(SlurmLeftovers.slurmID(inPlacement:))
         #expect(newID != nil && newID != oldID, "\(attempts)")
         // Nothing of it is left in Slurm or on the node.
-        let queue = try SlurmCluster.run("/bin/sh", ["-c", "squeue -h -n '\(marker)' -o %i"])
-        #expect(queue.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, "\(queue)")
+        // (squeue lists a job while it is COMPLETING, a moment after its end.)
+        var queue = ""
+        let emptied = await eventually(within: .seconds(30)) {
+            queue = (try? SlurmCluster.run("/bin/sh", ["-c", "squeue -h -n '\(marker)' -o %i"])) ?? "squeue failed"
+            return queue.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty
+        }
+        #expect(emptied, "\(queue)")
         let gone = await eventually(within: .seconds(30)) { !SlurmCluster.hasProcess(marker) }
         #expect(gone)
     }
