@@ -60,8 +60,14 @@ public final class JobControl: Sendable {
     /// worker that acts on stops later than it is asked finds the process already exited): the
     /// attempt keeps its own outcome.
     public func stopCameTooLate() {
+        guard !Self.everyGroupWasKilled else { return }
         state.withLock { $0.cameTooLate = true }
     }
+
+    /// After a kill of every job's process group (a second Ctrl-C, which may beat the first
+    /// one's stops to the processes), an attempt that ended was killed, not done: a stop that
+    /// reaches it late still took effect, and it counts as cancelled, not failed.
+    private static var everyGroupWasKilled: Bool { JobProcessGroups.wereAllKilled.withLock { $0 } }
 
     /// Whether a stop was requested before the work ended (so it may have been what ended it).
     /// When the only request came after ``workEnded()``, the attempt ended on its own and keeps
@@ -90,9 +96,7 @@ public final class JobControl: Sendable {
         let handler = state.withLock { state -> (@Sendable (StopRequest) -> Void)? in
             let first = state.request == nil
             state.request = request
-            // After a kill of every job's group (a second Ctrl-C, which may come before the
-            // first one's stops are asked for), an attempt that has ended was killed, not done.
-            if first && state.hasEnded && !JobProcessGroups.wereAllKilled.withLock({ $0 }) { state.cameTooLate = true }
+            if first && state.hasEnded && !Self.everyGroupWasKilled { state.cameTooLate = true }
             return first ? state.handler : nil
         }
         handler?(request)

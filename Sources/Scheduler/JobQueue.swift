@@ -9,27 +9,13 @@ extension JobHandle: DenseHandle {}
 /// out within a priority.
 typealias HandleQueue = IndexedHeap<JobHandle>
 
-/// Handles by priority, highest first, then by order (lowest first).
-///
-/// An indexed 4-ary heap of handles. A plain array maps each handle to its heap position, so
-/// finding a queued job, sifting, changing its priority or removing it never hashes: O(log n)
-/// array work. Four children per node halve the depth of a binary heap, and an entry is 16
-/// bytes, so a node's children share one cache line: with a million jobs queued, taking the
-/// first one touches about ten lines instead of twenty. The core uses it directly; ``JobQueue``
-/// wraps it for callers that name jobs by id.
+/// Handles by priority, highest first, then by order (lowest first), with their own array of
+/// positions: a ``SharedPositionHeap`` that shares it with no other. The core's heap of group
+/// heads; ``JobQueue`` wraps it for callers that name jobs by id.
 struct IndexedHeap<Handle: DenseHandle>: Sendable {
-    struct Entry: Sendable {
-        var handle: Handle
-        /// Priorities are validated to ``JobSpec/priorityRange`` long before they get here;
-        /// anything beyond 32 bits is clamped.
-        var priority: Int32
-        var order: UInt64
-    }
+    typealias Entry = SharedPositionHeap<Handle>.Entry
 
-    /// Children per node.
-    private static var arity: Int { 4 }
-
-    private var heap: [Entry] = []
+    private var heap = SharedPositionHeap<Handle>()
     /// Heap index of each handle; -1 when it is not queued.
     private var positions: [Int32] = []
     private var nextOrder: UInt64 = 0
@@ -43,16 +29,16 @@ struct IndexedHeap<Handle: DenseHandle>: Sendable {
     var isEmpty: Bool { heap.isEmpty }
 
     /// Whether `handle` is queued.
-    func contains(_ handle: Handle) -> Bool { position(of: handle) != nil }
+    func contains(_ handle: Handle) -> Bool { heap.position(of: handle, in: positions) != nil }
 
     /// The priority `handle` is queued at.
-    func priority(of handle: Handle) -> Int? { position(of: handle).map { Int(heap[$0].priority) } }
+    func priority(of handle: Handle) -> Int? { heap.priority(of: handle, in: positions) }
 
     /// The job that runs next.
-    var first: Handle? { heap.first?.handle }
+    var first: Handle? { heap.first }
 
     /// The entry that comes first: its handle, priority and order.
-    var firstEntry: Entry? { heap.first }
+    var firstEntry: Entry? { heap.firstEntry }
 
     /// Adds `handle` behind every queued job of the same priority.
     mutating func insert(_ handle: Handle, priority: Int) {
@@ -63,151 +49,64 @@ struct IndexedHeap<Handle: DenseHandle>: Sendable {
     /// Adds `handle` at `priority`, ordered by `order` (lower first) within it: for queues that
     /// share one order across several heaps.
     mutating func insert(_ handle: Handle, priority: Int, order: UInt64) {
-        Self.insert(handle, priority: priority, order: order, heap: &heap, positions: &positions)
+        heap.insert(handle, priority: priority, order: order, positions: &positions)
     }
 
     /// Moves `handle` to `priority` and `order`; returns whether it was queued.
     @discardableResult
     mutating func update(_ handle: Handle, priority: Int, order: UInt64) -> Bool {
-        guard let index = position(of: handle) else { return false }
-        heap[index].priority = Int32(clamping: priority)
-        heap[index].order = order
-        Self.siftDown(index, heap: &heap, positions: &positions)
-        Self.siftUp(index, heap: &heap, positions: &positions)
-        return true
+        heap.update(handle, priority: priority, order: order, positions: &positions)
     }
 
     /// Removes and returns the job that runs next.
-    mutating func popFirst() -> Handle? {
-        guard let top = heap.first else { return nil }
-        Self.remove(at: 0, heap: &heap, positions: &positions)
-        return top.handle
-    }
+    mutating func popFirst() -> Handle? { heap.popFirst(positions: &positions) }
 
     /// Removes `handle`; returns whether it was queued.
     @discardableResult
-    mutating func remove(_ handle: Handle) -> Bool {
-        guard let position = position(of: handle) else { return false }
-        Self.remove(at: position, heap: &heap, positions: &positions)
-        return true
-    }
+    mutating func remove(_ handle: Handle) -> Bool { heap.remove(handle, positions: &positions) }
 
     /// Moves `handle` to `priority`. Within its new priority it keeps its submission order.
     /// Returns whether it was queued.
     @discardableResult
     mutating func updatePriority(_ handle: Handle, to priority: Int) -> Bool {
-        guard let index = position(of: handle) else { return false }
-        Self.updatePriority(at: index, to: priority, heap: &heap, positions: &positions)
-        return true
+        heap.updatePriority(handle, to: priority, positions: &positions)
     }
 
     /// The queued jobs in the order they would run. O(n log n).
-    func ordered() -> [Handle] {
-        heap.sorted(by: Self.runsBefore).map(\.handle)
-    }
+    func ordered() -> [Handle] { heap.ordered() }
 
     /// The entries in the order they would run. O(n log n).
-    func orderedEntries() -> [Entry] {
-        heap.sorted(by: Self.runsBefore)
-    }
+    func orderedEntries() -> [Entry] { heap.orderedEntries() }
 
     /// Whether `a` comes before `b`.
-    static func runsBefore(_ a: Entry, _ b: Entry) -> Bool {
-        a.priority != b.priority ? a.priority > b.priority : a.order < b.order
-    }
-
-    private func position(of handle: Handle) -> Int? {
-        let index = Int(handle.index)
-        guard index < positions.count, positions[index] >= 0 else { return nil }
-        return Int(positions[index])
-    }
-
-    // The heap's work, on a heap and an array of positions that need not be the same value's:
-    // ``SharedPositionHeap`` keeps its positions apart.
-
-    /// Adds `handle` to `heap`, which it must not be in.
-    static func insert(_ handle: Handle, priority: Int, order: UInt64, heap: inout [Entry], positions: inout [Int32]) {
-        let index = Int(handle.index)
-        if index >= positions.count {
-            positions.append(contentsOf: repeatElement(-1, count: index - positions.count + 1))
-        }
-        precondition(positions[index] < 0, "\(handle) is already queued")
-        heap.append(Entry(handle: handle, priority: Int32(clamping: priority), order: order))
-        positions[index] = Int32(heap.count - 1)
-        siftUp(heap.count - 1, heap: &heap, positions: &positions)
-    }
-
-    /// Moves the entry at heap `index` to `priority`, keeping its order.
-    static func updatePriority(at index: Int, to priority: Int, heap: inout [Entry], positions: inout [Int32]) {
-        let old = heap[index].priority
-        let new = Int32(clamping: priority)
-        heap[index].priority = new
-        if new > old {
-            siftUp(index, heap: &heap, positions: &positions)
-        } else if new < old {
-            siftDown(index, heap: &heap, positions: &positions)
-        }
-    }
-
-    /// Removes the entry at heap `index`.
-    static func remove(at index: Int, heap: inout [Entry], positions: inout [Int32]) {
-        let handle = heap[index].handle
-        let last = heap.count - 1
-        if index != last {
-            heap.swapAt(index, last)
-            positions[Int(heap[index].handle.index)] = Int32(index)
-        }
-        heap.removeLast()
-        positions[Int(handle.index)] = -1
-        if index < heap.count {
-            siftDown(index, heap: &heap, positions: &positions)
-            siftUp(index, heap: &heap, positions: &positions)
-        }
-    }
-
-    private static func siftUp(_ start: Int, heap: inout [Entry], positions: inout [Int32]) {
-        var child = start
-        let entry = heap[child]
-        while child > 0 {
-            let parent = (child - 1) / Self.arity
-            guard Self.runsBefore(entry, heap[parent]) else { break }
-            heap[child] = heap[parent]
-            positions[Int(heap[child].handle.index)] = Int32(child)
-            child = parent
-        }
-        heap[child] = entry
-        positions[Int(entry.handle.index)] = Int32(child)
-    }
-
-    private static func siftDown(_ start: Int, heap: inout [Entry], positions: inout [Int32]) {
-        var parent = start
-        let entry = heap[parent]
-        let count = heap.count
-        while true {
-            let first = Self.arity * parent + 1
-            guard first < count else { break }
-            var best = first
-            for child in (first + 1)..<min(first + Self.arity, count) where Self.runsBefore(heap[child], heap[best]) {
-                best = child
-            }
-            guard Self.runsBefore(heap[best], entry) else { break }
-            heap[parent] = heap[best]
-            positions[Int(heap[parent].handle.index)] = Int32(parent)
-            parent = best
-        }
-        heap[parent] = entry
-        positions[Int(entry.handle.index)] = Int32(parent)
-    }
+    static func runsBefore(_ a: Entry, _ b: Entry) -> Bool { SharedPositionHeap.runsBefore(a, b) }
 }
 
-/// One of several ``IndexedHeap``s that share one array of positions, which the owner keeps
-/// and passes in: a handle is in one of them at most.
+/// Handles by priority, highest first, then by order (lowest first), in one of several heaps
+/// that share one array of positions, which the owner keeps and passes in: a handle is in one
+/// of them at most.
 ///
-/// The core's per-group queues: with an array of positions each, every group's array spans
-/// every job's index (ten groups of 100,000 jobs: 4 MB, touched at random as jobs of a DAG
-/// become ready); shared, it is one array of 4 bytes a job.
+/// An indexed 4-ary heap of handles. A plain array maps each handle to its heap position, so
+/// finding a queued job, sifting, changing its priority or removing it never hashes: O(log n)
+/// array work. Four children per node halve the depth of a binary heap, and an entry is 16
+/// bytes, so a node's children share one cache line: with a million jobs queued, taking the
+/// first one touches about ten lines instead of twenty.
+///
+/// The core's per-group queues share their positions: with an array each, every group's array
+/// spans every job's index (ten groups of 100,000 jobs: 4 MB, touched at random as jobs of a
+/// DAG become ready); shared, it is one array of 4 bytes a job. ``IndexedHeap`` is one with an
+/// array of its own.
 struct SharedPositionHeap<Handle: DenseHandle>: Sendable {
-    typealias Entry = IndexedHeap<Handle>.Entry
+    struct Entry: Sendable {
+        var handle: Handle
+        /// Priorities are validated to ``JobSpec/priorityRange`` long before they get here;
+        /// anything beyond 32 bits is clamped.
+        var priority: Int32
+        var order: UInt64
+    }
+
+    /// Children per node.
+    private static var arity: Int { 4 }
 
     private var heap: [Entry] = []
 
@@ -227,13 +126,31 @@ struct SharedPositionHeap<Handle: DenseHandle>: Sendable {
 
     /// Adds `handle`, which no heap sharing `positions` holds, at `priority` and `order`.
     mutating func insert(_ handle: Handle, priority: Int, order: UInt64, positions: inout [Int32]) {
-        IndexedHeap.insert(handle, priority: priority, order: order, heap: &heap, positions: &positions)
+        let index = Int(handle.index)
+        if index >= positions.count {
+            positions.append(contentsOf: repeatElement(-1, count: index - positions.count + 1))
+        }
+        precondition(positions[index] < 0, "\(handle) is already queued")
+        heap.append(Entry(handle: handle, priority: Int32(clamping: priority), order: order))
+        positions[index] = Int32(heap.count - 1)
+        siftUp(heap.count - 1, positions: &positions)
+    }
+
+    /// Moves `handle` to `priority` and `order`; returns whether this heap held it.
+    @discardableResult
+    mutating func update(_ handle: Handle, priority: Int, order: UInt64, positions: inout [Int32]) -> Bool {
+        guard let index = position(of: handle, in: positions) else { return false }
+        heap[index].priority = Int32(clamping: priority)
+        heap[index].order = order
+        siftDown(index, positions: &positions)
+        siftUp(index, positions: &positions)
+        return true
     }
 
     /// Removes and returns the handle that comes first.
     mutating func popFirst(positions: inout [Int32]) -> Handle? {
         guard let top = heap.first else { return nil }
-        IndexedHeap.remove(at: 0, heap: &heap, positions: &positions)
+        remove(at: 0, positions: &positions)
         return top.handle
     }
 
@@ -241,7 +158,7 @@ struct SharedPositionHeap<Handle: DenseHandle>: Sendable {
     @discardableResult
     mutating func remove(_ handle: Handle, positions: inout [Int32]) -> Bool {
         guard let index = position(of: handle, in: positions) else { return false }
-        IndexedHeap.remove(at: index, heap: &heap, positions: &positions)
+        remove(at: index, positions: &positions)
         return true
     }
 
@@ -249,28 +166,95 @@ struct SharedPositionHeap<Handle: DenseHandle>: Sendable {
     @discardableResult
     mutating func updatePriority(_ handle: Handle, to priority: Int, positions: inout [Int32]) -> Bool {
         guard let index = position(of: handle, in: positions) else { return false }
-        IndexedHeap.updatePriority(at: index, to: priority, heap: &heap, positions: &positions)
+        let old = heap[index].priority
+        let new = Int32(clamping: priority)
+        heap[index].priority = new
+        if new > old {
+            siftUp(index, positions: &positions)
+        } else if new < old {
+            siftDown(index, positions: &positions)
+        }
         return true
+    }
+
+    /// The priority `handle` is queued at in this heap.
+    func priority(of handle: Handle, in positions: [Int32]) -> Int? {
+        position(of: handle, in: positions).map { Int(heap[$0].priority) }
     }
 
     /// The queued handles in the order they would run. O(n log n).
     func ordered() -> [Handle] {
-        heap.sorted(by: IndexedHeap.runsBefore).map(\.handle)
+        heap.sorted(by: Self.runsBefore).map(\.handle)
     }
 
     /// The entries in the order they would run. O(n log n).
     func orderedEntries() -> [Entry] {
-        heap.sorted(by: IndexedHeap.runsBefore)
+        heap.sorted(by: Self.runsBefore)
+    }
+
+    /// Whether `a` comes before `b`.
+    static func runsBefore(_ a: Entry, _ b: Entry) -> Bool {
+        a.priority != b.priority ? a.priority > b.priority : a.order < b.order
     }
 
     /// `handle`'s place in this heap: its shared position, checked against this heap (another
     /// heap may hold it).
-    private func position(of handle: Handle, in positions: [Int32]) -> Int? {
+    func position(of handle: Handle, in positions: [Int32]) -> Int? {
         let index = Int(handle.index)
         guard index < positions.count else { return nil }
         let position = Int(positions[index])
         guard position >= 0, position < heap.count, heap[position].handle.index == handle.index else { return nil }
         return position
+    }
+
+    /// Removes the entry at heap `index`.
+    private mutating func remove(at index: Int, positions: inout [Int32]) {
+        let handle = heap[index].handle
+        let last = heap.count - 1
+        if index != last {
+            heap.swapAt(index, last)
+            positions[Int(heap[index].handle.index)] = Int32(index)
+        }
+        heap.removeLast()
+        positions[Int(handle.index)] = -1
+        if index < heap.count {
+            siftDown(index, positions: &positions)
+            siftUp(index, positions: &positions)
+        }
+    }
+
+    private mutating func siftUp(_ start: Int, positions: inout [Int32]) {
+        var child = start
+        let entry = heap[child]
+        while child > 0 {
+            let parent = (child - 1) / Self.arity
+            guard Self.runsBefore(entry, heap[parent]) else { break }
+            heap[child] = heap[parent]
+            positions[Int(heap[child].handle.index)] = Int32(child)
+            child = parent
+        }
+        heap[child] = entry
+        positions[Int(entry.handle.index)] = Int32(child)
+    }
+
+    private mutating func siftDown(_ start: Int, positions: inout [Int32]) {
+        var parent = start
+        let entry = heap[parent]
+        let count = heap.count
+        while true {
+            let first = Self.arity * parent + 1
+            guard first < count else { break }
+            var best = first
+            for child in (first + 1)..<min(first + Self.arity, count) where Self.runsBefore(heap[child], heap[best]) {
+                best = child
+            }
+            guard Self.runsBefore(heap[best], entry) else { break }
+            heap[parent] = heap[best]
+            positions[Int(heap[parent].handle.index)] = Int32(parent)
+            parent = best
+        }
+        heap[parent] = entry
+        positions[Int(entry.handle.index)] = Int32(parent)
     }
 }
 

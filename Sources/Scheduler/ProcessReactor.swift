@@ -389,9 +389,8 @@ private final class ProcessLoopThread {
               let request = process.start.assignment.control.stopRequest else { return }
         if Self.hasExited(process.pid) {
             // It ended by itself before the stop reached it: it keeps its own outcome (a job
-            // that ran to its end is never reported cancelled); leaderExited cleans up. Unless
-            // every group was killed meanwhile (a second Ctrl-C): that ended it, on purpose.
-            if !JobProcessGroups.wereAllKilled.withLock({ $0 }) { process.start.assignment.control.stopCameTooLate() }
+            // that ran to its end is never reported cancelled); leaderExited cleans up.
+            process.start.assignment.control.stopCameTooLate()
             return
         }
         kill(-process.pid, SIGTERM)

@@ -44,7 +44,7 @@ public final class RemoteWorker: Worker {
         var lateCalls: [CheckedContinuation<Termination, Never>] = []
         /// The scheduler has taken it out of the pool (``leave()``), and who waits for that.
         var hasLeft = false
-        var leaveWaiters: [CheckedContinuation<Void, Never>] = []
+        var leaveWaiters = Waiters()
         /// The automatic prefetch depth (`nil`: a fixed one).
         var depth: PrefetchDepth?
     }
@@ -145,23 +145,17 @@ public final class RemoteWorker: Worker {
         // The stream's lifetime belongs to the listener's connection handler, which ends it;
         // nothing is held here once every pending call has ended. A released worker's handler
         // waits for this (``waitUntilLeft()``).
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+        let waiters = state.withLock { state in
             state.hasLeft = true
-            defer { state.leaveWaiters = [] }
-            return state.leaveWaiters
+            return state.leaveWaiters.takeAll()
         }
         for waiter in waiters { waiter.resume() }
     }
 
-    /// Returns once the scheduler has taken the worker out of its pool (``leave()``).
+    /// Returns once the scheduler has taken the worker out of its pool (``leave()``), or when
+    /// the calling task is cancelled.
     func waitUntilLeft() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let hasLeft = state.withLock { state -> Bool in
-                if !state.hasLeft { state.leaveWaiters.append(continuation) }
-                return state.hasLeft
-            }
-            if hasLeft { continuation.resume() }
-        }
+        await state.wait(in: \.leaveWaiters) { $0.hasLeft }
     }
 
     // MARK: - From the connection

@@ -107,8 +107,9 @@ final class NcursesTerminal: Terminal {
         nodelay(cn_stdscr(), true)
         // Clicks and the wheel (as htop: Shift with the mouse still selects text).
         cn_mouse_enable()
-        // A lone Esc is told from the start of an escape sequence by this pause (ms).
-        set_escdelay(25)
+        // A lone Esc is told from the start of an escape sequence by this pause (ms): 25 unless
+        // the user set ESCDELAY, as for any ncurses program (a slow link may split a sequence).
+        if getenv("ESCDELAY") == nil { set_escdelay(25) }
         curs_set(0)
         size = TerminalSize(rows: Int(cn_lines()), columns: Int(cn_cols()))
         colorMode = Self.setUpColors()

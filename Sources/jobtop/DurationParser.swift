@@ -1,3 +1,5 @@
+import ArgumentParser
+
 /// Reads durations as the command line and job files write them: `500ms`, `10s`, `1.5s`, `5m`,
 /// `1h`, and sums of them such as `1m30s`.
 enum DurationParser {
@@ -42,5 +44,19 @@ enum DurationParser {
         }
         guard total.isFinite, total < 1e9 else { throw Failure(text: text, reason: "it is too long") }
         return .nanoseconds(Int64((total * 1e9).rounded()))
+    }
+}
+
+extension DurationParser {
+    /// The value of a duration option, parsed and, with `limits`, checked: a usage error that
+    /// names the option (`--heartbeat must be from 100ms to 60s, not 10ms`), `range` saying the
+    /// limits in words.
+    static func option(
+        _ text: String, _ flag: String, within limits: ClosedRange<Duration>? = nil, range: String = ""
+    ) throws(ValidationError) -> Duration {
+        let value: Duration
+        do { value = try parse(text) } catch { throw ValidationError("\(flag): \(error.description)") }
+        if let limits, !limits.contains(value) { throw ValidationError("\(flag) must be \(range), not \(text)") }
+        return value
     }
 }

@@ -107,11 +107,7 @@ extension Jobtop {
             if text.hasPrefix("-") {
                 throw ValidationError("\(option) must not be negative, not \(text)")
             }
-            do {
-                return try DurationParser.parse(text)
-            } catch {
-                throw ValidationError("\(option): \(error.description)")
-            }
+            return try DurationParser.option(text, option)
         }
 
         func validate() throws {

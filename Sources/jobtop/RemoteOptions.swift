@@ -72,7 +72,8 @@ struct RemoteOptions: ParsableArguments {
 }
 
 /// How a coordinator treats the remote workers it accepts (`jobtop run --listen`, `jobtop serve
-/// --workers`): `--prefetch` and `--heartbeat`, and starting the listener with them.
+/// --workers`): `--prefetch`, `--heartbeat` and `--goodbye-grace`, and starting the listener
+/// with them.
 struct WorkerPoolOptions: ParsableArguments {
     @Option(
         name: .customLong("prefetch"),
@@ -99,17 +100,7 @@ struct WorkerPoolOptions: ParsableArguments {
 
     /// `--heartbeat`, checked.
     static func heartbeatInterval(_ text: String) throws(ValidationError) -> Duration {
-        try duration(text, of: "--heartbeat", in: .milliseconds(100) ... .seconds(60), range: "from 100ms to 60s")
-    }
-
-    /// A duration flag's value, parsed and checked against `limits` (said as `range`).
-    private static func duration(
-        _ text: String, of flag: String, in limits: ClosedRange<Duration>, range: String
-    ) throws(ValidationError) -> Duration {
-        let value: Duration
-        do { value = try DurationParser.parse(text) } catch { throw ValidationError("\(flag): \(error.description)") }
-        guard limits.contains(value) else { throw ValidationError("\(flag) must be \(range), not \(text)") }
-        return value
+        try DurationParser.option(text, "--heartbeat", within: .milliseconds(100) ... .seconds(60), range: "from 100ms to 60s")
     }
 
     @Option(
@@ -121,7 +112,7 @@ struct WorkerPoolOptions: ParsableArguments {
 
     /// `--goodbye-grace`, checked.
     static func goodbyeGrace(_ text: String) throws(ValidationError) -> Duration {
-        try duration(text, of: "--goodbye-grace", in: .zero ... .seconds(600), range: "at most 10m")
+        try DurationParser.option(text, "--goodbye-grace", within: .zero ... .seconds(600), range: "at most 10m")
     }
 
     func validate() throws {

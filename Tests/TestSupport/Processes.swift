@@ -8,21 +8,21 @@ import Glibc
 /// reaping (orphans go to PID 1, which in a container may never reap them).
 public func isRunning(_ pid: pid_t) -> Bool {
     guard kill(pid, 0) == 0 else { return errno != ESRCH }
+    guard let state = processState(pid) else { return false }
+    return state != "Z" && state != "X"
+}
+
+/// A process's state letter from `/proc/PID/stat` (`R`, `S`, `T`, `Z`...), if it can be read.
+private func processState(_ pid: pid_t) -> Substring? {
     guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
         let close = stat.lastIndex(of: ")")
-    else { return false }
-    let state = stat[stat.index(after: close)...].split(separator: " ").first
-    return state != "Z" && state != "X"
+    else { return nil }
+    return stat[stat.index(after: close)...].split(separator: " ").first
 }
 
 /// Whether a process is stopped (SIGSTOP took effect: every thread of it has stopped, which on a
 /// loaded machine can come well after `kill` returned).
-public func isStopped(_ pid: pid_t) -> Bool {
-    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-        let close = stat.lastIndex(of: ")")
-    else { return false }
-    return stat[stat.index(after: close)...].split(separator: " ").first == "T"
-}
+public func isStopped(_ pid: pid_t) -> Bool { processState(pid) == "T" }
 
 /// The pids written one per line into `file`.
 public func pids(in file: String) -> [pid_t] {
