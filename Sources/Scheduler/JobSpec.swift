@@ -96,6 +96,15 @@ public struct JobSpec: Sendable, Codable {
 
     /// The name to show: the given name, else the command.
     public var displayName: String { name ?? work.description }
+
+    /// This spec with no dependencies, made field by field: copying the spec and clearing its
+    /// dependencies would retain their array and release it again.
+    @inline(__always) var withoutDependencies: JobSpec {
+        JobSpec(
+            name: name, work: work, environment: environment, workingDirectory: workingDirectory, priority: priority,
+            retry: retry, timeout: timeout, coalescingKey: coalescingKey, progressPattern: progressPattern,
+            keepBackground: keepBackground, group: group, notBefore: notBefore)
+    }
 }
 
 /// The body of a job.

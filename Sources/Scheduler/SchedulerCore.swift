@@ -393,14 +393,28 @@ public struct SchedulerCore: Sendable {
     ) throws(SchedulerError) -> (ids: [JobID], actions: [Action]) {
         precondition(specs.count == ids.count, "one id per spec")
         var dependencyCount = 0
-        for (index, spec) in specs.enumerated() {
-            if !JobSpec.priorityRange.contains(spec.priority) {
-                throw SchedulerError(.invalidArgument, "priority \(spec.priority) is out of range (\(JobSpec.priorityRange.lowerBound) to \(JobSpec.priorityRange.upperBound))")
+        // Each spec's group, found once here (empty: every spec is in the default group; -1: a
+        // name no group has yet, made when its job is). The specs are read in place, never
+        // copied: a copy retains each of its arrays, and a DAG's specs each have a dependency
+        // array of their own (an atomic count change on a line of its own, several per job).
+        var specGroups: [Int32] = []
+        for index in specs.indices {
+            let priority = specs[index].priority
+            if !JobSpec.priorityRange.contains(priority) {
+                throw SchedulerError(.invalidArgument, "priority \(priority) is out of range (\(JobSpec.priorityRange.lowerBound) to \(JobSpec.priorityRange.upperBound))")
             }
-            if let group = spec.group, existingGroup(named: group) == nil { try Self.validateGroupName(group) }
-            dependencyCount += spec.dependencies.count
-            for dependency in spec.dependencies {
-                switch dependency {
+            if let group = specs[index].group {
+                if specGroups.isEmpty { specGroups = Array(repeating: 0, count: specs.count) }
+                if let existing = existingGroup(named: group) {
+                    specGroups[index] = existing
+                } else {
+                    try Self.validateGroupName(group)
+                    specGroups[index] = -1
+                }
+            }
+            dependencyCount += specs[index].dependencies.count
+            for position in specs[index].dependencies.indices {
+                switch specs[index].dependencies[position] {
                 case .earlier(let other) where other < 0 || other >= index:
                     throw SchedulerError(.invalidArgument, "job \(index + 1) of the submission depends on job \(other + 1), which does not come before it")
                 case .job(let id) where jobs.handle(of: id) == nil && droppedOutcome(of: id) == nil:
@@ -426,110 +440,127 @@ public struct SchedulerCore: Sendable {
             dependencyLinks.reserve(dependencyCount)
         }
         reserveRecords(specs.count)
-        for (spec, id) in zip(specs, ids) {
-            if let key = spec.coalescingKey, let existing = keys[key] {
-                actions.append(.emit(.coalesced(existing: existing, key: key)))
-                result.append(existing)
-                submittedHandles.append(nil)
-                continue
+        for index in specs.indices {
+            let group: Int32 = if specGroups.isEmpty || specGroups[index] == 0 {
+                0
+            } else if specGroups[index] > 0 {
+                specGroups[index]
+            } else {
+                groupHandle(named: specs[index].group!)
             }
-            if spec.dependencies.isEmpty && spec.notBefore == nil {
-                // The common case, kept lean: straight to the queue.
-                let (handle, info) = queue(spec, id: id, batch: batch, now: now)
-                actions.append(.emit(.submitted(info)))
-                result.append(id)
-                submittedHandles.append(handle)
-                continue
-            }
-            let group = spec.group.map { groupHandle(named: $0) } ?? 0
-            // Each dependency once, with its record's handle where it has one: an earlier spec of
-            // this submission is found without hashing its id.
-            var dependencies: [JobID] = []
-            dependencies.reserveCapacity(spec.dependencies.count)
-            // A buffer reused from spec to spec (moved out and back: never shared, never copied).
-            var dependencyHandles: [JobHandle?] = []
-            swap(&dependencyHandles, &scratchHandles)
-            dependencyHandles.removeAll(keepingCapacity: true)
-            defer { swap(&dependencyHandles, &scratchHandles) }
-            for dependency in spec.dependencies {
-                let other: JobID
-                var otherHandle: JobHandle?
-                switch dependency {
-                case .job(let job):
-                    other = job
-                    otherHandle = jobs.handle(of: job)
-                case .earlier(let index):
-                    other = result[index]
-                    if let handle = submittedHandles[index], jobs.handle(handle, matches: other) {
-                        otherHandle = handle
-                    } else {
-                        otherHandle = jobs.handle(of: other)
-                    }
-                }
-                guard other != id, !dependencies.contains(other) else { continue }
-                dependencies.append(other)
-                dependencyHandles.append(otherHandle)
-            }
-            let due = spec.notBefore.map { dueTime(of: $0, submittedAt: now) }.flatMap { $0 > now ? $0 : nil }
-            let (pending, failedDependency) = dependencyStatus(dependencies, handles: dependencyHandles)
-            let state: JobState = if let due { .scheduled(until: due) } else if pending > 0 { .blocked } else { .queued }
-            var info = JobInfo(
-                id: id, name: spec.name, command: spec.work.description, priority: spec.priority,
-                state: state, attempts: 0, maxAttempts: spec.retry.maxAttempts, progress: nil,
-                submittedAt: now, startedAt: nil, finishedAt: nil, lastFailure: nil, key: spec.coalescingKey,
-                group: groups[Int(group)].info.name)
-            if !spec.environment.isEmpty || spec.workingDirectory != nil { info.describe(spec) }
-            let firstDependency = keepDependencies(dependencies)
-            let handle = jobs.insert(for: id) {
-                Job(
-                    handle: $0, info: info, batch: batch, group: group, notBefore: due,
-                    timeout: spec.timeout, firstDependency: firstDependency)
-            }
-            // The spec kept without its dependencies (the record has them, by id): its array is the
-            // caller's, and releasing it when the record is dropped (out of submission order in
-            // a DAG) would be a cache miss per job.
-            keepSpec(spec, at: handle, withoutDependencies: true)
-            // The event's copy names them (its array is freed with the event, in order).
-            info.dependencies = dependencies
-            registerRecord(handle)
-            stateCounts[state.kind] += 1
-            joined(batch, key: spec.coalescingKey, id: id)
-            if state.kind.isHeld { heldCounts[Int(handle.index)].pending = Int32(pending) }
-            submittedHandles.append(handle)
-            for case let otherHandle? in dependencyHandles {
-                jobs[otherHandle].isDependency = true
-                // Registered even with a dependency that failed: retrying it brings this job back.
-                if jobs[otherHandle].info.state.kind != .succeeded {
-                    addDependent(Dependent(serial: heldCounts[Int(handle.index)].serial, handle: handle), to: otherHandle)
-                }
-            }
-            switch state {
-            case .scheduled(let until):
-                groups[Int(group)].held += 1
-                timers.insert(Timer(time: until, handle: handle, id: id, attempt: 0, purpose: .release))
-            case .blocked:
-                groups[Int(group)].held += 1
-            default:
-                break
-            }
-            actions.append(.emit(.submitted(info)))
-            result.append(id)
-            if let failedDependency {
-                skip(handle, because: failedDependency, now: now)
-            } else if state == .queued {
-                enqueue(handle)
-            }
+            submitOne(specs[index], id: ids[index], group: group, batch: batch, now: now, result: &result, submittedHandles: &submittedHandles)
         }
         dispatch(now: now)
         return (result, takeActions())
     }
 
+    /// One spec of ``submit(contentsOf:ids:batch:now:)``, checked already, in its group (found).
+    /// `spec` is the caller's, borrowed: the record keeps its own copy.
+    private mutating func submitOne(
+        _ spec: JobSpec, id: JobID, group: Int32, batch: BatchID?, now: SchedulerTime,
+        result: inout [JobID], submittedHandles: inout [JobHandle?]
+    ) {
+        if let key = spec.coalescingKey, let existing = keys[key] {
+            actions.append(.emit(.coalesced(existing: existing, key: key)))
+            result.append(existing)
+            submittedHandles.append(nil)
+            return
+        }
+        if spec.dependencies.isEmpty && spec.notBefore == nil {
+            // The common case, kept lean: straight to the queue.
+            let (handle, info) = queue(spec, id: id, batch: batch, now: now, group: group)
+            actions.append(.emit(.submitted(info)))
+            result.append(id)
+            submittedHandles.append(handle)
+            return
+        }
+        // Each dependency once, with its record's handle where it has one: an earlier spec of
+        // this submission is found without hashing its id.
+        var dependencies: [JobID] = []
+        dependencies.reserveCapacity(spec.dependencies.count)
+        // A buffer reused from spec to spec (moved out and back: never shared, never copied).
+        var dependencyHandles: [JobHandle?] = []
+        swap(&dependencyHandles, &scratchHandles)
+        dependencyHandles.removeAll(keepingCapacity: true)
+        defer { swap(&dependencyHandles, &scratchHandles) }
+        for position in spec.dependencies.indices {
+            let other: JobID
+            var otherHandle: JobHandle?
+            switch spec.dependencies[position] {
+            case .job(let job):
+                other = job
+                otherHandle = jobs.handle(of: job)
+            case .earlier(let index):
+                other = result[index]
+                if let handle = submittedHandles[index], jobs.handle(handle, matches: other) {
+                    otherHandle = handle
+                } else {
+                    otherHandle = jobs.handle(of: other)
+                }
+            }
+            guard other != id, !dependencies.contains(other) else { continue }
+            dependencies.append(other)
+            dependencyHandles.append(otherHandle)
+        }
+        let due = spec.notBefore.map { dueTime(of: $0, submittedAt: now) }.flatMap { $0 > now ? $0 : nil }
+        let (pending, failedDependency) = dependencyStatus(dependencies, handles: dependencyHandles)
+        let state: JobState = if let due { .scheduled(until: due) } else if pending > 0 { .blocked } else { .queued }
+        var info = JobInfo(
+            id: id, name: spec.name, command: spec.work.description, priority: spec.priority,
+            state: state, attempts: 0, maxAttempts: spec.retry.maxAttempts, progress: nil,
+            submittedAt: now, startedAt: nil, finishedAt: nil, lastFailure: nil, key: spec.coalescingKey,
+            group: groups[Int(group)].info.name)
+        if !spec.environment.isEmpty || spec.workingDirectory != nil { info.describe(spec) }
+        let firstDependency = keepDependencies(dependencies)
+        let handle = jobs.insert(for: id) {
+            Job(
+                handle: $0, info: info, batch: batch, group: group, notBefore: due,
+                timeout: spec.timeout, firstDependency: firstDependency)
+        }
+        // The spec kept without its dependencies (the record has them, by id): its array is the
+        // caller's, and releasing it when the record is dropped (out of submission order in
+        // a DAG) would be a cache miss per job. Made without them, not copied and cleared
+        // (which retained the array and released it at once).
+        keepSpec(spec.withoutDependencies, at: handle)
+        // The event's copy names them (its array is freed with the event, in order).
+        info.dependencies = dependencies
+        registerRecord(handle)
+        stateCounts[state.kind] += 1
+        joined(batch, key: spec.coalescingKey, id: id)
+        if state.kind.isHeld { heldCounts[Int(handle.index)].pending = Int32(pending) }
+        submittedHandles.append(handle)
+        for case let otherHandle? in dependencyHandles {
+            jobs[otherHandle].isDependency = true
+            // Registered even with a dependency that failed: retrying it brings this job back.
+            if jobs[otherHandle].info.state.kind != .succeeded {
+                addDependent(Dependent(serial: heldCounts[Int(handle.index)].serial, handle: handle), to: otherHandle)
+            }
+        }
+        switch state {
+        case .scheduled(let until):
+            groups[Int(group)].held += 1
+            timers.insert(Timer(time: until, handle: handle, id: id, attempt: 0, purpose: .release))
+        case .blocked:
+            groups[Int(group)].held += 1
+        default:
+            break
+        }
+        actions.append(.emit(.submitted(info)))
+        result.append(id)
+        if let failedDependency {
+            skip(handle, because: failedDependency, now: now)
+        } else if state == .queued {
+            enqueue(handle)
+        }
+    }
+
     /// Makes a job's record and queues it: a submission's common case (no dependency, no start
     /// time; the caller has checked its priority and group and handles a coalescing key).
     private mutating func queue(
-        _ spec: JobSpec, id: JobID, batch: BatchID?, now: SchedulerTime, attempts: Int = 0, lastFailure: FailureReason? = nil
+        _ spec: JobSpec, id: JobID, batch: BatchID?, now: SchedulerTime, attempts: Int = 0, lastFailure: FailureReason? = nil,
+        group known: Int32? = nil
     ) -> (JobHandle, JobInfo) {
-        let group = spec.group.map { groupHandle(named: $0) } ?? 0
+        let group = known ?? spec.group.map { groupHandle(named: $0) } ?? 0
         var info = JobInfo(
             id: id, name: spec.name, command: spec.work.description, priority: spec.priority,
             state: .queued, attempts: attempts, maxAttempts: spec.retry.maxAttempts, progress: nil,
@@ -589,7 +620,7 @@ public struct SchedulerCore: Sendable {
                         handle: $0, info: info, batch: nil, group: group,
                         timeout: job.spec.timeout, firstDependency: firstDependency)
                 }
-                keepSpec(job.spec, at: handle, withoutDependencies: true)
+                keepSpec(job.spec.withoutDependencies, at: handle)
                 registerRecord(handle)
                 // A job restored later may name it: its outcome outlives its record.
                 jobs[handle].isDependency = true
@@ -637,7 +668,7 @@ public struct SchedulerCore: Sendable {
     }
 
     /// Keeps `spec` as the spec of the new record at `handle` (``recordSpecs``).
-    private mutating func keepSpec(_ spec: JobSpec, at handle: JobHandle, withoutDependencies: Bool = false) {
+    private mutating func keepSpec(_ spec: JobSpec, at handle: JobHandle) {
         let index = Int(handle.index)
         if index < recordSpecs.count {
             recordSpecs[index] = spec
@@ -645,7 +676,6 @@ public struct SchedulerCore: Sendable {
             if index > recordSpecs.count { recordSpecs.append(contentsOf: repeatElement(nil, count: index - recordSpecs.count)) }
             recordSpecs.append(spec)
         }
-        if withoutDependencies { recordSpecs[index]!.dependencies = [] }
     }
 
     /// Counts a new job in its batch and records its key.
@@ -1190,7 +1220,9 @@ public struct SchedulerCore: Sendable {
         let group = jobs[handle].group
         groups[Int(group)].queue.insert(handle, priority: jobs[handle].info.priority, order: nextOrder, positions: &queuePositions)
         nextOrder &+= 1
-        refreshHead(group)
+        // The heads order groups by their first job: a job queued behind it changes nothing
+        // there (a workflow's jobs, released into ten groups, mostly queue behind others).
+        if groups[Int(group)].queue.first == handle { refreshHead(group) }
     }
 
     /// Takes the job at `handle` out of its group's queue.
@@ -1568,7 +1600,8 @@ public struct SchedulerCore: Sendable {
         let index = Int(group)
         if old == .running {
             groups[index].running -= 1
-            if groups[index].info.limit != nil { refreshHead(group) }
+            // Only a group that was at its limit may start a job now (it was out of the heads).
+            if let limit = groups[index].info.limit, groups[index].running >= limit - 1 { refreshHead(group) }
         } else if new == .running {
             groups[index].running += 1
         }
