@@ -147,11 +147,29 @@ final class EventBus: Sendable {
         case finished
     }
 
+    /// How many times a subscriber that found nothing lets the other tasks run and looks again
+    /// before it parks.
+    ///
+    /// A parked subscriber is woken by the next publish, and on this 2-vCPU VM a thread's wake-up
+    /// costs more than a step of the scheduler: with jobs ending 200,000 times a second, parking
+    /// after every drained batch made the subscriber's thread sleep and wake once per step (133,510
+    /// context switches for 300,000 closure jobs). Yielding a few times first finds the next
+    /// events waiting most of the time (3,834 context switches; 209k -> 272k jobs/s, CPU per job
+    /// about the same). When nothing comes, it costs a few task switches before the same park.
+    static let yieldsBeforeParking = 6
+
     /// Takes everything buffered for `token`, waiting while there is nothing.
     func pull(_ token: Int) async -> Pull {
+        var yields = 0
         while true {
             if let ready = tryPull(token) { return ready }
             if Task.isCancelled { return .finished }
+            if yields < Self.yieldsBeforeParking {
+                yields += 1
+                await Task.yield()
+                continue
+            }
+            yields = 0
             await withTaskCancellationHandler {
                 await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                     let resumeNow = state.withLock { state -> Bool in
