@@ -97,13 +97,11 @@ public struct JobSpec: Sendable, Codable {
     /// The name to show: the given name, else the command.
     public var displayName: String { name ?? work.description }
 
-    /// This spec with no dependencies, made field by field: copying the spec and clearing its
-    /// dependencies would retain their array and release it again.
-    @inline(__always) var withoutDependencies: JobSpec {
-        JobSpec(
-            name: name, work: work, environment: environment, workingDirectory: workingDirectory, priority: priority,
-            retry: retry, timeout: timeout, coalescingKey: coalescingKey, progressPattern: progressPattern,
-            keepBackground: keepBackground, group: group, notBefore: notBefore)
+    /// This spec with no dependencies (what the core keeps once it has them by id).
+    var withoutDependencies: JobSpec {
+        var spec = self
+        spec.dependencies = []
+        return spec
     }
 }
 

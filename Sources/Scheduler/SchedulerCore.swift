@@ -441,13 +441,8 @@ public struct SchedulerCore: Sendable {
         }
         reserveRecords(specs.count)
         for index in specs.indices {
-            let group: Int32 = if specGroups.isEmpty || specGroups[index] == 0 {
-                0
-            } else if specGroups[index] > 0 {
-                specGroups[index]
-            } else {
-                groupHandle(named: specs[index].group!)
-            }
+            var group = specGroups.isEmpty ? 0 : specGroups[index]
+            if group < 0 { group = groupHandle(named: specs[index].group!) }
             submitOne(specs[index], id: ids[index], group: group, batch: batch, now: now, result: &result, submittedHandles: &submittedHandles)
         }
         dispatch(now: now)
@@ -519,8 +514,7 @@ public struct SchedulerCore: Sendable {
         }
         // The spec kept without its dependencies (the record has them, by id): its array is the
         // caller's, and releasing it when the record is dropped (out of submission order in
-        // a DAG) would be a cache miss per job. Made without them, not copied and cleared
-        // (which retained the array and released it at once).
+        // a DAG) would be a cache miss per job.
         keepSpec(spec.withoutDependencies, at: handle)
         // The event's copy names them (its array is freed with the event, in order).
         info.dependencies = dependencies

@@ -47,8 +47,10 @@ struct RemoteHeartbeatFlagTests {
             ((try? String(contentsOfFile: marker, encoding: .utf8)) ?? "").split(separator: "\n").count >= 2
         }
         #expect(again, "the job did not start again: \(coordinator.output)")
-        // (If the worker had left and joined again before the freeze, the job's second start came
-        // from that: the frozen session's loss still has to come before the run ends.)
+        // The frozen session is lost by silence. Not necessarily the worker's first `worker-left`:
+        // on a loaded machine a 200 ms heartbeat can come more than the worker's own 600 ms late
+        // before the freeze, and it then leaves by itself and joins again (and the job's second
+        // start may come from that).
         let lost = await eventually(within: .seconds(60)) {
             coordinator.outputLines.contains { $0.contains("\"event\":\"worker-left\"") && $0.contains("frozen") && $0.contains("no heartbeat for 2s") }
         }
@@ -56,11 +58,6 @@ struct RemoteHeartbeatFlagTests {
         try scratch.write("go", "")
         let outcome = try #require(await coordinator.wait(atMost: .seconds(90)), "the run did not end")
         #expect(outcome.status == 0, "\(outcome.stderr)")
-        // Every time the frozen worker left: on a loaded machine a 200 ms heartbeat can come more
-        // than the worker's own 600 ms late before the freeze, and it then leaves by itself and
-        // joins again (its first `worker-left` names that). The frozen session is lost by silence.
-        let lefts = outcome.stdout.split(separator: "\n").filter { $0.contains("\"event\":\"worker-left\"") && $0.contains("frozen") }
-        #expect(lefts.contains { $0.contains("no heartbeat for 2s") }, "\(lefts.isEmpty ? ["no worker-left line"] : lefts)")
         kill(-frozen.pid, SIGKILL)
         kill(-frozen.pid, SIGCONT)
         _ = await frozen.wait()
