@@ -307,6 +307,7 @@ extension Jobtop {
     /// `jobtop signal SIG ID...`.
     struct Signal: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "signal",
             abstract: "Send a signal to running jobs' process groups (local jobs; the job's state stays as it is).",
             discussion: """
                 SIG is a name (TERM, KILL, INT, HUP, STOP, CONT, USR1, USR2, QUIT, with or without

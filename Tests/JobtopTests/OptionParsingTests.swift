@@ -27,6 +27,23 @@ struct OptionParsingTests {
         #expect(run.schedulerConfiguration.gracePeriod == .seconds(2))
     }
 
+    /// A command without a `commandName` is named by ArgumentParser from its type on every
+    /// parse (`String(describing:)`: dynamic casts that each scan every protocol conformance of
+    /// the binary, about half a millisecond of every `jobtop` command's start).
+    @Test("Every command names itself")
+    func everyCommandNamesItself() {
+        var commands: [any ParsableCommand.Type] = [Jobtop.self]
+        var index = 0
+        while index < commands.count {
+            commands.append(contentsOf: commands[index].configuration.subcommands)
+            index += 1
+        }
+        #expect(commands.count > 10)
+        for command in commands {
+            #expect(command.configuration.commandName != nil, "\(command) has no commandName")
+        }
+    }
+
     @Test("Defaults: no file, text log, cores as slots, 5s grace")
     func defaults() throws {
         let run = try Jobtop.Run.parse([])
