@@ -27,7 +27,7 @@ extension Jobtop {
                 StandardError.write("jobtop: attach shows the dashboard and reads keys from a terminal; stdin is not one and /dev/tty cannot be opened\n")
                 throw ExitCode(ExitStatus.usage)
             }
-            let client = try connection.client()
+            let client = try await connection.client()
             // The first call says whether the serve answers and lets us in (a wrong token, say),
             // before the screen is taken over.
             do {

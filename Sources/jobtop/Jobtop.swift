@@ -69,6 +69,8 @@ struct Jobtop: AsyncParsableCommand {
         // Before anything can start a job: a crash in any mode (dashboard, headless, worker)
         // still kills the job process groups and gives the terminal back.
         Scheduler.installCrashGuard()
+        // A client command's connection is set up while its arguments are parsed.
+        EarlyConnection.begin(for: arguments)
         do {
             var command = try parseAsRoot(arguments)
             if var asyncCommand = command as? any AsyncParsableCommand {

@@ -41,14 +41,64 @@ struct ConnectOptions: ParsableArguments {
     }
 
     /// Connects, or ends the command with one line and ``ExitStatus/noServe``.
-    func client() throws -> ControlClient {
+    func client() async throws -> ControlClient {
         do {
             let security: RemoteTLS.Client?
             do { security = try tls.client() } catch { throw ValidationError(error.message) }
-            return try ControlClient(endpoint: try endpoint, tls: security)
+            let endpoint = try endpoint
+            if security == nil, case .unixSocket(let path) = endpoint, let early = await EarlyConnection.take(path) {
+                return early
+            }
+            return try ControlClient(endpoint: endpoint, tls: security)
         } catch let error as ControlError {
             throw ServeFailure(error)
         }
+    }
+}
+
+/// A client command's connection to this user's socket, begun before ArgumentParser reads the
+/// arguments, so that setting it up (the transport and its threads, the HTTP/2 handshake, a
+/// first call that readies the JSON coders) runs on the other core while they are parsed rather
+/// than after: the two were about as long, one after the other, before a `jobtop submit`
+/// reached the serve.
+///
+/// Taken only by a command that wants that very socket (no `--connect`, no TLS); otherwise left
+/// unused. A serve that does not answer leaves nothing behind: the command then connects as it
+/// always did, and says why that failed.
+enum EarlyConnection {
+    /// The subcommands that talk to a serve.
+    private static let commands: Set<String> = [
+        "attach", "submit", "status", "cancel", "signal", "retry", "prio", "pause", "resume", "log", "follow", "clean",
+        "shutdown",
+    ]
+    private static let pending = Locked<(path: String, task: Task<ControlClient?, Never>)?>(nil)
+
+    /// Begins connecting when `arguments` (without the program name) name a client command of
+    /// the default socket, and a socket is there.
+    static func begin(for arguments: [String]) {
+        guard let first = arguments.first, commands.contains(first),
+              !arguments.contains(where: { $0 == "--connect" || $0.hasPrefix("--connect=") || $0 == "--help" || $0 == "-h" })
+        else { return }
+        let path = ControlSocket.path()
+        let task = Task.detached { () -> ControlClient? in
+            guard let client = try? ControlClient(endpoint: .unixSocket(path)) else { return nil }
+            do {
+                try await client.ping()
+                return client
+            } catch {
+                await client.close()
+                return nil
+            }
+        }
+        pending.withLock { $0 = (path, task) }
+    }
+
+    /// The connection begun for `path`, if one was and the serve answered it.
+    static func take(_ path: String) async -> ControlClient? {
+        guard let pending = pending.withLock({ value in defer { value = nil }; return value }), pending.path == path else {
+            return nil
+        }
+        return await pending.task.value
     }
 }
 
@@ -61,7 +111,7 @@ struct ServeFailure: Error {
 /// Runs a client command's body, turning the serve's failures and refusals into one line and
 /// the documented exit status.
 func withServe<T>(_ options: ConnectOptions, _ body: (ControlClient) async throws -> T) async throws -> T {
-    let client = try options.client()
+    let client = try await options.client()
     do {
         let result = try await body(client)
         await client.close()
