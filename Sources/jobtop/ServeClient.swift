@@ -57,14 +57,13 @@ struct ConnectOptions: ParsableArguments {
 }
 
 /// A client command's connection to this user's socket, begun before ArgumentParser reads the
-/// arguments, so that setting it up (the transport and its threads, the HTTP/2 handshake, a
-/// first call that readies the JSON coders) runs on the other core while they are parsed rather
-/// than after: the two were about as long, one after the other, before a `jobtop submit`
-/// reached the serve.
+/// arguments, so that setting it up (the client and its transport's threads, then the socket and
+/// the HTTP/2 handshake) runs on the other core while they are parsed rather than after: the
+/// two took about as long, one after the other, before a `jobtop submit` reached the serve.
 ///
 /// Taken only by a command that wants that very socket (no `--connect`, no TLS); otherwise left
-/// unused. A serve that does not answer leaves nothing behind: the command then connects as it
-/// always did, and says why that failed.
+/// unused. A socket no serve answers at fails the command's own call as it always did, with the
+/// same explanation.
 enum EarlyConnection {
     /// The subcommands that talk to a serve.
     private static let commands: Set<String> = [
@@ -82,18 +81,16 @@ enum EarlyConnection {
         let path = ControlSocket.path()
         let task = Task.detached { () -> ControlClient? in
             guard let client = try? ControlClient(endpoint: .unixSocket(path)) else { return nil }
-            do {
-                try await client.ping()
-                return client
-            } catch {
-                await client.close()
-                return nil
-            }
+            // A channel connects for its first call: this one starts the connection now, and the
+            // command's own call, made meanwhile, goes out as soon as it is up. (If it cannot get
+            // through, neither can the command's, which then says why as it always did.)
+            Task { try? await client.ping() }
+            return client
         }
         pending.withLock { $0 = (path, task) }
     }
 
-    /// The connection begun for `path`, if one was and the serve answered it.
+    /// The connection begun for `path`, if one was.
     static func take(_ path: String) async -> ControlClient? {
         guard let pending = pending.withLock({ value in defer { value = nil }; return value }), pending.path == path else {
             return nil
