@@ -1,7 +1,6 @@
 import Foundation
 import GRPCCore
 import GRPCNIOTransportHTTP2Posix
-import NIOPosix
 import Scheduler
 
 /// The worker process's side: joins a coordinator's pool and runs what it is assigned.
@@ -275,36 +274,23 @@ public final class WorkerAgent: Sendable {
             var transportConfig = HTTP2ClientTransport.Posix.Config.defaults
             // Acks and results are small and latency-bound: flush each at once.
             transportConfig.connection.flushCoalescing = nil
-            // The connection's one event loop also runs the session (see EventLoopTaskExecutor).
-            let loop = MultiThreadedEventLoopGroup.singleton.next()
             let transport = try HTTP2ClientTransport.Posix(
                 target: Self.target(configuration.coordinator), transportSecurity: configuration.tls?.transportSecurity ?? .plaintext,
-                config: transportConfig, eventLoopGroup: loop)
-            return try await withTaskExecutorPreference(EventLoopTaskExecutor(loop)) {
-                try await self.call(over: transport, hello: hello, outbox: outbox, welcome: welcome)
+                config: transportConfig)
+            return try await withGRPCClient(transport: transport) { client in
+                var options = CallOptions.defaults
+                // Fail fast when the coordinator is down: the agent's own loop retries and says so.
+                options.waitForReady = false
+                return try await WirePool.Client(wrapping: client).connect(options: options, requestProducer: { writer in
+                    try await writer.write(hello)
+                    while let batch = await outbox.take() { try await writer.write(contentsOf: batch) }
+                }, onResponse: { response in
+                    defer { outbox.finish() }
+                    return await self.serve(response.messages, outbox: outbox, welcome: welcome)
+                })
             }
         } catch {
             return ending(error, welcome)
-        }
-    }
-
-    /// The connection's one call: the hello and then the outbox's batches out, the
-    /// coordinator's messages in (``serve(_:outbox:welcome:)``), until the session ends.
-    private func call(
-        over transport: HTTP2ClientTransport.Posix, hello: WireWorkerMessage, outbox: Mailbox<WireWorkerMessage>,
-        welcome: WelcomeDeadline
-    ) async throws -> SessionEnd {
-        try await withGRPCClient(transport: transport) { client in
-            var options = CallOptions.defaults
-            // Fail fast when the coordinator is down: the agent's own loop retries and says so.
-            options.waitForReady = false
-            return try await WirePool.Client(wrapping: client).connect(options: options, requestProducer: { writer in
-                try await writer.write(hello)
-                while let batch = await outbox.take() { try await writer.write(contentsOf: batch) }
-            }, onResponse: { response in
-                defer { outbox.finish() }
-                return await self.serve(response.messages, outbox: outbox, welcome: welcome)
-            })
         }
     }
 

@@ -54,6 +54,17 @@ struct Child {
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         return status
     }
+
+    /// The CPU seconds it used so far, user and system, its children not included
+    /// (`/proc/PID/stat`'s utime and stime).
+    var cpuSeconds: Double {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let end = stat.lastIndex(of: ")") else { return 0 }
+        let fields = stat[stat.index(after: end)...].split(separator: " ")
+        // After the name: state is field 3, utime 14 and stime 15 (1-based, in clock ticks).
+        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
 }
 
 /// Runs `count` `true` jobs and returns the seconds until the last one ended.
@@ -111,6 +122,8 @@ func benchmark() async throws {
 
     // Remote: 2 workers × 2 slots on loopback.
     var remote: [Double] = []
+    // The workers' own CPU (not their jobs': those are their children, reaped by them), per job.
+    var workerCPU: [Double] = []
     let recorder = RoundTripRecorder()
     for _ in 0..<runs {
         let scheduler = Scheduler(configuration: .init(localSlots: 0, finishedRetention: 1_000, finishedTails: 0))
@@ -130,6 +143,8 @@ func benchmark() async throws {
             if joined == workerCount { break }
         }
         remote.append(try await runJobs(scheduler, count: jobs))
+        // Read before they drain and leave (which costs them a little more).
+        workerCPU.append(workers.map(\.cpuSeconds).reduce(0, +) / Double(jobs))
         for worker in workers { worker.signal(SIGTERM) }
         for worker in workers { _ = worker.wait() }
         await listener.stop()
@@ -143,6 +158,7 @@ func benchmark() async throws {
     print("local  \(workerCount * slotsPerWorker) slots:             \(format(localTime, 3)) s  (\(format(Double(jobs) / localTime, 0)) jobs/s)")
     print("remote \(workerCount) workers × \(slotsPerWorker) slots: \(format(remoteTime, 3)) s  (\(format(Double(jobs) / remoteTime, 0)) jobs/s)")
     print("throughput ratio remote/local: \(format(localTime / remoteTime))×  (goal ≥ 0.80×)")
+    print("worker processes' own CPU per job (user + system, their jobs not included): \(format(median(workerCPU) * 1e6, 0)) µs")
     if !trips.isEmpty {
         print("assign → ack round trip over \(trips.count) assignments: p50 \(microseconds(percentile(trips, 0.5))), p99 \(microseconds(percentile(trips, 0.99))), max \(microseconds(trips.last!))  (goal p50 < 200 µs)")
     }
