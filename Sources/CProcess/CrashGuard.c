@@ -235,9 +235,15 @@ static struct sigaction jt_previous[65];
 static atomic_int jt_installed;
 // 0: nobody is handling a crash; 1: a thread is; 2: it is done (killed, restored, said so).
 static atomic_int jt_state;
+// The signal being handled (set with `jt_state`'s 1).
+static atomic_int jt_crash_signal;
 // Set at install from SWIFT_BACKTRACE: whether Swift's crash reporter was told never to stop
 // and ask on a terminal.
 static int jt_reporter_never_asks;
+// For tests only: how long the handler pauses after the clean-up, from JOBTOP_TEST_CRASH_PAUSE_MS
+// at install (0: no pause). A pause makes the race with an exit on another thread certain
+// (see jt_hold_exit_during_crash).
+static long jt_test_pause_ms;
 
 static const char *jt_signal_name(int signal_number) {
     switch (signal_number) {
@@ -307,7 +313,12 @@ static void jt_crash_handler(int signal_number, siginfo_t *info, void *context) 
     int on_terminal = jt_is_terminal(STDIN_FILENO) && jt_is_terminal(STDOUT_FILENO);
     int expected = 0;
     if (atomic_compare_exchange_strong(&jt_state, &expected, 1)) {
+        atomic_store(&jt_crash_signal, signal_number);
         jt_clean_up(signal_number);
+        if (jt_test_pause_ms > 0) {
+            struct timespec pause = {jt_test_pause_ms / 1000, (jt_test_pause_ms % 1000) * 1000000};
+            nanosleep(&pause, NULL);
+        }
         atomic_store(&jt_state, 2);
     } else {
         // Another thread crashed first and is cleaning up: let it finish (for at most a
@@ -386,9 +397,38 @@ int jt_crash_guard_prepare_thread(void) {
     return 0;
 }
 
+// A crash handled on one thread kills the job process groups; the jobs' ends then reach the
+// rest of jobtop, which may decide the run is over and call exit() on another thread before the
+// handler returns and its signal ends the process: jobtop would end with the run's status
+// (seen: 1 after a SIGABRT, in a loaded CI run) instead of dying of the signal. An exit that
+// starts while a crash is being handled waits here instead: the handler's signal ends the
+// process. (If it somehow has not within two seconds, the signal is sent again from here.)
+
+static void jt_hold_exit_during_crash(void) {
+    if (atomic_load(&jt_state) == 0) return;
+    struct timespec pause = {0, 1000000};
+    for (int i = 0; i < 2000; i++) nanosleep(&pause, NULL);
+    int signal_number = atomic_load(&jt_crash_signal);
+    if (signal_number > 0) {
+        struct sigaction fallback;
+        memset(&fallback, 0, sizeof fallback);
+        fallback.sa_handler = SIG_DFL;
+        sigemptyset(&fallback.sa_mask);
+        sigaction(signal_number, &fallback, NULL);
+        sigset_t unblock;
+        sigemptyset(&unblock);
+        sigaddset(&unblock, signal_number);
+        pthread_sigmask(SIG_UNBLOCK, &unblock, NULL);
+        raise(signal_number);
+    }
+}
+
 int jt_crash_guard_install(void) {
     int expected = 0;
     if (!atomic_compare_exchange_strong(&jt_installed, &expected, 1)) return 0;
+    atexit(jt_hold_exit_during_crash);
+    const char *pause = getenv("JOBTOP_TEST_CRASH_PAUSE_MS");
+    if (pause != NULL) jt_test_pause_ms = strtol(pause, NULL, 10);
     const char *settings = getenv("SWIFT_BACKTRACE");
     if (settings != NULL) {
         jt_reporter_never_asks = strstr(settings, "interactive=no") != NULL || strstr(settings, "interactive=false") != NULL

@@ -39,6 +39,32 @@ struct CrashGuardTests {
         try await waitUntilGone(started)
     }
 
+    /// The clean-up kills the jobs; their ends reach the run, which is then over and exits on
+    /// another thread. The crash's signal must still be how jobtop ends (once, in a loaded CI
+    /// run, a SIGABRT ended it with status 1). The handler's test pause makes that race certain.
+    @Test("A run that ends while its crash is being handled still dies of the signal", arguments: [SIGABRT, SIGSEGV])
+    func exitDuringCrash(signal: Int32) async throws {
+        // Given two running jobs, and a crash handler that pauses after killing them
+        let scratch = try Scratch()
+        let process = try JobtopProcess(
+            ["-j", "2", "--log-output", "-c", Self.job, "-c", Self.job], directory: scratch.path,
+            environment: ["JOBTOP_TEST_CRASH_PAUSE_MS": "800"])
+        var ready = 0
+        for await line in process.stdoutLines where line.hasSuffix("text=ready") {
+            ready += 1
+            if ready == 2 { break }
+        }
+        try #require(ready == 2)
+        let started = pids(in: scratch.file("pids"))
+        // When jobtop gets a fatal signal (and the run sees its jobs end meanwhile)
+        process.send(signal)
+        let run = await process.wait()
+        // Then it ends with the signal, not with the run's status
+        #expect(run.status == 128 + signal, "stderr: \(run.stderr)")
+        #expect(run.stderr.contains("jobtop: crashed (\(Self.names[signal]!)); job processes killed\n"))
+        try await waitUntilGone(started)
+    }
+
     @Test("A worker that crashes kills the processes of the jobs it runs")
     func worker() async throws {
         // Given a coordinator with no local slots and one worker running its job
