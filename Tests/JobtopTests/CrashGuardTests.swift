@@ -16,18 +16,25 @@ struct CrashGuardTests {
 
     static let names: [Int32: String] = [SIGSEGV: "SIGSEGV", SIGABRT: "SIGABRT", SIGBUS: "SIGBUS", SIGILL: "SIGILL"]
 
-    @Test("A headless run that crashes kills every process of its jobs and dies of the signal", arguments: [SIGSEGV, SIGABRT, SIGILL])
-    func headless(signal: Int32) async throws {
-        // Given two running jobs, each with a background child
-        let scratch = try Scratch()
-        let process = try JobtopProcess(["-j", "2", "--log-output", "-c", Self.job, "-c", Self.job], directory: scratch.path)
+    /// A headless run of two ``job``s, once both said they are ready: the process and the pids
+    /// the jobs recorded (each job's shell and its background child).
+    static func runTwoJobs(in scratch: Scratch, environment: [String: String] = [:]) async throws -> (JobtopProcess, [pid_t]) {
+        let process = try JobtopProcess(
+            ["-j", "2", "--log-output", "-c", job, "-c", job], directory: scratch.path, environment: environment)
         var ready = 0
         for await line in process.stdoutLines where line.hasSuffix("text=ready") {
             ready += 1
             if ready == 2 { break }
         }
         try #require(ready == 2)
-        let started = pids(in: scratch.file("pids"))
+        return (process, pids(in: scratch.file("pids")))
+    }
+
+    @Test("A headless run that crashes kills every process of its jobs and dies of the signal", arguments: [SIGSEGV, SIGABRT, SIGILL])
+    func headless(signal: Int32) async throws {
+        // Given two running jobs, each with a background child
+        let scratch = try Scratch()
+        let (process, started) = try await Self.runTwoJobs(in: scratch)
         #expect(started.count == 4)
         // When jobtop gets a fatal signal
         process.send(signal)
@@ -46,16 +53,7 @@ struct CrashGuardTests {
     func exitDuringCrash(signal: Int32) async throws {
         // Given two running jobs, and a crash handler that pauses after killing them
         let scratch = try Scratch()
-        let process = try JobtopProcess(
-            ["-j", "2", "--log-output", "-c", Self.job, "-c", Self.job], directory: scratch.path,
-            environment: ["JOBTOP_TEST_CRASH_PAUSE_MS": "800"])
-        var ready = 0
-        for await line in process.stdoutLines where line.hasSuffix("text=ready") {
-            ready += 1
-            if ready == 2 { break }
-        }
-        try #require(ready == 2)
-        let started = pids(in: scratch.file("pids"))
+        let (process, started) = try await Self.runTwoJobs(in: scratch, environment: ["JOBTOP_TEST_CRASH_PAUSE_MS": "800"])
         // When jobtop gets a fatal signal (and the run sees its jobs end meanwhile)
         process.send(signal)
         let run = await process.wait()
