@@ -402,12 +402,12 @@ int jt_crash_guard_prepare_thread(void) {
 // handler returns and its signal ends the process: jobtop would end with the run's status
 // (seen: 1 after a SIGABRT, in a loaded CI run) instead of dying of the signal. An exit that
 // starts while a crash is being handled waits here instead: the handler's signal ends the
-// process. (If it somehow has not within two seconds, the signal is sent again from here.)
-
+// process (after Swift's crash reporter, where it runs, has written its backtrace). If it somehow
+// has not within ten seconds, the signal is sent again from here.
 static void jt_hold_exit_during_crash(void) {
     if (atomic_load(&jt_state) == 0) return;
-    struct timespec pause = {0, 1000000};
-    for (int i = 0; i < 2000; i++) nanosleep(&pause, NULL);
+    struct timespec pause = {0, 10000000};
+    for (int i = 0; i < 1000; i++) nanosleep(&pause, NULL);
     int signal_number = atomic_load(&jt_crash_signal);
     if (signal_number > 0) {
         struct sigaction fallback;
