@@ -17,6 +17,7 @@ Usage: swift build -c release --scratch-path .build-release --product jobtop
    "listening" line, and to the first frame of an attach started at that line.
 """
 import os, sqlite3, subprocess, sys, tempfile, time, shutil
+from serve_latency import percentile, submit_latency
 
 binary = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".build-release/release/jobtop")
 work = tempfile.mkdtemp(prefix="jobtop-bench-serve-")
@@ -26,31 +27,11 @@ load = lambda: open("/proc/loadavg").read().split()[0]
 serve = subprocess.Popen([binary, "serve", "-j", "2"], env=env, stderr=subprocess.PIPE, text=True)
 serve.stderr.readline()  # "listening on ..."
 
-def pct(values, p):
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
-
 database = sqlite3.connect(f"file:{os.path.join(work, 'state', 'jobtop', 'jobtop.db')}?mode=ro", uri=True)
-submit_ms, started_ms, recorded_ms = [], [], []
-for i in range(200):
-    mark = os.path.join(work, f"s{i}")
-    t0 = time.time_ns()
-    short = subprocess.run([binary, "submit", "-c", f"date +%s%N > {mark}.tmp && mv {mark}.tmp {mark}"], env=env, check=True,
-                           stdout=subprocess.PIPE, text=True).stdout.strip()
-    t1 = time.time_ns()
-    while not os.path.exists(mark):
-        time.sleep(0.0005)
-    started = int(open(mark).read())
-    # The serve's record of the `started` event: its store writes the attempt's start (the
-    # wall clock when it journals the event, so a bound from above on the event itself).
-    while (row := database.execute("SELECT started_at FROM attempt WHERE job LIKE ? AND number = 1", (short + "%",)).fetchone()) is None:
-        time.sleep(0.0005)
-    submit_ms.append((t1 - t0) / 1e6)
-    started_ms.append((started - t0) / 1e6)
-    recorded_ms.append((row[0] * 1e9 - t0) / 1e6)
-print(f"submit -c: process exits (ids printed) p50 {pct(submit_ms, 50):.2f} ms, p99 {pct(submit_ms, 99):.2f} ms; "
-      f"`started` (as the serve's store recorded it) p50 {pct(recorded_ms, 50):.2f} ms, p99 {pct(recorded_ms, 99):.2f} ms; "
-      f"job running (its date) p50 {pct(started_ms, 50):.2f} ms, p99 {pct(started_ms, 99):.2f} ms "
+submit_ms, recorded_ms, started_ms = zip(*(submit_latency(binary, env, work, database, i) for i in range(200)))
+print(f"submit -c: process exits (ids printed) p50 {percentile(submit_ms, 50):.2f} ms, p99 {percentile(submit_ms, 99):.2f} ms; "
+      f"`started` (as the serve's store recorded it) p50 {percentile(recorded_ms, 50):.2f} ms, p99 {percentile(recorded_ms, 99):.2f} ms; "
+      f"job running (its date) p50 {percentile(started_ms, 50):.2f} ms, p99 {percentile(started_ms, 99):.2f} ms "
       f"(200 runs, load {load()})")
 
 subprocess.run([binary, "clean"], env=env, check=True, stdout=subprocess.DEVNULL)

@@ -307,6 +307,15 @@ static void jt_clean_up(int signal_number) {
     jt_write_all(STDERR_FILENO, line, used);
 }
 
+// The signal's default action from now on (ending the process, with a core dump where enabled).
+static void jt_set_default_action(int signal_number) {
+    struct sigaction fallback;
+    memset(&fallback, 0, sizeof fallback);
+    fallback.sa_handler = SIG_DFL;
+    sigemptyset(&fallback.sa_mask);
+    sigaction(signal_number, &fallback, NULL);
+}
+
 static void jt_crash_handler(int signal_number, siginfo_t *info, void *context) {
     int saved_errno = errno;
     // Asked before the clean-up points the screen's descriptor at /dev/null.
@@ -354,11 +363,7 @@ static void jt_crash_handler(int signal_number, siginfo_t *info, void *context) 
     if (chains && (is_fault || is_abort)) {
         sigaction(signal_number, previous, NULL);
     } else {
-        struct sigaction fallback;
-        memset(&fallback, 0, sizeof fallback);
-        fallback.sa_handler = SIG_DFL;
-        sigemptyset(&fallback.sa_mask);
-        sigaction(signal_number, &fallback, NULL);
+        jt_set_default_action(signal_number);
     }
     if (!is_fault) raise(signal_number);
     errno = saved_errno;
@@ -410,11 +415,7 @@ static void jt_hold_exit_during_crash(void) {
     for (int i = 0; i < 1000; i++) nanosleep(&pause, NULL);
     int signal_number = atomic_load(&jt_crash_signal);
     if (signal_number > 0) {
-        struct sigaction fallback;
-        memset(&fallback, 0, sizeof fallback);
-        fallback.sa_handler = SIG_DFL;
-        sigemptyset(&fallback.sa_mask);
-        sigaction(signal_number, &fallback, NULL);
+        jt_set_default_action(signal_number);
         sigset_t unblock;
         sigemptyset(&unblock);
         sigaddset(&unblock, signal_number);

@@ -65,11 +65,12 @@ struct ConnectOptions: ParsableArguments {
 /// unused. A socket no serve answers at fails the command's own call as it always did, with the
 /// same explanation.
 enum EarlyConnection {
-    /// The subcommands that talk to a serve.
-    private static let commands: Set<String> = [
-        "attach", "submit", "status", "cancel", "signal", "retry", "prio", "pause", "resume", "log", "follow", "clean",
-        "shutdown",
-    ]
+    /// The subcommands that talk to a serve: all but those that run a scheduler of their own.
+    /// (Read from the command tree ArgumentParser reads next anyway; every command names itself.)
+    static let commands: Set<String> = {
+        func names(_ commands: [any ParsableCommand.Type]) -> Set<String> { Set(commands.compactMap { $0.configuration.commandName }) }
+        return names(Jobtop.configuration.subcommands).subtracting(names([Jobtop.Run.self, Jobtop.Worker.self, Jobtop.Serve.self]))
+    }()
     private static let pending = Locked<(path: String, task: Task<ControlClient?, Never>)?>(nil)
 
     /// Begins connecting when `arguments` (without the program name) name a client command of

@@ -44,6 +44,16 @@ struct OptionParsingTests {
         }
     }
 
+    @Test("A client command's connection is begun early; a command with a scheduler of its own begins none")
+    func earlyConnectionCommands() {
+        for command in ["attach", "submit", "status", "cancel", "signal", "log", "follow", "shutdown"] {
+            #expect(EarlyConnection.commands.contains(command), "\(command)")
+        }
+        for command in ["run", "worker", "serve", "help"] {
+            #expect(!EarlyConnection.commands.contains(command), "\(command)")
+        }
+    }
+
     @Test("Defaults: no file, text log, cores as slots, 5s grace")
     func defaults() throws {
         let run = try Jobtop.Run.parse([])
