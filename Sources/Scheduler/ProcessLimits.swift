@@ -49,8 +49,9 @@ extension Scheduler {
 
 /// The limits on what this process can open and spawn, read now.
 struct ProcessLimits {
-    /// Descriptors kept free for everything but jobs (the log, sockets, the terminal).
-    static let fileMargin = 64
+    /// Descriptors kept free for everything but jobs (the log, sockets, the terminal), and the
+    /// I/O threads' reserves (``DescriptorReserve``), which they give back when descriptors run out.
+    static let fileMargin = 64 + ProcessReactor.defaultThreadCount * DescriptorReserve.size
     /// Processes and pids kept free for everything but jobs.
     static let processMargin = 64
 

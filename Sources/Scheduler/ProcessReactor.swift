@@ -156,7 +156,9 @@ final class ProcessLoop: Sendable {
         guard epoll >= 0, wake >= 0, jt_epoll_add(epoll, wake, Self.wakeToken) == 0 else {
             fatalError("jobtop: cannot set up an I/O thread: \(String(cString: strerror(errno)))")
         }
-        let thread = Thread { [self] in ProcessLoopThread(loop: self).run() }
+        // Taken here, not on the new thread: by the time this returns, the reserve is in hand.
+        let reserve = DescriptorReserve(duplicating: wake)
+        let thread = Thread { [self] in ProcessLoopThread(loop: self, reserve: reserve).run() }
         thread.stackSize = 1 << 20
         thread.start()
     }
@@ -225,6 +227,8 @@ private final class ProcessLoopThread {
     /// Spawns per turn of the loop.
     static let spawnsPerTurn = 32
     private var buffer = [UInt8](repeating: 0, count: 1 << 16)
+    /// Descriptors kept for the rest of the process (``DescriptorReserve``).
+    private var reserve: DescriptorReserve
 
     /// How long an attempt waits for a resource before it fails.
     static let resourceWaitLimit: Duration = .seconds(60)
@@ -237,8 +241,9 @@ private final class ProcessLoopThread {
     /// writing to it for ever).
     static let finalReadLimit = 1 << 20
 
-    init(loop: ProcessLoop) {
+    init(loop: ProcessLoop, reserve: DescriptorReserve) {
         self.loop = loop
+        self.reserve = reserve
     }
 
     func run() -> Never {
@@ -331,14 +336,20 @@ private final class ProcessLoopThread {
             fail(start, failure)
             return true
         }
-        switch command.spawn() {
+        // Only while the reserve for the rest of the process is in hand (taken back first if
+        // a lack gave it away): without it, this spawn waits as for any lack of descriptors.
+        let spawn = reserve.take() ? command.spawn() : .lacking(EMFILE)
+        switch spawn {
         case .spawned(let pid, let out, let err):
             spawned(start, pid: pid, out: out, err: err)
+            reserve.checkAfterSpawn()
             return true
         case .failed(let failure):
             fail(start, failure)
             return true
         case .lacking(let code):
+            // Out of descriptors (or close to it): the reserve goes to the rest of the process.
+            if code == EMFILE || code == ENFILE { reserve.release() }
             let now = ContinuousClock.now
             let since = previous?.since ?? now
             if now - since >= Self.resourceWaitLimit {

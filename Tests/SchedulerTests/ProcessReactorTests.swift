@@ -143,33 +143,51 @@ struct ProcessReactorTests {
     // MARK: - Lacking resources
 
     @Test func aSpawnWithoutFreeFileDescriptorsWaitsInsteadOfFailingTheJob() async {
-        // In a child process of its own: it uses up every file descriptor it may open.
+        // In a child process of its own: it uses up the file descriptors it may open.
         let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
             func fail(_ message: String) -> Never {
                 FileHandle.standardError.write(Data((message + "\n").utf8))
                 exit(1)
             }
-            // Given a scheduler (its I/O threads are set up) in a process with no free descriptor
+            /// Takes up to `count` descriptors (all it can when `nil`).
+            func fill(_ count: Int? = nil) -> [Int32] {
+                var taken: [Int32] = []
+                while count.map({ taken.count < $0 }) ?? true {
+                    let fd = dup(2)
+                    if fd < 0 { break }
+                    taken.append(fd)
+                }
+                return taken
+            }
+            // Given a scheduler (its I/O threads and their reserves are set up) and libdispatch's
+            // timer thread up (a zero-delay timer), which needs descriptors of its own to start
             let scheduler = Scheduler(configuration: .init(localSlots: 1, seed: 5))
             async let running: Void = scheduler.run()
             var reader = EventReader(await scheduler.events())
+            await withCheckedContinuation { continuation in
+                DispatchQueue.global().asyncAfter(deadline: .now()) { continuation.resume() }
+            }
+            // in a process with 3 free descriptors: fewer than a spawn's two pipes need, while
+            // libdispatch can still open the one it opens now and then
             var soft: UInt64 = 0
             var hard: UInt64 = 0
             _ = jt_get_limit(0, &soft, &hard)
-            _ = jt_set_soft_limit(0, UInt64(jt_count_open_fds() + 32))
-            var fillers: [Int32] = []
-            while true {
-                let fd = dup(2)
-                if fd < 0 { break }
-                fillers.append(fd)
-            }
+            _ = jt_set_soft_limit(0, UInt64(jt_count_open_fds() + 64))
+            var fillers = fill()
+            for _ in 0..<3 { close(fillers.removeLast()) }
             // When a job is started
             let id = try await scheduler.submit(.shell("echo hi"))
             await ProcessReactor.shared.waitUntil { $0.waitingForResources == 1 }
-            // and descriptors free up again
+            // Then its I/O thread has given its reserve back to the process
+            let reserve = fill(DescriptorReserve.size)
+            guard reserve.count == DescriptorReserve.size else {
+                fail("\(reserve.count) descriptors free while the job waits; expected the reserve given back")
+            }
+            for fd in reserve { close(fd) }
+            // and when descriptors free up again
             for fd in fillers { close(fd) }
             _ = jt_set_soft_limit(0, soft)
-            // Then it runs and succeeds, with nothing of jobtop's in its output
+            // it runs and succeeds, with nothing of jobtop's in its output
             guard case .succeeded? = await reader.final(of: id) else { fail("the job did not succeed: \(reader.seen.map(\.kind))") }
             let lines = await scheduler.output(of: id).lines.map(\.text)
             guard lines == ["hi"] else { fail("output \(lines)") }
