@@ -252,6 +252,15 @@ private final class ProcessLoopThread {
         // A stack overflow here (or any crash) still reaches the crash guard's handler, which
         // needs an alternate signal stack on the crashing thread.
         _ = jt_crash_guard_prepare_thread()
+        // This thread is the parent of the processes it spawns, and it inherited libdispatch's
+        // mask, which blocks SIGCHLD: the kernel never discards a signal its target blocks, so
+        // each job's end queued a SIGCHLD that woke the main thread (parked in sigsuspend) only
+        // to ignore it, a thread wake-up per job. Unblocked here, an ignored SIGCHLD is dropped
+        // when it is sent. (Jobs are reaped through pidfds and waitid, never by the signal.)
+        var childSignal = sigset_t()
+        sigemptyset(&childSignal)
+        sigaddset(&childSignal, SIGCHLD)
+        pthread_sigmask(SIG_UNBLOCK, &childSignal, nil)
         var ready = [UInt64](repeating: 0, count: 256)
         while true {
             let timeout = millisecondsToNextTimer()
