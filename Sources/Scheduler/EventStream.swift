@@ -34,6 +34,7 @@ public struct EventStream: AsyncSequence, Sendable {
         let subscription: Subscription
         private var batch: [SchedulerEvent] = []
         private var index = 0
+        private var yieldBudget = EventBus.YieldBudget()
 
         init(subscription: Subscription) {
             self.subscription = subscription
@@ -62,7 +63,7 @@ public struct EventStream: AsyncSequence, Sendable {
                     defer { index += 1 }
                     return batch[index]
                 }
-                switch await subscription.bus.pull(subscription.token) {
+                switch await subscription.bus.pull(subscription.token, budget: &yieldBudget) {
                 case .events(let events):
                     batch = events
                     index = 0
