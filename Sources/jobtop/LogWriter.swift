@@ -4,14 +4,22 @@ import Scheduler
 /// Writes log lines and job output files on a thread of its own, so a slow stdout (a pager, a
 /// full pipe) or disk never blocks Swift's cooperative pool, and the scheduler never waits.
 ///
-/// Each write is handed over at once and written as soon as the thread wakes; whatever piles up
-/// while it writes goes out in one `write(2)` per file the next time round. The queue is
-/// bounded: a producer that can wait calls ``waitForRoom()``, which returns once fewer than
+/// Each write is handed over at once. The thread writes what is queued, then lingers for
+/// ``linger`` before it writes again: whatever comes meanwhile goes out in one `write(2)` per
+/// file, and producers do not wake the thread for each line (only an idle thread, or one with
+/// more than ``lingerLimit`` bytes waiting, is woken). A log line is at most ``linger`` late;
+/// ``finish()`` writes at once. The queue is bounded: a producer that can wait calls ``waitForRoom()``, which returns once fewer than
 /// ``capacity`` bytes are queued (the log's events then wait in the scheduler, which slows the
 /// jobs down; see `EventDelivery.lossless`).
 final class LogWriter: Sendable {
     /// Bytes queued above which ``waitForRoom()`` waits.
     static let capacity = 4 << 20
+    /// How long the thread waits after a write before the next: with jobs ending every few
+    /// hundred microseconds, waking it for each line cost a thread wake-up per job (2,000 shell
+    /// jobs: ~2,000 of the run's ~20,000 context switches).
+    static let linger: DispatchTimeInterval = .milliseconds(2)
+    /// Queued bytes above which a producer wakes a lingering thread at once.
+    static let lingerLimit = 1 << 18
 
     private enum Chunk {
         case write(Int32, [UInt8])
@@ -24,9 +32,26 @@ final class LogWriter: Sendable {
         var hasStopped = false
         /// Bytes handed over and not written yet.
         var queuedBytes = 0
+        /// The thread waits with nothing queued: the next write wakes it.
+        var isIdle = false
+        /// A producer woke the lingering thread already (over ``lingerLimit``).
+        var isNudged = false
         var roomWaiters = Waiters()
 
         var hasRoom: Bool { queuedBytes < LogWriter.capacity || hasStopped }
+
+        /// Whether a producer that just queued something must wake the thread.
+        mutating func wake() -> Bool {
+            if isIdle {
+                isIdle = false
+                return true
+            }
+            if queuedBytes >= LogWriter.lingerLimit && !isNudged {
+                isNudged = true
+                return true
+            }
+            return false
+        }
     }
 
     private let state = Locked(State())
@@ -44,11 +69,12 @@ final class LogWriter: Sendable {
 
     /// Queues `bytes` for `fd`.
     func write(_ bytes: [UInt8], to fd: Int32) {
-        state.withLock {
-            $0.chunks.append(.write(fd, bytes))
-            $0.queuedBytes += bytes.count
+        let wakes = state.withLock { state -> Bool in
+            state.chunks.append(.write(fd, bytes))
+            state.queuedBytes += bytes.count
+            return state.wake()
         }
-        wakeup.signal()
+        if wakes { wakeup.signal() }
     }
 
     /// Waits until fewer than ``capacity`` bytes are queued.
@@ -68,8 +94,11 @@ final class LogWriter: Sendable {
 
     /// Queues closing `fd` after what was queued for it.
     func close(_ fd: Int32) {
-        state.withLock { $0.chunks.append(.close(fd)) }
-        wakeup.signal()
+        let wakes = state.withLock { state -> Bool in
+            state.chunks.append(.close(fd))
+            return state.wake()
+        }
+        if wakes { wakeup.signal() }
     }
 
     /// Whether stdout broke (`jobtop ... | head -1`): the log was cut short.
@@ -88,10 +117,15 @@ final class LogWriter: Sendable {
 
     private func loop() {
         while true {
-            wakeup.wait()
             let (chunks, isFinished) = state.withLock { state -> ([Chunk], Bool) in
                 defer { state.chunks = [] }
+                // Nothing to write: wait until a producer (or `finish`) wakes the thread.
+                state.isIdle = state.chunks.isEmpty && !state.isFinished
                 return (state.chunks, state.isFinished)
+            }
+            if chunks.isEmpty && !isFinished {
+                wakeup.wait()
+                continue
             }
             perform(chunks)
             let written = chunks.reduce(0) { total, chunk in
@@ -110,6 +144,10 @@ final class LogWriter: Sendable {
                 stopped.signal()
                 return
             }
+            // What comes in the next moment goes out with one write (`finish`, or a producer
+            // with much queued, ends the wait early).
+            if !isFinished { _ = wakeup.wait(timeout: .now() + Self.linger) }
+            state.withLock { $0.isNudged = false }
         }
     }
 
