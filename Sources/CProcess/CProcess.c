@@ -72,6 +72,103 @@ int jt_spawn_io(const char *path, char *const argv[], char *const envp[], const 
     return rc;
 }
 
+struct jt_spawner {
+    posix_spawnattr_t attr;
+    posix_spawn_file_actions_t actions;
+    int devnull;
+    /// Hold the write ends of the next job's stdout and stderr pipes (dup3'd there), or
+    /// /dev/null between a spawn and the next jt_spawner_prepare.
+    int out_slot, err_slot;
+    /// The next job's read ends; -1 when not prepared.
+    int out_read, err_read;
+};
+
+jt_spawner *jt_spawner_create(void) {
+    jt_spawner *spawner = calloc(1, sizeof *spawner);
+    if (spawner == NULL) return NULL;
+    spawner->out_read = spawner->err_read = -1;
+    spawner->devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    spawner->out_slot = spawner->devnull < 0 ? -1 : fcntl(spawner->devnull, F_DUPFD_CLOEXEC, 0);
+    spawner->err_slot = spawner->devnull < 0 ? -1 : fcntl(spawner->devnull, F_DUPFD_CLOEXEC, 0);
+    if (spawner->devnull < 0 || spawner->out_slot < 0 || spawner->err_slot < 0) {
+        int saved = errno;
+        if (spawner->devnull >= 0) close(spawner->devnull);
+        if (spawner->out_slot >= 0) close(spawner->out_slot);
+        free(spawner);
+        errno = saved;
+        return NULL;
+    }
+    posix_spawnattr_init(&spawner->attr);
+    sigset_t all, none;
+    sigfillset(&all);
+    sigemptyset(&none);
+    posix_spawnattr_setsigdefault(&spawner->attr, &all);
+    posix_spawnattr_setsigmask(&spawner->attr, &none);
+    posix_spawnattr_setflags(&spawner->attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSID);
+    posix_spawn_file_actions_init(&spawner->actions);
+    posix_spawn_file_actions_adddup2(&spawner->actions, spawner->devnull, 0);
+    posix_spawn_file_actions_adddup2(&spawner->actions, spawner->out_slot, 1);
+    posix_spawn_file_actions_adddup2(&spawner->actions, spawner->err_slot, 2);
+    // As in jt_spawn_io: nothing else crosses into the job.
+    posix_spawn_file_actions_addclosefrom_np(&spawner->actions, 3);
+    return spawner;
+}
+
+/// A pipe whose write end goes to `slot` (the only descriptor left of it here); returns the
+/// read end in `read_end`. 0 or errno.
+static int jt_spawner_pipe(int slot, int *read_end) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return errno;
+    if (fcntl(fds[0], F_SETFL, O_NONBLOCK) != 0 || dup3(fds[1], slot, O_CLOEXEC) < 0) {
+        int saved = errno;
+        close(fds[0]);
+        close(fds[1]);
+        return saved;
+    }
+    close(fds[1]);
+    *read_end = fds[0];
+    return 0;
+}
+
+/// Points the slots back at /dev/null (closing the write ends they held) and forgets the
+/// read ends (closing them when `close_reads`).
+static void jt_spawner_release(jt_spawner *spawner, int close_reads) {
+    dup3(spawner->devnull, spawner->out_slot, O_CLOEXEC);
+    dup3(spawner->devnull, spawner->err_slot, O_CLOEXEC);
+    if (close_reads) {
+        if (spawner->out_read >= 0) close(spawner->out_read);
+        if (spawner->err_read >= 0) close(spawner->err_read);
+    }
+    spawner->out_read = spawner->err_read = -1;
+}
+
+int jt_spawner_prepare(jt_spawner *spawner) {
+    if (spawner->out_read >= 0 && spawner->err_read >= 0) return 0;
+    int rc = spawner->out_read >= 0 ? 0 : jt_spawner_pipe(spawner->out_slot, &spawner->out_read);
+    if (rc == 0 && spawner->err_read < 0) rc = jt_spawner_pipe(spawner->err_slot, &spawner->err_read);
+    if (rc != 0) jt_spawner_release(spawner, 1);
+    return rc;
+}
+
+int jt_spawner_spawn(jt_spawner *spawner, const char *path, char *const argv[], char *const envp[],
+                     pid_t *pid_out, int *recorded, int *stdout_read, int *stderr_read) {
+    int rc = jt_spawner_prepare(spawner);
+    if (rc != 0) return rc;
+    jt_crash_guard_spawn_begin();
+    rc = posix_spawn(pid_out, path, &spawner->actions, &spawner->attr, argv, envp ? envp : environ);
+    *recorded = rc == 0 ? jt_crash_guard_add_group(*pid_out) : 0;
+    jt_crash_guard_spawn_end();
+    if (rc != 0) {
+        // The pipes stay prepared for the next spawn.
+        return rc;
+    }
+    *stdout_read = spawner->out_read;
+    *stderr_read = spawner->err_read;
+    // The child has its own copies: the write ends here go, or the job's pipes would never end.
+    jt_spawner_release(spawner, 0);
+    return 0;
+}
+
 int jt_pidfd_open(pid_t pid) {
 #ifdef SYS_pidfd_open
     return (int)syscall(SYS_pidfd_open, pid, 0);

@@ -67,7 +67,25 @@ struct ProcessCommand {
             directory: spec.workingDirectory))
     }
 
-    /// Spawns the process with its pipes.
+    /// Spawns the process with its pipes: with `spawner` (its I/O thread's, which keeps the
+    /// spawn's set-up and makes the next pipes ahead) unless the command has a working directory.
+    func spawn(using spawner: OpaquePointer?) -> SpawnResult {
+        guard let spawner, directory == nil else { return spawn() }
+        var pid: pid_t = 0
+        var recorded: Int32 = 0
+        var out: Int32 = -1
+        var err: Int32 = -1
+        let rc = Self.withCStrings(arguments) { argv in
+            Self.withOptionalCStrings(environment) { envp in
+                jt_spawner_spawn(spawner, path, argv, envp, &pid, &recorded, &out, &err)
+            }
+        }
+        guard rc == 0 else { return failure(rc) }
+        JobProcessGroups.spawned(pid, recordedByTheGuard: recorded != 0)
+        return .spawned(pid: pid, stdout: out, stderr: err)
+    }
+
+    /// Spawns the process with pipes of its own.
     func spawn() -> SpawnResult {
         var out: [Int32] = [-1, -1]
         var err: [Int32] = [-1, -1]
@@ -95,16 +113,21 @@ struct ProcessCommand {
         guard rc == 0 else {
             close(out[0])
             close(err[0])
-            if Self.isLack(rc) { return .lacking(rc) }
-            let message = String(cString: strerror(rc))
-            let line = "jobtop: cannot run \(arguments[0]): \(message)"
-            switch rc {
-            case ENOENT: return .failed(Failure(termination: .exit(127), line: line))
-            case EACCES: return .failed(Failure(termination: .exit(126), line: line))
-            default: return .failed(Failure(termination: .error("cannot run \(arguments[0]): \(message)"), line: line))
-            }
+            return failure(rc)
         }
         return .spawned(pid: pid, stdout: out[0], stderr: err[0])
+    }
+
+    /// What a spawn that failed with `code` means.
+    private func failure(_ code: Int32) -> SpawnResult {
+        if Self.isLack(code) { return .lacking(code) }
+        let message = String(cString: strerror(code))
+        let line = "jobtop: cannot run \(arguments[0]): \(message)"
+        switch code {
+        case ENOENT: return .failed(Failure(termination: .exit(127), line: line))
+        case EACCES: return .failed(Failure(termination: .exit(126), line: line))
+        default: return .failed(Failure(termination: .error("cannot run \(arguments[0]): \(message)"), line: line))
+        }
     }
 
     /// Whether `code` says a resource ran out rather than that the command is wrong.

@@ -156,9 +156,11 @@ final class ProcessLoop: Sendable {
         guard epoll >= 0, wake >= 0, jt_epoll_add(epoll, wake, Self.wakeToken) == 0 else {
             fatalError("jobtop: cannot set up an I/O thread: \(String(cString: strerror(errno)))")
         }
-        // Taken here, not on the new thread: by the time this returns, the reserve is in hand.
+        // Taken here, not on the new thread: by the time this returns, the reserve is in hand
+        // and the spawner's descriptors are open.
         let reserve = DescriptorReserve(duplicating: wake)
-        let thread = Thread { [self] in ProcessLoopThread(loop: self, reserve: reserve).run() }
+        let spawner = Spawner()
+        let thread = Thread { [self] in ProcessLoopThread(loop: self, reserve: reserve, spawner: spawner).run() }
         thread.stackSize = 1 << 20
         thread.start()
     }
@@ -208,6 +210,17 @@ final class ProcessLoop: Sendable {
     }
 }
 
+/// An I/O thread's `jt_spawner`, made by the thread that starts it.
+///
+/// `@unchecked Sendable`: it is made before the I/O thread starts, handed to it through the
+/// thread's closure (starting a thread orders everything before it), and from then on used by
+/// that thread alone; the thread that made it never touches it again.
+final class Spawner: @unchecked Sendable {
+    let pointer: OpaquePointer?
+
+    init() { pointer = jt_spawner_create() }
+}
+
 /// What one I/O thread owns: its processes, timers and waits. Touched by that thread only.
 private final class ProcessLoopThread {
     private let loop: ProcessLoop
@@ -229,6 +242,9 @@ private final class ProcessLoopThread {
     private var buffer = [UInt8](repeating: 0, count: 1 << 16)
     /// Descriptors kept for the rest of the process (``DescriptorReserve``).
     private var reserve: DescriptorReserve
+    /// What this thread spawns jobs with (`jt_spawner`; `nil` if it could not be made: then each
+    /// spawn sets itself up).
+    private let spawner: OpaquePointer?
 
     /// How long an attempt waits for a resource before it fails.
     static let resourceWaitLimit: Duration = .seconds(60)
@@ -241,9 +257,10 @@ private final class ProcessLoopThread {
     /// writing to it for ever).
     static let finalReadLimit = 1 << 20
 
-    init(loop: ProcessLoop, reserve: DescriptorReserve) {
+    init(loop: ProcessLoop, reserve: DescriptorReserve, spawner: Spawner) {
         self.loop = loop
         self.reserve = reserve
+        self.spawner = spawner.pointer
     }
 
     func run() -> Never {
@@ -347,11 +364,13 @@ private final class ProcessLoopThread {
         }
         // Only while the reserve for the rest of the process is in hand (taken back first if
         // a lack gave it away): without it, this spawn waits as for any lack of descriptors.
-        let spawn = reserve.take() ? command.spawn() : .lacking(EMFILE)
+        let spawn = reserve.take() ? command.spawn(using: spawner) : .lacking(EMFILE)
         switch spawn {
         case .spawned(let pid, let out, let err):
             spawned(start, pid: pid, out: out, err: err)
             reserve.checkAfterSpawn()
+            // The next job's pipes, made now while this one starts rather than after it ends.
+            if let spawner, reserve.isHeld { _ = jt_spawner_prepare(spawner) }
             return true
         case .failed(let failure):
             fail(start, failure)

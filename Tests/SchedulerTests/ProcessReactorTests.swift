@@ -18,6 +18,8 @@ struct ProcessReactorTests {
     @Test func hundredsOfRunningJobsAreWatchedByAFewThreads() async {
         // In a child process of its own, so that no other suite's threads are counted.
         let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            // A hang dies of SIGALRM (which fails the test) instead of hanging the test run.
+            alarm(120)
             Scheduler.raiseOpenFileLimit()
             let count = 300
             // Given 300 slots and 300 jobs that each print "ready" and then sleep
@@ -149,6 +151,9 @@ struct ProcessReactorTests {
                 FileHandle.standardError.write(Data((message + "\n").utf8))
                 exit(1)
             }
+            // A child that hangs would hang the whole test run (an exit test has no time limit
+            // of its own): it dies of SIGALRM instead, which fails the test.
+            alarm(120)
             /// Takes up to `count` descriptors (all it can when `nil`).
             func fill(_ count: Int? = nil) -> [Int32] {
                 var taken: [Int32] = []
@@ -167,14 +172,15 @@ struct ProcessReactorTests {
             await withCheckedContinuation { continuation in
                 DispatchQueue.global().asyncAfter(deadline: .now()) { continuation.resume() }
             }
-            // in a process with 3 free descriptors: fewer than a spawn's two pipes need, while
-            // libdispatch can still open the one it opens now and then
+            // in a process with 1 free descriptor: fewer than a pipe needs (a spawn makes two, and
+            // the first spawn of an I/O thread has none made ahead), while libdispatch can still
+            // open the one it opens now and then
             var soft: UInt64 = 0
             var hard: UInt64 = 0
             _ = jt_get_limit(0, &soft, &hard)
             _ = jt_set_soft_limit(0, UInt64(jt_count_open_fds() + 64))
             var fillers = fill()
-            for _ in 0..<3 { close(fillers.removeLast()) }
+            close(fillers.removeLast())
             // When a job is started
             let id = try await scheduler.submit(.shell("echo hi"))
             await ProcessReactor.shared.waitUntil { $0.waitingForResources == 1 }

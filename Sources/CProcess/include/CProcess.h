@@ -25,6 +25,29 @@ int jt_spawn_io(const char *path, char *const argv[], char *const envp[], const 
                 int stdin_fd, int stdout_fd, int stderr_fd, int new_session, pid_t *pid_out,
                 int *recorded);
 
+/// What one I/O thread spawns job processes with, set up once and reused: the attributes and
+/// file actions of jt_spawn (a new session, default signals, an empty mask, stdin from
+/// /dev/null, every descriptor above 2 closed), with stdout and stderr taken from two fixed
+/// descriptors of its own that hold the write ends of the next job's pipes, made ahead of time
+/// (jt_spawner_prepare). Building the file actions for each spawn cost six getrlimit calls
+/// (glibc checks each descriptor named against the limit) and two allocations; the pipes,
+/// four more system calls between a job's end and its slot's next spawn. Not thread-safe: one
+/// thread uses it.
+typedef struct jt_spawner jt_spawner;
+
+/// A spawner, or NULL with errno (no descriptor or memory).
+jt_spawner *jt_spawner_create(void);
+
+/// Makes the next job's pipes if they are not made yet (the read ends O_NONBLOCK, all O_CLOEXEC).
+/// 0 or an errno value.
+int jt_spawner_prepare(jt_spawner *spawner);
+
+/// Spawns `path` as jt_spawn does (no working directory), with the prepared pipes (made now if
+/// they are not): returns their read ends in `stdout_read` and `stderr_read`; the write ends are
+/// the child's alone once it returns. 0 or an errno value (then nothing is left open).
+int jt_spawner_spawn(jt_spawner *spawner, const char *path, char *const argv[], char *const envp[],
+                     pid_t *pid_out, int *recorded, int *stdout_read, int *stderr_read);
+
 /// pidfd_open(2); -1 with errno on failure (ENOSYS on old kernels).
 int jt_pidfd_open(pid_t pid);
 
