@@ -368,9 +368,10 @@ private final class ProcessLoopThread {
         switch spawn {
         case .spawned(let pid, let out, let err):
             spawned(start, pid: pid, out: out, err: err)
-            reserve.checkAfterSpawn()
-            // The next job's pipes, made now while this one starts rather than after it ends.
+            // The next job's pipes, made now while this one starts rather than after it ends
+            // (before the check below: they may take the last free descriptors).
             if let spawner, reserve.isHeld { _ = jt_spawner_prepare(spawner) }
+            reserve.checkAfterSpawn()
             return true
         case .failed(let failure):
             fail(start, failure)
