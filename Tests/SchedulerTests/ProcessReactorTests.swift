@@ -255,6 +255,28 @@ struct ProcessReactorTests {
         #expect(lines[1].bytes == [0xC3] && lines[1].ending == .none)
     }
 
+    @Test func eachJobGetsStdinFromDevNullItsOwnPipesAndNoOtherDescriptor() async throws {
+        try await ShellJobTests.withScheduler(slots: 1) { scheduler, reader in
+            // Given jobs one after another on one slot (all but the first take the pipes their
+            // I/O thread made ahead of them) that read stdin and list their own descriptors
+            // (`*` lists the descriptors while the shell reads the directory: its own is 3.)
+            let script = #"cat; cd /proc/$$/fd && echo fds *; echo "err $1" >&2"#
+            var ids: [JobID] = []
+            for index in 0..<6 {
+                ids.append(try await scheduler.submit(JobSpec(work: .argv(["/bin/sh", "-c", script, "sh", "\(index)"]))))
+            }
+            await reader.finals(of: ids)
+            for (index, id) in ids.enumerated() {
+                // Then each ended at once (stdin at its end), held only 0, 1 and 2, and its
+                // stdout and stderr came apart, its own and no other job's
+                #expect(reader.seen.contains { $0.kind.jobID == id && $0.kind.name == "succeeded" })
+                let lines = reader.seen.compactMap { if case .output(id, let line) = $0.kind { line } else { nil } }
+                #expect(lines.filter { $0.stream == .stdout }.map(\.text) == ["fds 0 1 2 3"])
+                #expect(lines.filter { $0.stream == .stderr }.map(\.text) == ["err \(index)"])
+            }
+        }
+    }
+
     @Test func aShellJobsOutputIsDeliveredByteForByte() async throws {
         try await ShellJobTests.withScheduler { scheduler, reader in
             // A 1 MB line without a newline, CRLF, a bare CR, an empty line, bytes that are not UTF-8.
