@@ -76,7 +76,8 @@ final class RunLog {
 
     /// How long ``follow(_:batch:client:endsWithBatch:)`` waits after a small batch of the
     /// scheduler's events before it takes the next. 2,000 shell jobs on 2 slots, against the
-    /// floor (alternating, 10 rounds): no pause 1.29-1.30x, 2 ms 1.25-1.27x, 10 ms 1.22-1.23x.
+    /// floor (alternating, 6-10 rounds): one event at a time 1.29-1.33x; batches with no pause
+    /// 1.25-1.26x, a 2 ms pause 1.25-1.27x, a 10 ms pause 1.22-1.23x.
     static let batchPause: Duration = .milliseconds(10)
     /// Events in a batch from which no pause follows.
     static let largeBatch = 256
