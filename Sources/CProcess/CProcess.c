@@ -25,48 +25,58 @@ int jt_spawn(const char *path, char *const argv[], char *const envp[], const cha
     return jt_spawn_io(path, argv, envp, cwd, -1, stdout_fd, stderr_fd, 1, pid_out, recorded);
 }
 
+/// The attributes and file actions every job spawn uses (both initialized here): default signal
+/// dispositions, an empty mask, a new session when `new_session`, stdin from `stdin_fd` (-1:
+/// /dev/null), stdout and stderr from the given descriptors, nothing else.
+static void jt_spawn_set_up(posix_spawnattr_t *attr, posix_spawn_file_actions_t *actions,
+                            int stdin_fd, int stdout_fd, int stderr_fd, int new_session) {
+    posix_spawnattr_init(attr);
+    sigset_t all, none;
+    sigfillset(&all);
+    sigemptyset(&none);
+    posix_spawnattr_setsigdefault(attr, &all);
+    posix_spawnattr_setsigmask(attr, &none);
+    short flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK;
+    // A new session: the job gets its own process group (pgid == pid) and no controlling
+    // terminal, so it can neither read the dashboard's keys nor be hit by its Ctrl-C.
+    if (new_session) flags |= POSIX_SPAWN_SETSID;
+    posix_spawnattr_setflags(attr, flags);
+
+    posix_spawn_file_actions_init(actions);
+    if (stdin_fd >= 0) {
+        posix_spawn_file_actions_adddup2(actions, stdin_fd, 0);
+    } else {
+        posix_spawn_file_actions_addopen(actions, 0, "/dev/null", O_RDONLY, 0);
+    }
+    posix_spawn_file_actions_adddup2(actions, stdout_fd, 1);
+    posix_spawn_file_actions_adddup2(actions, stderr_fd, 2);
+    // Nothing else crosses into the job: SwiftNIO opens its sockets without O_CLOEXEC, so a job
+    // would otherwise hold the coordinator's worker connections open after the coordinator has
+    // closed them (a dropped peer would never see the close while the job lived).
+    posix_spawn_file_actions_addclosefrom_np(actions, 3);
+}
+
+/// posix_spawn, with the new process group recorded for the crash guard before the caller sees
+/// the pid (a crash in between waits for it, CrashGuard.c) unless `recorded` is NULL.
+static int jt_spawn_recording(pid_t *pid_out, const char *path, const posix_spawn_file_actions_t *actions,
+                              const posix_spawnattr_t *attr, char *const argv[], char *const envp[], int *recorded) {
+    if (recorded != NULL) jt_crash_guard_spawn_begin();
+    int rc = posix_spawn(pid_out, path, actions, attr, argv, envp ? envp : environ);
+    if (recorded != NULL) {
+        *recorded = rc == 0 ? jt_crash_guard_add_group(*pid_out) : 0;
+        jt_crash_guard_spawn_end();
+    }
+    return rc;
+}
+
 int jt_spawn_io(const char *path, char *const argv[], char *const envp[], const char *cwd,
                 int stdin_fd, int stdout_fd, int stderr_fd, int new_session, pid_t *pid_out,
                 int *recorded) {
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attr;
-    int rc = posix_spawn_file_actions_init(&actions);
-    if (rc != 0) return rc;
-    rc = posix_spawnattr_init(&attr);
-    if (rc != 0) { posix_spawn_file_actions_destroy(&actions); return rc; }
-
-    sigset_t all, none;
-    sigfillset(&all);
-    sigemptyset(&none);
-    posix_spawnattr_setsigdefault(&attr, &all);
-    posix_spawnattr_setsigmask(&attr, &none);
-    short flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK;
-    // A new session: the job gets its own process group (pgid == pid) and no controlling
-    // terminal, so it can neither read the dashboard's keys nor be hit by its Ctrl-C.
-    if (new_session) flags |= POSIX_SPAWN_SETSID;
-    posix_spawnattr_setflags(&attr, flags);
-
-    if (stdin_fd >= 0) {
-        posix_spawn_file_actions_adddup2(&actions, stdin_fd, 0);
-    } else {
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    }
-    posix_spawn_file_actions_adddup2(&actions, stdout_fd, 1);
-    posix_spawn_file_actions_adddup2(&actions, stderr_fd, 2);
-    // Nothing else crosses into the job: SwiftNIO opens its sockets without O_CLOEXEC, so a job
-    // would otherwise hold the coordinator's worker connections open after the coordinator has
-    // closed them (a dropped peer would never see the close while the job lived).
-    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+    jt_spawn_set_up(&attr, &actions, stdin_fd, stdout_fd, stderr_fd, new_session);
     if (cwd != NULL) posix_spawn_file_actions_addchdir_np(&actions, cwd);
-
-    // Recorded for the crash guard before posix_spawn's caller sees the pid, and a crash in
-    // between waits for it (CrashGuard.c).
-    if (recorded != NULL) jt_crash_guard_spawn_begin();
-    rc = posix_spawn(pid_out, path, &actions, &attr, argv, envp ? envp : environ);
-    if (recorded != NULL) {
-        *recorded = rc == 0 ? jt_crash_guard_add_group(*pid_out) : 0;
-        jt_crash_guard_spawn_end();
-    }
+    int rc = jt_spawn_recording(pid_out, path, &actions, &attr, argv, envp, recorded);
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attr);
     return rc;
@@ -98,19 +108,7 @@ jt_spawner *jt_spawner_create(void) {
         errno = saved;
         return NULL;
     }
-    posix_spawnattr_init(&spawner->attr);
-    sigset_t all, none;
-    sigfillset(&all);
-    sigemptyset(&none);
-    posix_spawnattr_setsigdefault(&spawner->attr, &all);
-    posix_spawnattr_setsigmask(&spawner->attr, &none);
-    posix_spawnattr_setflags(&spawner->attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSID);
-    posix_spawn_file_actions_init(&spawner->actions);
-    posix_spawn_file_actions_adddup2(&spawner->actions, spawner->devnull, 0);
-    posix_spawn_file_actions_adddup2(&spawner->actions, spawner->out_slot, 1);
-    posix_spawn_file_actions_adddup2(&spawner->actions, spawner->err_slot, 2);
-    // As in jt_spawn_io: nothing else crosses into the job.
-    posix_spawn_file_actions_addclosefrom_np(&spawner->actions, 3);
+    jt_spawn_set_up(&spawner->attr, &spawner->actions, spawner->devnull, spawner->out_slot, spawner->err_slot, 1);
     return spawner;
 }
 
@@ -154,10 +152,7 @@ int jt_spawner_spawn(jt_spawner *spawner, const char *path, char *const argv[], 
                      pid_t *pid_out, int *recorded, int *stdout_read, int *stderr_read) {
     int rc = jt_spawner_prepare(spawner);
     if (rc != 0) return rc;
-    jt_crash_guard_spawn_begin();
-    rc = posix_spawn(pid_out, path, &spawner->actions, &spawner->attr, argv, envp ? envp : environ);
-    *recorded = rc == 0 ? jt_crash_guard_add_group(*pid_out) : 0;
-    jt_crash_guard_spawn_end();
+    rc = jt_spawn_recording(pid_out, path, &spawner->actions, &spawner->attr, argv, envp, recorded);
     if (rc != 0) {
         // The pipes stay prepared for the next spawn.
         return rc;

@@ -8,9 +8,9 @@ import Scheduler
 /// ``linger`` before it writes again: whatever comes meanwhile goes out in one `write(2)` per
 /// file, and producers do not wake the thread for each line (only an idle thread, or one with
 /// more than ``lingerLimit`` bytes waiting, is woken). A log line is at most ``linger`` late;
-/// ``finish()`` writes at once. The queue is bounded: a producer that can wait calls ``waitForRoom()``, which returns once fewer than
-/// ``capacity`` bytes are queued (the log's events then wait in the scheduler, which slows the
-/// jobs down; see `EventDelivery.lossless`).
+/// ``finish()`` writes at once. The queue is bounded: a producer that can wait calls
+/// ``waitForRoom()``, which returns once fewer than ``capacity`` bytes are queued (the log's
+/// events then wait in the scheduler, which slows the jobs down; see `EventDelivery.lossless`).
 final class LogWriter: Sendable {
     /// Bytes queued above which ``waitForRoom()`` waits.
     static let capacity = 4 << 20
