@@ -160,7 +160,7 @@ let package = Package(
         // The control service in process, over a real Unix socket.
         .testTarget(
             name: "ServiceTests",
-            dependencies: ["Scheduler", "SchedulerService", "JobtopTestSupport"]
+            dependencies: ["Scheduler", "SchedulerService", "SchedulerRemote", "JobtopTestSupport"]
         ),
         .testTarget(
             name: "StoreTests",

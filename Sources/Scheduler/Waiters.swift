@@ -34,7 +34,9 @@ extension Locked {
     /// `isDone` is checked under the lock in the same step that stores the waiter, so a change
     /// made (or a cancel that came) just before cannot be missed.
     public func wait(in waiters: WritableKeyPath<State, Waiters> & Sendable, unless isDone: (State) -> Bool) async {
-        let id = withLock { $0[keyPath: waiters].reserveID() }
+        // Done already: no continuation (resuming one in its own closure still suspends the task
+        // and queues it again).
+        guard let id = withLock({ isDone($0) ? nil : $0[keyPath: waiters].reserveID() }) else { return }
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let resumeNow = withLock { state -> Bool in

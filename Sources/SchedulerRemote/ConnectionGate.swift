@@ -1,26 +1,47 @@
 import NIOCore
 import Scheduler
 
-/// Every TCP connection the listener accepted, from accept to close: who may stay, and for how
-/// long, before showing a token.
+/// Every TCP connection a listener accepted, from accept to close: who may stay, and for how
+/// long, before showing a token. The worker listener admits a connection when a worker joins on
+/// it; `jobtop serve --listen` when a call on it carries the token.
 ///
 /// Anyone who can reach the port can open a connection, so a connection that has not yet
-/// brought a worker in (no hello, or a refused one) is *pending* and costs little: it has
-/// ``Limits/helloDeadline`` to get a worker admitted, or it is closed; at most
-/// ``Limits/maxPending`` may be pending at once, and a connection beyond that is closed as soon
-/// as it is accepted. When the listener stops, pending connections are closed at once and
-/// admitted ones after the shutdown grace, so no peer, silent or stopped, can keep the
-/// coordinator alive.
+/// been admitted (no hello, or a refused one) is *pending* and costs little: it has
+/// ``Limits/helloDeadline`` to get admitted, or it is closed; at most ``Limits/maxPending`` may
+/// be pending at once, and a connection beyond that is closed as soon as it is accepted (each
+/// holds a file descriptor: unbounded, a peer that only connects would use them all up, and
+/// the listener would then spin on `accept` failing with EMFILE while the process's own work,
+/// its Unix socket included, waits for descriptors). When the listener stops, pending
+/// connections are closed at once and admitted ones after the shutdown grace, so no peer,
+/// silent or stopped, can keep the coordinator alive.
 ///
 /// Connections are keyed by the peer address the transport also gives each stream
 /// (`ipv4:HOST:PORT`), which is how a stream's hello finds its connection.
-final class ConnectionGate: Sendable {
+package final class ConnectionGate: Sendable {
     /// How long and how many.
-    struct Limits: Sendable {
-        /// The time a new connection has to get a worker admitted.
-        var helloDeadline: Duration
+    package struct Limits: Sendable {
+        /// The time a new connection has to get admitted.
+        package var helloDeadline: Duration
         /// Connections that may wait for admission at once.
-        var maxPending: Int
+        package var maxPending: Int
+
+        package init(helloDeadline: Duration, maxPending: Int) {
+            self.helloDeadline = helloDeadline
+            self.maxPending = maxPending
+        }
+    }
+
+    /// What the log lines say a pending connection waits for.
+    package struct Wording: Sendable {
+        /// "N connections are waiting to …".
+        let waitingTo: String
+        /// "closed the connection from PEER: … within 5s".
+        let missing: String
+
+        /// The worker listener's: a worker's hello.
+        package static let worker = Wording(waitingTo: "say hello", missing: "no worker joined on it")
+        /// `jobtop serve --listen`'s: a call with the token.
+        package static let control = Wording(waitingTo: "make a call with the token", missing: "no call with the token came on it")
     }
 
     private struct Entry {
@@ -44,20 +65,22 @@ final class ConnectionGate: Sendable {
     private let state = Locked(State())
     private let clock: SchedulerClock
     private let limits: Limits
+    private let wording: Wording
     private let log: @Sendable (String) -> Void
 
-    init(clock: SchedulerClock, limits: Limits, log: @escaping @Sendable (String) -> Void) {
+    package init(clock: SchedulerClock, limits: Limits, wording: Wording = .worker, log: @escaping @Sendable (String) -> Void) {
         self.clock = clock
         self.limits = Limits(helloDeadline: limits.helloDeadline, maxPending: max(1, limits.maxPending))
+        self.wording = wording
         self.log = log
     }
 
     /// The number of connections waiting for admission.
-    var pendingCount: Int { state.withLock { $0.pending } }
+    package var pendingCount: Int { state.withLock { $0.pending } }
 
     /// Takes a connection the transport just accepted (on its event loop): watches it, or
     /// closes it when too many are pending or the listener is stopping.
-    func accepted(_ channel: any Channel) -> EventLoopFuture<Void> {
+    package func accepted(_ channel: any Channel) -> EventLoopFuture<Void> {
         let peer = Self.peer(of: channel)
         let id = ObjectIdentifier(channel)
         enum Decision { case watch, refuse(logFull: Bool), refuseClosed }
@@ -74,7 +97,7 @@ final class ConnectionGate: Sendable {
         switch decision {
         case .refuse(let logFull):
             if logFull {
-                log("jobtop: \(limits.maxPending) connections are waiting to say hello, the most allowed; closing new connections until one of them does or times out")
+                log("jobtop: \(limits.maxPending) connections are waiting to \(wording.waitingTo), the most allowed; closing new connections until one of them does or times out")
             }
             channel.close(promise: nil)
         case .refuseClosed:
@@ -99,11 +122,12 @@ final class ConnectionGate: Sendable {
         return channel.eventLoop.makeSucceededVoidFuture()
     }
 
-    /// A stream on the connection from `peer` brought a worker in: the connection stays.
+    /// The connection from `peer` got in (a worker joined on it, a call showed the token): it
+    /// stays.
     ///
     /// - Returns: `false` when no open connection is known for `peer` (it was closed: out of
     ///   time, or the listener is stopping).
-    func admit(peer: String) -> Bool {
+    package func admit(peer: String) -> Bool {
         let deadline = state.withLock { state -> Task<Void, Never>?? in
             guard !state.isClosed, var entry = state.entries[peer] else { return .none }
             guard !entry.isAdmitted else { return .some(nil) }
@@ -122,7 +146,7 @@ final class ConnectionGate: Sendable {
     }
 
     /// Refuses every new connection from now on and closes the pending ones.
-    func close() {
+    package func close() {
         let pending = state.withLock { state -> [any Channel] in
             state.isClosed = true
             return state.entries.values.filter { !$0.isAdmitted }.map(\.channel)
@@ -134,7 +158,7 @@ final class ConnectionGate: Sendable {
     ///
     /// - Returns: How many there were.
     @discardableResult
-    func closeAll() -> Int {
+    package func closeAll() -> Int {
         let channels = state.withLock { state -> [any Channel] in
             state.isClosed = true
             return state.entries.values.map(\.channel)
@@ -162,7 +186,7 @@ final class ConnectionGate: Sendable {
             let more = state.unloggedExpiries
             return (
                 entry.channel,
-                "jobtop: closed the connection from \(peer): no worker joined on it within \(formatDuration(limits.helloDeadline))"
+                "jobtop: closed the connection from \(peer): \(wording.missing) within \(formatDuration(limits.helloDeadline))"
                     + (more > 0 ? " (and \(more) more since the last such line)" : "")
             )
         }
@@ -185,7 +209,7 @@ final class ConnectionGate: Sendable {
     }
 
     /// The peer as the transport names it in each stream's context (`ipv4:127.0.0.1:40000`).
-    static func peer(of channel: any Channel) -> String {
+    package static func peer(of channel: any Channel) -> String {
         switch channel.remoteAddress {
         case .v4(let address)?: "ipv4:\(address.host):\(channel.remoteAddress?.port ?? 0)"
         case .v6(let address)?: "ipv6:[\(address.host)]:\(channel.remoteAddress?.port ?? 0)"

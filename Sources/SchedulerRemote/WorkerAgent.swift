@@ -592,7 +592,7 @@ public final class WorkerAgent: Sendable {
         }
         var why = PeerText.escaped(Self.describe(error))
         if configuration.tls == nil, why.contains("before completing the HTTP/2 connection preface") {
-            why += " (a coordinator with TLS needs --tls-ca or --tls-fingerprint here)"
+            why += " (a coordinator with TLS needs --tls-ca or --tls-fingerprint here; or it had too many connections waiting for a hello)"
         }
         return welcome.isWelcomed ? .lost(why) : .unreachable(why)
     }

@@ -154,7 +154,7 @@ public final class ControlClient: SchedulerClient {
             case .unavailable:
                 var hint = ""
                 if tls == nil, case .tcp = endpoint, error.message.contains("before completing the HTTP/2 connection preface") {
-                    hint = "; a serve with TLS needs --tls-ca or --tls-fingerprint here"
+                    hint = "; a serve with TLS needs --tls-ca or --tls-fingerprint here (or the serve had too many connections waiting to show the token: try again)"
                 }
                 return ControlError(.notRunning, "lost jobtop serve at \(endpoint) (\(error.message))\(hint)")
             default:

@@ -20,6 +20,9 @@ public final class ControlServer<Backend: SchedulerClient>: Sendable {
     private let tcpService: ControlService<Backend>?
     private let tcpAddress: RemoteAddress?
     private let tls: RemoteTLS.Server?
+    /// TCP connections that have not shown the token yet are few and short-lived (see
+    /// ``ConnectionGate``): anyone who can reach the port can open one.
+    private let gate: ConnectionGate?
     private let servers = Locked<[(GRPCServer<HTTP2ServerTransport.Posix>, Task<Void, Never>)]>([])
     private let socketPath = Locked<String?>(nil)
 
@@ -33,17 +36,30 @@ public final class ControlServer<Backend: SchedulerClient>: Sendable {
     ///   - token: The token TCP clients must show (required for a non-loopback address).
     ///   - tls: The certificate TCP is served with (`nil`: plaintext); clients then send the
     ///     token only inside a verified TLS session.
+    ///   - clock: The clock of the TCP connections' deadline.
+    ///   - connections: How long a new TCP connection has to make a call that passes the token
+    ///     check, and how many may be waiting at once (beyond that, closed as they come).
+    ///   - log: Where a closed connection is reported (at most one line per deadline).
     /// - Throws: ``ControlError`` for a non-loopback address without a token.
     public init(
         backend: Backend, outputFile: (@Sendable (JobID) async -> String?)? = nil,
-        listen: RemoteAddress? = nil, token: String? = nil, tls: RemoteTLS.Server? = nil
+        listen: RemoteAddress? = nil, token: String? = nil, tls: RemoteTLS.Server? = nil,
+        clock: SchedulerClock = SchedulerClock(ContinuousClock()),
+        connections: (deadline: Duration, maxPending: Int) = (.seconds(5), 32),
+        log: @escaping @Sendable (String) -> Void = { _ in }
     ) throws(ControlError) {
         if let listen, !listen.isLoopback, token == nil {
             throw ControlError(.cannotListen,
                 "refusing to listen on \(listen) without a token: anyone who can reach it could run commands here; pass --token-file PATH or set JOBTOP_TOKEN (or listen on 127.0.0.1)")
         }
         service = ControlService(backend: backend, outputFile: outputFile, token: nil)
-        tcpService = listen.map { _ in ControlService(backend: backend, outputFile: outputFile, token: token) }
+        let gate = listen.map { _ in
+            ConnectionGate(
+                clock: clock, limits: .init(helloDeadline: connections.deadline, maxPending: connections.maxPending),
+                wording: .control, log: log)
+        }
+        tcpService = listen.map { _ in ControlService(backend: backend, outputFile: outputFile, token: token, gate: gate) }
+        self.gate = gate
         tcpAddress = listen
         self.tls = tls
     }
@@ -65,14 +81,16 @@ public final class ControlServer<Backend: SchedulerClient>: Sendable {
             transport: .http2NIOPosix(listeningSocketDescriptor: Int(fd), transportSecurity: .plaintext, config: config),
             services: [service])
         _ = try await run(server, describing: path)
-        guard let tcpAddress, let tcpService else { return nil }
+        guard let tcpAddress, let tcpService, let gate else { return nil }
         do {
+            var tcpConfig = Self.transportConfig()
+            tcpConfig.channelDebuggingCallbacks.onAcceptTCPConnection = { channel in gate.accepted(channel) }
             let tcp = GRPCServer(
                 transport: .http2NIOPosix(
                     address: tcpAddress.host.contains(":")
                         ? .ipv6(host: tcpAddress.host, port: tcpAddress.port)
                         : .ipv4(host: tcpAddress.host == "localhost" ? "127.0.0.1" : tcpAddress.host, port: tcpAddress.port),
-                    transportSecurity: tls?.transportSecurity ?? .plaintext, config: Self.transportConfig()),
+                    transportSecurity: tls?.transportSecurity ?? .plaintext, config: tcpConfig),
                 services: [tcpService])
             return try await run(tcp, describing: tcpAddress.description) ?? tcpAddress
         } catch {
@@ -84,6 +102,7 @@ public final class ControlServer<Backend: SchedulerClient>: Sendable {
     /// Stops listening and removes the socket file.
     public func stop() async {
         let running = servers.withLock { value in defer { value = [] }; return value }
+        gate?.close()
         for (server, _) in running { server.beginGracefulShutdown() }
         for (_, task) in running { await task.value }
         if let path = socketPath.withLock({ value in defer { value = nil }; return value }) {

@@ -23,10 +23,13 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
     /// The token every call must carry (TCP); `nil` on the Unix socket, whose permissions and
     /// peer check do the job.
     let token: String?
+    /// The TCP listener's connections (`nil` on the Unix socket): a call that passes the token
+    /// check lets its connection stay past the deadline for silent ones.
+    var gate: ConnectionGate? = nil
 
     func registerMethods<Transport: ServerTransport>(with router: inout RPCRouter<Transport>) {
         let backend = backend
-        let token = token
+        let token = Admission(token: token, gate: gate)
         let outputFile = outputFile
 
         Self.unary(&router, ControlWire.perform, token: token) { (command: SchedulerCommand) -> PerformResult in
@@ -41,8 +44,8 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
             forMethod: ControlWire.subscribe,
             deserializer: JSONMessageDeserializer<SubscribeRequest>(),
             serializer: EventMessageSerializer()
-        ) { request, _ in
-            try Self.checkToken(request.metadata, token)
+        ) { request, context in
+            try Self.checkToken(request.metadata, context, token)
             let settings = try await ServerRequest(stream: request).message
             return StreamingServerResponse { writer in
                 let events = await backend.subscribe(
@@ -59,8 +62,8 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
             forMethod: ControlWire.follow,
             deserializer: JSONMessageDeserializer<JobID>(),
             serializer: JSONMessageSerializer<FollowPart>()
-        ) { request, _ in
-            try Self.checkToken(request.metadata, token)
+        ) { request, context in
+            try Self.checkToken(request.metadata, context, token)
             let id = try await ServerRequest(stream: request).message
             return StreamingServerResponse { writer in
                 try await Self.follow(id, backend: backend, outputFile: outputFile, writer: writer)
@@ -77,8 +80,8 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
             forMethod: ControlWire.snapshot,
             deserializer: JSONMessageDeserializer<Empty>(),
             serializer: SnapshotMessageSerializer()
-        ) { request, _ in
-            try Self.checkToken(request.metadata, token)
+        ) { request, context in
+            try Self.checkToken(request.metadata, context, token)
             _ = try await ServerRequest(stream: request).message
             return StreamingServerResponse(single: ServerResponse(message: await backend.currentSnapshot()))
         }
@@ -94,8 +97,8 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
             forMethod: ControlWire.log,
             deserializer: JSONMessageDeserializer<JobID>(),
             serializer: JSONMessageSerializer<LogPart>()
-        ) { request, _ in
-            try Self.checkToken(request.metadata, token)
+        ) { request, context in
+            try Self.checkToken(request.metadata, context, token)
             let id = try await ServerRequest(stream: request).message
             return StreamingServerResponse { writer in
                 if let outputFile, let path = await outputFile(id) {
@@ -188,25 +191,36 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
 
     /// Registers a call of one request and one reply, both JSON, behind the token.
     private static func unary<Request: Decodable & Sendable, Reply: Encodable & Sendable, Transport: ServerTransport>(
-        _ router: inout RPCRouter<Transport>, _ method: MethodDescriptor, token: String?,
+        _ router: inout RPCRouter<Transport>, _ method: MethodDescriptor, token: Admission,
         _ body: @escaping @Sendable (Request) async throws -> Reply
     ) {
         router.registerHandler(
             forMethod: method,
             deserializer: JSONMessageDeserializer<Request>(),
             serializer: JSONMessageSerializer<Reply>()
-        ) { request, _ in
-            try checkToken(request.metadata, token)
+        ) { request, context in
+            try checkToken(request.metadata, context, token)
             let message = try await ServerRequest(stream: request).message
             return StreamingServerResponse(single: ServerResponse(message: try await body(message)))
         }
     }
 
-    private static func checkToken(_ metadata: Metadata, _ token: String?) throws {
-        guard let token else { return }
-        let given = metadata[stringValues: ControlWire.tokenKey].first(where: { _ in true }) ?? ""
-        guard RemoteToken.matches(given, token) else {
-            throw RPCError(code: .unauthenticated, message: given.isEmpty ? "this serve requires a token (--token-file)" : "wrong token")
+    /// What a call must show, and where a connection that showed it is let in.
+    struct Admission: Sendable {
+        let token: String?
+        let gate: ConnectionGate?
+    }
+
+    /// Refuses a call without the token; a call with it lets its connection stay (TCP).
+    private static func checkToken(_ metadata: Metadata, _ context: ServerContext, _ admission: Admission) throws {
+        if let token = admission.token {
+            let given = metadata[stringValues: ControlWire.tokenKey].first(where: { _ in true }) ?? ""
+            guard RemoteToken.matches(given, token) else {
+                throw RPCError(code: .unauthenticated, message: given.isEmpty ? "this serve requires a token (--token-file)" : "wrong token")
+            }
+        }
+        if let gate = admission.gate, !gate.admit(peer: context.remotePeer) {
+            throw RPCError(code: .unavailable, message: "this connection was closed: it showed no token in time, or the serve is stopping")
         }
     }
 

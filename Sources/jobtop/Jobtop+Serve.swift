@@ -204,7 +204,8 @@ extension Jobtop {
                         await backend.flush()
                         return backend.outputFile(of: id)?.path
                     },
-                    listen: address, token: token, tls: security)
+                    listen: address, token: token, tls: security, clock: scheduler.clock,
+                    log: { line in StandardError.write((line.hasPrefix("jobtop: ") ? "jobtop serve: \(line.dropFirst(8))" : line) + "\n") })
                 tcp = try await server.start(socketPath: socketPath)
             } catch {
                 StandardError.write("jobtop serve: \(error)\n")
