@@ -23,11 +23,25 @@
 // slot (0 or TOMBSTONE) of its probe sequence, so every slot before it on that sequence was in
 // use when it was inserted and is still not 0 later: removal probes until it finds the pid or a
 // 0. The crash handler only reads the slots.
+//
+// The array is shared memory (an anonymous MAP_SHARED mapping made when the library loads), so
+// the lifeline guard (below), a forked child, reads the very table this process keeps: a group
+// recorded or forgotten costs no message to it and never wakes it.
 
 #define JT_GROUP_SLOTS 65536u
 #define JT_TOMBSTONE ((pid_t)-1)
 
-static _Atomic(pid_t) jt_groups[JT_GROUP_SLOTS];
+/// Used only if the shared mapping cannot be made (the guard then cannot start).
+static _Atomic(pid_t) jt_private_groups[JT_GROUP_SLOTS];
+static _Atomic(pid_t) *jt_groups = jt_private_groups;
+static int jt_groups_shared;
+
+__attribute__((constructor)) static void jt_share_groups(void) {
+    void *table = mmap(NULL, sizeof jt_private_groups, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (table == MAP_FAILED) return;
+    jt_groups = (_Atomic(pid_t) *)table;
+    jt_groups_shared = 1;
+}
 
 // Spawns under way: a job process exists from its exec on, but its group is recorded only once
 // posix_spawn has returned. A crash on another thread in between waits (briefly) for the
@@ -58,15 +72,6 @@ static void jt_wait_for_spawns(void) {
 // The lifeline (jt_lifeline_start): the write end of the pipe to the guard process, or -1.
 static _Atomic int jt_lifeline_fd = -1;
 
-/// Tells the guard process a group was recorded (1) or forgotten (2). One 8-byte write to a
-/// pipe: atomic (at most PIPE_BUF), so threads need no lock, and async-signal-safe.
-static void jt_lifeline_note(int32_t op, pid_t group) {
-    int fd = atomic_load_explicit(&jt_lifeline_fd, memory_order_acquire);
-    if (fd < 0) return;
-    int32_t record[2] = {op, (int32_t)group};
-    while (write(fd, record, sizeof record) < 0 && errno == EINTR) {}
-}
-
 static unsigned jt_group_start(pid_t group) {
     // Fibonacci hashing spreads consecutive pids over the table.
     return (unsigned)(((uint32_t)group * 2654435761u) >> 16) & (JT_GROUP_SLOTS - 1);
@@ -81,7 +86,6 @@ int jt_crash_guard_add_group(pid_t group) {
         pid_t seen = atomic_load_explicit(slot, memory_order_relaxed);
         while (seen == 0 || seen == JT_TOMBSTONE) {
             if (atomic_compare_exchange_weak_explicit(slot, &seen, group, memory_order_release, memory_order_relaxed)) {
-                jt_lifeline_note(1, group);
                 return 1;
             }
         }
@@ -96,9 +100,7 @@ int jt_crash_guard_remove_group(pid_t group) {
         _Atomic(pid_t) *slot = &jt_groups[(start + i) & (JT_GROUP_SLOTS - 1)];
         pid_t seen = atomic_load_explicit(slot, memory_order_acquire);
         if (seen == group) {
-            int removed = atomic_compare_exchange_strong_explicit(slot, &seen, JT_TOMBSTONE, memory_order_release, memory_order_relaxed);
-            if (removed) jt_lifeline_note(2, group);
-            return removed;
+            return atomic_compare_exchange_strong_explicit(slot, &seen, JT_TOMBSTONE, memory_order_release, memory_order_relaxed);
         }
         if (seen == 0) return 0;
     }
@@ -457,12 +459,13 @@ int jt_crash_guard_install(void) {
 //
 // A process killed with SIGKILL runs no code: its job process groups would live on, unsupervised.
 // The guard is a forked child that holds the read end of a pipe whose only write end is this
-// process's (close-on-exec, and jobs get no descriptor above 2). Every group recorded or
-// forgotten above is also written to the pipe; the guard keeps the same table in its own copy
-// of jt_groups. When the pipe reaches end of file (this process is gone, however it went) the
-// guard kills every group still in its table and exits. Groups whose leader was reaped (ended
-// jobs, and the background processes a keep_background job leaves) were forgotten first, so
-// they are not touched.
+// process's (close-on-exec, and jobs get no descriptor above 2); nothing is ever written to it.
+// It shares the group table (shared memory, above), so it always sees the groups recorded now.
+// When the pipe reaches end of file (this process is gone, however it went) the guard kills
+// every group still in the table and exits. Groups whose leader was reaped (ended jobs, and the
+// background processes a keep_background job leaves) were forgotten first, so they are not
+// touched. (It used to keep a copy of the table, fed one 8-byte write per group recorded or
+// forgotten: two syscalls per job here and about one wake-up of the guard.)
 
 static void jt_lifeline_guard(int fd) {
     // In the forked child of a multithreaded process: async-signal-safe calls only.
@@ -497,17 +500,11 @@ static void jt_lifeline_guard(int fd) {
         fd = 3;
     }
     syscall(SYS_close_range, 4u, ~0u, 0u);
-    int32_t record[2];
-    size_t have = 0;
+    char byte;
     for (;;) {
-        ssize_t count = read(fd, (char *)record + have, sizeof record - have);
+        ssize_t count = read(fd, &byte, 1);
         if (count < 0 && errno == EINTR) continue;
         if (count <= 0) break;
-        have += (size_t)count;
-        if (have < sizeof record) continue;
-        have = 0;
-        if (record[0] == 1) jt_crash_guard_add_group((pid_t)record[1]);
-        if (record[0] == 2) jt_crash_guard_remove_group((pid_t)record[1]);
     }
     jt_crash_guard_kill_groups(SIGKILL);
     _exit(0);
@@ -515,6 +512,7 @@ static void jt_lifeline_guard(int fd) {
 
 pid_t jt_lifeline_start(void) {
     if (atomic_load_explicit(&jt_lifeline_fd, memory_order_acquire) >= 0) return 0;
+    if (!jt_groups_shared) return -ENOMEM;
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) return -errno;
     pid_t child = fork();
@@ -529,11 +527,6 @@ pid_t jt_lifeline_start(void) {
         jt_lifeline_guard(fds[0]);
     }
     close(fds[0]);
-    // Groups already recorded (none, when called at start as meant) go to the guard first.
     atomic_store_explicit(&jt_lifeline_fd, fds[1], memory_order_release);
-    for (unsigned i = 0; i < JT_GROUP_SLOTS; i++) {
-        pid_t group = atomic_load_explicit(&jt_groups[i], memory_order_acquire);
-        if (group > 0) jt_lifeline_note(1, group);
-    }
     return child;
 }

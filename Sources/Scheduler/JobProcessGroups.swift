@@ -82,9 +82,10 @@ extension Scheduler {
     /// however it went (`kill -9` included, which runs no code here), the guard kills (SIGKILL)
     /// the process group of every job process it had started and not yet reaped, then exits.
     ///
-    /// The guard is a forked child named `jobtop-guard`, reading a pipe this process alone can
-    /// write; each job process group is written to it as it is recorded and forgotten. Groups
-    /// that ended before (and those a `keep_background` job leaves on purpose) are not touched.
+    /// The guard is a forked child named `jobtop-guard`, waiting for the end of a pipe this
+    /// process alone holds open; it shares the table of recorded groups (shared memory), so
+    /// recording and forgetting a group costs it nothing and never wakes it. Groups that ended
+    /// before (and those a `keep_background` job leaves on purpose) are not touched.
     /// It ignores SIGINT, SIGTERM and SIGHUP: only the end of this process ends it. Call it once,
     /// early, before any job runs.
     ///

@@ -46,6 +46,20 @@ struct CrashGuardTests {
         try await waitUntilGone(started)
     }
 
+    @Test("A run killed with SIGKILL (no code of its own runs) has its jobs killed by its guard, background children included")
+    func killedRun() async throws {
+        // Given two running jobs, each with a background child
+        let scratch = try Scratch()
+        let (process, started) = try await Self.runTwoJobs(in: scratch)
+        #expect(started.count == 4)
+        // When jobtop is killed
+        process.send(SIGKILL)
+        let run = await process.wait()
+        // Then every process of the jobs goes (without the guard, all four lived on)
+        #expect(run.status == 128 + SIGKILL)
+        try await waitUntilGone(started)
+    }
+
     /// The clean-up kills the jobs; their ends reach the run, which is then over and exits on
     /// another thread. The crash's signal must still be how jobtop ends (once, in a loaded CI
     /// run, a SIGABRT ended it with status 1). The handler's test pause makes that race certain.
