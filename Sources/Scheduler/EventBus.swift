@@ -8,6 +8,8 @@ import Synchronization
 /// counts what it missed until it takes a fresh snapshot. Memory stays bounded and the publisher
 /// never blocks. A lossless subscriber (a log) is never dropped: when its buffer passes its limit
 /// the bus closes its ``FlowGate`` and the producers slow down at their source until it has read.
+/// The limit counts events, and job output by its bytes too (``outputByteLimit``):
+/// a job's line can be 16 KiB, and 8,192 of them would be 128 MiB.
 /// Snapshots are built outside the lock (they are as big as the job table): the subscriber is
 /// registered first, and its snapshot put in front of whatever arrived meanwhile.
 final class EventBus: Sendable {
@@ -21,6 +23,8 @@ final class EventBus: Sendable {
         var isCongested = false
         /// Events dropped since the subscriber fell behind; `nil` while it keeps up.
         var missed: Int?
+        /// The bytes of the job output lines in `buffer`.
+        var outputBytes = 0
         /// Its snapshot is being built: nothing is handed out until it is in front.
         var awaitsSnapshot = false
         var waiter: CheckedContinuation<Void, Never>?
@@ -37,7 +41,13 @@ final class EventBus: Sendable {
         var flowGeneration: UInt64 = 0
         /// The most events any lossless subscriber has had unread (for tests).
         var mostUnread = 0
+        /// The most bytes of job output any lossless subscriber has had unread (for tests).
+        var mostUnreadOutputBytes = 0
     }
+
+    /// The bytes of job output a subscriber may have unread, beyond its limit in events: over
+    /// it, a lossless subscriber holds the flow gate closed and another lags, as over its limit.
+    static let outputByteLimit = 2 << 20
 
     private let state = Locked(State())
 
@@ -56,6 +66,9 @@ final class EventBus: Sendable {
     /// The most events a lossless subscriber has had unread at once.
     var mostUnreadByLosslessSubscribers: Int { state.withLock { $0.mostUnread } }
 
+    /// The most bytes of job output a lossless subscriber has had unread at once.
+    var mostUnreadOutputBytesByLosslessSubscribers: Int { state.withLock { $0.mostUnreadOutputBytes } }
+
     /// The number of the last event published.
     var lastSeq: UInt64 { state.withLock { $0.lastSeq } }
 
@@ -73,13 +86,16 @@ final class EventBus: Sendable {
             guard !state.subscribers.isEmpty else { return (nil, false) }
             let wasCongested = state.congested
             var newlyCongested = 0
-            var mostUnread = state.mostUnread
+            var (mostUnread, mostBytes) = (state.mostUnread, state.mostUnreadOutputBytes)
             state.subscribers.forEachInPlace { subscriber in
                 if subscriber.deliver(kinds, from: first, time: time, into: &toResume) { newlyCongested += 1 }
-                if subscriber.isLossless { mostUnread = max(mostUnread, subscriber.buffer.count) }
+                if subscriber.isLossless {
+                    mostUnread = max(mostUnread, subscriber.buffer.count)
+                    mostBytes = max(mostBytes, subscriber.outputBytes)
+                }
             }
             state.congested += newlyCongested
-            state.mostUnread = mostUnread
+            (state.mostUnread, state.mostUnreadOutputBytes) = (mostUnread, mostBytes)
             let isBehind = state.congested > 0
             return (wasCongested == 0 && isBehind ? state.nextFlowGeneration() : nil, isBehind)
         }
@@ -247,6 +263,7 @@ final class EventBus: Sendable {
                 let events = subscriber.buffer
                 // The next batch is likely as big: allocate it once instead of regrowing.
                 subscriber.buffer = []
+                subscriber.outputBytes = 0
                 subscriber.buffer.reserveCapacity(min(events.count, subscriber.limit))
                 let flowChange = subscriber.isCongested ? state.uncongest(&subscriber) : nil
                 state.subscribers[token] = subscriber
@@ -317,17 +334,21 @@ extension EventBus.Subscriber {
         var seq = first
         for kind in kinds {
             defer { seq += 1 }
-            if !includeOutput, case .output = kind { continue }
+            if case .output(_, let line) = kind {
+                guard includeOutput else { continue }
+                outputBytes += line.text.utf8.count
+            }
             buffer.append(SchedulerEvent(seq: seq, time: time, kind: kind))
         }
         var becameCongested = false
-        if buffer.count > limit {
+        if buffer.count > limit || outputBytes > EventBus.outputByteLimit {
             if isLossless {
                 becameCongested = !isCongested
                 isCongested = true
             } else {
                 missed = buffer.count
                 buffer = []
+                outputBytes = 0
             }
         }
         if let waiter {

@@ -536,6 +536,9 @@ public actor Scheduler {
     /// The most events a lossless subscriber has had unread at once (for tests of the bound).
     var mostUnreadByLosslessSubscribers: Int { bus.mostUnreadByLosslessSubscribers }
 
+    /// The most bytes of job output a lossless subscriber has had unread at once (for tests).
+    var mostUnreadOutputBytesByLosslessSubscribers: Int { bus.mostUnreadOutputBytesByLosslessSubscribers }
+
     private func resync(_ token: Int) {
         let now = clock.now()
         bus.resync(token, time: now) { seq in

@@ -88,7 +88,8 @@ let countOverride = ProcessInfo.processInfo.environment["JOBTOP_BENCH_COUNT"].fl
 
 func benchClosures() async throws {
     let count = countOverride ?? 1_000_000
-    let width = ProcessInfo.processInfo.activeProcessorCount
+    // JOBTOP_BENCH_WIDTH: another number of slots (and task group width), for experiments.
+    let width = ProcessInfo.processInfo.environment["JOBTOP_BENCH_WIDTH"].flatMap { Int($0) } ?? ProcessInfo.processInfo.activeProcessorCount
     print("## \(count) no-op closure jobs, \(width) slots, one subscriber (load average at start: \(loadAverage()))")
     var raw: [Double] = []
     var jobs: [Double] = []

@@ -88,8 +88,10 @@ final class RunLog {
 
     private func take(_ event: SchedulerEvent, batch: BatchID, client: some SchedulerClient, endsWithBatch: Bool) async {
         // Bounded: while the writer has a full queue, no more events are taken, so they wait
-        // in the scheduler, which then slows the jobs down (lossless delivery).
+        // in the scheduler, which then slows the jobs down (lossless delivery). Checked every
+        // 256 events, and at each long output line (up to 16 KiB, ~100 KB once escaped).
         sinceRoomCheck += 1
+        if case .output(_, let line) = event.kind, line.text.utf8.count > 1_024 { sinceRoomCheck = 256 }
         if sinceRoomCheck >= 256 {
             sinceRoomCheck = 0
             await writer.waitForRoom()

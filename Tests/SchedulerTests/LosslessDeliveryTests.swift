@@ -32,6 +32,29 @@ struct LosslessDeliveryTests {
         await running
     }
 
+    @Test("Long lines are counted by their bytes: 20 MB without a newline wait in the pipe, not in memory, and all arrive")
+    func longLinesAreBoundedByBytes() async throws {
+        let scheduler = Scheduler(configuration: .init(localSlots: 1, seed: 6))
+        async let running: Void = scheduler.run()
+        // 1,024 events of 16 KiB pieces would be 16 MiB (the headless log allows 8,192: 128 MiB).
+        let events = await scheduler.events(bufferLimit: 1_024, includeOutput: true, delivery: .lossless)
+        let bytes = 20_000_000
+        let id = try await scheduler.submit(.shell("head -c \(bytes) /dev/zero"))
+        await ProcessReactor.shared.waitUntil { $0.readingPaused >= 1 }
+        // The byte limit, plus at most one read (64 KiB) past it.
+        let bound = EventBus.outputByteLimit + 65_536
+        #expect(await scheduler.mostUnreadOutputBytesByLosslessSubscribers <= bound)
+        #expect(await scheduler.mostUnreadByLosslessSubscribers < 1_024 / 4)
+
+        var reader = EventReader(events)
+        #expect(await reader.final(of: id)?.name == "succeeded")
+        #expect(reader.outputTexts(of: id).reduce(0) { $0 + $1.utf8.count } == bytes, "every byte")
+        #expect(reader.hasNoGaps, "no event missing")
+        #expect(await scheduler.mostUnreadOutputBytesByLosslessSubscribers <= bound)
+        await scheduler.shutdown(.graceful)
+        await running
+    }
+
     @Test("A subscriber behind holds back new jobs: they start again once it has read, and every event arrives once")
     func newJobsWaitForALosslessSubscriber() async throws {
         let scheduler = Scheduler(configuration: .init(localSlots: 2, seed: 4))
