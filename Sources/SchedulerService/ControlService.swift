@@ -48,8 +48,11 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
             try Self.checkToken(request.metadata, context, token)
             let settings = try await ServerRequest(stream: request).message
             return StreamingServerResponse { writer in
+                // Never lossless over the wire, whatever was asked: a client that stops reading
+                // (a `submit --wait` stopped with Ctrl-Z, a slow link) would hold every job of
+                // the serve back. One that falls behind skips ahead to a fresh snapshot instead.
                 let events = await backend.subscribe(
-                    bufferLimit: settings.bufferLimit, includeOutput: settings.includeOutput, delivery: settings.delivery)
+                    bufferLimit: settings.bufferLimit, includeOutput: settings.includeOutput, delivery: .latest)
                 for await event in events {
                     if let job = settings.job, let about = event.kind.jobID, about != job { continue }
                     try await writer.write(event)

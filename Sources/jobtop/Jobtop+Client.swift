@@ -129,8 +129,9 @@ extension Jobtop {
                 }
                 let specs = plan.fileJobs + extra
                 if specs.isEmpty { throw JobInputError(.noJobs, "nothing to submit: the list has no commands") }
-                // Subscribed before submitting, so that --wait misses no job's end.
-                let events = wait ? client.events(bufferLimit: 100_000, includeOutput: false, delivery: .lossless) : nil
+                // Subscribed before submitting, so that --wait misses no job's end (one it was
+                // too slow to read shows in the snapshot it then gets).
+                let events = wait ? client.events(bufferLimit: 100_000, includeOutput: false, delivery: .latest) : nil
                 for planned in plan.groups {
                     if planned.limit != nil || !planned.isPaused { _ = try await send(client, .setGroupLimit(planned.name, planned.limit)) }
                     if planned.isPaused { _ = try await send(client, .pauseGroup(planned.name)) }
@@ -174,12 +175,29 @@ extension Jobtop {
         static func waitForEnd(of ids: Set<JobID>, events: ControlEvents) async -> Int32 {
             var open = ids
             var failed = false
+            var resyncing = false
             for await event in events {
                 switch event.kind {
+                case .lagged:
+                    // The serve skipped events this client was too slow to read; the snapshot
+                    // that follows says where every job is.
+                    resyncing = true
                 case .snapshot(let snapshot):
                     for job in snapshot.jobs where open.contains(job.id) && job.state.isFinished {
                         open.remove(job.id)
                         if job.state.kind != .succeeded { failed = true }
+                    }
+                    if resyncing {
+                        // Not in it at all: ended meanwhile, and beyond what the serve keeps of
+                        // finished jobs (the first snapshot came before the submission).
+                        let present = Set(snapshot.jobs.lazy.map(\.id))
+                        let forgotten = open.filter { !present.contains($0) }
+                        if !forgotten.isEmpty {
+                            StandardError.write("jobtop: \(forgotten.count) of the jobs ended while this client was behind, and the serve no longer keeps their outcome (see jobtop log ID)\n")
+                            open.subtract(forgotten)
+                            failed = true
+                        }
+                        resyncing = false
                     }
                 case let kind where kind.isFinal:
                     if let id = kind.jobID, open.remove(id) != nil, case .succeeded = kind {} else if let id = kind.jobID, ids.contains(id) {

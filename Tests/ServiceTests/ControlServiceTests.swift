@@ -135,4 +135,38 @@ struct ControlServiceTests {
         await client.close()
         await server.stop()
     }
+
+    @Test("A client that asks for lossless events and stops reading does not hold the serve's jobs back")
+    func aStalledClientDoesNotHoldTheJobsBack() async throws {
+        let scratch = try Scratch()
+        let scheduler = Scheduler(configuration: .init(localSlots: 2))
+        let running = Task { await scheduler.run() }
+        let server = try ControlServer(backend: scheduler)
+        let path = scratch.file("run/jobtop/serve.sock")
+        try await server.start(socketPath: path)
+        // Given a client subscribed losslessly with a small buffer, which never reads
+        let stalled = try ControlClient(endpoint: .unixSocket(path))
+        let unread = await stalled.subscribe(bufferLimit: 64, includeOutput: false, delivery: .lossless)
+        // When far more events come than the buffers on the way hold (each job's events are
+        // several hundred bytes of JSON: 4,000 jobs are megabytes)
+        let local = await scheduler.events(bufferLimit: nil, includeOutput: false, delivery: .latest)
+        let count = 4_000
+        let ids = try await scheduler.submit(contentsOf: (0..<count).map { _ in JobSpec(work: .closure { _ in }) })
+        // Then every job still runs (lossless over the wire, the jobs stopped after a few
+        // hundred: the time limit ended the test)
+        var open = Set(ids)
+        for await event in local {
+            if event.kind.isFinal, let id = event.kind.jobID { open.remove(id) }
+            if case .snapshot(let snapshot) = event.kind {
+                for job in snapshot.jobs where job.state.isFinished { open.remove(job.id) }
+            }
+            if open.isEmpty { break }
+        }
+        #expect(open.isEmpty)
+        _ = unread
+        await stalled.close()
+        await server.stop()
+        await scheduler.shutdown(.graceful)
+        await running.value
+    }
 }
