@@ -51,8 +51,11 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
                 // Never lossless over the wire, whatever was asked: a client that stops reading
                 // (a `submit --wait` stopped with Ctrl-Z, a slow link) would hold every job of
                 // the serve back. One that falls behind skips ahead to a fresh snapshot instead.
+                // And at most ``maxRemoteBuffer`` events wait for one (each client that stops
+                // reading holds that many).
                 let events = await backend.subscribe(
-                    bufferLimit: settings.bufferLimit, includeOutput: settings.includeOutput, delivery: .latest)
+                    bufferLimit: min(settings.bufferLimit ?? Self.maxRemoteBuffer, Self.maxRemoteBuffer),
+                    includeOutput: settings.includeOutput, delivery: .latest)
                 for await event in events {
                     if let job = settings.job, let about = event.kind.jobID, about != job { continue }
                     try await writer.write(event)
@@ -207,6 +210,10 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
             return StreamingServerResponse(single: ServerResponse(message: try await body(message)))
         }
     }
+
+    /// The most events a client's subscription holds unread before it skips ahead to a fresh
+    /// snapshot.
+    static var maxRemoteBuffer: Int { 16_384 }
 
     /// What a call must show, and where a connection that showed it is let in.
     struct Admission: Sendable {
