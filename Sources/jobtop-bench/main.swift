@@ -72,9 +72,14 @@ func schedulerClosures(count: Int, width: Int) async throws {
     async let consumed = countFinals(events, upTo: count)
     let spec = JobSpec(work: .closure { _ in })
     let batch = [JobSpec](repeating: spec, count: 10_000)
+    // JOBTOP_BENCH_WINDOW=N: at most N unfinished jobs submitted at a time, as `jobtop run`
+    // streams a long list (else all are queued as fast as they can be submitted).
+    let window = ProcessInfo.processInfo.environment["JOBTOP_BENCH_WINDOW"].flatMap { Int($0) }
+    let run = window == nil ? nil : await scheduler.openBatch()
     var submitted = 0
     while submitted < count {
-        try await scheduler.submit(contentsOf: Array(batch.prefix(count - submitted)))
+        if let window, let run { _ = await scheduler.waitForRoom(in: run, below: window - batch.count + 1) }
+        try await scheduler.submit(contentsOf: Array(batch.prefix(count - submitted)), batch: run)
         submitted += min(batch.count, count - submitted)
     }
     let finished = await consumed
