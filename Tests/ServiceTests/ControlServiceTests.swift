@@ -45,12 +45,8 @@ struct ControlServiceTests {
 
     @Test("a client over the socket submits, sees the events, gets refusals as SchedulerError, and sees the end")
     func clientServer() async throws {
-        let scratch = try Scratch()
-        let scheduler = Scheduler(configuration: .init(localSlots: 1))
-        let running = Task { await scheduler.run() }
-        let server = try ControlServer(backend: scheduler)
-        let path = scratch.file("run/jobtop/serve.sock")
-        try await server.start(socketPath: path)
+        let served = try await Served(localSlots: 1)
+        let (scheduler, running, server, path) = (served.scheduler, served.running, served.server, served.path)
         let client = try ControlClient(endpoint: .unixSocket(path))
         let events = await client.subscribe(bufferLimit: nil, includeOutput: true, delivery: .latest)
         var iterator = events.makeAsyncIterator()
@@ -93,12 +89,8 @@ struct ControlServiceTests {
 
     @Test("a client that does not read holds the serve's writer back: the serve's subscription lags and skips ahead, the client buffers no more than its limit")
     func slowClient() async throws {
-        let scratch = try Scratch()
-        let scheduler = Scheduler(configuration: .init(localSlots: 2))
-        let running = Task { await scheduler.run() }
-        let server = try ControlServer(backend: scheduler)
-        let path = scratch.file("run/jobtop/serve.sock")
-        try await server.start(socketPath: path)
+        let served = try await Served(localSlots: 2)
+        let (scheduler, running, server, path) = (served.scheduler, served.running, served.server, served.path)
         let client = try ControlClient(endpoint: .unixSocket(path))
         let events = await client.subscribe(bufferLimit: 64, includeOutput: false, delivery: .latest)
         var iterator = events.makeAsyncIterator()
@@ -138,12 +130,8 @@ struct ControlServiceTests {
 
     @Test("A client that asks for lossless events and stops reading does not hold the serve's jobs back")
     func aStalledClientDoesNotHoldTheJobsBack() async throws {
-        let scratch = try Scratch()
-        let scheduler = Scheduler(configuration: .init(localSlots: 2))
-        let running = Task { await scheduler.run() }
-        let server = try ControlServer(backend: scheduler)
-        let path = scratch.file("run/jobtop/serve.sock")
-        try await server.start(socketPath: path)
+        let served = try await Served(localSlots: 2)
+        let (scheduler, running, server, path) = (served.scheduler, served.running, served.server, served.path)
         // Given a client subscribed losslessly with a small buffer, which never reads
         let stalled = try ControlClient(endpoint: .unixSocket(path))
         let unread = await stalled.subscribe(bufferLimit: 64, includeOutput: false, delivery: .lossless)
@@ -163,10 +151,31 @@ struct ControlServiceTests {
             if open.isEmpty { break }
         }
         #expect(open.isEmpty)
+        // The scheduler first: its end ends the serve's side of the unread subscription, which
+        // the client's close and the server's stop then find over.
+        await scheduler.shutdown(.graceful)
+        await running.value
         _ = unread
         await stalled.close()
         await server.stop()
-        await scheduler.shutdown(.graceful)
-        await running.value
+    }
+
+    /// A scheduler running and served on a Unix socket in a scratch directory.
+    struct Served {
+        let scratch: Scratch
+        let scheduler: Scheduler
+        let running: Task<Void, Never>
+        let server: ControlServer<Scheduler>
+        let path: String
+
+        init(localSlots: Int) async throws {
+            scratch = try Scratch()
+            scheduler = Scheduler(configuration: .init(localSlots: localSlots))
+            let scheduler = scheduler
+            running = Task { await scheduler.run() }
+            server = try ControlServer(backend: scheduler)
+            path = scratch.file("run/jobtop/serve.sock")
+            try await server.start(socketPath: path)
+        }
     }
 }
