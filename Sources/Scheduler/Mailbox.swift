@@ -115,10 +115,7 @@ public final class Mailbox<Element: Sendable>: Sendable {
     /// consumer takes them, the mailbox is finished or the waiting task is cancelled. A producer
     /// in a task calls it before it sends, for back-pressure.
     public func waitForRoom() async {
-        // The common case, room, returns here: no key path made (in this generic type, every
-        // use of `\.roomWaiters` builds one at run time, demangling its type), no suspension.
         let capacity = capacity
-        if state.withLock({ $0.isFinished || $0.items.count < capacity }) { return }
         await state.wait(in: \.roomWaiters) { $0.isFinished || $0.items.count < capacity }
     }
 

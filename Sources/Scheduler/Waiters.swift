@@ -33,9 +33,14 @@ extension Locked {
     ///
     /// `isDone` is checked under the lock in the same step that stores the waiter, so a change
     /// made (or a cancel that came) just before cannot be missed.
-    public func wait(in waiters: WritableKeyPath<State, Waiters> & Sendable, unless isDone: (State) -> Bool) async {
-        // Done already: no continuation (resuming one in its own closure still suspends the task
-        // and queues it again).
+    ///
+    /// When `isDone` holds already, it returns without a continuation (resuming one in its own
+    /// closure still suspends the task and queues it again) and without making the key path:
+    /// in a generic `State` each use of a key path literal builds one at run time, demangling
+    /// its type, so `waiters` is only evaluated when the task has to wait.
+    public func wait(in waiters: @autoclosure () -> WritableKeyPath<State, Waiters> & Sendable, unless isDone: (State) -> Bool) async {
+        if withLock({ isDone($0) }) { return }
+        let waiters = waiters()
         guard let id = withLock({ isDone($0) ? nil : $0[keyPath: waiters].reserveID() }) else { return }
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in

@@ -17,12 +17,11 @@ import Glibc
 /// ``Scheduler``, or a durable one) is served the same way.
 public final class ControlServer<Backend: SchedulerClient>: Sendable {
     private let service: ControlService<Backend>
-    private let tcpService: ControlService<Backend>?
-    private let tcpAddress: RemoteAddress?
-    private let tls: RemoteTLS.Server?
-    /// TCP connections that have not shown the token yet are few and short-lived (see
+    /// With `listen`: where, the service behind the token, and the gate that keeps the
+    /// connections that have not shown the token yet few and short-lived (see
     /// ``ConnectionGate``): anyone who can reach the port can open one.
-    private let gate: ConnectionGate?
+    private let tcp: (address: RemoteAddress, service: ControlService<Backend>, gate: ConnectionGate)?
+    private let tls: RemoteTLS.Server?
     private let servers = Locked<[(GRPCServer<HTTP2ServerTransport.Posix>, Task<Void, Never>)]>([])
     private let socketPath = Locked<String?>(nil)
 
@@ -53,14 +52,12 @@ public final class ControlServer<Backend: SchedulerClient>: Sendable {
                 "refusing to listen on \(listen) without a token: anyone who can reach it could run commands here; pass --token-file PATH or set JOBTOP_TOKEN (or listen on 127.0.0.1)")
         }
         service = ControlService(backend: backend, outputFile: outputFile, token: nil)
-        let gate = listen.map { _ in
-            ConnectionGate(
+        tcp = listen.map { address in
+            let gate = ConnectionGate(
                 clock: clock, limits: .init(helloDeadline: connections.deadline, maxPending: connections.maxPending),
                 wording: .control, log: log)
+            return (address, ControlService(backend: backend, outputFile: outputFile, token: token, gate: gate), gate)
         }
-        tcpService = listen.map { _ in ControlService(backend: backend, outputFile: outputFile, token: token, gate: gate) }
-        self.gate = gate
-        tcpAddress = listen
         self.tls = tls
     }
 
@@ -81,7 +78,7 @@ public final class ControlServer<Backend: SchedulerClient>: Sendable {
             transport: .http2NIOPosix(listeningSocketDescriptor: Int(fd), transportSecurity: .plaintext, config: config),
             services: [service])
         _ = try await run(server, describing: path)
-        guard let tcpAddress, let tcpService, let gate else { return nil }
+        guard let (tcpAddress, tcpService, gate) = tcp else { return nil }
         do {
             var tcpConfig = Self.transportConfig()
             tcpConfig.channelDebuggingCallbacks.onAcceptTCPConnection = { channel in gate.accepted(channel) }
@@ -102,7 +99,7 @@ public final class ControlServer<Backend: SchedulerClient>: Sendable {
     /// Stops listening and removes the socket file.
     public func stop() async {
         let running = servers.withLock { value in defer { value = [] }; return value }
-        gate?.close()
+        tcp?.gate.close()
         for (server, _) in running { server.beginGracefulShutdown() }
         for (_, task) in running { await task.value }
         if let path = socketPath.withLock({ value in defer { value = nil }; return value }) {

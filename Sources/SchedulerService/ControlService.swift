@@ -29,10 +29,10 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
 
     func registerMethods<Transport: ServerTransport>(with router: inout RPCRouter<Transport>) {
         let backend = backend
-        let token = Admission(token: token, gate: gate)
+        let admission = Admission(token: token, gate: gate)
         let outputFile = outputFile
 
-        Self.unary(&router, ControlWire.perform, token: token) { (command: SchedulerCommand) -> PerformResult in
+        Self.unary(&router, ControlWire.perform, admission: admission) { (command: SchedulerCommand) -> PerformResult in
             do throws(SchedulerError) {
                 return .reply(try await backend.perform(command))
             } catch {
@@ -45,7 +45,7 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
             deserializer: JSONMessageDeserializer<SubscribeRequest>(),
             serializer: EventMessageSerializer()
         ) { request, context in
-            try Self.checkToken(request.metadata, context, token)
+            try Self.admit(request.metadata, context, admission)
             let settings = try await ServerRequest(stream: request).message
             return StreamingServerResponse { writer in
                 // Never lossless over the wire, whatever was asked: a client that stops reading
@@ -69,7 +69,7 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
             deserializer: JSONMessageDeserializer<JobID>(),
             serializer: JSONMessageSerializer<FollowPart>()
         ) { request, context in
-            try Self.checkToken(request.metadata, context, token)
+            try Self.admit(request.metadata, context, admission)
             let id = try await ServerRequest(stream: request).message
             return StreamingServerResponse { writer in
                 try await Self.follow(id, backend: backend, outputFile: outputFile, writer: writer)
@@ -77,8 +77,8 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
             }
         }
 
-        Self.unary(&router, ControlWire.ping, token: token) { (_: Empty) in Empty() }
-        Self.unary(&router, ControlWire.resolve, token: token) { (references: [String]) in
+        Self.unary(&router, ControlWire.ping, admission: admission) { (_: Empty) in Empty() }
+        Self.unary(&router, ControlWire.resolve, admission: admission) { (references: [String]) in
             let jobs = await backend.currentSnapshot().jobs
             return references.map { JobReference.resolve($0, in: jobs) }
         }
@@ -87,15 +87,15 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
             deserializer: JSONMessageDeserializer<Empty>(),
             serializer: SnapshotMessageSerializer()
         ) { request, context in
-            try Self.checkToken(request.metadata, context, token)
+            try Self.admit(request.metadata, context, admission)
             _ = try await ServerRequest(stream: request).message
             return StreamingServerResponse(single: ServerResponse(message: await backend.currentSnapshot()))
         }
-        Self.unary(&router, ControlWire.outputTail, token: token) { (id: JobID) in
+        Self.unary(&router, ControlWire.outputTail, admission: admission) { (id: JobID) in
             let (lines, dropped) = await backend.outputTail(of: id)
             return OutputTail(lines: lines, dropped: dropped)
         }
-        Self.unary(&router, ControlWire.waitForRoom, token: token) { (wait: WaitForRoomRequest) in
+        Self.unary(&router, ControlWire.waitForRoom, admission: admission) { (wait: WaitForRoomRequest) in
             await backend.waitForRoom(in: wait.batch, below: wait.limit)
         }
 
@@ -104,7 +104,7 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
             deserializer: JSONMessageDeserializer<JobID>(),
             serializer: JSONMessageSerializer<LogPart>()
         ) { request, context in
-            try Self.checkToken(request.metadata, context, token)
+            try Self.admit(request.metadata, context, admission)
             let id = try await ServerRequest(stream: request).message
             return StreamingServerResponse { writer in
                 if let outputFile, let path = await outputFile(id) {
@@ -197,7 +197,7 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
 
     /// Registers a call of one request and one reply, both JSON, behind the token.
     private static func unary<Request: Decodable & Sendable, Reply: Encodable & Sendable, Transport: ServerTransport>(
-        _ router: inout RPCRouter<Transport>, _ method: MethodDescriptor, token: Admission,
+        _ router: inout RPCRouter<Transport>, _ method: MethodDescriptor, admission: Admission,
         _ body: @escaping @Sendable (Request) async throws -> Reply
     ) {
         router.registerHandler(
@@ -205,7 +205,7 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
             deserializer: JSONMessageDeserializer<Request>(),
             serializer: JSONMessageSerializer<Reply>()
         ) { request, context in
-            try checkToken(request.metadata, context, token)
+            try admit(request.metadata, context, admission)
             let message = try await ServerRequest(stream: request).message
             return StreamingServerResponse(single: ServerResponse(message: try await body(message)))
         }
@@ -222,7 +222,7 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
     }
 
     /// Refuses a call without the token; a call with it lets its connection stay (TCP).
-    private static func checkToken(_ metadata: Metadata, _ context: ServerContext, _ admission: Admission) throws {
+    private static func admit(_ metadata: Metadata, _ context: ServerContext, _ admission: Admission) throws {
         if let token = admission.token {
             let given = metadata[stringValues: ControlWire.tokenKey].first(where: { _ in true }) ?? ""
             guard RemoteToken.matches(given, token) else {

@@ -160,11 +160,7 @@ extension Jobtop {
                 throw JobInputError(.invalidValue,
                     "-j/--jobs \(configuration.localSlots) is more than this system can run at once: \(capacity.explanation); raise \(capacity.limit) or use a smaller -j")
             }
-            // A run killed with SIGKILL runs no code: the guard stops its jobs instead (one idle
-            // process, which nothing wakes until this one is gone).
-            if !Scheduler.startLifelineGuard() {
-                StandardError.write("jobtop: warning: cannot start the guard that stops jobs if jobtop is killed\n")
-            }
+            Jobtop.startLifelineGuard("jobtop")
             var slurmWorker: SlurmWorker?
             if let slurmConfiguration {
                 // Everything Slurm can refuse up front is refused here, before anything starts.

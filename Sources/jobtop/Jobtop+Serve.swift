@@ -229,11 +229,9 @@ extension Jobtop {
                     throw ExitCode(ExitStatus.someFailed)
                 }
             }
-            // A serve killed with SIGKILL runs no code: the guard stops the jobs it was running at
-            // once (the restart counts them, as it would find them killed anyway).
-            if !Scheduler.startLifelineGuard() {
-                StandardError.write("jobtop serve: warning: cannot start the guard that stops jobs if serve is killed\n")
-            }
+            // The jobs a killed serve was running are stopped at once (the restart counts them,
+            // as it would find them killed anyway).
+            Jobtop.startLifelineGuard("jobtop serve")
             let running = Task { await scheduler.run() }
             // The queue outlives the terminal: closing the one serve was started from (SIGHUP)
             // does not stop it. Jobs get every signal's default action back when they start.

@@ -65,11 +65,9 @@ extension Jobtop {
             // As for `jobtop run -j`: take what the hard open-file limit allows, and refuse
             // more slots than the limits can hold before connecting.
             Scheduler.raiseOpenFileLimit()
-            // A worker killed with SIGKILL runs no code: the guard stops its jobs instead, so none
-            // runs on here unsupervised while the coordinator requeues it elsewhere.
-            if !Scheduler.startLifelineGuard() {
-                StandardError.write("jobtop worker: warning: cannot start the guard that stops jobs if this worker is killed\n")
-            }
+            // None of a killed worker's jobs runs on here unsupervised while the coordinator
+            // requeues it elsewhere.
+            Jobtop.startLifelineGuard("jobtop worker")
             let wanted = slots ?? ProcessInfo.processInfo.activeProcessorCount
             let capacity = Scheduler.localSlotCapacity(extraFilesPerJob: 0)
             if wanted > capacity.slots {

@@ -94,3 +94,14 @@ struct Jobtop: AsyncParsableCommand {
         }
     }
 }
+
+extension Jobtop {
+    /// Starts the lifeline guard (``Scheduler/startLifelineGuard()``) of a command that runs
+    /// jobs: a process killed with SIGKILL runs no code, so the guard stops its jobs instead
+    /// (one idle process, which nothing wakes until this one is gone). Warns when it cannot.
+    static func startLifelineGuard(_ program: String) {
+        if !Scheduler.startLifelineGuard() {
+            StandardError.write("\(program): warning: cannot start the guard that stops jobs if \(program) is killed\n")
+        }
+    }
+}

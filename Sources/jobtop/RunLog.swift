@@ -91,8 +91,8 @@ final class RunLog {
         // in the scheduler, which then slows the jobs down (lossless delivery). Checked every
         // 256 events, and at each long output line (up to 16 KiB, ~100 KB once escaped).
         sinceRoomCheck += 1
-        if case .output(_, let line) = event.kind, line.text.utf8.count > 1_024 { sinceRoomCheck = 256 }
-        if sinceRoomCheck >= 256 {
+        let isLongLine = if case .output(_, let line) = event.kind { line.text.utf8.count > 1_024 } else { false }
+        if sinceRoomCheck >= 256 || isLongLine {
             sinceRoomCheck = 0
             await writer.waitForRoom()
         }

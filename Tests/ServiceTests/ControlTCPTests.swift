@@ -12,13 +12,6 @@ import Glibc
 /// `jobtop serve --listen`: TCP connections that show no token cannot pile up.
 @Suite("Control service on TCP", .timeLimit(.minutes(2)))
 struct ControlTCPTests {
-    /// Lines the server logged.
-    final class LogLines: Sendable {
-        private let lines = Locked<[String]>([])
-        var sink: @Sendable (String) -> Void { { line in self.lines.withLock { $0.append(line) } } }
-        var all: [String] { lines.withLock { $0 } }
-    }
-
     @Test("Connections that make no call with the token are capped and closed at their deadline; the Unix socket is never held up, and a client with the token stays")
     func silentConnectionsAreCappedAndClosed() async throws {
         let scratch = try Scratch()
@@ -64,7 +57,7 @@ struct ControlTCPTests {
         await #expect(throws: (any Error).self) { try await wrong.ping() }
         await clock.waitForSleepers(1)
         clock.advance(by: .seconds(5))
-        #expect(await eventually { log.all.count { $0.contains("no call with the token came on it within 5s") } == 2 }, "\(log.all)")
+        await log.waitUntil { lines in lines.count { $0.contains("no call with the token came on it within 5s") } == 2 }
         await wrong.close()
 
         // ...and a client with the token gets in and stays past the deadline.

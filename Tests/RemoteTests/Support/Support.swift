@@ -25,13 +25,6 @@ extension JobtopProcess {
     }
 }
 
-/// Lines a listener or an agent logged, for tests that read them.
-final class LogLines: Sendable {
-    private let lines = Locked<[String]>([])
-
-    var sink: @Sendable (String) -> Void { { line in self.lines.withLock { $0.append(line) } } }
-    var all: [String] { lines.withLock { $0 } }
-}
 
 /// An in-process coordinator: a scheduler with no local slots and a listener on loopback.
 struct Coordinator {
