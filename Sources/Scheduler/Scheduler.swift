@@ -92,7 +92,9 @@ public actor Scheduler {
     private var hasStopped = false
     private var hasRunEnded = false
     private var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
-    private var roomWaiters: [(batch: BatchID, limit: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    private var roomWaiters: [(batch: BatchID, limit: Int, id: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    private var nextRoomWaiter = 0
+    private var roomWaitersWatch: (count: Int, continuation: CheckedContinuation<Void, Never>)?
     private var heldWaiters: [CheckedContinuation<Void, Never>] = []
 
     /// Creates a scheduler with its local workers. Nothing runs until ``run()``.
@@ -277,15 +279,46 @@ public actor Scheduler {
     /// scheduler is shutting down: how a source that streams jobs (a list of millions of lines)
     /// keeps only a window of them in memory.
     ///
-    /// - Returns: Whether the batch still takes jobs (`false` once halted, sealed or shutting down).
+    /// - Returns: Whether the batch still takes jobs (`false` once halted, sealed or shutting down,
+    ///   or when the calling task is cancelled: a client of the control socket that went away).
     public func waitForRoom(in batch: BatchID, below limit: Int) async -> Bool {
         while true {
             guard let status = core.batch(batch), !status.isSealed, status.haltedBy == nil,
-                  core.shutdownMode == nil || core.shutdownMode == .drain
+                  core.shutdownMode == nil || core.shutdownMode == .drain, !Task.isCancelled
             else { return false }
             if status.unfinished < max(1, limit) { return true }
-            await withCheckedContinuation { roomWaiters.append((batch, max(1, limit), $0)) }
+            let id = nextRoomWaiter
+            nextRoomWaiter += 1
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { continuation in
+                    // Checked in the same actor step that stores the waiter: a cancel that came
+                    // before it is not missed, one after it finds the waiter (below).
+                    if Task.isCancelled { return continuation.resume() }
+                    roomWaiters.append((batch, max(1, limit), id, continuation))
+                    if let watch = roomWaitersWatch, roomWaiters.count >= watch.count {
+                        roomWaitersWatch = nil
+                        watch.continuation.resume()
+                    }
+                }
+            } onCancel: {
+                Task { await self.stopWaitingForRoom(id) }
+            }
         }
+    }
+
+    /// Callers of ``waitForRoom(in:below:)`` waiting now (for tests).
+    var roomWaiterCount: Int { roomWaiters.count }
+
+    /// Returns once `count` callers wait in ``waitForRoom(in:below:)`` (for tests).
+    func waitUntilWaitingForRoom(_ count: Int) async {
+        guard roomWaiters.count < count else { return }
+        await withCheckedContinuation { roomWaitersWatch = (count, $0) }
+    }
+
+    /// Resumes the ``waitForRoom(in:below:)`` caller `id` whose task was cancelled.
+    private func stopWaitingForRoom(_ id: Int) {
+        guard let index = roomWaiters.firstIndex(where: { $0.id == id }) else { return }
+        roomWaiters.remove(at: index).continuation.resume()
     }
 
     /// Cancels a job. A queued or waiting job ends at once; a running one has its process group
@@ -602,7 +635,7 @@ public actor Scheduler {
     /// Resumes the ``waitForRoom(in:below:)`` callers whose batch has room now (or never will).
     private func wakeRoomWaiters() {
         let stopping = core.shutdownMode != nil && core.shutdownMode != .drain
-        var still: [(batch: BatchID, limit: Int, continuation: CheckedContinuation<Void, Never>)] = []
+        var still: [(batch: BatchID, limit: Int, id: Int, continuation: CheckedContinuation<Void, Never>)] = []
         for waiter in roomWaiters {
             if stopping || (core.batch(waiter.batch).map { $0.unfinished < waiter.limit || $0.haltedBy != nil || $0.isSealed } ?? true) {
                 waiter.continuation.resume()

@@ -53,12 +53,14 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
                 // the serve back. One that falls behind skips ahead to a fresh snapshot instead.
                 // And at most ``maxRemoteBuffer`` events wait for one (each client that stops
                 // reading holds that many).
-                let events = await backend.subscribe(
-                    bufferLimit: min(settings.bufferLimit ?? Self.maxRemoteBuffer, Self.maxRemoteBuffer),
-                    includeOutput: settings.includeOutput, delivery: .latest)
-                for await event in events {
-                    if let job = settings.job, let about = event.kind.jobID, about != job { continue }
-                    try await writer.write(event)
+                try await Self.whileTheCallLasts(context) {
+                    let events = await backend.subscribe(
+                        bufferLimit: min(settings.bufferLimit ?? Self.maxRemoteBuffer, Self.maxRemoteBuffer),
+                        includeOutput: settings.includeOutput, delivery: .latest)
+                    for await event in events {
+                        if let job = settings.job, let about = event.kind.jobID, about != job { continue }
+                        try await writer.write(event)
+                    }
                 }
                 return [:]
             }
@@ -72,7 +74,9 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
             try Self.admit(request.metadata, context, admission)
             let id = try await ServerRequest(stream: request).message
             return StreamingServerResponse { writer in
-                try await Self.follow(id, backend: backend, outputFile: outputFile, writer: writer)
+                try await Self.whileTheCallLasts(context) {
+                    try await Self.follow(id, backend: backend, outputFile: outputFile, writer: writer)
+                }
                 return [:]
             }
         }
@@ -95,7 +99,8 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
             let (lines, dropped) = await backend.outputTail(of: id)
             return OutputTail(lines: lines, dropped: dropped)
         }
-        Self.unary(&router, ControlWire.waitForRoom, admission: admission) { (wait: WaitForRoomRequest) in
+        // The one call that can wait long: a caller that goes away stops waiting.
+        Self.unary(&router, ControlWire.waitForRoom, admission: admission, endsWithTheCall: true) { (wait: WaitForRoomRequest) in
             await backend.waitForRoom(in: wait.batch, below: wait.limit)
         }
 
@@ -108,7 +113,10 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
             let id = try await ServerRequest(stream: request).message
             return StreamingServerResponse { writer in
                 if let outputFile, let path = await outputFile(id) {
-                    try await Self.stream(file: path) { try await writer.write(.bytes($0)) }
+                    // A long file stops being read when its client goes.
+                    try await Self.whileTheCallLasts(context) {
+                        try await Self.stream(file: path) { try await writer.write(.bytes($0)) }
+                    }
                     return [:]
                 }
                 let snapshot = await backend.currentSnapshot()
@@ -196,8 +204,10 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
     }
 
     /// Registers a call of one request and one reply, both JSON, behind the token.
+    /// `endsWithTheCall`: `body` is cancelled when the call is (see ``whileTheCallLasts(_:_:)``);
+    /// otherwise it runs to its end (a command is carried out even if its client has gone).
     private static func unary<Request: Decodable & Sendable, Reply: Encodable & Sendable, Transport: ServerTransport>(
-        _ router: inout RPCRouter<Transport>, _ method: MethodDescriptor, admission: Admission,
+        _ router: inout RPCRouter<Transport>, _ method: MethodDescriptor, admission: Admission, endsWithTheCall: Bool = false,
         _ body: @escaping @Sendable (Request) async throws -> Reply
     ) {
         router.registerHandler(
@@ -207,7 +217,34 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
         ) { request, context in
             try admit(request.metadata, context, admission)
             let message = try await ServerRequest(stream: request).message
-            return StreamingServerResponse(single: ServerResponse(message: try await body(message)))
+            let reply = endsWithTheCall ? try await whileTheCallLasts(context) { try await body(message) } : try await body(message)
+            return StreamingServerResponse(single: ServerResponse(message: reply))
+        }
+    }
+
+    /// Runs a handler's `body`, cancelling it when gRPC cancels the call: its client went away
+    /// (the stream reset, the connection closed), its deadline passed, or the server is
+    /// stopping. gRPC says so only through the call's context, never by cancelling the
+    /// handler's task: a handler waiting for the next event of an idle serve went on waiting
+    /// for a client long gone, holding its subscription, and the server's graceful stop waited
+    /// for that handler for ever.
+    ///
+    /// - Throws: What `body` throws; `RPCError` `.cancelled` when the call was cancelled first.
+    @discardableResult
+    static func whileTheCallLasts<Result: Sendable>(
+        _ context: ServerContext, _ body: @escaping @Sendable () async throws -> Result
+    ) async throws -> Result {
+        try await withThrowingTaskGroup(of: Result?.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await context.cancellation.cancelled
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let result = try await group.next(), let result else {
+                throw RPCError(code: .cancelled, message: "the call was cancelled")
+            }
+            return result
         }
     }
 

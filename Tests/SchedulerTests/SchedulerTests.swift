@@ -55,6 +55,34 @@ struct SchedulerTests {
         }
     }
 
+    @Test func aWaitForRoomEndsWhenItsTaskIsCancelledAndAnotherWaitsOn() async throws {
+        let harness = await Harness()
+        try await Self.run(harness) { h in
+            // Given a batch with room for one, full
+            let batch = await h.scheduler.openBatch()
+            let job = try await h.scheduler.submit(contentsOf: [.shell("a")], batch: batch)[0]
+            _ = await h.nextStart()
+            // When two wait for room and the first's task is cancelled
+            let scheduler = h.scheduler
+            let cancelled = Task { await scheduler.waitForRoom(in: batch, below: 1) }
+            let waiting = Task { await scheduler.waitForRoom(in: batch, below: 1) }
+            await scheduler.waitUntilWaitingForRoom(2)
+            cancelled.cancel()
+            // Then the first returns false (the batch was not closed: its caller stopped) at once
+            #expect(await cancelled.value == false)
+            #expect(await scheduler.roomWaiterCount == 1)
+            // and the second still gets the room when the job ends
+            h.worker.release(job)
+            #expect(await waiting.value == true)
+            // A task cancelled before it asks does not wait at all
+            let early = Task {
+                withUnsafeCurrentTask { $0?.cancel() }
+                return await scheduler.waitForRoom(in: batch, below: 1)
+            }
+            #expect(await early.value == false)
+        }
+    }
+
     @Test func reprioritizingAQueuedJobChangesWhatRunsNext() async throws {
         let harness = await Harness()
         try await Self.run(harness) { h in

@@ -1,6 +1,6 @@
 import Foundation
 import JobtopTestSupport
-import Scheduler
+@testable import Scheduler
 import SchedulerService
 import Testing
 
@@ -158,6 +158,43 @@ struct ControlServiceTests {
         _ = unread
         await stalled.close()
         await server.stop()
+    }
+
+    @Test("A call whose client went away ends though the serve has nothing more to send it: the server stops while the scheduler runs on")
+    func callsEndWithTheirClient() async throws {
+        let served = try await Served(localSlots: 1)
+        let (scheduler, running, server, path) = (served.scheduler, served.running, served.server, served.path)
+        // Given a job that runs until it is stopped, alone in a batch with room for one
+        let batch = await scheduler.openBatch()
+        let ids = try await scheduler.submit(contentsOf: [.shell("sleep 600")], batch: batch)
+        // and a client with a call of each kind that waits: a subscription that has read its
+        // snapshot, a follow of the job that has had its first part, a wait for room
+        let client = try ControlClient(endpoint: .unixSocket(path))
+        var events = await client.subscribe(bufferLimit: nil, includeOutput: false, delivery: .latest).makeAsyncIterator()
+        guard case .snapshot? = await events.next()?.kind else {
+            Issue.record("the first event is not a snapshot")
+            return
+        }
+        let (parts, part) = AsyncStream<Void>.makeStream()
+        let follow = Task { try await client.follow(ids[0]) { _ in part.yield() } }
+        var partsSeen = parts.makeAsyncIterator()
+        _ = await partsSeen.next()
+        let room = Task { await client.waitForRoom(in: batch, below: 1) }
+        await scheduler.waitUntilWaitingForRoom(1)
+        // When the client goes (the follow and the wait stopped, the connection closed)
+        follow.cancel()
+        room.cancel()
+        _ = try? await follow.value
+        #expect(await room.value == false)
+        await client.close()
+        // Then every handler of its calls has ended: the server's graceful stop, which waits for
+        // them, returns (each waited for ever for a next event or for room), and the scheduler
+        // has let the wait go
+        await server.stop()
+        #expect(await scheduler.roomWaiterCount == 0)
+        #expect(await scheduler.info(of: ids[0])?.state.kind == .running)
+        await scheduler.shutdown(.cancelRunning)
+        await running.value
     }
 
     /// A scheduler running and served on a Unix socket in a scratch directory.
