@@ -164,7 +164,8 @@ let package = Package(
         ),
         .testTarget(
             name: "StoreTests",
-            dependencies: ["Scheduler", "SchedulerStore", "JobtopTestSupport"]
+            // GRDB: a second program's connection to the state database (its lock).
+            dependencies: ["Scheduler", "SchedulerStore", "JobtopTestSupport", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .testTarget(
             name: "TUITests",

@@ -98,17 +98,28 @@ public final class DurableScheduler: SchedulerClient {
             let events = await scheduler.events(bufferLimit: 8_192, includeOutput: true, delivery: .lossless)
             var iterator = events.makeAsyncIterator()
             await ready.open()
-            while var batch = await iterator.nextBatch() {
-                if let last = await journal.frozenAfter {
-                    batch.removeAll { $0.seq > last }
-                    if batch.isEmpty { continue }
-                }
-                do throws(StoreError) {
-                    try await store.apply(batch)
-                    await journal.committed(through: batch[batch.count - 1].seq)
-                } catch {
-                    if Task.isCancelled { break }
-                    await journal.failed(error)
+            reading: while var batch = await iterator.nextBatch() {
+                // A batch the database refuses (the disk full, the file locked by another
+                // program) is written again until it goes: dropped, its jobs' ends were lost
+                // (a finished job stayed "running" on disk and ran again after a restart).
+                // Meanwhile nothing further is read: the scheduler, whose lossless subscriber
+                // this is, holds new starts once its buffer is full.
+                var pause = Duration.milliseconds(50)
+                while true {
+                    if let last = await journal.frozenAfter {
+                        batch.removeAll { $0.seq > last }
+                        if batch.isEmpty { continue reading }
+                    }
+                    do throws(StoreError) {
+                        let lost = try await store.apply(batch)
+                        await journal.committed(through: batch[batch.count - 1].seq, outputLost: lost)
+                        break
+                    } catch {
+                        if Task.isCancelled { break reading }
+                        guard await journal.failed(error, unsaved: batch.count) else { break reading }
+                        try? await Task.sleep(for: pause)
+                        pause = min(pause * 2, .seconds(1))
+                    }
                 }
             }
             await journal.ended()
@@ -141,6 +152,7 @@ public final class DurableScheduler: SchedulerClient {
     /// After the scheduler has shut down: waits for the journal to write the last events and
     /// lets go of the state directory (another serve may then open it).
     public func close() async {
+        await journal.close()
         await journalTask.value
         store.close()
     }
@@ -259,8 +271,13 @@ public final class DurableScheduler: SchedulerClient {
 /// How far the journal has written, and who waits for it.
 private actor Journal {
     private var committed: UInt64 = 0
+    /// Why the batch being written was refused, while it is (cleared when it is written).
     private var failure: StoreError?
     private var isEnded = false
+    /// Set by ``close()``: a batch the database refuses is then given up after one more try.
+    private var isClosing = false
+    /// Jobs that lost output (each said once).
+    private var losingOutput: Set<JobID> = []
     private var waiters: [(seq: UInt64, continuation: CheckedContinuation<StoreError?, Never>)] = []
 
     /// Writes nothing after this event (a stop that must not be written as cancels).
@@ -272,14 +289,34 @@ private actor Journal {
         wake()
     }
 
-    func committed(through seq: UInt64) {
+    /// A batch was written through `seq`; `outputLost`: the jobs whose lines of it were not.
+    func committed(through seq: UInt64, outputLost: [(JobID, StoreError)]) {
         committed = max(committed, seq)
+        if failure != nil {
+            failure = nil
+            say("the state is saved again")
+        }
+        // Each job's loss is said once: a job printing to a full disk lost lines in every batch,
+        // and the log had hundreds of the same line.
+        for (id, error) in outputLost where losingOutput.insert(id).inserted {
+            say("job \(id.short) loses output: \(error)")
+        }
         wake()
     }
 
-    func failed(_ error: StoreError) {
+    /// The database refused a batch of `unsaved` events. Commands waiting for the journal are
+    /// answered that their effect is not saved; the first refusal of a run of them is said.
+    ///
+    /// - Returns: Whether to try the batch again (not once ``close()`` was called).
+    func failed(_ error: StoreError, unsaved: Int) -> Bool {
+        if isClosing {
+            say("\(error); \(unsaved) event\(unsaved == 1 ? "" : "s") not saved (the next serve counts the jobs still marked running as cut off)")
+            return false
+        }
+        if failure == nil { say("\(error); trying again (new jobs wait meanwhile)") }
         failure = error
-        FileHandle.standardError.write(Data("jobtop: \(error)\n".utf8))
+        wake()
+        return true
     }
 
     func ended() {
@@ -287,16 +324,26 @@ private actor Journal {
         wake()
     }
 
-    /// Waits until everything up to `seq` is written; returns the journal's failure, if any.
+    /// The serve is closing: a refused batch is given up.
+    func close() {
+        isClosing = true
+    }
+
+    /// Waits until everything up to `seq` is written; returns why the journal is not written,
+    /// if it is refused now (then at once).
     func wait(through seq: UInt64) async -> StoreError? {
-        if committed >= seq || isEnded { return failure }
+        if committed >= seq || isEnded || failure != nil { return failure }
         return await withCheckedContinuation { waiters.append((seq, $0)) }
+    }
+
+    private func say(_ text: String) {
+        FileHandle.standardError.write(Data("jobtop: \(text)\n".utf8))
     }
 
     private func wake() {
         var still: [(seq: UInt64, continuation: CheckedContinuation<StoreError?, Never>)] = []
         for waiter in waiters {
-            if committed >= waiter.seq || isEnded {
+            if committed >= waiter.seq || isEnded || failure != nil {
                 waiter.continuation.resume(returning: failure)
             } else {
                 still.append(waiter)

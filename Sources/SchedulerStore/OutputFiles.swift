@@ -21,7 +21,10 @@ final class OutputFiles: Sendable {
     }
 
     /// Appends the output lines and attempt separators of a batch of events, in their order.
-    func write(events: [SchedulerEvent]) async throws(StoreError) {
+    /// A job whose file cannot be written loses this batch's lines; the others' are written.
+    ///
+    /// - Returns: The jobs whose lines were lost, each with why.
+    func write(events: [SchedulerEvent]) async -> [(JobID, StoreError)] {
         var pieces: [JobID: [UInt8]] = [:]
         var order: [JobID] = []
         for event in events {
@@ -37,19 +40,17 @@ final class OutputFiles: Sendable {
                 continue
             }
         }
+        guard !order.isEmpty else { return [] }
         let work = order.map { ($0, pieces[$0]!) }
-        let result: Result<Void, StoreError> = await withCheckedContinuation { continuation in
+        return await withCheckedContinuation { continuation in
             queue.async {
+                var lost: [(JobID, StoreError)] = []
                 for (id, bytes) in work {
-                    if let error = self.append(bytes, to: id) {
-                        continuation.resume(returning: .failure(error))
-                        return
-                    }
+                    if let error = self.append(bytes, to: id) { lost.append((id, error)) }
                 }
-                continuation.resume(returning: .success(()))
+                continuation.resume(returning: lost)
             }
         }
-        try result.get()
     }
 
     private func append(_ bytes: [UInt8], to id: JobID) -> StoreError? {

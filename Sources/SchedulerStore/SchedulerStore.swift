@@ -178,9 +178,16 @@ public final class SchedulerStore: Sendable {
 
     // MARK: - The journal
 
-    /// Writes what a batch of events says happened, in one transaction; output lines go to the
-    /// jobs' files.
-    public func apply(_ events: [SchedulerEvent]) async throws(StoreError) {
+    /// Writes what a batch of events says happened, in one transaction (nothing of it when it
+    /// throws: the same batch may be written again); then the output lines go to the jobs'
+    /// files.
+    ///
+    /// - Returns: The jobs whose output lines of this batch could not be written, each with why
+    ///   (their files are not retried: the lines are lost).
+    /// - Throws: ``StoreError`` when the transaction failed (the disk is full, the database is
+    ///   locked by another program): nothing of the batch is written, its output included.
+    @discardableResult
+    public func apply(_ events: [SchedulerEvent]) async throws(StoreError) -> [(JobID, StoreError)] {
         var hasRows = false
         var hasOutput = false
         for event in events {
@@ -206,7 +213,7 @@ public final class SchedulerStore: Sendable {
                 throw StoreError("the state database refused the journal: \(error)")
             }
         }
-        if hasOutput { try await output.write(events: events) }
+        return hasOutput ? await output.write(events: events) : []
     }
 
     private static func apply(_ kind: SchedulerEvent.Kind, db: Database, now: Double) throws {

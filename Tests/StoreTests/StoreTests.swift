@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import JobtopTestSupport
 import Scheduler
 import SchedulerStore
@@ -105,6 +106,59 @@ struct StoreTests {
             #expect(attempts.map(\.number) == [1, 2])
             #expect(attempts.map(\.outcome) == ["exit 3", "exit 3"])
         }
+    }
+
+    @Test("A journal the database refuses is written again once it can be: no job's end is lost, and a command meanwhile says its effect is not saved")
+    func aRefusedJournalIsWrittenAgain() async throws {
+        let scratch = try Scratch()
+        let directory = StateDirectory(path: scratch.file("state"))
+        let id = try await withDurable(directory) { durable in
+            // Given a job held by a pause
+            _ = try await durable.perform(.pause)
+            let reply = try await durable.perform(.submit([JobSpec(name: "x", work: .shell("echo kept"))], batch: nil))
+            guard case .submitted(let ids) = reply else { throw SpawnError(message: "no ids") }
+            // and the database locked by another program (refused as a full disk refuses it)
+            var holding = Configuration()
+            holding.allowsUnsafeTransactions = true  // the lock stays between the two accesses
+            let other = try DatabaseQueue(path: directory.database.path, configuration: holding)
+            try other.inDatabase { try $0.execute(sql: "BEGIN IMMEDIATE") }
+            // When the job runs to its end
+            await #expect(throws: SchedulerError.self, "the resume is done, but said not saved") {
+                try await durable.perform(.resume)
+            }
+            #expect(await waitForEnds(ids, on: durable)[ids[0]] == .succeeded(attempts: 1))
+            // and the lock goes
+            try other.inDatabase { try $0.execute(sql: "COMMIT") }
+            try other.close()
+            return ids[0]
+        }
+        // Then the restart finds the job succeeded, with its output (before, the refused batch
+        // was dropped: the job stayed "running" on disk, and a restart counted it cut off)
+        try await withDurable(directory) { durable in
+            let job = try #require(await durable.currentSnapshot().jobs.first { $0.id == id })
+            #expect(job.state == .succeeded(attempts: 1))
+            let output = try String(contentsOf: try #require(durable.outputFile(of: id)), encoding: .utf8)
+            #expect(output == "kept\n")
+            #expect(try await durable.store.attempts(of: id).map(\.outcome) == ["succeeded"])
+        }
+    }
+
+    @Test("A job whose output file cannot be written loses its lines of the batch, said once by the caller; another job's lines in the same batch are written")
+    func outputLossIsPerJob() async throws {
+        let scratch = try Scratch()
+        let directory = StateDirectory(path: scratch.file("state"))
+        let store = try SchedulerStore(directory: directory)
+        defer { store.close() }
+        let (blocked, fine) = (JobID(uuid: UUID()), JobID(uuid: UUID()))
+        // A directory where the first job's file would be: opening it for writing fails
+        try FileManager.default.createDirectory(at: directory.outputFile(of: blocked.description), withIntermediateDirectories: true)
+        let lost = try await store.apply([
+            SchedulerEvent(seq: 1, time: .zero, kind: .output(blocked, OutputLine(stream: .stdout, text: "lost"))),
+            SchedulerEvent(seq: 2, time: .zero, kind: .output(fine, OutputLine(stream: .stdout, text: "kept"))),
+        ])
+        #expect(lost.map(\.0) == [blocked])
+        #expect(lost.first?.1.description.contains(directory.outputFile(of: blocked.description).path) == true)
+        #expect(try String(contentsOf: try #require(store.outputFile(of: fine)), encoding: .utf8) == "kept\n")
     }
 
     @Test("forgotten finished jobs stay forgotten after a restart; queued ones stay")
