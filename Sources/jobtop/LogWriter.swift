@@ -57,6 +57,9 @@ final class LogWriter: Sendable {
     private let state = Locked(State())
     /// Set once stdout broke (its reader went away): the rest of the log is dropped.
     private let broke = Locked(false)
+    /// Output files a write failed on (a full disk), until they are closed: the rest of their
+    /// output is dropped, said once per file (it was said for every write, naming no file).
+    private let failing = Locked<Set<Int32>>([])
     private let wakeup = DispatchSemaphore(value: 0)
     private let stopped = DispatchSemaphore(value: 0)
 
@@ -169,6 +172,7 @@ final class LogWriter: Sendable {
                 pending.append(contentsOf: bytes)
             case .close(let fd):
                 if fd == pendingFD { flush() }
+                failing.withLock { _ = $0.remove(fd) }
                 Glibc.close(fd)
                 if fd == pendingFD { pendingFD = -1 }
             }
@@ -177,23 +181,33 @@ final class LogWriter: Sendable {
     }
 
     private func writeAll(_ fd: Int32, _ bytes: [UInt8]) {
-        if fd == STDOUT_FILENO && broke.withLock({ $0 }) { return }
+        if fd == STDOUT_FILENO ? broke.withLock({ $0 }) : failing.withLock({ $0.contains(fd) }) { return }
         var offset = 0
         while offset < bytes.count {
             let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
             if written < 0 {
                 if errno == EINTR || errno == EAGAIN { continue }
+                let reason = String(cString: strerror(errno))
                 if fd == STDOUT_FILENO {
                     // Said once; the jobs are the work and go on, the summary goes to stderr.
                     broke.withLock { $0 = true }
-                    StandardError.write(
-                        "jobtop: stdout is closed (\(String(cString: strerror(errno)))): the rest of the log is dropped; the jobs go on (Ctrl-C stops them)\n")
+                    let what = errno == EPIPE ? "stdout is closed (\(reason))" : "cannot write the log to stdout (\(reason))"
+                    StandardError.write("jobtop: \(what): the rest of the log is dropped; the jobs go on (Ctrl-C stops them)\n")
                 } else {
-                    StandardError.write("jobtop: cannot write an output file: \(String(cString: strerror(errno)))\n")
+                    failing.withLock { _ = $0.insert(fd) }
+                    StandardError.write("jobtop: cannot write \(Self.path(of: fd)) (\(reason)): the rest of this attempt's output there is lost\n")
                 }
                 return
             }
             offset += written
         }
+    }
+
+    /// The file `fd` is open on, as the kernel names it.
+    private static func path(of fd: Int32) -> String {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = readlink("/proc/self/fd/\(fd)", &buffer, buffer.count - 1)
+        guard count > 0 else { return "an output file" }
+        return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

@@ -174,6 +174,33 @@ struct HeadlessRunTests {
         #expect(scratch.read("out/\(unnamed)") == (1...2000).map(String.init).joined(separator: "\n") + "\n")
     }
 
+    @Test("A full disk under --output-dir: one line names the file, the other jobs' files are whole; a full stdout: one line and status 141")
+    func fullDisk() async throws {
+        let scratch = try Scratch()
+        let file = try scratch.write("jobs.toml", """
+            [[job]]
+            name = "full"
+            command = "seq 1 20000"
+            [[job]]
+            name = "fine"
+            command = "seq 1 20000"
+            """)
+        // /dev/full fails every write with ENOSPC, as a full disk does
+        try FileManager.default.createDirectory(atPath: scratch.file("out"), withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: scratch.file("out/full.log"), withDestinationPath: "/dev/full")
+        let run = try await JobtopProcess.run([file, "--output-dir", "out", "--log-output"], directory: scratch.path)
+        #expect(run.status == 0, "\(run.stderr)")
+        let complaints = run.stderr.split(separator: "\n").filter { $0.contains("/dev/full") }
+        #expect(complaints == ["jobtop: cannot write /dev/full (No space left on device): the rest of this attempt's output there is lost"], "\(run.stderr)")
+        #expect(scratch.read("out/fine.log") == (1...20000).map(String.init).joined(separator: "\n") + "\n")
+
+        let script = "\(JobtopProcess.binary) \(file) --log-output > /dev/full; echo \"status=$?\" >&2"
+        let full = try await JobtopProcess(["-c", script], directory: scratch.path, executable: "/bin/bash").wait()
+        let lines = full.stderr.split(separator: "\n").filter { $0.contains("stdout") }
+        #expect(lines == ["jobtop: cannot write the log to stdout (No space left on device): the rest of the log is dropped; the jobs go on (Ctrl-C stops them)"], "\(full.stderr)")
+        #expect(full.stderr.contains("status=141"), "\(full.stderr)")
+    }
+
     @Test("JSON log lines all parse, seq increases, and the summary closes the log")
     func jsonLog() async throws {
         let scratch = try Scratch()
