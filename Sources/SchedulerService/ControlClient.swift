@@ -113,10 +113,17 @@ public final class ControlClient: SchedulerClient {
     private func unary<Request: Codable & Sendable, Response: Codable & Sendable>(
         _ method: MethodDescriptor, _ request: Request, as _: Response.Type = Response.self
     ) async throws(ControlError) -> Response {
+        try await unary(method, request, serializer: JSONMessageSerializer<Request>(), deserializer: JSONMessageDeserializer<Response>())
+    }
+
+    /// ``unary(_:_:as:)`` with messages in another form than JSON.
+    private func unary<Serializer: MessageSerializer, Deserializer: MessageDeserializer>(
+        _ method: MethodDescriptor, _ request: Serializer.Message, serializer: Serializer, deserializer: Deserializer
+    ) async throws(ControlError) -> Deserializer.Message where Serializer.Message: Sendable, Deserializer.Message: Sendable {
         do {
             let response = try await client.unary(
                 request: ClientRequest(message: request, metadata: metadata), descriptor: method,
-                serializer: JSONMessageSerializer<Request>(), deserializer: JSONMessageDeserializer<Response>(),
+                serializer: serializer, deserializer: deserializer,
                 options: options
             ) { response in try response.message }
             answered.withLock { $0 = true }
@@ -171,7 +178,7 @@ public final class ControlClient: SchedulerClient {
     /// - Throws: ``SchedulerError`` when the scheduler refused it, ``ControlError`` when the
     ///   serve could not be reached.
     public func send(_ command: SchedulerCommand) async throws -> SchedulerReply {
-        switch try await unary(ControlWire.perform, command, as: PerformResult.self) {
+        switch try await unary(ControlWire.perform, command, serializer: CommandMessageSerializer(), deserializer: ResultMessageDeserializer()) {
         case .reply(let reply): return reply
         case .refused(let error): throw error
         }

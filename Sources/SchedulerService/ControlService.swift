@@ -32,7 +32,9 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
         let admission = Admission(token: token, gate: gate)
         let outputFile = outputFile
 
-        Self.unary(&router, ControlWire.perform, admission: admission) { (command: SchedulerCommand) -> PerformResult in
+        Self.unary(
+            &router, ControlWire.perform, admission: admission, deserializer: CommandMessageDeserializer(), serializer: ResultMessageSerializer()
+        ) { command -> PerformResult in
             do throws(SchedulerError) {
                 return .reply(try await backend.perform(command))
             } catch {
@@ -210,10 +212,20 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
         _ router: inout RPCRouter<Transport>, _ method: MethodDescriptor, admission: Admission, endsWithTheCall: Bool = false,
         _ body: @escaping @Sendable (Request) async throws -> Reply
     ) {
+        unary(
+            &router, method, admission: admission, endsWithTheCall: endsWithTheCall, deserializer: JSONMessageDeserializer<Request>(),
+            serializer: JSONMessageSerializer<Reply>(), body)
+    }
+
+    /// ``unary(_:_:admission:endsWithTheCall:_:)`` with messages in another form than JSON.
+    private static func unary<Deserializer: MessageDeserializer, Serializer: MessageSerializer, Transport: ServerTransport>(
+        _ router: inout RPCRouter<Transport>, _ method: MethodDescriptor, admission: Admission, endsWithTheCall: Bool = false,
+        deserializer: Deserializer, serializer: Serializer, _ body: @escaping @Sendable (Deserializer.Message) async throws -> Serializer.Message
+    ) where Deserializer.Message: Sendable, Serializer.Message: Sendable {
         router.registerHandler(
             forMethod: method,
-            deserializer: JSONMessageDeserializer<Request>(),
-            serializer: JSONMessageSerializer<Reply>()
+            deserializer: deserializer,
+            serializer: serializer
         ) { request, context in
             try admit(request.metadata, context, admission)
             let message = try await ServerRequest(stream: request).message
