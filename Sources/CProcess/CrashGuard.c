@@ -59,12 +59,15 @@ void jt_crash_guard_spawn_end(void) {
     jt_this_thread_spawns = 0;
 }
 
-/// In the handler: up to 200 ms for spawns on other threads to record their groups (the
-/// crashing thread's own spawn, if it was spawning, cannot finish).
+/// In the handler: up to 2 s for spawns on other threads to record their groups (the crashing
+/// thread's own spawn, if it was spawning, cannot finish). Only a spawn under way is waited for.
+/// 200 ms was too short on a loaded machine: the child had exec'd and its job written its pids
+/// while the spawning thread had not yet run again to record its group (a worker crashed with
+/// the load at 8 on 2 cores said "no job process was running" and left the job alive).
 static void jt_wait_for_spawns(void) {
     int own = jt_this_thread_spawns ? 1 : 0;
     struct timespec pause = {0, 200000};
-    for (int i = 0; i < 1000 && atomic_load_explicit(&jt_spawns_in_flight, memory_order_acquire) > own; i++) {
+    for (int i = 0; i < 10000 && atomic_load_explicit(&jt_spawns_in_flight, memory_order_acquire) > own; i++) {
         nanosleep(&pause, NULL);
     }
 }
