@@ -6,7 +6,9 @@ import Scheduler
 /// values as JSON (commands, replies, refusals, snapshots, numbered events with their lag
 /// markers, output). No protobuf schema: every payload is already a Codable value of the
 /// Scheduler library, so one JSON codec carries them all, and a field added there crosses the
-/// socket without a second definition to keep in step.
+/// socket without a second definition to keep in step. The big messages are the exceptions, in
+/// compact binary forms: snapshots (``SnapshotCodec``), submissions and their ids
+/// (``SpecCodec``).
 enum ControlWire {
     static let service = ServiceDescriptor(fullyQualifiedService: "jobtop.control.v1.Control")
 
