@@ -60,10 +60,9 @@ void jt_crash_guard_spawn_end(void) {
 }
 
 /// In the handler: up to 2 s for spawns on other threads to record their groups (the crashing
-/// thread's own spawn, if it was spawning, cannot finish). Only a spawn under way is waited for.
-/// 200 ms was too short on a loaded machine: the child had exec'd and its job written its pids
-/// while the spawning thread had not yet run again to record its group (a worker crashed with
-/// the load at 8 on 2 cores said "no job process was running" and left the job alive).
+/// thread's own spawn, if it was spawning, cannot finish). Only a spawn under way is waited for;
+/// on a machine loaded far beyond its cores a spawning thread can wait longer than 200 ms (the
+/// limit before) to run again after its child has exec'd.
 static void jt_wait_for_spawns(void) {
     int own = jt_this_thread_spawns ? 1 : 0;
     struct timespec pause = {0, 200000};

@@ -205,11 +205,7 @@ struct CommandMessageSerializer: MessageSerializer {
 struct CommandMessageDeserializer: MessageDeserializer {
     func deserialize<Bytes: GRPCContiguousBytes>(_ serializedMessageBytes: Bytes) throws -> SchedulerCommand {
         try serializedMessageBytes.withUnsafeBytes { buffer in
-            guard buffer.first == SpecCodec.submitTag else {
-                return try JSONDecoder().decode(SchedulerCommand.self, from: Data(buffer))
-            }
-            var reader = ByteReader(UnsafeRawBufferPointer(rebasing: buffer[1...]))
-            return try SpecCodec.decode(from: &reader)
+            try decodeJSON(buffer, unless: SpecCodec.submitTag) { try SpecCodec.decode(from: &$0) }
         }
     }
 }
@@ -233,18 +229,22 @@ struct ResultMessageSerializer: MessageSerializer {
 struct ResultMessageDeserializer: MessageDeserializer {
     func deserialize<Bytes: GRPCContiguousBytes>(_ serializedMessageBytes: Bytes) throws -> PerformResult {
         try serializedMessageBytes.withUnsafeBytes { buffer in
-            guard buffer.first == SpecCodec.submittedTag else {
-                return try JSONDecoder().decode(PerformResult.self, from: Data(buffer))
+            try decodeJSON(buffer, unless: SpecCodec.submittedTag) { reader in
+                let count = try reader.count()
+                var ids: [JobID] = []
+                ids.reserveCapacity(count)
+                for _ in 0..<count { ids.append(try reader.id()) }
+                return .reply(.submitted(ids))
             }
-            var reader = ByteReader(UnsafeRawBufferPointer(rebasing: buffer[1...]))
-            let count = try reader.varint()
-            guard count <= UInt64(buffer.count / 16) else {
-                throw SnapshotCodecError(description: "a reply that claims \(count) ids in \(buffer.count) bytes")
-            }
-            var ids: [JobID] = []
-            ids.reserveCapacity(Int(count))
-            for _ in 0..<count { ids.append(try reader.id()) }
-            return .reply(.submitted(ids))
         }
     }
+}
+
+/// A message that is JSON unless its first byte is `tag`; then `read` reads the binary form after it.
+private func decodeJSON<Message: Decodable>(
+    _ buffer: UnsafeRawBufferPointer, unless tag: UInt8, _ read: (inout ByteReader) throws -> Message
+) throws -> Message {
+    guard buffer.first == tag else { return try JSONDecoder().decode(Message.self, from: Data(buffer)) }
+    var reader = ByteReader(UnsafeRawBufferPointer(rebasing: buffer[1...]))
+    return try read(&reader)
 }
