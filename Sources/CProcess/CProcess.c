@@ -60,9 +60,10 @@ static void jt_spawn_set_up(posix_spawnattr_t *attr, posix_spawn_file_actions_t 
 /// the pid (a crash in between waits for it, CrashGuard.c) unless `recorded` is NULL.
 static int jt_spawn_recording(pid_t *pid_out, const char *path, const posix_spawn_file_actions_t *actions,
                               const posix_spawnattr_t *attr, char *const argv[], char *const envp[], int *recorded) {
-    if (recorded != NULL) jt_crash_guard_spawn_begin();
+    if (recorded != NULL) jt_crash_guard_spawn_begin(pid_out);
     int rc = posix_spawn(pid_out, path, actions, attr, argv, envp ? envp : environ);
     if (recorded != NULL) {
+        if (rc == 0) jt_crash_guard_spawned_test_hook();
         *recorded = rc == 0 ? jt_crash_guard_add_group(*pid_out) : 0;
         jt_crash_guard_spawn_end();
     }

@@ -45,11 +45,20 @@ __attribute__((constructor)) static void jt_share_groups(void) {
 
 // Spawns under way: a job process exists from its exec on, but its group is recorded only once
 // posix_spawn has returned. A crash on another thread in between waits (briefly) for the
-// spawning thread to record it, so that it is killed too.
+// spawning thread to record it, so that it is killed too. A crash on the spawning thread itself
+// (a signal sent to the process is taken by whichever thread first runs with it unblocked: on a
+// loaded machine often the spawning thread, the moment posix_spawn restores its signal mask)
+// cannot wait for that thread: it reads the pid where posix_spawn stores it (before it restores
+// the mask, so before any handler can run on this thread) and kills that group itself.
 static _Atomic int jt_spawns_in_flight;
 static _Thread_local int jt_this_thread_spawns;
+static _Thread_local pid_t *jt_this_thread_spawn_pid;
+// For tests only (JOBTOP_TEST_CRASH_AFTER_SPAWN, read at install).
+static int jt_test_crash_after_spawn;
 
-void jt_crash_guard_spawn_begin(void) {
+void jt_crash_guard_spawn_begin(pid_t *pid_out) {
+    *pid_out = 0;
+    jt_this_thread_spawn_pid = pid_out;
     jt_this_thread_spawns = 1;
     atomic_fetch_add_explicit(&jt_spawns_in_flight, 1, memory_order_acq_rel);
 }
@@ -57,18 +66,24 @@ void jt_crash_guard_spawn_begin(void) {
 void jt_crash_guard_spawn_end(void) {
     atomic_fetch_sub_explicit(&jt_spawns_in_flight, 1, memory_order_acq_rel);
     jt_this_thread_spawns = 0;
+    jt_this_thread_spawn_pid = NULL;
+}
+
+void jt_crash_guard_spawned_test_hook(void) {
+    if (jt_test_crash_after_spawn) raise(SIGSEGV);
 }
 
 /// In the handler: up to 2 s for spawns on other threads to record their groups (the crashing
-/// thread's own spawn, if it was spawning, cannot finish). Only a spawn under way is waited for;
-/// on a machine loaded far beyond its cores a spawning thread can wait longer than 200 ms (the
-/// limit before) to run again after its child has exec'd.
-static void jt_wait_for_spawns(void) {
+/// thread's own spawn, if it was spawning, cannot finish: its child's group is returned, or 0).
+/// Only a spawn under way is waited for; on a machine loaded far beyond its cores a spawning
+/// thread can wait longer than 200 ms to run again after its child has exec'd.
+static pid_t jt_wait_for_spawns(void) {
     int own = jt_this_thread_spawns ? 1 : 0;
     struct timespec pause = {0, 200000};
     for (int i = 0; i < 10000 && atomic_load_explicit(&jt_spawns_in_flight, memory_order_acquire) > own; i++) {
         nanosleep(&pause, NULL);
     }
+    return own && jt_this_thread_spawn_pid != NULL ? *jt_this_thread_spawn_pid : 0;
 }
 
 // The lifeline (jt_lifeline_start): the write end of the pipe to the guard process, or -1.
@@ -282,8 +297,10 @@ static int jt_is_terminal(int fd) {
 }
 
 static void jt_clean_up(int signal_number) {
-    jt_wait_for_spawns();
+    pid_t own_spawn = jt_wait_for_spawns();
     int killed = jt_crash_guard_kill_groups(SIGKILL);
+    // Recorded already if the crash came after the recording; killed twice does no harm.
+    if (own_spawn > 0 && kill(-own_spawn, SIGKILL) == 0) killed++;
     int restored = 0;
     if (atomic_load_explicit(&jt_terminal_armed, memory_order_acquire)) {
         // The crash may be on another thread than the one drawing, which would go on drawing
@@ -434,6 +451,8 @@ int jt_crash_guard_install(void) {
     atexit(jt_hold_exit_during_crash);
     const char *pause = getenv("JOBTOP_TEST_CRASH_PAUSE_MS");
     if (pause != NULL) jt_test_pause_ms = strtol(pause, NULL, 10);
+    const char *after_spawn = getenv("JOBTOP_TEST_CRASH_AFTER_SPAWN");
+    jt_test_crash_after_spawn = after_spawn != NULL && strcmp(after_spawn, "1") == 0;
     const char *settings = getenv("SWIFT_BACKTRACE");
     if (settings != NULL) {
         jt_reporter_never_asks = strstr(settings, "interactive=no") != NULL || strstr(settings, "interactive=false") != NULL

@@ -77,6 +77,26 @@ struct CrashGuardTests {
         try await waitUntilGone(started)
     }
 
+    /// A signal sent to jobtop is taken by whichever thread first runs with it unblocked: on a
+    /// loaded machine often the thread spawning a job, the moment posix_spawn restores its mask,
+    /// before the job's group is recorded. (Seen in CI: a worker said "no job process was
+    /// running" and its job lived on.) The test hook raises the signal right there.
+    @Test("A crash on the thread spawning a job, before its group is recorded, still kills that job")
+    func crashWhileSpawning() async throws {
+        // Given a run whose spawning thread crashes right after its first spawn
+        let scratch = try Scratch()
+        let process = try JobtopProcess(
+            ["-j", "1", "--headless", "-c", "sleep 300"], directory: scratch.path, environment: ["JOBTOP_TEST_CRASH_AFTER_SPAWN": "1"])
+        // When it runs
+        let run = await process.wait()
+        // Then the job it had just spawned is killed too, and it says so
+        #expect(run.status == 128 + SIGSEGV)
+        #expect(run.stderr.contains("jobtop: crashed (SIGSEGV); job processes killed\n"), "stderr: \(run.stderr)")
+        let left = await eventually { processes(workingIn: scratch.path).isEmpty }
+        #expect(left, "still running in the scratch directory: \(processes(workingIn: scratch.path))")
+        for pid in processes(workingIn: scratch.path) { kill(pid, SIGKILL) }
+    }
+
     @Test("A worker that crashes kills the processes of the jobs it runs")
     func worker() async throws {
         // Given a coordinator with no local slots and one worker running its job

@@ -40,3 +40,14 @@ public func eventually(within limit: Duration = .seconds(20), _ condition: () ->
     }
     return condition()
 }
+
+/// The running processes whose working directory is `directory` (a test's scratch directory:
+/// what a test's jobs started, wherever they ended up in the process tree).
+public func processes(workingIn directory: String) -> [pid_t] {
+    let target = URL(fileURLWithPath: directory).resolvingSymlinksInPath().path
+    let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+    return entries.compactMap { pid_t($0) }.filter { pid in
+        guard let cwd = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/cwd") else { return false }
+        return cwd == target && isRunning(pid)
+    }
+}

@@ -30,10 +30,18 @@ int jt_crash_guard_add_group(pid_t group);
 /// was recorded, 0 otherwise.
 int jt_crash_guard_remove_group(pid_t group);
 
-/// Marks the calling thread as spawning a job process (until jt_crash_guard_spawn_end): the crash
-/// handler waits for it to record the new group before killing the groups.
-void jt_crash_guard_spawn_begin(void);
+/// Marks the calling thread as spawning a job process (until jt_crash_guard_spawn_end) into
+/// `pid_out` (set to 0 here; posix_spawn stores the pid there before it returns): the crash
+/// handler waits for another thread's spawn to record its group before killing the groups, and
+/// kills the group of a spawn on its own thread (a signal sent to the process can land on the
+/// spawning thread the moment posix_spawn unblocks its signals, before the group is recorded).
+void jt_crash_guard_spawn_begin(pid_t *pid_out);
 void jt_crash_guard_spawn_end(void);
+
+/// For tests only: called between a job's spawn and the recording of its group. With
+/// JOBTOP_TEST_CRASH_AFTER_SPAWN=1 in the environment at install, it raises SIGSEGV on the
+/// spawning thread (the race a signal sent to the process can hit). Does nothing otherwise.
+void jt_crash_guard_spawned_test_hook(void);
 
 /// Sends `signal_number` to every recorded process group; returns how many were signalled.
 /// Async-signal-safe.
