@@ -7,8 +7,10 @@
 // Runs N `true` jobs on 4 local slots, then on 2 `jobtop worker` processes with 2 slots each
 // (loopback gRPC), and prints the throughput ratio and the assign → ack round trip (the time
 // from queueing an Assign on the coordinator to reading the worker's Ack, sent before the
-// spawn). The workers are the `jobtop` binary next to this one (`jobtop worker`); without it,
-// this binary's own `worker` mode, which runs the same WorkerAgent. Nothing here asserts a timing.
+// spawn), under the throughput run's load and again one job at a time after the last run
+// (`--sequential N`, default 300; 0 skips it). The workers are the `jobtop` binary next to this
+// one (`jobtop worker`); without it, this binary's own `worker` mode, which runs the same
+// WorkerAgent. Nothing here asserts a timing.
 import CProcess
 import Foundation
 import Scheduler
@@ -125,6 +127,8 @@ func benchmark() async throws {
     // The workers' own CPU (not their jobs': those are their children, reaped by them), per job.
     var workerCPU: [Double] = []
     let recorder = RoundTripRecorder()
+    let sequential = option("--sequential", default: 300)
+    var alone: [Duration] = []
     for _ in 0..<runs {
         let scheduler = Scheduler(configuration: .init(localSlots: 0, finishedRetention: 1_000, finishedTails: 0))
         async let running: Void = scheduler.run()
@@ -145,6 +149,18 @@ func benchmark() async throws {
         remote.append(try await runJobs(scheduler, count: jobs))
         // Read before they drain and leave (which costs them a little more).
         workerCPU.append(workers.map(\.cpuSeconds).reduce(0, +) / Double(jobs))
+        if remote.count == runs && sequential > 0 {
+            // The round trip on its own: one job at a time, so that neither side waits for a CPU
+            // the jobs of the throughput run hold.
+            let before = recorder.all.count
+            let events = await scheduler.events(includeOutput: false)
+            var iterator = events.makeAsyncIterator()
+            for _ in 0..<sequential {
+                let id = try await scheduler.submit(.shell("true"))
+                while let event = await iterator.next(), !(event.kind.isFinal && event.kind.jobID == id) {}
+            }
+            alone = Array(recorder.all.dropFirst(before)).sorted()
+        }
         for worker in workers { worker.signal(SIGTERM) }
         for worker in workers { _ = worker.wait() }
         await listener.stop()
@@ -154,13 +170,16 @@ func benchmark() async throws {
 
     let localTime = median(local)
     let remoteTime = median(remote)
-    let trips = recorder.all.sorted()
+    let trips = recorder.all.dropLast(alone.count).sorted()
     print("local  \(workerCount * slotsPerWorker) slots:             \(format(localTime, 3)) s  (\(format(Double(jobs) / localTime, 0)) jobs/s)")
     print("remote \(workerCount) workers × \(slotsPerWorker) slots: \(format(remoteTime, 3)) s  (\(format(Double(jobs) / remoteTime, 0)) jobs/s)")
     print("throughput ratio remote/local: \(format(localTime / remoteTime))×  (goal ≥ 0.80×)")
     print("worker processes' own CPU per job (user + system, their jobs not included): \(format(median(workerCPU) * 1e6, 0)) µs")
     if !trips.isEmpty {
         print("assign → ack round trip over \(trips.count) assignments: p50 \(microseconds(percentile(trips, 0.5))), p99 \(microseconds(percentile(trips, 0.99))), max \(microseconds(trips.last!))  (goal p50 < 200 µs)")
+    }
+    if !alone.isEmpty {
+        print("the same, one job at a time (\(alone.count) jobs, after the last run): p50 \(microseconds(percentile(alone, 0.5))), p99 \(microseconds(percentile(alone, 0.99))), max \(microseconds(alone.last!))")
     }
 }
 
