@@ -106,3 +106,6 @@ enum TextWidth {
         return String(output)
     }
 }
+
+/// The cells `text` takes on a terminal (`wcwidth`): for command-line output in aligned columns.
+public func terminalWidth(of text: some StringProtocol) -> Int { TextWidth.width(text) }

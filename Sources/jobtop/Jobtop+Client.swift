@@ -64,8 +64,9 @@ extension Jobtop {
             discussion: """
                 FILE is a job file (.toml) or a plain list (one command per line); "-" reads a list \
                 from stdin. --priority, --group and --after apply to -c and list jobs; a job file's \
-                jobs keep what the file says. --after takes ids (or unique prefixes) and names of \
-                jobs the serve knows.
+                jobs keep what the file says. --retries, --backoff, --timeout and --delay apply to \
+                every job that does not set its own (a job file's included). --name names the one \
+                -c job. --after takes ids (or unique prefixes) and names of jobs the serve knows.
 
                 Exit status: 0 submitted (with --wait: every job succeeded); 1 refused by the \
                 serve (with --wait: some job failed, was cancelled or skipped); 2 bad usage or \
@@ -88,6 +89,28 @@ extension Jobtop {
         @Option(help: ArgumentHelp("Start the -c and list jobs only after this job succeeded (id, prefix or name; repeatable).", valueName: "job"))
         var after: [String] = []
 
+        @Option(help: ArgumentHelp("Name of the job given with -c (one -c only): for --after, status and the dashboard.", valueName: "name"))
+        var name: String?
+
+        @Option(parsing: .unconditional, help: ArgumentHelp("Max retries of each job (default 0).", valueName: "n"))
+        var retries: Int?
+
+        @Option(
+            parsing: .unconditional,
+            help: ArgumentHelp("First retry delay (default 1s; doubles, with jitter, capped at 60s).", valueName: "duration"),
+            transform: { try Run.duration($0, option: "--backoff") })
+        var backoff: Duration?
+
+        @Option(
+            parsing: .unconditional, help: ArgumentHelp("Per-attempt timeout (default: none).", valueName: "duration"),
+            transform: { try Run.duration($0, option: "--timeout") })
+        var timeout: Duration?
+
+        @Option(
+            parsing: .unconditional, help: ArgumentHelp("Start the jobs this long after they are submitted (500ms, 10s, 5m, 1h).", valueName: "duration"),
+            transform: { try Run.duration($0, option: "--delay") })
+        var delay: Duration?
+
         @Flag(help: "Wait until the submitted jobs end; exit like 'jobtop run' would.")
         var wait = false
 
@@ -106,10 +129,22 @@ extension Jobtop {
             if file == nil && command.isEmpty && !JobSources.standardInputIsPiped() {
                 throw ValidationError("nothing to submit: give a job file, a list ('-' for stdin) or -c COMMAND")
             }
+            if let name {
+                if name.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { throw ValidationError("--name must not be empty") }
+                if name.contains(where: { $0.isNewline }) { throw ValidationError("--name must be one line") }
+                if command.count != 1 || file != nil {
+                    throw ValidationError("--name names one job: give exactly one -c and no file or list (a job file names its jobs itself)")
+                }
+            }
+            if let retries, retries < 0 { throw ValidationError("--retries must be 0 or more, not \(retries)") }
+            if let retries, retries > 1_000 { throw ValidationError("--retries must be at most 1000, not \(retries)") }
+            if let timeout, timeout <= .zero { throw ValidationError("--timeout must be longer than 0") }
         }
 
         mutating func run() async throws {
-            let plan = try JobSources.plan(file: file, commands: command, overrides: JobFields(), readsPipedStandardInput: command.isEmpty)
+            let overrides = JobFields(retries: retries, backoff: backoff, timeout: timeout, start: delay.map { .delay($0) })
+            var plan = try JobSources.plan(file: file, commands: command, overrides: overrides, readsPipedStandardInput: command.isEmpty)
+            if let name, plan.commandJobs.count == 1 { plan.commandJobs[0].name = name }
             if plan.slurm != nil {
                 // Where jobs run is the serve's choice (serve --slurm and its flags), not a submission's.
                 StandardError.write("jobtop submit: the file's [slurm] tables are not used: the serve runs every job where it was started to ('jobtop serve --slurm' for Slurm)\n")
@@ -291,19 +326,28 @@ extension Jobtop {
                     print("group \(group.group.name): \(limit)\(group.group.isPaused ? ", paused" : ""); \(group.running) running, \(group.queued) queued, \(group.held) held")
                 }
                 guard !jobs.isEmpty else { return }
-                print(Self.row("ID", "STATE", "PRIO", "GROUP", "JOB"))
-                for job in jobs {
+                let rows = jobs.map { job -> [String] in
                     var state = job.state.name
                     if let failure = job.lastFailure, job.state.isFinished { state += " (\(failure))" }
                     if let placement = snapshot.placements[job.id], case .running = job.state { state += " (\(placement))" }
-                    print(Self.row(job.id.short, state, String(job.priority), job.group, job.displayName))
+                    return [job.id.short, state, String(job.priority), job.group, job.displayName]
                 }
+                for line in Self.table(header: ["ID", "STATE", "PRIO", "GROUP", "JOB"], rows: rows) { print(line) }
             }
         }
 
-        private static func row(_ id: String, _ state: String, _ priority: String, _ group: String, _ name: String) -> String {
-            func pad(_ text: String, _ width: Int) -> String { text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count) }
-            return pad(id, 10) + pad(state, 12) + pad(priority, 6) + pad(group, 10) + name.replacingOccurrences(of: "\n", with: " ")
+        /// The rows as lines of aligned columns, each as wide as its widest cell (in terminal
+        /// cells) plus two spaces; the last column (the job's name) as it is, on one line.
+        static func table(header: [String], rows: [[String]]) -> [String] {
+            let all = [header] + rows.map { row in row.map { $0.replacingOccurrences(of: "\n", with: " ") } }
+            let widths = (0..<header.count - 1).map { column in all.map { terminalWidth(of: $0[column]) }.max() ?? 0 }
+            return all.map { row in
+                var line = ""
+                for (column, width) in widths.enumerated() {
+                    line += row[column] + String(repeating: " ", count: width - terminalWidth(of: row[column]) + 2)
+                }
+                return line + row[header.count - 1]
+            }
         }
     }
 

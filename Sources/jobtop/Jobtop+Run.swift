@@ -103,7 +103,7 @@ extension Jobtop {
             }
         }
 
-        private static func duration(_ text: String, option: String) throws -> Duration {
+        static func duration(_ text: String, option: String) throws -> Duration {
             if text.hasPrefix("-") {
                 throw ValidationError("\(option) must not be negative, not \(text)")
             }

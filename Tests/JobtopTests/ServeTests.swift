@@ -90,6 +90,19 @@ struct ServeTests {
         #expect(status.status == 0)
         #expect(status.stdout.contains("1 succeeded, 1 failed"), "\(status.stdout)")
         #expect(status.lines.contains { $0.hasPrefix(failing) && $0.contains("failed (exit 3)") })
+        // The columns line up, however long a job's state is ("failed (exit 3)" is wider than
+        // the header's STATE): in every row each column starts where its header does.
+        let table = status.lines.drop { !$0.hasPrefix("ID ") }.map { Array($0) }
+        let header = try #require(table.first)
+        let starts = ["STATE", "PRIO", "GROUP", "JOB"].compactMap { column in
+            (1..<header.count).first { header[$0 - 1] == " " && String(header[$0...]).hasPrefix(column) }
+        }
+        #expect(starts.count == 4, "header: \(String(header))")
+        for row in table.dropFirst() {
+            for start in starts {
+                #expect(row.count > start && row[start - 1] == " " && row[start] != " ", "the column at \(start) of: \(String(row))")
+            }
+        }
         let active = try await fixture.run(["status"])
         #expect(!active.stdout.contains(hello), "finished jobs are listed only with --all")
 
@@ -104,6 +117,43 @@ struct ServeTests {
         let stopped = try await fixture.stop()
         #expect(stopped?.status == 0)
         #expect(!FileManager.default.fileExists(atPath: fixture.socketPath), "the socket is removed")
+    }
+
+    @Test("submit --name, --retries, --backoff, --timeout and --delay; --after by the name given")
+    func submitOptions() async throws {
+        let fixture = try await ServeFixture()
+        let first = try await fixture.run(["submit", "--name", "first", "-c", "true"])
+        #expect(first.status == 0, "\(first.stderr)")
+        let second = try await fixture.run([
+            "submit", "--after", "first", "--name", "second", "--retries", "2", "--backoff", "10ms", "--timeout", "30s", "-c", "exit 4",
+        ])
+        #expect(second.status == 0, "\(second.stderr)")
+        let later = try await fixture.run(["submit", "--delay", "1h", "-c", "true"])
+        #expect(later.status == 0, "\(later.stderr)")
+        let (firstID, secondID, laterID) = (first.lines.first ?? "", second.lines.first ?? "", later.lines.first ?? "")
+        try await fixture.waitFor(secondID, "failed")
+
+        let jobs = try await fixture.jobs()
+        func job(_ short: String) -> [String: Any]? { jobs.first { ($0["short"] as? String) == short } }
+        #expect(job(firstID)?["name"] as? String == "first")
+        #expect(job(firstID)?["state"] as? String == "succeeded")
+        let failed = try #require(job(secondID))
+        #expect(failed["name"] as? String == "second")
+        #expect(failed["maxAttempts"] as? Int == 3)
+        #expect(failed["attempts"] as? Int == 3, "every retry ran: \(failed)")
+        #expect((failed["after"] as? [String])?.first?.hasPrefix(firstID) == true, "it waited for 'first': \(failed)")
+        #expect(job(laterID)?["state"] as? String == "scheduled")
+
+        // A name for several jobs, or a bad value: refused, nothing submitted.
+        for arguments in [["--name", "x", "-c", "a", "-c", "b"], ["--name", "", "-c", "a"], ["--delay", "-1s", "-c", "a"], ["--retries", "1001", "-c", "a"]] {
+            let refused = try await fixture.run(["submit"] + arguments)
+            #expect(refused.status == 2, "\(arguments): \(refused.stderr)")
+        }
+        let refusedName = try await fixture.run(["submit", "--name", "x", "-c", "a", "-c", "b"])
+        #expect(refusedName.stderr.contains("--name names one job"), "\(refusedName.stderr)")
+        #expect(try await fixture.jobs().count == 3)
+        _ = try await fixture.run(["cancel", laterID])
+        _ = try await fixture.stop()
     }
 
     @Test("log prints the whole output from the serve's file, beyond the tail it keeps in memory")
