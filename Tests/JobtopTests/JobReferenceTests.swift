@@ -6,8 +6,8 @@ import Testing
 
 @Suite("Job references: ids, prefixes, names")
 struct JobReferenceTests {
-    static func job(_ uuid: String, name: String? = nil) -> JobInfo {
-        JobInfo(id: JobID(uuid: UUID(uuidString: uuid)!), name: name, command: "true")
+    static func job(_ uuid: String, name: String? = nil, state: JobState = .queued) -> JobInfo {
+        JobInfo(id: JobID(uuid: UUID(uuidString: uuid)!), name: name, command: "true", state: state)
     }
 
     let jobs = [
@@ -44,5 +44,21 @@ struct JobReferenceTests {
         #expect(JobReference.resolve("", in: jobs) == .unknown)
         let texts = ["ab12", "zz"]
         #expect(throws: JobInputError.self) { try JobReference.jobs(texts, texts.map { JobReference.resolve($0, in: jobs) }) }
+    }
+
+    @Test("a name several jobs share names the one that has not ended, if only one has not")
+    func reusedName() {
+        let earlier = Self.job("EF000000-0000-4000-8000-000000000001", name: "nightly", state: .succeeded(attempts: 1))
+        let failed = Self.job("EF000000-0000-4000-8000-000000000002", name: "nightly", state: .failed(reason: .exitStatus(1), attempts: 1))
+        let running = Self.job("EF000000-0000-4000-8000-000000000003", name: "nightly", state: .running(worker: WorkerID(), attempt: 1, since: .zero, stopping: nil))
+        let queued = Self.job("EF000000-0000-4000-8000-000000000004", name: "nightly")
+        #expect(JobReference.resolve("nightly", in: [earlier, failed, running]) == .found(running))
+        // Two that have not ended, or none: which one is meant cannot be told.
+        #expect(JobReference.resolve("nightly", in: [earlier, running, queued]) == .ambiguous([earlier, running, queued], count: 3))
+        #expect(JobReference.resolve("nightly", in: [earlier, failed]) == .ambiguous([earlier, failed], count: 2))
+        // An id prefix among the candidates keeps it ambiguous.
+        let named = Self.job("AB000000-0000-4000-8000-000000000005", name: "ab", state: .running(worker: WorkerID(), attempt: 1, since: .zero, stopping: nil))
+        let prefixed = Self.job("AB100000-0000-4000-8000-000000000006", state: .succeeded(attempts: 1))
+        #expect(JobReference.resolve("ab", in: [named, prefixed]) == .ambiguous([named, prefixed], count: 2))
     }
 }
