@@ -54,7 +54,10 @@ final class OutputDirectory {
     func jobSubmitted(_ info: JobInfo) {
         guard let given = info.name, fileNames[info.id] == nil else { return }
         var name = Self.safeFileName(given)
-        if name.isEmpty || usedNames.contains(name) { name += "-\(info.id.short)" }
+        // Nothing left of the name (`..`): its id, as for a job without one (not `-ID`, which a
+        // shell would take for an option).
+        if name.isEmpty { return }
+        if usedNames.contains(name) { name += "-\(info.id.short)" }
         usedNames.insert(name)
         fileNames[info.id] = name
     }

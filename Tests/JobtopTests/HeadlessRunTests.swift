@@ -159,6 +159,9 @@ struct HeadlessRunTests {
             command = "echo try; test -f marker || { touch marker; exit 1; }"
             retries = 1
             backoff = "10ms"
+            [[job]]
+            name = ".."
+            command = "echo dots"
             """)
         let run = try await JobtopProcess.run(
             [file, "-c", "seq 1 2000", "--output-dir", "out"], directory: scratch.path)
@@ -169,9 +172,12 @@ struct HeadlessRunTests {
         #expect(scratch.read("out/nested_name.log") == "nested\n")
         #expect(scratch.read("out/again.log") == "try\n--- jobtop: attempt 2 ---\ntry\n")
         let files = try FileManager.default.contentsOfDirectory(atPath: scratch.file("out"))
-        let unnamed = try #require(files.first { !["greet.log", "nested_name.log", "again.log"].contains($0) })
-        #expect(unnamed.count == 36 + 4)
-        #expect(scratch.read("out/\(unnamed)") == (1...2000).map(String.init).joined(separator: "\n") + "\n")
+        // The list job and the one whose name leaves nothing safe (`..`) are under their ids (not
+        // `-ID`, which a shell takes for an option).
+        let byID = files.filter { !["greet.log", "nested_name.log", "again.log"].contains($0) }
+        #expect(byID.count == 2 && byID.allSatisfy { $0.count == 36 + 4 && !$0.hasPrefix("-") }, "\(files)")
+        let contents = byID.compactMap { scratch.read("out/\($0)") }.sorted()
+        #expect(contents == ["dots\n", (1...2000).map(String.init).joined(separator: "\n") + "\n"].sorted())
     }
 
     @Test("A full disk under --output-dir: one line names the file, the other jobs' files are whole; a full stdout: one line and status 141")
