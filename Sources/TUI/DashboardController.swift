@@ -362,17 +362,33 @@ final class DashboardController {
     /// Ticks once a second while something on screen moves with time; idle, once a minute,
     /// when the header's `up` (whole minutes while idle) changes: one small frame, only the
     /// changed cells reach the terminal.
+    ///
+    /// A ticker asleep for the idle minute is started again once something moves with time (a
+    /// job started): it used to sleep on, and a silent job's elapsed time and the header's `up`
+    /// stood still until some event redrew the screen (up to a minute after the start).
     private func updateTicker() {
-        guard ticker == nil else { return }
+        if ticker != nil {
+            guard isTickerIdle, needsTicks else { return }
+            ticker?.cancel()
+        }
         ticker = Task {
             while !Task.isCancelled {
                 // Idle, the header's `up` shows whole minutes: one frame a minute.
-                let wait: Duration = self.needsTicks ? .seconds(1) : .seconds(60) - .seconds(Int64(self.schedulerNow.seconds) % 60)
-                try? await Task.sleep(for: wait)
+                let ticks = self.needsTicks
+                self.isTickerIdle = !ticks
+                let wait: Duration = ticks ? .seconds(1) : .seconds(60) - .seconds(Int64(self.schedulerNow.seconds) % 60)
+                do {
+                    try await Task.sleep(for: wait)
+                } catch {
+                    return  // cancelled: a new ticker took over, or the dashboard ends
+                }
                 self.markDirty()
             }
         }
     }
+
+    /// Whether the ticker sleeps for the idle minute.
+    private var isTickerIdle = false
 
     private var needsTicks: Bool {
         let board = model.board

@@ -52,6 +52,29 @@ struct DashboardTmuxTests {
         #expect(!after.contains { $0.contains("[?") || $0.contains("running") })
     }
 
+    /// The dashboard starts before its first job does, idle: its ticker then sleeps for the
+    /// idle minute. It used to sleep on once the job started, so a job that printed nothing
+    /// showed "0s" (and the header "up 0s") until some event redrew the screen.
+    @Test("A silent job's elapsed time moves from its first seconds, with no event to redraw it")
+    func elapsedTimeTicks() async throws {
+        let tmux = try TmuxSession(shape: Self.shapes[0])
+        defer { tmux.close() }
+        try await tmux.run("\(TmuxSession.binary) -j 1 -c 'sleep 300'")
+        try await tmux.waitForDashboard("the job running") { $0.contains { $0.contains("sleep 300") && $0.contains("running") } }
+        // Within seconds (the idle minute is the bug), its TIME shows 2 s or more.
+        try await tmux.waitFor("the running job's time at 2s or more") { screen in
+            screen.contains { row in
+                guard row.contains("sleep 300"), let last = row.split(separator: " ").last, last.hasSuffix("s"),
+                      let seconds = Int(last.dropLast()) else { return false }
+                return seconds >= 2
+            }
+        }
+        tmux.keys("q")
+        try await tmux.waitFor("the quit question") { $0.contains { $0.contains("Cancel them and quit?") } }
+        tmux.keys("y")
+        try await tmux.waitFor("the shell prompt") { $0.last { !$0.isEmpty } == TmuxSession.prompt.trimmingCharacters(in: .whitespaces) }
+    }
+
     @Test("n, a command and Enter add a job that runs", arguments: shapes)
     func enqueue(shape: Shape) async throws {
         let tmux = try TmuxSession(shape: shape)
