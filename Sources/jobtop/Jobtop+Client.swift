@@ -330,6 +330,11 @@ extension Jobtop {
                     var state = job.state.name
                     if let failure = job.lastFailure, job.state.isFinished { state += " (\(failure))" }
                     if let placement = snapshot.placements[job.id], case .running = job.state { state += " (\(placement))" }
+                    switch job.state {
+                    case .scheduled(let until), .waitingForRetry(let until, _, _):
+                        state += " (in \(formatDuration(max(.zero, until - snapshot.time))))"
+                    default: break
+                    }
                     return [job.id.short, state, String(job.priority), job.group, job.displayName]
                 }
                 for line in Self.table(header: ["ID", "STATE", "PRIO", "GROUP", "JOB"], rows: rows) { print(line) }

@@ -143,6 +143,8 @@ struct ServeTests {
         #expect(failed["attempts"] as? Int == 3, "every retry ran: \(failed)")
         #expect((failed["after"] as? [String])?.first?.hasPrefix(firstID) == true, "it waited for 'first': \(failed)")
         #expect(job(laterID)?["state"] as? String == "scheduled")
+        let table = try await fixture.run(["status"])
+        #expect(table.lines.contains { $0.hasPrefix(laterID) && ($0.contains("scheduled (in 59m") || $0.contains("scheduled (in 1h)")) }, "\(table.stdout)")
 
         // A name for several jobs, or a bad value: refused, nothing submitted.
         for arguments in [["--name", "x", "-c", "a", "-c", "b"], ["--name", "", "-c", "a"], ["--delay", "-1s", "-c", "a"], ["--retries", "1001", "-c", "a"]] {
