@@ -6,6 +6,17 @@
 /// line-separator character as a visible escape (`\n`, `\u{1B}`) and cuts absurd lengths, so a
 /// peer's text always stays inside the one line that quotes it.
 public enum PeerText {
+    /// A library's message quoted inside one of ours, in parentheses: no final period, and a
+    /// lowercase start unless the first word is an acronym ("The server accepted…" → "the
+    /// server accepted…"; "HTTP/2 …" stays).
+    public static func clause(_ message: String) -> String {
+        var text = message.hasSuffix(".") ? String(message.dropLast()) : message
+        if let first = text.first, first.isUppercase, let second = text.dropFirst().first, second.isLowercase {
+            text = first.lowercased() + text.dropFirst()
+        }
+        return text
+    }
+
     /// The text with every character that could act on a terminal or split a line escaped,
     /// cut to `limit` characters (the rest is counted, not shown).
     ///

@@ -592,7 +592,7 @@ public final class WorkerAgent: Sendable {
         }
         var why = PeerText.escaped(Self.describe(error))
         if configuration.tls == nil, why.contains("before completing the HTTP/2 connection preface") {
-            why += " (a coordinator with TLS needs --tls-ca or --tls-fingerprint here; or it had too many connections waiting for a hello)"
+            why += " (a coordinator with TLS needs --tls-ca or --tls-fingerprint here; or what listens there is not a jobtop coordinator; or it had too many connections waiting for a hello)"
         }
         return welcome.isWelcomed ? .lost(why) : .unreachable(why)
     }
@@ -600,8 +600,10 @@ public final class WorkerAgent: Sendable {
     static func describe(_ error: any Error) -> String {
         var text = String(describing: error)
         if let rpc = error as? RPCError {
-            text = rpc.message.isEmpty ? "\(rpc.code)" : rpc.message
-            if let cause = rpc.cause { text += ": \(cause)" }
+            text = rpc.message.isEmpty ? "\(rpc.code)" : PeerText.clause(rpc.message)
+            // NIO's HTTP/2 errors name the Swift file and line they come from
+            // (`UnableToParseFrame(file: "…", line: 662)`): nothing a person can use.
+            if let cause = rpc.cause, !"\(cause)".contains("(file: ") { text += ": \(cause)" }
         }
         // NIO's connection errors are long; the system's reason is what a person needs.
         for reason in [

@@ -161,9 +161,12 @@ public final class ControlClient: SchedulerClient {
             case .unavailable:
                 var hint = ""
                 if tls == nil, case .tcp = endpoint, error.message.contains("before completing the HTTP/2 connection preface") {
-                    hint = "; a serve with TLS needs --tls-ca or --tls-fingerprint here (or the serve had too many connections waiting to show the token: try again)"
+                    hint = "; a serve with TLS needs --tls-ca or --tls-fingerprint here (or what listens there is not a jobtop serve, or the serve had too many connections waiting to show the token: try again)"
                 }
-                return ControlError(.notRunning, "lost jobtop serve at \(endpoint) (\(error.message))\(hint)")
+                // "Lost" only for a serve that answered this client before: one that never did
+                // was not reached.
+                let what = answered.withLock { $0 } ? "lost jobtop serve at" : "no jobtop serve answers at"
+                return ControlError(.notRunning, "\(what) \(endpoint) (\(PeerText.clause(error.message)))\(hint)")
             default:
                 return ControlError(.connectionLost, "jobtop serve at \(endpoint): \(error.message)")
             }

@@ -430,6 +430,25 @@ struct RemoteHardeningTests {
         #expect(!worker.output.contains("\u{1B}"))
     }
 
+    @Test("Pointed at something that is not jobtop: the client says no serve answers there, the worker that it is no coordinator; no Swift source file in either message")
+    func foreignListener() async throws {
+        let foreign = try ForeignListener()
+        defer { foreign.stop() }
+        let scratch = try Scratch()
+        let token = try scratch.write("token", "a-token\n")
+        let status = try await JobtopProcess.run(["status", "--connect", "127.0.0.1:\(foreign.port)", "--token-file", token])
+        #expect(status.status == 3, "\(status.stderr)")
+        #expect(status.stderr.hasPrefix("jobtop: no jobtop serve answers at 127.0.0.1:\(foreign.port) ("), "\(status.stderr)")
+        #expect(status.stderr.contains("not a jobtop serve"), "\(status.stderr)")
+        let worker = try JobtopProcess(["worker", "--connect", "127.0.0.1:\(foreign.port)", "--token-file", token, "--name", "w"], newSession: true)
+        #expect(await eventually { worker.output.contains("cannot reach") })
+        let said = worker.outputLines.first { $0.contains("cannot reach") } ?? ""
+        worker.send(SIGTERM)
+        _ = await worker.wait()
+        #expect(said.contains("what listens there is not a jobtop coordinator"), "\(said)")
+        #expect(!said.contains("(file: ") && !status.stderr.contains("(file: "), "\(said)")
+    }
+
     @Test("Text a coordinator sends (a refusal) is escaped in the worker's log")
     func coordinatorTextIsEscapedOnTheWorker() async throws {
         let fake = try await FakeCoordinator.start(

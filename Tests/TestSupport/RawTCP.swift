@@ -50,3 +50,48 @@ public enum RawTCP {
         return address
     }
 }
+
+/// A loopback TCP listener that is not jobtop: it answers every connection with an HTTP/1.0
+/// error and closes it (what a client pointed at the wrong port meets).
+public final class ForeignListener: Sendable {
+    /// The port it listens on.
+    public let port: Int
+    private let fd: Int32
+
+    public init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw SpawnError(message: "socket: \(String(cString: strerror(errno)))") }
+        self.fd = fd
+        var address = RawTCP.loopback(port: 0)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && listen(fd, 16) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard bound else {
+            close(fd)
+            throw SpawnError(message: "listen: \(String(cString: strerror(errno)))")
+        }
+        port = Int(UInt16(bigEndian: address.sin_port))
+        let listening = fd
+        Thread.detachNewThread {
+            let answer = Array("HTTP/1.0 400 Bad Request\r\nContent-Length: 0\r\n\r\n".utf8)
+            while true {
+                let connection = accept(listening, nil, nil)
+                if connection < 0 {
+                    if errno == EINTR { continue }
+                    return  // closed by stop()
+                }
+                _ = answer.withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                close(connection)
+            }
+        }
+    }
+
+    /// Stops listening (the accepting thread ends).
+    public func stop() {
+        shutdown(fd, Int32(SHUT_RDWR))
+        close(fd)
+    }
+}
