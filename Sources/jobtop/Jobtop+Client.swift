@@ -92,19 +92,7 @@ extension Jobtop {
         @Option(help: ArgumentHelp("Name of the job given with -c (one -c only): for --after, status and the dashboard.", valueName: "name"))
         var name: String?
 
-        @Option(parsing: .unconditional, help: ArgumentHelp("Max retries of each job (default 0).", valueName: "n"))
-        var retries: Int?
-
-        @Option(
-            parsing: .unconditional,
-            help: ArgumentHelp("First retry delay (default 1s; doubles, with jitter, capped at 60s).", valueName: "duration"),
-            transform: { try Run.duration($0, option: "--backoff") })
-        var backoff: Duration?
-
-        @Option(
-            parsing: .unconditional, help: ArgumentHelp("Per-attempt timeout (default: none).", valueName: "duration"),
-            transform: { try Run.duration($0, option: "--timeout") })
-        var timeout: Duration?
+        @OptionGroup var jobDefaults: JobDefaultOptions
 
         @Option(
             parsing: .unconditional, help: ArgumentHelp("Start the jobs this long after they are submitted (500ms, 10s, 5m, 1h).", valueName: "duration"),
@@ -136,13 +124,11 @@ extension Jobtop {
                     throw ValidationError("--name names one job: give exactly one -c and no file or list (a job file names its jobs itself)")
                 }
             }
-            if let retries, retries < 0 { throw ValidationError("--retries must be 0 or more, not \(retries)") }
-            if let retries, retries > 1_000 { throw ValidationError("--retries must be at most 1000, not \(retries)") }
-            if let timeout, timeout <= .zero { throw ValidationError("--timeout must be longer than 0") }
         }
 
         mutating func run() async throws {
-            let overrides = JobFields(retries: retries, backoff: backoff, timeout: timeout, start: delay.map { .delay($0) })
+            var overrides = jobDefaults.fields
+            overrides.start = delay.map { .delay($0) }
             var plan = try JobSources.plan(file: file, commands: command, overrides: overrides, readsPipedStandardInput: command.isEmpty)
             if let name, plan.commandJobs.count == 1 { plan.commandJobs[0].name = name }
             if plan.slurm != nil {

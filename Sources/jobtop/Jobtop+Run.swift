@@ -46,19 +46,7 @@ extension Jobtop {
             help: ArgumentHelp("Local worker slots (default: number of cores).", valueName: "n"))
         var jobs: Int?
 
-        @Option(parsing: .unconditional, help: ArgumentHelp("Default max retries per job (default 0).", valueName: "n"))
-        var retries: Int?
-
-        @Option(
-            parsing: .unconditional,
-            help: ArgumentHelp("First retry delay (default 1s; doubles, with jitter, capped at 60s).", valueName: "duration"),
-            transform: { try Run.duration($0, option: "--backoff") })
-        var backoff: Duration?
-
-        @Option(
-            parsing: .unconditional, help: ArgumentHelp("Default per-attempt timeout (default: none).", valueName: "duration"),
-            transform: { try Run.duration($0, option: "--timeout") })
-        var timeout: Duration?
+        @OptionGroup var jobDefaults: JobDefaultOptions
 
         @Option(
             parsing: .unconditional,
@@ -120,9 +108,6 @@ extension Jobtop {
                     ? "-j/--jobs must be at least 1, not \(jobs) (0 is allowed with --listen: remote workers only)"
                     : "-j/--jobs must be 0 or more, not \(jobs)")
             }
-            if let retries, retries < 0 { throw ValidationError("--retries must be 0 or more, not \(retries)") }
-            if let retries, retries > 1_000 { throw ValidationError("--retries must be at most 1000, not \(retries)") }
-            if let timeout, timeout <= .zero { throw ValidationError("--timeout must be longer than 0") }
             if command.contains(where: { $0.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty }) {
                 throw ValidationError("-c/--command must not be empty")
             }
@@ -130,7 +115,7 @@ extension Jobtop {
 
         /// The fields the command line sets for every job that does not set them itself.
         var jobOverrides: JobFields {
-            JobFields(retries: retries, backoff: backoff, timeout: timeout)
+            jobDefaults.fields
         }
 
         /// The scheduler set up as the options say.
