@@ -319,6 +319,8 @@ extension Jobtop {
                     switch job.state {
                     case .scheduled(let until), .waitingForRetry(let until, _, _):
                         state += " (in \(formatDuration(max(.zero, until - snapshot.time))))"
+                    case .skipped(let reason):
+                        state += " (\(reason))"
                     default: break
                     }
                     return [job.id.short, state, String(job.priority), job.group, job.displayName]

@@ -145,6 +145,12 @@ struct ServeTests {
         #expect(job(laterID)?["state"] as? String == "scheduled")
         let table = try await fixture.run(["status"])
         #expect(table.lines.contains { $0.hasPrefix(laterID) && ($0.contains("scheduled (in 59m") || $0.contains("scheduled (in 1h)")) }, "\(table.stdout)")
+        // A job that waits for the failed one is skipped, and the table says why.
+        let third = try await fixture.run(["submit", "--after", "second", "-c", "true"])
+        let thirdID = third.lines.first ?? ""
+        try await fixture.waitFor(thirdID, "skipped")
+        let all = try await fixture.run(["status", "--all"])
+        #expect(all.lines.contains { $0.hasPrefix(thirdID) && $0.contains("skipped (dependency 'second' failed)") }, "\(all.stdout)")
 
         // A name for several jobs, or a bad value: refused, nothing submitted.
         for arguments in [["--name", "x", "-c", "a", "-c", "b"], ["--name", "", "-c", "a"], ["--delay", "-1s", "-c", "a"], ["--retries", "1001", "-c", "a"]] {
@@ -153,7 +159,7 @@ struct ServeTests {
         }
         let refusedName = try await fixture.run(["submit", "--name", "x", "-c", "a", "-c", "b"])
         #expect(refusedName.stderr.contains("--name names one job"), "\(refusedName.stderr)")
-        #expect(try await fixture.jobs().count == 3)
+        #expect(try await fixture.jobs().count == 4)
         _ = try await fixture.run(["cancel", laterID])
         _ = try await fixture.stop()
     }
