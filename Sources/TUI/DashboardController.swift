@@ -371,6 +371,8 @@ final class DashboardController {
             guard isTickerIdle, needsTicks else { return }
             ticker?.cancel()
         }
+        // Until the new ticker has looked (a burst of events must not start one per event).
+        isTickerIdle = false
         ticker = Task {
             while !Task.isCancelled {
                 // Idle, the header's `up` shows whole minutes: one frame a minute.
