@@ -77,11 +77,12 @@ public final class DurableScheduler: SchedulerClient {
             mark(&jobs[index].spec, id: jobs[index].id, instance: store.instanceID)
         }
         return DurableScheduler(
-            scheduler: scheduler, store: store, recovery: recovery, jobs: jobs, orphansStopped: orphans, placedStopped: placedStopped)
+            scheduler: scheduler, clock: SchedulerClock(clock), store: store, recovery: recovery, jobs: jobs, orphansStopped: orphans,
+            placedStopped: placedStopped)
     }
 
     private init(
-        scheduler: Scheduler, store: SchedulerStore, recovery: SchedulerStore.Recovery, jobs: [RestoredJob], orphansStopped: Int,
+        scheduler: Scheduler, clock: SchedulerClock, store: SchedulerStore, recovery: SchedulerStore.Recovery, jobs: [RestoredJob], orphansStopped: Int,
         placedStopped: Int
     ) {
         self.scheduler = scheduler
@@ -98,29 +99,8 @@ public final class DurableScheduler: SchedulerClient {
             let events = await scheduler.events(bufferLimit: 8_192, includeOutput: true, delivery: .lossless)
             var iterator = events.makeAsyncIterator()
             await ready.open()
-            reading: while var batch = await iterator.nextBatch() {
-                // A batch the database refuses (the disk full, the file locked by another
-                // program) is written again until it goes: dropped, its jobs' ends were lost
-                // (a finished job stayed "running" on disk and ran again after a restart).
-                // Meanwhile nothing further is read: the scheduler, whose lossless subscriber
-                // this is, holds new starts once its buffer is full.
-                var pause = Duration.milliseconds(50)
-                while true {
-                    if let last = await journal.frozenAfter {
-                        batch.removeAll { $0.seq > last }
-                        if batch.isEmpty { continue reading }
-                    }
-                    do throws(StoreError) {
-                        let lost = try await store.apply(batch)
-                        await journal.committed(through: batch[batch.count - 1].seq, outputLost: lost)
-                        break
-                    } catch {
-                        if Task.isCancelled { break reading }
-                        guard await journal.failed(error, unsaved: batch.count) else { break reading }
-                        try? await Task.sleep(for: pause)
-                        pause = min(pause * 2, .seconds(1))
-                    }
-                }
+            while let batch = await iterator.nextBatch() {
+                guard await Self.write(batch, to: store, journal: journal, clock: clock) else { break }
             }
             await journal.ended()
         }
@@ -147,6 +127,38 @@ public final class DurableScheduler: SchedulerClient {
 
     deinit {
         journalTask.cancel()
+    }
+
+    /// Writes a batch of events to the store. A batch the database refuses (the disk full, the
+    /// file locked by another program) is written again, 50 ms later at first, then up to a
+    /// second apart, on the scheduler's clock, until it goes: dropped, its jobs' ends were lost
+    /// (a finished job stayed "running" on disk and ran again after a restart). Meanwhile
+    /// nothing further is read: the scheduler, whose lossless subscriber the journal is, holds
+    /// new starts once its buffer is full.
+    ///
+    /// - Returns: `false` when the journal stops: its task was cancelled, or the serve is
+    ///   closing and the batch was refused once more.
+    private static func write(
+        _ events: [SchedulerEvent], to store: SchedulerStore, journal: Journal, clock: SchedulerClock
+    ) async -> Bool {
+        var pause = Duration.milliseconds(50)
+        while true {
+            var batch = events
+            if let last = await journal.frozenAfter {
+                batch.removeAll { $0.seq > last }
+                if batch.isEmpty { return true }
+            }
+            do throws(StoreError) {
+                let lost = try await store.apply(batch)
+                await journal.committed(through: batch[batch.count - 1].seq, outputLost: lost)
+                return true
+            } catch {
+                if Task.isCancelled { return false }
+                guard await journal.failed(error, unsaved: batch.count) else { return false }
+                try? await clock.sleep(clock.now() + pause)
+                pause = min(pause * 2, .seconds(1))
+            }
+        }
     }
 
     /// After the scheduler has shut down: waits for the journal to write the last events and

@@ -59,4 +59,11 @@ extension DurationParser {
         if let limits, !limits.contains(value) { throw ValidationError("\(flag) must be \(range), not \(text)") }
         return value
     }
+
+    /// ``option(_:_:within:range:)`` for a duration flag with no other limit: a negative one is
+    /// refused as negative (`--timeout must not be negative, not -1s`).
+    static func nonNegativeOption(_ text: String, _ flag: String) throws(ValidationError) -> Duration {
+        if text.hasPrefix("-") { throw ValidationError("\(flag) must not be negative, not \(text)") }
+        return try option(text, flag)
+    }
 }

@@ -96,7 +96,7 @@ extension Jobtop {
 
         @Option(
             parsing: .unconditional, help: ArgumentHelp("Start the jobs this long after they are submitted (500ms, 10s, 5m, 1h).", valueName: "duration"),
-            transform: { try Run.duration($0, option: "--delay") })
+            transform: { try DurationParser.nonNegativeOption($0, "--delay") })
         var delay: Duration?
 
         @Flag(help: "Wait until the submitted jobs end; exit like 'jobtop run' would.")

@@ -51,7 +51,7 @@ extension Jobtop {
         @Option(
             parsing: .unconditional,
             help: ArgumentHelp("SIGTERM to SIGKILL grace on cancel or timeout (default 5s).", valueName: "duration"),
-            transform: { try Run.duration($0, option: "--grace") })
+            transform: { try DurationParser.nonNegativeOption($0, "--grace") })
         var grace: Duration?
 
         @Flag(help: "No screen: log events (automatic when stdout is not a terminal).")
@@ -89,13 +89,6 @@ extension Jobtop {
             } catch {
                 throw ValidationError(error.message)
             }
-        }
-
-        static func duration(_ text: String, option: String) throws -> Duration {
-            if text.hasPrefix("-") {
-                throw ValidationError("\(option) must not be negative, not \(text)")
-            }
-            return try DurationParser.option(text, option)
         }
 
         func validate() throws {

@@ -121,17 +121,12 @@ struct CrashGuardTests {
             coordinator.send(SIGKILL)
             throw error
         }
-        // Who started the job (its shell's parent), for a failure's message.
-        let parent = (try? String(contentsOfFile: "/proc/\(started[0])/stat", encoding: .utf8))?
-            .split(separator: ")").last?.split(separator: " ").dropFirst().first.map(String.init) ?? "?"
         // When the worker crashes
         worker.send(SIGSEGV)
         let run = await worker.wait()
         // Then
         #expect(run.status == 128 + SIGSEGV)
-        #expect(
-            run.stderr.contains("jobtop: crashed (SIGSEGV); job processes killed\n"),
-            "stderr: \(run.stderr); the job's parent was \(parent), the worker \(worker.pid), the coordinator \(coordinator.pid)")
+        #expect(run.stderr.contains("jobtop: crashed (SIGSEGV); job processes killed\n"), "stderr: \(run.stderr)")
         try await waitUntilGone(started)
         coordinator.send(SIGTERM)
         _ = await coordinator.wait()
