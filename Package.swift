@@ -132,6 +132,14 @@ let package = Package(
             name: "jobtop-remote-bench",
             dependencies: ["Scheduler", "SchedulerRemote", "CProcess"]
         ),
+        // The least a `jobtop submit -c CMD` can be (release): one submission through
+        // `ControlClient`, no ArgumentParser, no job files; linked like jobtop. Its latency is
+        // the floor of the command's (README, "Daemon").
+        .executableTarget(
+            name: "jobtop-submit-probe",
+            dependencies: ["Scheduler", "SchedulerService"],
+            linkerSettings: [.unsafeFlags(["-Xlinker", "--no-export-dynamic"], .when(platforms: [.linux], configuration: .release))]
+        ),
         .executableTarget(
             name: "jobtop-bench",
             dependencies: ["Scheduler"]

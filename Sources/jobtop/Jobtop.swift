@@ -68,10 +68,11 @@ struct Jobtop: AsyncParsableCommand {
     static func main(_ arguments: [String]) async -> Never {
         // Before anything can start a job: a crash in any mode (dashboard, headless, worker)
         // still kills the job process groups and gives the terminal back.
-        Scheduler.installCrashGuard()
+        JobProcessGuards.installCrashGuard()
         // A client command's connection is set up while its arguments are parsed.
         EarlyConnection.begin(for: arguments)
         do {
+            if try await runNamedSubcommand(arguments) { exit(withError: nil) }
             var command = try parseAsRoot(arguments)
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
@@ -96,11 +97,64 @@ struct Jobtop: AsyncParsableCommand {
 }
 
 extension Jobtop {
-    /// Starts the lifeline guard (``Scheduler/startLifelineGuard()``) of a command that runs
+    /// Each subcommand by its name, and whether it talks to a serve: the same commands as
+    /// `configuration.subcommands` (a test keeps the two alike), found by a `switch` so that
+    /// naming one touches no other command's type.
+    static func subcommand(named name: String) -> (type: any AsyncParsableCommand.Type, isClient: Bool)? {
+        switch name {
+        case "run": (Run.self, false)
+        case "worker": (Worker.self, false)
+        case "serve": (Serve.self, false)
+        case "attach": (Attach.self, true)
+        case "submit": (Submit.self, true)
+        case "status": (Status.self, true)
+        case "cancel": (Cancel.self, true)
+        case "signal": (Signal.self, true)
+        case "retry": (Retry.self, true)
+        case "prio": (Prio.self, true)
+        case "pause": (Pause.self, true)
+        case "resume": (Resume.self, true)
+        case "log": (Log.self, true)
+        case "follow": (Follow.self, true)
+        case "clean": (Clean.self, true)
+        case "shutdown": (Shutdown.self, true)
+        default: nil
+        }
+    }
+
+    /// Parses and runs the subcommand `arguments` name first, on its own, when they parse
+    /// without an error; otherwise returns `false` and runs nothing, and the whole command tree
+    /// parses them (which says what is wrong as it always did, with `jobtop`'s usage).
+    ///
+    /// Parsing from the root reflects every subcommand's options (ArgumentParser looks through
+    /// the whole tree for completion-script and passthrough flags): each option's generic type is
+    /// made and checked against every protocol conformance of this binary, about 12,000 of them.
+    /// That was most of a `jobtop submit`'s CPU before it reached the serve. Help and version
+    /// requests go the usual way, so that they show `jobtop`'s own usage.
+    static func runNamedSubcommand(_ arguments: [String]) async throws -> Bool {
+        guard let name = arguments.first, let subcommand = subcommand(named: name),
+              !arguments.contains(where: asksForHelpOrVersion)
+        else { return false }
+        return try await parseAndRun(subcommand.type, Array(arguments.dropFirst()))
+    }
+
+    private static func parseAndRun<Command: AsyncParsableCommand>(_: Command.Type, _ arguments: [String]) async throws -> Bool {
+        guard var command = (try? Command.parseAsRoot(arguments)) as? Command else { return false }
+        try await command.run()
+        return true
+    }
+
+    /// The arguments ArgumentParser answers itself (help, version, completion scripts).
+    private static func asksForHelpOrVersion(_ argument: String) -> Bool {
+        ["-h", "--help", "-help", "--version", "help"].contains(argument) || argument.hasPrefix("--generate-completion-script")
+            || argument.hasPrefix("--experimental-")
+    }
+
+    /// Starts the lifeline guard (``JobProcessGuards/startLifelineGuard()``) of a command that runs
     /// jobs: a process killed with SIGKILL runs no code, so the guard stops its jobs instead
     /// (one idle process, which nothing wakes until this one is gone). Warns when it cannot.
     static func startLifelineGuard(_ program: String) {
-        if !Scheduler.startLifelineGuard() {
+        if !JobProcessGuards.startLifelineGuard() {
             StandardError.write("\(program): warning: cannot start the guard that stops jobs if \(program) is killed\n")
         }
     }

@@ -65,18 +65,17 @@ struct ConnectOptions: ParsableArguments {
 /// unused. A socket no serve answers at fails the command's own call as it always did, with the
 /// same explanation.
 enum EarlyConnection {
-    /// The subcommands that talk to a serve: all but those that run a scheduler of their own.
-    /// (Read from the command tree ArgumentParser reads next anyway; every command names itself.)
-    static let commands: Set<String> = {
-        func names(_ commands: [any ParsableCommand.Type]) -> Set<String> { Set(commands.compactMap { $0.configuration.commandName }) }
-        return names(Jobtop.configuration.subcommands).subtracting(names([Jobtop.Run.self, Jobtop.Worker.self, Jobtop.Serve.self]))
-    }()
+    /// Whether `name` is a subcommand that talks to a serve: all but those that run a scheduler
+    /// of their own.
+    static func isClientCommand(_ name: String) -> Bool {
+        Jobtop.subcommand(named: name)?.isClient ?? false
+    }
     private static let pending = Locked<(path: String, task: Task<ControlClient?, Never>)?>(nil)
 
     /// Begins connecting when `arguments` (without the program name) name a client command of
     /// the default socket, and a socket is there.
     static func begin(for arguments: [String]) {
-        guard let first = arguments.first, commands.contains(first),
+        guard let first = arguments.first, isClientCommand(first),
               !arguments.contains(where: { $0 == "--connect" || $0.hasPrefix("--connect=") || $0 == "--help" || $0 == "-h" })
         else { return }
         let path = ControlSocket.path()

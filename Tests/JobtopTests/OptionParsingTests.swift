@@ -44,13 +44,38 @@ struct OptionParsingTests {
         }
     }
 
+    @Test("Every subcommand is found by its name, as the command tree names it, and nothing else is")
+    func subcommandsByName() {
+        let configured = Jobtop.configuration.subcommands
+        for command in configured {
+            let name = command.configuration.commandName ?? ""
+            let found = Jobtop.subcommand(named: name)
+            #expect(found.map { ObjectIdentifier($0.type) } == ObjectIdentifier(command), "\(name)")
+        }
+        let names = ["run", "worker", "serve", "attach", "submit", "status", "cancel", "signal", "retry", "prio", "pause",
+                     "resume", "log", "follow", "clean", "shutdown", "help", "jobs.toml", "-c", ""]
+        #expect(names.filter { Jobtop.subcommand(named: $0) != nil }.count == configured.count)
+    }
+
+    @Test("A named subcommand that parses runs on its own; help, version and anything that fails to parse go through the whole tree")
+    func namedSubcommandFastPath() async throws {
+        // Bad usage and help requests run nothing here: they are left to the root's parse, which
+        // reports them with jobtop's usage (the binary's tests check those messages).
+        #expect(try await Jobtop.runNamedSubcommand(["submit", "--priority", "nine"]) == false)
+        #expect(try await Jobtop.runNamedSubcommand(["submit", "--help"]) == false)
+        #expect(try await Jobtop.runNamedSubcommand(["status", "-h"]) == false)
+        #expect(try await Jobtop.runNamedSubcommand(["prio", "--version"]) == false)
+        #expect(try await Jobtop.runNamedSubcommand(["jobs.toml"]) == false)
+        #expect(try await Jobtop.runNamedSubcommand([]) == false)
+    }
+
     @Test("A client command's connection is begun early; a command with a scheduler of its own begins none")
     func earlyConnectionCommands() {
         for command in ["attach", "submit", "status", "cancel", "signal", "log", "follow", "shutdown"] {
-            #expect(EarlyConnection.commands.contains(command), "\(command)")
+            #expect(EarlyConnection.isClientCommand(command), "\(command)")
         }
         for command in ["run", "worker", "serve", "help"] {
-            #expect(!EarlyConnection.commands.contains(command), "\(command)")
+            #expect(!EarlyConnection.isClientCommand(command), "\(command)")
         }
     }
 
