@@ -99,8 +99,8 @@ extension Scheduler {
 /// ``Scheduler/installCrashGuard()`` and ``Scheduler/startLifelineGuard()`` without the
 /// `Scheduler` type: a static method of the actor takes its metatype, and making the actor's
 /// metadata at first use (its stored properties' generic types, each checked against the
-/// binary's every protocol conformance) was ~0.4 ms of every `jobtop` command's start,
-/// `--version` and `submit` included, before anything else ran.
+/// binary's every protocol conformance) before anything else ran, in every `jobtop` command,
+/// even those that never make a scheduler (`--version`, `submit`).
 public enum JobProcessGuards {
     /// See ``Scheduler/installCrashGuard()``.
     @discardableResult

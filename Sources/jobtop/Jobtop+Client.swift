@@ -313,20 +313,37 @@ extension Jobtop {
                 }
                 guard !jobs.isEmpty else { return }
                 let rows = jobs.map { job -> [String] in
-                    var state = job.state.name
-                    if let failure = job.lastFailure, job.state.isFinished { state += " (\(failure))" }
-                    if let placement = snapshot.placements[job.id], case .running = job.state { state += " (\(placement))" }
-                    switch job.state {
-                    case .scheduled(let until), .waitingForRetry(let until, _, _):
-                        state += " (in \(formatDuration(max(.zero, until - snapshot.time))))"
-                    case .skipped(let reason):
-                        state += " (\(reason))"
-                    default: break
-                    }
-                    return [job.id.short, state, String(job.priority), job.group, job.displayName]
+                    [job.id.short, Self.stateCell(of: job, placement: snapshot.placements[job.id], now: snapshot.time),
+                     String(job.priority), job.group, job.displayName]
                 }
                 for line in Self.table(header: ["ID", "STATE", "PRIO", "GROUP", "JOB"], rows: rows) { print(line) }
             }
+        }
+
+        /// A job's STATE cell: its state, then what else a user asks of it in one parenthesis —
+        /// why it failed or was skipped, where it runs, when it starts, and which attempt this
+        /// is when it may have several: `running (attempt 2 of 3)`, `waiting (in 26.2s; attempt
+        /// 2 of 3 next)`, `failed (exit 3; 3 attempts)`.
+        static func stateCell(of job: JobInfo, placement: String?, now: SchedulerTime) -> String {
+            var notes: [String] = []
+            if let failure = job.lastFailure, job.state.isFinished { notes.append("\(failure)") }
+            switch job.state {
+            case .running(_, let attempt, _, _):
+                if let placement { notes.append(placement) }
+                if job.maxAttempts > 1 { notes.append("attempt \(attempt) of \(job.maxAttempts)") }
+            case .scheduled(let until):
+                notes.append("in \(formatDuration(max(.zero, until - now)))")
+            case .waitingForRetry(let until, let failedAttempt, _):
+                notes.append("in \(formatDuration(max(.zero, until - now)))")
+                notes.append("attempt \(failedAttempt + 1) of \(job.maxAttempts) next")
+            case .skipped(let reason):
+                notes.append("\(reason)")
+            case .succeeded, .failed, .cancelled:
+                if job.attempts > 1 { notes.append("\(job.attempts) attempts") }
+            case .queued, .blocked:
+                break
+            }
+            return notes.isEmpty ? job.state.name : "\(job.state.name) (\(notes.joined(separator: "; ")))"
         }
 
         /// The rows as lines of aligned columns, each as wide as its widest cell (in terminal

@@ -1,0 +1,32 @@
+import Foundation
+import Scheduler
+import Testing
+@testable import jobtop
+
+@Suite("jobtop status: a job's state cell")
+struct StatusCellTests {
+    private func cell(_ state: JobState, maxAttempts: Int = 1, attempts: Int = 0, placement: String? = nil, now: SchedulerTime = .zero) -> String {
+        let job = JobInfo(id: JobID(uuid: UUID()), command: "make", state: state, attempts: attempts, maxAttempts: maxAttempts)
+        return Jobtop.Status.stateCell(of: job, placement: placement, now: now)
+    }
+
+    @Test("A job with one attempt says nothing of attempts")
+    func singleAttempt() {
+        #expect(cell(.queued) == "queued")
+        #expect(cell(.succeeded(attempts: 1)) == "succeeded")
+        #expect(cell(.failed(reason: .exitStatus(3), attempts: 1)) == "failed (exit 3)")
+        #expect(cell(.running(worker: WorkerID(), attempt: 1, since: .zero, stopping: nil)) == "running")
+        #expect(cell(.running(worker: WorkerID(), attempt: 1, since: .zero, stopping: nil), maxAttempts: 3) == "running (attempt 1 of 3)")
+    }
+
+    @Test("A retried job names its attempt, with the other notes in the same parenthesis")
+    func retried() {
+        #expect(cell(.running(worker: WorkerID(), attempt: 2, since: .zero, stopping: nil), maxAttempts: 3, placement: "slurm job 41")
+            == "running (slurm job 41; attempt 2 of 3)")
+        #expect(cell(.waitingForRetry(until: .seconds(30), failedAttempt: 1, reason: .exitStatus(1)), maxAttempts: 3, now: .seconds(4))
+            == "waiting (in 26s; attempt 2 of 3 next)")
+        #expect(cell(.failed(reason: .exitStatus(3), attempts: 3), maxAttempts: 3) == "failed (exit 3; 3 attempts)")
+        #expect(cell(.succeeded(attempts: 2), maxAttempts: 3) == "succeeded (2 attempts)")
+        #expect(cell(.scheduled(until: .seconds(90)), now: .seconds(30)) == "scheduled (in 1m)")
+    }
+}
