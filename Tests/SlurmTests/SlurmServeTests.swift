@@ -98,7 +98,8 @@ extension SlurmEndToEndTests {
         }
         try #require(placed, "the job never ran on Slurm: \(serve.output)")
         let status = try await daemon.client(["status"])
-        #expect(status.stdout.contains("running (\(oldID))"), "\(status.stdout)")
+        // Its Slurm id, then its attempt (it may be retried once).
+        #expect(status.stdout.contains("running (\(oldID); attempt 1 of 2)"), "\(status.stdout)")
 
         // When serve dies outright, its Slurm job runs on, and the store holds its Slurm id.
         serve.send(SIGKILL)
