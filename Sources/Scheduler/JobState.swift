@@ -38,6 +38,17 @@ public enum JobState: Sendable, Equatable, Codable {
         }
     }
 
+    /// What a sentence about the job says of its state: "job 3f2a1b4c succeeded", "... is
+    /// queued", "... was cancelled", "... is waiting to be retried".
+    public var predicate: String {
+        switch self {
+        case .waitingForRetry: "is waiting to be retried"
+        case .succeeded, .failed: name
+        case .cancelled, .skipped: "was \(name)"
+        case .queued, .running, .blocked, .scheduled: "is \(name)"
+        }
+    }
+
     /// The kind of state, without its data.
     public var kind: JobStateKind {
         switch self {

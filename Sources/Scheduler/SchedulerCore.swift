@@ -767,7 +767,7 @@ public struct SchedulerCore: Sendable {
         switch jobs[handle].info.state {
         case .failed, .cancelled, .skipped: break
         default:
-            throw SchedulerError(.notAllowed, "only a failed, cancelled or skipped job can be retried; job \(id.short) is \(jobs[handle].info.state.name)")
+            throw SchedulerError(.notAllowed, "only a failed, cancelled or skipped job can be retried; job \(id.short) \(jobs[handle].info.state.predicate)")
         }
         if shutdownMode != nil && shutdownMode != .drain {
             throw SchedulerError(.shuttingDown, "the scheduler is shutting down")
@@ -1533,7 +1533,7 @@ public struct SchedulerCore: Sendable {
             throw SchedulerError(.invalidArgument, "\(signal) is not a signal number (1 to 64)")
         }
         guard case .running(let worker, _, _, _) = jobs[handle].info.state else {
-            throw SchedulerError(.notAllowed, "only a running job can be signalled; job \(id.short) is \(jobs[handle].info.state.name)")
+            throw SchedulerError(.notAllowed, "only a running job can be signalled; job \(id.short) \(jobs[handle].info.state.predicate)")
         }
         guard recordSpecs[Int(handle.index)]?.work.isProcess ?? false else {
             throw SchedulerError(.notAllowed, "job \(id.short) is Swift code: it has no process to signal")

@@ -502,7 +502,7 @@ struct DashboardModel: Sendable {
             switch job.state.kind {
             case .failed, .cancelled, .skipped: return [.retry(job.id)]
             default:
-                message = Segment("only failed, cancelled or skipped jobs can be retried; \(job.id.short) is \(job.state.name)", .error)
+                message = Segment("only failed, cancelled or skipped jobs can be retried; \(job.id.short) \(job.state.predicate)", .error)
             }
         case .togglePause:
             return [board.isPaused ? .resume : .pause]

@@ -326,7 +326,14 @@ import Testing
         _ = core.jobFinished(id, attempt: 1, worker: Self.w1.id, termination: .exit(1), now: .seconds(1))
         let actions = try core.retry(id, now: .seconds(2))
         #expect(Self.starts(actions).map { $0.1 } == [1])
-        #expect(throws: SchedulerError.self) { try core.retry(id, now: .seconds(3)) }
+        #expect(throws: SchedulerError(.notAllowed, "only a failed, cancelled or skipped job can be retried; job \(id.short) is running")) {
+            try core.retry(id, now: .seconds(3))
+        }
+        _ = core.jobFinished(id, attempt: 1, worker: Self.w1.id, termination: .exit(0), now: .seconds(4))
+        // The refusal reads as a sentence whatever the state ("succeeded", not "is succeeded").
+        #expect(throws: SchedulerError(.notAllowed, "only a failed, cancelled or skipped job can be retried; job \(id.short) succeeded")) {
+            try core.retry(id, now: .seconds(5))
+        }
     }
 
     @Test mutating func shutdownCancelRunningEndsQueuedJobsAndStopsRunningOnes() {
