@@ -482,6 +482,50 @@ extension Jobtop {
         }
     }
 
+    /// `jobtop limit GROUP N|none` (pueue's `parallel`).
+    struct Limit: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "limit",
+            abstract: "Set how many of a group's jobs run at once ('none': no limit beyond the slots).",
+            discussion: """
+                The group is made if it does not exist yet (its jobs may come later). The serve \
+                keeps the limit across restarts; a running job over a lowered limit runs on.
+
+                Exit status: 0 done; 1 refused; 2 bad usage; 3 no serve.
+                """)
+        @Argument(help: ArgumentHelp("The group (a job file's [groups.NAME], submit --group).", valueName: "group"))
+        var group: String
+        @Argument(help: ArgumentHelp("At most this many of its jobs at once (1 or more), or 'none'.", valueName: "n"))
+        var limit: String
+        @OptionGroup var connection: ConnectOptions
+
+        /// The limit asked for: `nil` for none.
+        static func parseLimit(_ text: String) throws -> Int? {
+            if text == "none" { return nil }
+            guard let limit = Int(text), limit >= 1 else {
+                throw ValidationError("the limit must be a whole number of at least 1, or 'none', not '\(text)'")
+            }
+            return limit
+        }
+
+        func validate() throws {
+            do {
+                try SchedulerCore.validateGroupName(group)
+            } catch {
+                throw ValidationError(error.message)
+            }
+            _ = try Self.parseLimit(limit)
+        }
+
+        mutating func run() async throws {
+            let group = group
+            let limit = try Self.parseLimit(limit)
+            try await withServe(connection) { client in
+                _ = try await send(client, .setGroupLimit(group, limit))
+            }
+        }
+    }
+
     /// `jobtop log ID`.
     struct Log: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

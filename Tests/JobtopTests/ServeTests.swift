@@ -251,6 +251,38 @@ struct ServeTests {
         try await fixture.stop()
     }
 
+    @Test("limit holds a group to N jobs at once and 'none' lifts it; bad input exits 2")
+    func groupLimit() async throws {
+        let fixture = try await ServeFixture(["-j", "3"])
+        let go = fixture.scratch.file("go")
+        let set = try await fixture.run(["limit", "g", "1"])
+        #expect(set.status == 0, "\(set.stderr)")
+        let ids = try await fixture.run([
+            "submit", "--group", "g", "-c", "while [ ! -f \(go) ]; do sleep 0.02; done", "-c", "while [ ! -f \(go) ]; do sleep 0.02; done",
+        ]).lines
+        try await fixture.waitFor(ids[0], "running")
+        // Three free slots, one dispatch for both: without the limit the second runs already.
+        #expect(try await fixture.state(of: ids[1]) == "queued")
+        #expect(try await fixture.run(["status"]).stdout.contains("group g: limit 1; 1 running, 1 queued"))
+
+        let lift = try await fixture.run(["limit", "g", "none"])
+        #expect(lift.status == 0, "\(lift.stderr)")
+        try await fixture.waitFor(ids[1], "running")
+        #expect(try await fixture.run(["status"]).stdout.contains("group g: no limit; 2 running"))
+
+        for (arguments, message) in [
+            (["limit", "g", "0"], "at least 1, or 'none', not '0'"), (["limit", "g", "two"], "not 'two'"),
+            (["limit", "", "2"], "a group name cannot be empty"), (["limit", "g"], "Missing expected argument '<n>'"),
+        ] {
+            let refused = try await fixture.run(arguments)
+            #expect(refused.status == 2, "\(arguments)")
+            #expect(refused.stderr.contains(message), "\(arguments): \(refused.stderr)")
+        }
+        try Data().write(to: URL(fileURLWithPath: go))
+        for id in ids { try await fixture.waitFor(id, "succeeded") }
+        try await fixture.stop()
+    }
+
     @Test("follow prints the output from the start, then as it comes, exactly once, and exits with the job's outcome")
     func follow() async throws {
         let fixture = try await ServeFixture()
