@@ -526,6 +526,46 @@ extension Jobtop {
         }
     }
 
+    /// `jobtop wait [ID...]` (pueue's `wait`).
+    struct Wait: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "wait",
+            abstract: "Wait until jobs of the serve end (with no id: every job not ended yet).",
+            discussion: """
+                With ids, waits for those jobs (an id of a job that has already ended counts \
+                at once, with its outcome). With none, waits for every job the serve has not \
+                ended when wait starts, held ones included; jobs submitted later are not waited \
+                for. A job retried while wait runs counts once it ends again. Prints 'waiting \
+                for N jobs' once it is listening for their ends.
+
+                Exit status: 0 every job succeeded; 1 some job failed, was cancelled or was \
+                skipped; 2 bad usage or an unknown or ambiguous id; 3 no serve (or it went away).
+                """)
+        @Argument(help: ArgumentHelp("The jobs: ids, unique prefixes or names.", valueName: "id"))
+        var ids: [String] = []
+        @OptionGroup var connection: ConnectOptions
+
+        mutating func run() async throws {
+            let references = ids
+            try await withServe(connection) { client in
+                // Subscribed first, so that no end comes between looking and listening; the
+                // subscription's own first snapshot then settles the jobs that have ended.
+                let events = client.events(bufferLimit: 100_000, includeOutput: false, delivery: .latest)
+                let jobs: Set<JobID>
+                if references.isEmpty {
+                    jobs = Set(try await client.fetchSnapshot().jobs.lazy.filter { !$0.state.isFinished }.map(\.id))
+                } else {
+                    jobs = Set(try await resolve(references, with: client).map(\.id))
+                }
+                guard !jobs.isEmpty else { return }
+                print("waiting for \(jobs.count) job\(jobs.count == 1 ? "" : "s")")
+                fflush(nil)
+                let status = await Submit.waitForEnd(of: jobs, events: events)
+                if status != ExitStatus.success { throw ExitCode(status) }
+            }
+        }
+    }
+
     /// `jobtop log ID`.
     struct Log: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

@@ -46,13 +46,13 @@ struct Jobtop: AsyncParsableCommand {
 
             A queue that outlives the terminal: 'jobtop serve', then attach,
             submit, status, cancel, signal, retry, prio, pause, resume,
-            limit, log, follow, clean and shutdown talk to it ('jobtop help
-            submit', ...).
+            limit, wait, log, follow, clean and shutdown talk to it
+            ('jobtop help submit', ...).
             """,
         version: "jobtop \(version)",
         subcommands: [
             Run.self, Worker.self, Serve.self, Attach.self, Submit.self, Status.self, Cancel.self, Signal.self, Retry.self,
-            Prio.self, Pause.self, Resume.self, Limit.self, Log.self, Follow.self, Clean.self, Shutdown.self,
+            Prio.self, Pause.self, Resume.self, Limit.self, Wait.self, Log.self, Follow.self, Clean.self, Shutdown.self,
         ],
         defaultSubcommand: Run.self
     )
@@ -116,6 +116,7 @@ extension Jobtop {
         case "pause": (Pause.self, true)
         case "resume": (Resume.self, true)
         case "limit": (Limit.self, true)
+        case "wait": (Wait.self, true)
         case "log": (Log.self, true)
         case "follow": (Follow.self, true)
         case "clean": (Clean.self, true)

@@ -53,7 +53,7 @@ struct OptionParsingTests {
             #expect(found.map { ObjectIdentifier($0.type) } == ObjectIdentifier(command), "\(name)")
         }
         let names = ["run", "worker", "serve", "attach", "submit", "status", "cancel", "signal", "retry", "prio", "pause",
-                     "resume", "limit", "log", "follow", "clean", "shutdown", "help", "jobs.toml", "-c", ""]
+                     "resume", "limit", "wait", "log", "follow", "clean", "shutdown", "help", "jobs.toml", "-c", ""]
         #expect(names.filter { Jobtop.subcommand(named: $0) != nil }.count == configured.count)
     }
 

@@ -283,6 +283,33 @@ struct ServeTests {
         try await fixture.stop()
     }
 
+    @Test("wait ends when the jobs named end, or every job not ended yet; 1 when one of them failed")
+    func waitForJobs() async throws {
+        let fixture = try await ServeFixture(["-j", "2"])
+        let nothing = try await fixture.run(["wait"])
+        #expect(nothing.status == 0 && nothing.stdout.isEmpty, "\(nothing.stderr)")
+        let go = fixture.scratch.file("go")
+        let gate = "while [ ! -f \(go) ]; do sleep 0.02; done"
+        let good = try await fixture.run(["submit", "-c", gate]).lines[0]
+        let bad = try await fixture.run(["submit", "-c", "\(gate); exit 4"]).lines[0]
+        let waitGood = try fixture.start(["wait", good])
+        let waitBoth = try fixture.start(["wait", good, bad])
+        let waitAll = try fixture.start(["wait"])
+        // Each is listening (and the no-id one has taken the two jobs) before the jobs can end.
+        for waiter in [waitGood, waitBoth, waitAll] { _ = await waiter.firstLine { $0.hasPrefix("waiting for") } }
+        #expect(waitAll.output.contains("waiting for 2 jobs"))
+        try Data().write(to: URL(fileURLWithPath: go))
+        let (goodEnd, bothEnd, allEnd) = (await waitGood.wait(), await waitBoth.wait(), await waitAll.wait())
+        #expect(goodEnd.status == 0, "\(goodEnd.stderr)")
+        #expect(bothEnd.status == 1, "\(bothEnd.stderr)")
+        #expect(allEnd.status == 1, "\(allEnd.stderr)")
+        #expect(try await fixture.state(of: good) == "succeeded")
+        // Already ended: settled at once, with the job's outcome; an unknown id is bad usage.
+        #expect(try await fixture.run(["wait", bad]).status == 1)
+        #expect(try await fixture.run(["wait", "nosuchjob"]).status == 2)
+        try await fixture.stop()
+    }
+
     @Test("follow prints the output from the start, then as it comes, exactly once, and exits with the job's outcome")
     func follow() async throws {
         let fixture = try await ServeFixture()
