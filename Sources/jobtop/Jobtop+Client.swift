@@ -535,8 +535,8 @@ extension Jobtop {
                 With ids, waits for those jobs (an id of a job that has already ended counts \
                 at once, with its outcome). With none, waits for every job the serve has not \
                 ended when wait starts, held ones included; jobs submitted later are not waited \
-                for. A job retried while wait runs counts once it ends again. Prints 'waiting \
-                for N jobs' once it is listening for their ends.
+                for. A job with retries left is waited for until its last attempt ends. Prints \
+                'waiting for N jobs' once it is listening for their ends.
 
                 Exit status: 0 every job succeeded; 1 some job failed, was cancelled or was \
                 skipped; 2 bad usage or an unknown or ambiguous id; 3 no serve (or it went away).
