@@ -446,6 +446,38 @@ extension Jobtop {
         }
     }
 
+    /// `jobtop edit ID CMD` (pueue's `edit`, the dashboard's `e`).
+    struct Edit: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "edit",
+            abstract: "Give a job that is not running a new shell command.",
+            discussion: """
+                A queued, blocked, scheduled or retry-waiting job keeps its place and runs the \
+                new command next; a failed, cancelled or skipped job is retried with it. A \
+                running or succeeded job is refused (running: cancel it first). The serve \
+                stores the command, so a restart runs the new one.
+
+                Exit status: 0 done; 1 refused (the job runs or succeeded); 2 bad usage or an \
+                unknown or ambiguous id; 3 no serve.
+                """)
+        @Argument(help: ArgumentHelp("The job: id, unique prefix or name.", valueName: "id"))
+        var id: String
+        @Argument(help: ArgumentHelp("The new command (run with sh -c).", valueName: "command"))
+        var command: String
+        @OptionGroup var connection: ConnectOptions
+
+        func validate() throws {
+            if command.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
+                throw ValidationError("the command must not be empty")
+            }
+        }
+
+        mutating func run() async throws {
+            let command = command
+            try await perJob([id], connection) { .edit($0.id, command: command) }
+        }
+    }
+
     /// `jobtop pause [--group G]`.
     struct Pause: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

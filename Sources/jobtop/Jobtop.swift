@@ -45,14 +45,14 @@ struct Jobtop: AsyncParsableCommand {
             See 'jobtop run --help' for every option.
 
             A queue that outlives the terminal: 'jobtop serve', then attach,
-            submit, status, cancel, signal, retry, prio, pause, resume,
-            limit, wait, log, follow, clean and shutdown talk to it
-            ('jobtop help submit', ...).
+            submit, status, cancel, signal, retry, prio, edit, pause,
+            resume, limit, wait, log, follow, clean and shutdown talk to
+            it ('jobtop help submit', ...).
             """,
         version: "jobtop \(version)",
         subcommands: [
             Run.self, Worker.self, Serve.self, Attach.self, Submit.self, Status.self, Cancel.self, Signal.self, Retry.self,
-            Prio.self, Pause.self, Resume.self, Limit.self, Wait.self, Log.self, Follow.self, Clean.self, Shutdown.self,
+            Prio.self, Edit.self, Pause.self, Resume.self, Limit.self, Wait.self, Log.self, Follow.self, Clean.self, Shutdown.self,
         ],
         defaultSubcommand: Run.self
     )
@@ -113,6 +113,7 @@ extension Jobtop {
         case "signal": (Signal.self, true)
         case "retry": (Retry.self, true)
         case "prio": (Prio.self, true)
+        case "edit": (Edit.self, true)
         case "pause": (Pause.self, true)
         case "resume": (Resume.self, true)
         case "limit": (Limit.self, true)

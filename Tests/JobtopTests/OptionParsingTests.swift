@@ -52,7 +52,7 @@ struct OptionParsingTests {
             let found = Jobtop.subcommand(named: name)
             #expect(found.map { ObjectIdentifier($0.type) } == ObjectIdentifier(command), "\(name)")
         }
-        let names = ["run", "worker", "serve", "attach", "submit", "status", "cancel", "signal", "retry", "prio", "pause",
+        let names = ["run", "worker", "serve", "attach", "submit", "status", "cancel", "signal", "retry", "prio", "edit", "pause",
                      "resume", "limit", "wait", "log", "follow", "clean", "shutdown", "help", "jobs.toml", "-c", ""]
         #expect(names.filter { Jobtop.subcommand(named: $0) != nil }.count == configured.count)
     }

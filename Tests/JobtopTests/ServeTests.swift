@@ -310,6 +310,30 @@ struct ServeTests {
         try await fixture.stop()
     }
 
+    @Test("edit gives a waiting job a new command, retries a failed one with it, and refuses a running one")
+    func editCommand() async throws {
+        let fixture = try await ServeFixture(["-j", "1"])
+        let go = fixture.scratch.file("go")
+        let blocker = try await fixture.run(["submit", "-c", "while [ ! -f \(go) ]; do sleep 0.02; done"]).lines[0]
+        try await fixture.waitFor(blocker, "running")
+        let queued = try await fixture.run(["submit", "--name", "later", "-c", "echo old"]).lines[0]
+        let edit = try await fixture.run(["edit", "later", "echo new"])
+        #expect(edit.status == 0, "\(edit.stderr)")
+        let running = try await fixture.run(["edit", blocker, "true"])
+        #expect(running.status == 1 && running.stderr.contains("cancel it first"), "\(running.stderr)")
+        #expect(try await fixture.run(["edit", queued, " "]).status == 2)
+        try Data().write(to: URL(fileURLWithPath: go))
+        #expect(try await fixture.run(["wait", queued]).status == 0)
+        #expect(try await fixture.run(["log", queued]).stdout == "new\n")
+
+        let failed = try await fixture.run(["submit", "-c", "exit 3"]).lines[0]
+        #expect(try await fixture.run(["wait", failed]).status == 1)
+        #expect(try await fixture.run(["edit", failed, "echo fixed"]).status == 0)
+        #expect(try await fixture.run(["wait", failed]).status == 0)
+        #expect(try await fixture.run(["log", failed]).stdout.hasSuffix("fixed\n"))
+        try await fixture.stop()
+    }
+
     @Test("follow prints the output from the start, then as it comes, exactly once, and exits with the job's outcome")
     func follow() async throws {
         let fixture = try await ServeFixture()
