@@ -11,6 +11,10 @@
 // (`--sequential N`, default 300; 0 skips it). The workers are the `jobtop` binary next to this
 // one (`jobtop worker`); without it, this binary's own `worker` mode, which runs the same
 // WorkerAgent. Nothing here asserts a timing.
+//
+// `floor [--count 2000]`: the transport's own round trip for comparison (`TransportFloor`): the
+// same gRPC stream, configuration and messages between this process and a child of it, one
+// assignment at a time, nothing of jobtop between them; with each side's CPU per round trip.
 import CProcess
 import Foundation
 import Scheduler
@@ -114,10 +118,15 @@ func benchmark() async throws {
 
     // Local: 4 slots.
     var local: [Double] = []
+    // This process's own CPU per job (its jobs are children: not included), local and remote.
+    var localCPU: [Double] = []
+    var coordinatorCPU: [Double] = []
     for _ in 0..<runs {
         let scheduler = Scheduler(configuration: .init(localSlots: workerCount * slotsPerWorker, finishedRetention: 1_000, finishedTails: 0))
         async let running: Void = scheduler.run()
+        let before = ownCPUSeconds()
         local.append(try await runJobs(scheduler, count: jobs))
+        localCPU.append((ownCPUSeconds() - before) / Double(jobs))
         await scheduler.shutdown(.graceful)
         await running
     }
@@ -146,7 +155,9 @@ func benchmark() async throws {
             if case .joined = event { joined += 1 }
             if joined == workerCount { break }
         }
+        let before = ownCPUSeconds()
         remote.append(try await runJobs(scheduler, count: jobs))
+        coordinatorCPU.append((ownCPUSeconds() - before) / Double(jobs))
         // Read before they drain and leave (which costs them a little more).
         workerCPU.append(workers.map(\.cpuSeconds).reduce(0, +) / Double(jobs))
         if remote.count == runs && sequential > 0 {
@@ -175,6 +186,7 @@ func benchmark() async throws {
     print("remote \(workerCount) workers × \(slotsPerWorker) slots: \(format(remoteTime, 3)) s  (\(format(Double(jobs) / remoteTime, 0)) jobs/s)")
     print("throughput ratio remote/local: \(format(localTime / remoteTime))×  (goal ≥ 0.80×)")
     print("worker processes' own CPU per job (user + system, their jobs not included): \(format(median(workerCPU) * 1e6, 0)) µs")
+    print("this process's own CPU per job: local \(format(median(localCPU) * 1e6, 0)) µs, remote (the coordinator) \(format(median(coordinatorCPU) * 1e6, 0)) µs")
     if !trips.isEmpty {
         print("assign → ack round trip over \(trips.count) assignments: p50 \(microseconds(percentile(trips, 0.5))), p99 \(microseconds(percentile(trips, 0.99))), max \(microseconds(trips.last!))  (goal p50 < 200 µs)")
     }
@@ -204,9 +216,43 @@ func workerMode() async {
     }
 }
 
-if CommandLine.arguments.dropFirst().first == "worker" {
+/// The transport's floor: this process as the coordinator, a child of it as the worker.
+func floor() async throws {
+    let count = option("--count", default: 2_000)
+    print("gRPC floor: \(count) assign → ack round trips, one at a time, over loopback (load \(loadAverage()))")
+    let coordinator = try await TransportFloor.Coordinator(count: count)
+    let cpuBefore = ownCPUSeconds()
+    let worker = Child.spawn([CommandLine.arguments[0], "floor-worker", "--port", "\(coordinator.port)"])
+    let trips = await coordinator.roundTrips().sorted()
+    let coordinatorCPU = ownCPUSeconds() - cpuBefore
+    let workerCPU = worker.cpuSeconds
+    _ = worker.wait()
+    await coordinator.stop()
+    print("round trip: p50 \(microseconds(percentile(trips, 0.5))), p99 \(microseconds(percentile(trips, 0.99))), min \(microseconds(trips.first!))")
+    print("CPU per round trip: coordinator side \(format(coordinatorCPU / Double(count) * 1e6, 0)) µs, worker side \(format(workerCPU / Double(count) * 1e6, 0)) µs (its start-up included)")
+}
+
+/// CPU seconds (user + system) this process has used.
+func ownCPUSeconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) * 1e-6 }
+    return seconds(usage.ru_utime) + seconds(usage.ru_stime)
+}
+
+/// The 1-minute load average.
+func loadAverage() -> String {
+    (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first.map(String.init) ?? "?"
+}
+
+switch CommandLine.arguments.dropFirst().first {
+case "worker":
     await workerMode()
-} else {
+case "floor":
+    try await floor()
+case "floor-worker":
+    try await TransportFloor.runWorker(port: option("--port", default: 0))
+default:
     do {
         try await benchmark()
     } catch {
