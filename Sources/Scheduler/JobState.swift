@@ -291,7 +291,7 @@ public func signalName(_ signal: Int32) -> String {
     }
 }
 
-/// Formats a duration the way the command line takes it: `500ms`, `1.5s`, `2m3s`, `1h2m`.
+/// Formats a duration the way the command line takes it: `500ms`, `1.5s`, `2m3s`, `1h2m`, `3d4h`.
 public func formatDuration(_ duration: Duration) -> String {
     let total = duration.seconds
     if total < 1 { return "\(Int((total * 1000).rounded()))ms" }
@@ -301,6 +301,11 @@ public func formatDuration(_ duration: Duration) -> String {
     }
     let seconds = Int(total.rounded())
     if seconds < 3600 { return seconds % 60 == 0 ? "\(seconds / 60)m" : "\(seconds / 60)m\(seconds % 60)s" }
-    let minutes = (seconds % 3600) / 60
-    return minutes == 0 ? "\(seconds / 3600)h" : "\(seconds / 3600)h\(minutes)m"
+    if seconds < 86_400 {
+        let minutes = (seconds % 3600) / 60
+        return minutes == 0 ? "\(seconds / 3600)h" : "\(seconds / 3600)h\(minutes)m"
+    }
+    // Days from one on ("3d4h", not "76h"): a job scheduled weeks ahead, a timeout of days.
+    let hours = (seconds % 86_400) / 3600
+    return hours == 0 ? "\(seconds / 86_400)d" : "\(seconds / 86_400)d\(hours)h"
 }

@@ -1,7 +1,7 @@
 import ArgumentParser
 
 /// Reads durations as the command line and job files write them: `500ms`, `10s`, `1.5s`, `5m`,
-/// `1h`, and sums of them such as `1m30s`.
+/// `1h`, `2d`, and sums of them such as `1m30s` or `1d12h`.
 enum DurationParser {
     /// A duration that cannot be read, with the reason.
     struct Failure: Error, Sendable, Equatable, CustomStringConvertible {
@@ -14,7 +14,7 @@ enum DurationParser {
     }
 
     private static let units: [(suffix: String, seconds: Double)] = [
-        ("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600),
+        ("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86_400),
     ]
 
     /// Parses `text`.
@@ -34,10 +34,10 @@ enum DurationParser {
             rest = rest.dropFirst(number.count)
             let unitText = rest.prefix { $0.isLetter }
             guard !unitText.isEmpty else {
-                throw Failure(text: text, reason: "'\(number)' needs a unit: ms, s, m or h")
+                throw Failure(text: text, reason: "'\(number)' needs a unit: ms, s, m, h or d")
             }
             guard let unit = units.first(where: { $0.suffix == unitText }) else {
-                throw Failure(text: text, reason: "unknown unit '\(unitText)'; use ms, s, m or h")
+                throw Failure(text: text, reason: "unknown unit '\(unitText)'; use ms, s, m, h or d")
             }
             rest = rest.dropFirst(unitText.count)
             total += value * unit.seconds

@@ -64,8 +64,8 @@ extension Jobtop {
             discussion: """
                 FILE is a job file (.toml) or a plain list (one command per line); "-" reads a list \
                 from stdin. --priority, --group and --after apply to -c and list jobs; a job file's \
-                jobs keep what the file says. --retries, --backoff, --timeout and --delay apply to \
-                every job that does not set its own (a job file's included). --name names the one \
+                jobs keep what the file says. --retries, --backoff, --timeout and --delay (or --at) \
+                apply to every job that does not set its own (a job file's included). --name names the one \
                 -c job. --after takes ids (or unique prefixes) and names of jobs the serve knows.
 
                 Exit status: 0 submitted (with --wait: every job succeeded); 1 refused by the \
@@ -99,6 +99,11 @@ extension Jobtop {
             transform: { try DurationParser.nonNegativeOption($0, "--delay") })
         var delay: Duration?
 
+        @Option(help: ArgumentHelp(
+            "Start the jobs at this time: a local time of day (02:00, the next one) or an RFC 3339 time (2026-11-28T02:00:00Z).",
+            valueName: "time"))
+        var at: String?
+
         @Flag(help: "Wait until the submitted jobs end; exit like 'jobtop run' would.")
         var wait = false
 
@@ -117,6 +122,10 @@ extension Jobtop {
             if file == nil && command.isEmpty && !JobSources.standardInputIsPiped() {
                 throw ValidationError("nothing to submit: give a job file, a list ('-' for stdin) or -c COMMAND")
             }
+            if at != nil && delay != nil {
+                throw ValidationError("--at and --delay both say when the jobs start: give one")
+            }
+            if let at { _ = try Self.startDate(at, now: Date()) }
             if let name {
                 if name.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { throw ValidationError("--name must not be empty") }
                 if name.contains(where: { $0.isNewline }) { throw ValidationError("--name must be one line") }
@@ -126,9 +135,24 @@ extension Jobtop {
             }
         }
 
+        /// The moment `--at` names, read as a job file's `at` is; one already past is refused.
+        static func startDate(_ text: String, now: Date) throws -> Date {
+            let start: StartTimeParser.StartTime
+            do {
+                start = try StartTimeParser.parse(text, now: now, timeZone: .current)
+            } catch {
+                throw ValidationError("--at: \(error)")
+            }
+            if case .moment(let date) = start, date <= now {
+                throw ValidationError(
+                    "--at: \(EventLogFormatter.iso8601(date.timeIntervalSince1970)) is in the past (now it is \(EventLogFormatter.iso8601(now.timeIntervalSince1970)))")
+            }
+            return start.date
+        }
+
         mutating func run() async throws {
             var overrides = jobDefaults.fields
-            overrides.start = delay.map { .delay($0) }
+            overrides.start = try delay.map { .delay($0) } ?? at.map { .date(try Self.startDate($0, now: Date())) }
             var plan = try JobSources.plan(file: file, commands: command, overrides: overrides, readsPipedStandardInput: command.isEmpty)
             if let name, plan.commandJobs.count == 1 { plan.commandJobs[0].name = name }
             if plan.slurm != nil {

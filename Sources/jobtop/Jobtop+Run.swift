@@ -25,7 +25,7 @@ extension Jobtop {
                 at = "2026-11-24T02:00:00Z" or a local "02:00": the next such time). See \
                 examples/workflow.toml.
 
-                Durations: 500ms, 10s, 1.5s, 5m, 1h, 1m30s.
+                Durations: 500ms, 10s, 1.5s, 5m, 1h, 2d, 1m30s.
 
                 Exit status: 0 every job succeeded; 1 some job failed, was cancelled or was skipped \
                 (a job it waits for did not succeed); 2 bad usage or bad input (nothing was \

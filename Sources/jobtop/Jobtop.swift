@@ -37,7 +37,7 @@ struct Jobtop: AsyncParsableCommand {
               --group-limit NAME=N  at most N of group NAME's jobs at once
                                   (repeatable; overrides the file's parallel)
 
-            Durations: 500ms, 10s, 1.5s, 5m, 1h, 1m30s.
+            Durations: 500ms, 10s, 1.5s, 5m, 1h, 2d, 1m30s.
             Exit status: 0 every job succeeded; 1 some job failed, was
             cancelled or was skipped (a job it waits for did not succeed);
             2 bad usage or bad input (nothing was started);

@@ -119,7 +119,7 @@ struct ServeTests {
         #expect(!FileManager.default.fileExists(atPath: fixture.socketPath), "the socket is removed")
     }
 
-    @Test("submit --name, --retries, --backoff, --timeout and --delay; --after by the name given")
+    @Test("submit --name, --retries, --backoff, --timeout, --delay and --at; --after by the name given")
     func submitOptions() async throws {
         let fixture = try await ServeFixture()
         let first = try await fixture.run(["submit", "--name", "first", "-c", "true"])
@@ -161,6 +161,23 @@ struct ServeTests {
         #expect(refusedName.stderr.contains("--name names one job"), "\(refusedName.stderr)")
         #expect(try await fixture.jobs().count == 4)
         _ = try await fixture.run(["cancel", laterID])
+
+        // --at: a moment (RFC 3339) three days and a bit ahead; status counts in days.
+        let moment = Date().addingTimeInterval(3 * 86_400 + 600)
+        let stamp = ISO8601DateFormatter().string(from: moment)
+        let atMoment = try await fixture.run(["submit", "--at", stamp, "-c", "true"])
+        #expect(atMoment.status == 0, "\(atMoment.stderr)")
+        let atID = atMoment.lines.first ?? ""
+        let scheduled = try await fixture.run(["status"])
+        #expect(scheduled.lines.contains { $0.hasPrefix(atID) && $0.contains("scheduled (in 3d)") }, "\(scheduled.stdout)")
+        // A past moment, a time of day that does not exist, --at with --delay: refused, nothing submitted.
+        for arguments in [["--at", "2020-01-01T00:00:00Z"], ["--at", "25:00"], ["--at", "02:00", "--delay", "1m"], ["--at", "tomorrow"]] {
+            let refused = try await fixture.run(["submit"] + arguments + ["-c", "true"])
+            #expect(refused.status == 2, "\(arguments): \(refused.stderr)")
+            #expect(refused.stderr.contains("--at"), "\(arguments): \(refused.stderr)")
+        }
+        #expect(try await fixture.jobs().count == 5)
+        _ = try await fixture.run(["cancel", atID])
         _ = try await fixture.stop()
     }
 
