@@ -15,37 +15,48 @@ public enum JobReference {
     /// How many candidates an ambiguous reference brings back.
     public static let shownCandidates = 10
 
-    /// Finds the job `text` names among `jobs`: a full id wins outright; otherwise every job
-    /// whose name is `text` or whose id starts with it (case-insensitive) is a candidate.
+    /// Finds the job `text` names among `jobs`: a full id wins outright; then a name (what the
+    /// user chose: `cancel a` means the job named `a`, not whichever ids start with `a`, as
+    /// git prefers a branch to an abbreviated commit); then a prefix of ids (case-insensitive).
     ///
     /// A name several jobs share (`jobtop submit --name build` every night) names the one of them
-    /// that has not ended, when exactly one has not and no id starts with `text`: the ended ones
-    /// are its history. Anything else with several candidates is ambiguous.
+    /// that has not ended, when exactly one has not: the ended ones are its history. Anything
+    /// else with several candidates is ambiguous.
     public static func resolve(_ text: String, in jobs: [JobInfo]) -> Resolution {
         let wanted = text.lowercased()
         guard !wanted.isEmpty else { return .unknown }
         if let exact = jobs.first(where: { $0.id.description == wanted }) { return .found(exact) }
-        var candidates: [JobInfo] = []
-        var count = 0
-        var byPrefix = 0
+        var named = Candidates()
+        var prefixed = Candidates()
         var activeByName: [JobInfo] = []
         for job in jobs {
-            let isPrefix = job.id.description.hasPrefix(wanted)
-            guard isPrefix || job.name == text else { continue }
-            count += 1
-            if candidates.count < shownCandidates { candidates.append(job) }
-            if isPrefix {
-                byPrefix += 1
-            } else if !job.state.isFinished && activeByName.count < 2 {
-                activeByName.append(job)
+            if job.name == text {
+                named.add(job)
+                if !job.state.isFinished && activeByName.count < 2 { activeByName.append(job) }
+            } else if named.count == 0 && job.id.description.hasPrefix(wanted) {
+                prefixed.add(job)
             }
         }
-        switch count {
+        if named.count > 0 {
+            if named.count == 1 { return .found(named.shown[0]) }
+            if activeByName.count == 1 { return .found(activeByName[0]) }
+            return .ambiguous(named.shown, count: named.count)
+        }
+        switch prefixed.count {
         case 0: return .unknown
-        case 1: return .found(candidates[0])
-        default:
-            if byPrefix == 0 && activeByName.count == 1 { return .found(activeByName[0]) }
-            return .ambiguous(candidates, count: count)
+        case 1: return .found(prefixed.shown[0])
+        default: return .ambiguous(prefixed.shown, count: prefixed.count)
+        }
+    }
+
+    /// The jobs a reference matched in one way: the first few, and how many in all.
+    private struct Candidates {
+        var shown: [JobInfo] = []
+        var count = 0
+
+        mutating func add(_ job: JobInfo) {
+            count += 1
+            if shown.count < shownCandidates { shown.append(job) }
         }
     }
 }

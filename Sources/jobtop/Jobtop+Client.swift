@@ -644,11 +644,15 @@ extension Jobtop {
             try await withServe(connection) { client in
                 let job = try await resolve([reference], with: client)[0]
                 let dropped = Locked(0)
+                let printed = Locked(false)
                 try await client.fetchLog(of: job.id) { part in
                     switch part {
-                    case .bytes(let data): writeOut(Array(data))
+                    case .bytes(let data):
+                        if !data.isEmpty { printed.withLock { $0 = true } }
+                        writeOut(Array(data))
                     case .tail(let lines, let count):
                         dropped.withLock { $0 = count }
+                        if !lines.isEmpty { printed.withLock { $0 = true } }
                         writeOut(lines.flatMap(\.rawBytes))
                     case .unknownJob: break
                     }
@@ -657,10 +661,29 @@ extension Jobtop {
                 if count > 0 {
                     StandardError.write("jobtop: the serve no longer holds the first \(count) line\(count == 1 ? "" : "s") of \(job.id.short)'s output\n")
                 }
+                if !printed.withLock({ $0 }) && job.attempts == 0 {
+                    // Nothing to print because it never ran: say so, rather than print nothing.
+                    StandardError.write("jobtop: job \(job.id.short) has no output: it has not run (it \(Self.notRun(job.state)))\n")
+                }
             }
         }
     }
+}
 
+extension Jobtop.Log {
+    /// Why a job that has never started has no output: "is blocked: it waits for its
+    /// dependencies", "was skipped: dependency 'build' failed".
+    static func notRun(_ state: JobState) -> String {
+        switch state {
+        case .blocked: "is blocked: it waits for its dependencies"
+        case .scheduled: "is scheduled for later"
+        case .skipped(let reason): "was skipped: \(reason)"
+        default: state.predicate
+        }
+    }
+}
+
+extension Jobtop {
     /// `jobtop follow ID`.
     struct Follow: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

@@ -36,9 +36,10 @@ struct JobReferenceTests {
         #expect(throws: JobInputError.self) { try JobReference.jobs(["ee"], [.ambiguous(shown, count: count)]) }
     }
 
-    @Test("a prefix of several, or a name that is also a prefix, is ambiguous; no match is unknown")
+    @Test("a name wins over ids it is a prefix of; a prefix of several is ambiguous; no match is unknown")
     func ambiguousAndUnknown() {
-        #expect(JobReference.resolve("ab", in: jobs) == .ambiguous(jobs, count: 3))
+        #expect(JobReference.resolve("ab", in: jobs) == .found(jobs[2]), "the job named 'ab', not the ids starting with ab")
+        #expect(JobReference.resolve("AB", in: jobs) == .ambiguous([jobs[0], jobs[1]], count: 2), "names match exactly: 'AB' is only a prefix")
         #expect(JobReference.resolve("a", in: jobs) == .ambiguous([jobs[0], jobs[1]], count: 2))
         #expect(JobReference.resolve("ef", in: jobs) == .unknown)
         #expect(JobReference.resolve("", in: jobs) == .unknown)
@@ -56,9 +57,11 @@ struct JobReferenceTests {
         // Two that have not ended, or none: which one is meant cannot be told.
         #expect(JobReference.resolve("nightly", in: [earlier, running, queued]) == .ambiguous([earlier, running, queued], count: 3))
         #expect(JobReference.resolve("nightly", in: [earlier, failed]) == .ambiguous([earlier, failed], count: 2))
-        // An id prefix among the candidates keeps it ambiguous.
+        // Ids that start with the name do not make it ambiguous: the name is meant.
         let named = Self.job("AB000000-0000-4000-8000-000000000005", name: "ab", state: .running(worker: WorkerID(), attempt: 1, since: .zero, stopping: nil))
         let prefixed = Self.job("AB100000-0000-4000-8000-000000000006", state: .succeeded(attempts: 1))
-        #expect(JobReference.resolve("ab", in: [named, prefixed]) == .ambiguous([named, prefixed], count: 2))
+        #expect(JobReference.resolve("ab", in: [prefixed, named]) == .found(named))
+        let other = Self.job("AB200000-0000-4000-8000-000000000007", name: "ab")
+        #expect(JobReference.resolve("ab", in: [prefixed, named, other]) == .ambiguous([named, other], count: 2), "two named ab that have not ended")
     }
 }
