@@ -151,6 +151,10 @@ struct ServeTests {
         try await fixture.waitFor(thirdID, "skipped")
         let all = try await fixture.run(["status", "--all"])
         #expect(all.lines.contains { $0.hasPrefix(thirdID) && $0.contains("skipped (dependency 'second' failed)") }, "\(all.stdout)")
+        // Its log has nothing to print, and says why rather than print nothing.
+        let log = try await fixture.run(["log", thirdID])
+        #expect(log.status == 0 && log.stdout.isEmpty)
+        #expect(log.stderr.contains("has no output: it has not run (it was skipped: dependency 'second' failed)"), "\(log.stderr)")
 
         // A name for several jobs, or a bad value: refused, nothing submitted.
         for arguments in [["--name", "x", "-c", "a", "-c", "b"], ["--name", "", "-c", "a"], ["--delay", "-1s", "-c", "a"], ["--retries", "1001", "-c", "a"]] {
