@@ -332,8 +332,7 @@ extension Jobtop {
                 }
                 if !busy.isEmpty { print("workers: " + busy.joined(separator: "; ")) }
                 for group in snapshot.groups where group.group.name != JobSpec.defaultGroup || group.group.isPaused || group.group.limit != nil {
-                    let limit = group.group.limit.map { "limit \($0)" } ?? "no limit"
-                    print("group \(group.group.name): \(limit)\(group.group.isPaused ? ", paused" : ""); \(group.running) running, \(group.queued) queued, \(group.held) held")
+                    print(Self.groupLine(group))
                 }
                 guard !jobs.isEmpty else { return }
                 let rows = jobs.map { job -> [String] in
@@ -348,6 +347,12 @@ extension Jobtop {
         /// why it failed or was skipped, where it runs, when it starts, and which attempt this
         /// is when it may have several: `running (attempt 2 of 3)`, `waiting (in 26.2s; attempt
         /// 2 of 3 next)`, `failed (exit 3; 3 attempts)`.
+        /// A group's line: "group g: limit 1, paused; 1 running, 2 queued, 0 held".
+        static func groupLine(_ group: GroupStatus) -> String {
+            let limit = group.group.limit.map { "limit \($0)" } ?? "no limit"
+            return "group \(group.group.name): \(limit)\(group.group.isPaused ? ", paused" : ""); \(group.running) running, \(group.queued) queued, \(group.held) held"
+        }
+
         static func stateCell(of job: JobInfo, placement: String?, now: SchedulerTime) -> String {
             var notes: [String] = []
             if let failure = job.lastFailure, job.state.isFinished { notes.append("\(failure)") }
@@ -544,8 +549,9 @@ extension Jobtop {
             commandName: "limit",
             abstract: "Set how many of a group's jobs run at once ('none': no limit beyond the slots).",
             discussion: """
-                The group is made if it does not exist yet (its jobs may come later). The serve \
-                keeps the limit across restarts; a running job over a lowered limit runs on.
+                Prints the group's line as status shows it. The group is made if it does not \
+                exist yet (its jobs may come later; a note on stderr says so). The serve keeps \
+                the limit across restarts; a running job over a lowered limit runs on.
 
                 Exit status: 0 done; 1 refused; 2 bad usage; 3 no serve.
                 """)
@@ -577,7 +583,15 @@ extension Jobtop {
             let group = group
             let limit = try Self.parseLimit(limit)
             try await withServe(connection) { client in
+                let existed = try await client.fetchSnapshot().groups.contains { $0.group.name == group }
                 _ = try await send(client, .setGroupLimit(group, limit))
+                // What the group is now, as status shows it; a group made here may be a typo.
+                if let now = try await client.fetchSnapshot().groups.first(where: { $0.group.name == group }) {
+                    print(Status.groupLine(now))
+                }
+                if !existed {
+                    StandardError.write("jobtop: group '\(group)' is new: no job of it yet; the limit applies to the jobs submitted to it\n")
+                }
             }
         }
     }

@@ -278,6 +278,8 @@ struct ServeTests {
         let go = fixture.scratch.file("go")
         let set = try await fixture.run(["limit", "g", "1"])
         #expect(set.status == 0, "\(set.stderr)")
+        #expect(set.stdout == "group g: limit 1; 0 running, 0 queued, 0 held\n")
+        #expect(set.stderr.contains("group 'g' is new: no job of it yet"), "\(set.stderr)")
         let ids = try await fixture.run([
             "submit", "--group", "g", "-c", "while [ ! -f \(go) ]; do sleep 0.02; done", "-c", "while [ ! -f \(go) ]; do sleep 0.02; done",
         ]).lines
@@ -288,6 +290,7 @@ struct ServeTests {
 
         let lift = try await fixture.run(["limit", "g", "none"])
         #expect(lift.status == 0, "\(lift.stderr)")
+        #expect(lift.stdout.hasPrefix("group g: no limit;") && lift.stderr.isEmpty, "\(lift.stdout)\(lift.stderr)")
         try await fixture.waitFor(ids[1], "running")
         #expect(try await fixture.run(["status"]).stdout.contains("group g: no limit; 2 running"))
 
