@@ -644,7 +644,9 @@ extension Jobtop {
             discussion: """
                 The serve keeps each job's whole output (every attempt) in a file in its state \
                 directory, up to a cap per job; a job with no file gets the last lines the \
-                scheduler holds, with a note on stderr saying how many earlier lines were dropped.
+                scheduler holds, with a note on stderr saying how many earlier lines were dropped. \
+                A job that never ran has no output: a note on stderr says why (blocked, \
+                scheduled, skipped, cancelled).
 
                 Exit status: 0 printed; 2 unknown or ambiguous id; 3 no serve.
                 """)
