@@ -33,7 +33,7 @@ public enum JobReference {
             if job.name == text {
                 named.add(job)
                 if !job.state.isFinished && activeByName.count < 2 { activeByName.append(job) }
-            } else if named.count == 0 && job.id.description.hasPrefix(wanted) {
+            } else if job.id.description.hasPrefix(wanted) {
                 prefixed.add(job)
             }
         }

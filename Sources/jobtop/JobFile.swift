@@ -349,11 +349,7 @@ enum JobFile {
             } catch {
                 throw JobInputError(.invalidValue, "\(at): \(error)")
             }
-            if case .moment(let date) = start, date <= now {
-                throw JobInputError(
-                    .timeInPast,
-                    "\(at): \(EventLogFormatter.iso8601(date.timeIntervalSince1970)) is in the past (now it is \(EventLogFormatter.iso8601(now.timeIntervalSince1970)))")
-            }
+            if let past = start.pastReason(now: now) { throw JobInputError(.timeInPast, "\(at): \(past)") }
             return start.date
         }
 

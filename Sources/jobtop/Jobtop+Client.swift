@@ -99,10 +99,12 @@ extension Jobtop {
             transform: { try DurationParser.nonNegativeOption($0, "--delay") })
         var delay: Duration?
 
-        @Option(help: ArgumentHelp(
-            "Start the jobs at this time: a local time of day (02:00, the next one) or an RFC 3339 time (2026-11-28T02:00:00Z).",
-            valueName: "time"))
-        var at: String?
+        @Option(
+            help: ArgumentHelp(
+                "Start the jobs at this time: a local time of day (02:00, the next one) or an RFC 3339 time (2026-11-28T02:00:00Z).",
+                valueName: "time"),
+            transform: { try Submit.startDate($0, now: Date()) })
+        var at: Date?
 
         @Flag(help: "Wait until the submitted jobs end; exit like 'jobtop run' would.")
         var wait = false
@@ -125,7 +127,6 @@ extension Jobtop {
             if at != nil && delay != nil {
                 throw ValidationError("--at and --delay both say when the jobs start: give one")
             }
-            if let at { _ = try Self.startDate(at, now: Date()) }
             if let name {
                 if name.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { throw ValidationError("--name must not be empty") }
                 if name.contains(where: { $0.isNewline }) { throw ValidationError("--name must be one line") }
@@ -135,24 +136,22 @@ extension Jobtop {
             }
         }
 
-        /// The moment `--at` names, read as a job file's `at` is; one already past is refused.
+        /// The moment `--at` names, read as a job file's `at` is (once, as the option is parsed;
+        /// the parser's message names the option); one already past is refused.
         static func startDate(_ text: String, now: Date) throws -> Date {
             let start: StartTimeParser.StartTime
             do {
                 start = try StartTimeParser.parse(text, now: now, timeZone: .current)
             } catch {
-                throw ValidationError("--at: \(error)")
+                throw ValidationError("\(error)")
             }
-            if case .moment(let date) = start, date <= now {
-                throw ValidationError(
-                    "--at: \(EventLogFormatter.iso8601(date.timeIntervalSince1970)) is in the past (now it is \(EventLogFormatter.iso8601(now.timeIntervalSince1970)))")
-            }
+            if let past = start.pastReason(now: now) { throw ValidationError(past) }
             return start.date
         }
 
         mutating func run() async throws {
             var overrides = jobDefaults.fields
-            overrides.start = try delay.map { .delay($0) } ?? at.map { .date(try Self.startDate($0, now: Date())) }
+            overrides.start = delay.map { .delay($0) } ?? at.map { .date($0) }
             var plan = try JobSources.plan(file: file, commands: command, overrides: overrides, readsPipedStandardInput: command.isEmpty)
             if let name, plan.commandJobs.count == 1 { plan.commandJobs[0].name = name }
             if plan.slurm != nil {
@@ -583,13 +582,12 @@ extension Jobtop {
             let group = group
             let limit = try Self.parseLimit(limit)
             try await withServe(connection) { client in
-                let existed = try await client.fetchSnapshot().groups.contains { $0.group.name == group }
                 _ = try await send(client, .setGroupLimit(group, limit))
-                // What the group is now, as status shows it; a group made here may be a typo.
-                if let now = try await client.fetchSnapshot().groups.first(where: { $0.group.name == group }) {
-                    print(Status.groupLine(now))
-                }
-                if !existed {
+                // What the group is now, as status shows it (one snapshot); a group no job of the
+                // serve is in may be a typo.
+                let snapshot = try await client.fetchSnapshot()
+                if let now = snapshot.groups.first(where: { $0.group.name == group }) { print(Status.groupLine(now)) }
+                if !snapshot.jobs.contains(where: { $0.group == group }) {
                     StandardError.write("jobtop: group '\(group)' is new: no job of it yet; the limit applies to the jobs submitted to it\n")
                 }
             }

@@ -29,6 +29,14 @@ enum StartTimeParser {
             case .moment(let date), .timeOfDay(let date): date
             }
         }
+
+        /// Why it cannot be a start time at `now`, if it cannot: a moment given whole that is not
+        /// after `now` ("2020-01-01T00:00:00.000Z is in the past (now it is ...)"). A time of
+        /// day is always its next occurrence, so never past.
+        func pastReason(now: Date) -> String? {
+            guard case .moment(let date) = self, date <= now else { return nil }
+            return "\(EventLogFormatter.iso8601(date.timeIntervalSince1970)) is in the past (now it is \(EventLogFormatter.iso8601(now.timeIntervalSince1970)))"
+        }
     }
 
     /// Parses `text`.
