@@ -235,12 +235,10 @@ final class EventBus: Sendable {
             await withTaskCancellationHandler {
                 await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                     let resumeNow = state.withLock { state -> Bool in
-                        guard var subscriber = state.subscribers[token], !state.isFinished else { return true }
+                        // In place, as in `tryPull`.
+                        guard let index = state.subscribers.index(forKey: token), !state.isFinished else { return true }
                         if Task.isCancelled { return true }
-                        if !subscriber.awaitsSnapshot && (subscriber.missed != nil || !subscriber.buffer.isEmpty) { return true }
-                        subscriber.waiter = continuation
-                        state.subscribers[token] = subscriber
-                        return false
+                        return !state.subscribers.values[index].park(continuation)
                     }
                     if resumeNow { continuation.resume() }
                 }
@@ -256,20 +254,17 @@ final class EventBus: Sendable {
 
     private func tryPull(_ token: Int) -> Pull? {
         let (pull, flowChange) = state.withLock { state -> (Pull?, UInt64?) in
-            guard var subscriber = state.subscribers[token] else { return (.finished, nil) }
-            if subscriber.awaitsSnapshot { return (nil, nil) }
-            if subscriber.missed != nil { return (.lagged, nil) }
-            if !subscriber.buffer.isEmpty {
-                let events = subscriber.buffer
-                // The next batch is likely as big: allocate it once instead of regrowing.
-                subscriber.buffer = []
-                subscriber.outputBytes = 0
-                subscriber.buffer.reserveCapacity(min(events.count, subscriber.limit))
-                let flowChange = subscriber.isCongested ? state.uncongest(&subscriber) : nil
-                state.subscribers[token] = subscriber
-                return (.events(events), flowChange)
+            // The subscriber is changed where it is (by index): taking a copy out and putting it
+            // back cost two hash lookups and a retain and release of each of its references, on
+            // every pull, under the lock the publisher needs.
+            guard let index = state.subscribers.index(forKey: token) else { return (.finished, nil) }
+            switch state.subscribers.values[index].takeBuffer() {
+            case .awaitsSnapshot: return (nil, nil)
+            case .lagged: return (.lagged, nil)
+            case .empty: return (state.isFinished ? .finished : nil, nil)
+            case .events(let events, let wasCongested):
+                return (.events(events), wasCongested ? state.countUncongested() : nil)
             }
-            return (state.isFinished ? .finished : nil, nil)
         }
         if let flowChange { flow.set(closed: false, generation: flowChange) }
         return pull
@@ -313,12 +308,52 @@ extension EventBus.State {
     /// that opens the gate.
     fileprivate mutating func uncongest(_ subscriber: inout EventBus.Subscriber) -> UInt64? {
         subscriber.isCongested = false
+        return countUncongested()
+    }
+
+    /// One lossless subscriber is no longer congested (its flag cleared already).
+    ///
+    /// - Returns: The flow gate's new generation when it opens.
+    fileprivate mutating func countUncongested() -> UInt64? {
         congested -= 1
         return congested == 0 ? nextFlowGeneration() : nil
     }
 }
 
 extension EventBus.Subscriber {
+    /// What ``takeBuffer()`` found.
+    fileprivate enum Taken {
+        case awaitsSnapshot
+        case lagged
+        case empty
+        /// The buffered events, and whether the subscriber was congested (it is not now).
+        case events([SchedulerEvent], wasCongested: Bool)
+    }
+
+    /// Keeps `waiter` to be resumed by the next event, unless there is something to hand out
+    /// already.
+    ///
+    /// - Returns: Whether it was kept (else resume it now).
+    fileprivate mutating func park(_ continuation: CheckedContinuation<Void, Never>) -> Bool {
+        if !awaitsSnapshot && (missed != nil || !buffer.isEmpty) { return false }
+        waiter = continuation
+        return true
+    }
+
+    /// Hands out the buffered events, if the subscriber may have them now.
+    fileprivate mutating func takeBuffer() -> Taken {
+        if awaitsSnapshot { return .awaitsSnapshot }
+        if missed != nil { return .lagged }
+        if buffer.isEmpty { return .empty }
+        let events = buffer
+        // The next batch is likely as big: allocate it once instead of regrowing.
+        buffer = []
+        outputBytes = 0
+        buffer.reserveCapacity(min(events.count, limit))
+        defer { isCongested = false }
+        return .events(events, wasCongested: isCongested)
+    }
+
     /// Appends the events numbered from `first` straight into the buffer, no array of events
     /// built first and copied (a lagging subscriber only counts them).
     ///

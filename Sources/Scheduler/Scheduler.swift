@@ -92,7 +92,7 @@ public actor Scheduler {
     private var hasStopped = false
     private var hasRunEnded = false
     private var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
-    private var roomWaiters: [(batch: BatchID, limit: Int, id: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    private var roomWaiters = RoomWaiters()
     private var nextRoomWaiter = 0
     private var roomWaitersWatch: (count: Int, continuation: CheckedContinuation<Void, Never>)?
     private var heldWaiters: [CheckedContinuation<Void, Never>] = []
@@ -294,7 +294,7 @@ public actor Scheduler {
                     // Checked in the same actor step that stores the waiter: a cancel that came
                     // before it is not missed, one after it finds the waiter (below).
                     if Task.isCancelled { return continuation.resume() }
-                    roomWaiters.append((batch, max(1, limit), id, continuation))
+                    roomWaiters.append(.init(batch: batch, limit: max(1, limit), id: id), continuation)
                     if let watch = roomWaitersWatch, roomWaiters.count >= watch.count {
                         roomWaitersWatch = nil
                         watch.continuation.resume()
@@ -317,8 +317,7 @@ public actor Scheduler {
 
     /// Resumes the ``waitForRoom(in:below:)`` caller `id` whose task was cancelled.
     private func stopWaitingForRoom(_ id: Int) {
-        guard let index = roomWaiters.firstIndex(where: { $0.id == id }) else { return }
-        roomWaiters.remove(at: index).continuation.resume()
+        roomWaiters.remove(id)?.resume()
     }
 
     /// Cancels a job. A queued or waiting job ends at once; a running one has its process group
@@ -542,8 +541,7 @@ public actor Scheduler {
 
     private func endRun() {
         hasRunEnded = true
-        for waiter in roomWaiters { waiter.continuation.resume() }
-        roomWaiters = []
+        for waiter in roomWaiters.removeAll() { waiter.resume() }
         for waiter in heldWaiters { waiter.resume() }
         heldWaiters = []
         bus.finish()
@@ -633,17 +631,14 @@ public actor Scheduler {
     }
 
     /// Resumes the ``waitForRoom(in:below:)`` callers whose batch has room now (or never will).
+    /// Runs after every step while a caller waits (a streamed list's reader, nearly always): a
+    /// step that wakes nobody reads each waiter's batch and limit, and copies nothing else.
     private func wakeRoomWaiters() {
         let stopping = core.shutdownMode != nil && core.shutdownMode != .drain
-        var still: [(batch: BatchID, limit: Int, id: Int, continuation: CheckedContinuation<Void, Never>)] = []
-        for waiter in roomWaiters {
-            if stopping || (core.batch(waiter.batch).map { $0.unfinished < waiter.limit || $0.haltedBy != nil || $0.isSealed } ?? true) {
-                waiter.continuation.resume()
-            } else {
-                still.append(waiter)
-            }
+        // (The core is read in place: passed as an argument, it would be copied.)
+        for waiter in roomWaiters.remove(where: { stopping || core.batchHasRoom($0.batch, below: $0.limit) }) {
+            waiter.resume()
         }
-        roomWaiters = still
     }
 
     private func timerLoop() async {
@@ -769,5 +764,56 @@ public actor Scheduler {
             timerIdle = nil
         }
         return inline
+    }
+}
+
+/// The callers of ``Scheduler/waitForRoom(in:below:)`` waiting now: what each waits for, apart
+/// from its continuation, so that the check after every step copies (retains) no continuation.
+private struct RoomWaiters {
+    struct Condition {
+        let batch: BatchID
+        let limit: Int
+        let id: Int
+    }
+
+    private var conditions: [Condition] = []
+    private var continuations: [CheckedContinuation<Void, Never>] = []
+
+    var count: Int { conditions.count }
+    var isEmpty: Bool { conditions.isEmpty }
+
+    mutating func append(_ condition: Condition, _ continuation: CheckedContinuation<Void, Never>) {
+        conditions.append(condition)
+        continuations.append(continuation)
+    }
+
+    /// Takes out the waiter `id`, if it still waits.
+    mutating func remove(_ id: Int) -> CheckedContinuation<Void, Never>? {
+        guard let index = conditions.firstIndex(where: { $0.id == id }) else { return nil }
+        conditions.remove(at: index)
+        return continuations.remove(at: index)
+    }
+
+    /// Takes out the waiters whose condition holds; nothing is allocated when none does.
+    mutating func remove(where holds: (Condition) -> Bool) -> [CheckedContinuation<Void, Never>] {
+        guard conditions.contains(where: holds) else { return [] }
+        var taken: [CheckedContinuation<Void, Never>] = []
+        var index = 0
+        while index < conditions.count {
+            if holds(conditions[index]) {
+                conditions.remove(at: index)
+                taken.append(continuations.remove(at: index))
+            } else {
+                index += 1
+            }
+        }
+        return taken
+    }
+
+    /// Takes out every waiter.
+    mutating func removeAll() -> [CheckedContinuation<Void, Never>] {
+        conditions = []
+        defer { continuations = [] }
+        return continuations
     }
 }

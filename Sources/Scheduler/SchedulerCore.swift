@@ -312,6 +312,14 @@ public struct SchedulerCore: Sendable {
         return BatchStatus(id: id, unfinished: batch.unfinished, isSealed: batch.isSealed, haltedBy: batch.haltedBy)
     }
 
+    /// Whether a caller waiting for fewer than `limit` unfinished jobs of `batch` may go on:
+    /// there are fewer, or it takes no more jobs (halted, sealed, unknown). One lookup, nothing
+    /// copied: asked after every step while a streamed list waits for room.
+    func batchHasRoom(_ id: BatchID, below limit: Int) -> Bool {
+        guard let batch = batches[id] else { return true }
+        return batch.unfinished < limit || batch.haltedBy != nil || batch.isSealed
+    }
+
     /// The earliest pending timer (a retry becoming due or a timeout), if any. Stored, not
     /// computed, so the scheduler reads it after every step without a call into the core.
     public private(set) var nextDeadline: SchedulerTime?
