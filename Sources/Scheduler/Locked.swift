@@ -24,11 +24,37 @@ public struct Locked<State: Sendable>: @unchecked Sendable {
     }
 
     /// Runs `body` with the lock held and the state borrowed for mutation. Not re-entrant.
-    public func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
-        try storage.withUnsafeMutablePointers { state, mutex in
+    public func withLock<Result>(_ body: (inout State) -> Result) -> Result {
+        storage.withUnsafeMutablePointers { state, mutex in
             pthread_mutex_lock(mutex)
             defer { pthread_mutex_unlock(mutex) }
-            return try body(&state.pointee)
+            return body(&state.pointee)
+        }
+    }
+
+    /// Runs `body` with the lock held and the state borrowed for mutation, passing on what it
+    /// throws. Not re-entrant.
+    public func withLock<Result, Failure: Error>(_ body: (inout State) throws(Failure) -> Result) throws(Failure) -> Result {
+        // (`withUnsafeMutablePointers` only rethrows untyped errors: the outcome is carried out.)
+        let outcome = storage.withUnsafeMutablePointers { state, mutex -> Swift.Result<Result, Failure> in
+            pthread_mutex_lock(mutex)
+            defer { pthread_mutex_unlock(mutex) }
+            do throws(Failure) {
+                return .success(try body(&state.pointee))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try outcome.get()
+    }
+
+    /// Runs `body` with the lock held, as ``withLock(_:)``, if the lock is free now; else returns
+    /// `nil` at once.
+    public func withLockIfFree<Result>(_ body: (inout State) -> Result) -> Result? {
+        storage.withUnsafeMutablePointers { state, mutex -> Result? in
+            guard pthread_mutex_trylock(mutex) == 0 else { return nil }
+            defer { pthread_mutex_unlock(mutex) }
+            return body(&state.pointee)
         }
     }
 

@@ -66,57 +66,43 @@ public actor Scheduler {
     /// The clock it was made with: timeouts and retry delays run on it, and so do the
     /// heartbeats and deadlines of whatever serves this scheduler (the remote listener).
     public nonisolated let clock: SchedulerClock
-    private let bus = EventBus()
+    private let bus: EventBus
     private let store: JobOutputStore
-    /// Starts the core decided on, handed to `run()`'s task group in batches.
-    private let launcher = Mailbox<JobAssignmentHandle>()
-    private var core: SchedulerCore
-    private var ids: IdentifierGenerator
-    private var workers: [WorkerID: any Worker] = [:]
-    /// The control of each running attempt, by its job's handle index (no hashing per start):
-    /// set when the attempt starts, cleared when it is reported; a later job at the same index
-    /// replaces it when it starts.
-    private var controls: [JobControl?] = []
-    /// Buffers the steps reuse, so a step allocates no arrays of its own.
-    private var stepActions: [SchedulerCore.Action] = []
-    private var stepStarts: [SchedulerCore.Start] = []
-    private var stepEvents: [SchedulerEvent.Kind] = []
-    private var stepEnded: [JobID] = []
-    private var stepStarted: [JobID] = []
-    private var localWorkersMade = 0
+    private let launcher: Mailbox<JobAssignmentHandle>
+    /// Everything that changes, under one lock: commands take it for a step, and so does a slot
+    /// reporting an attempt's end, in its own task without a hop onto this actor (see
+    /// ``SchedulerEngine``). The actor is the interface; the lock is what orders the steps.
+    /// Reached through ``withEngine(_:)`` only.
+    private let engine: Locked<SchedulerEngine>
+    /// Attempt ends whose slot found the lock taken: the step that holds it reports them before
+    /// it lets go (see ``drive(_:in:)``).
+    private let waitingEnds = Locked(WaitingEnds())
 
-    private var timerSleeper: Task<Void, Never>?
-    private var sleepingUntil: SchedulerTime?
-    private var timerIdle: CheckedContinuation<Void, Never>?
-    private var isRunning = false
-    private var hasStopped = false
-    private var hasRunEnded = false
-    private var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
-    private var roomWaiters = RoomWaiters()
-    private var nextRoomWaiter = 0
-    private var roomWaitersWatch: (count: Int, continuation: CheckedContinuation<Void, Never>)?
-    private var heldWaiters: [CheckedContinuation<Void, Never>] = []
+    private struct WaitingEnds {
+        var ends: [WaitingEnd] = []
+        /// Signalled when an end is left (``holdLock(untilEndsWait:held:)``, for tests).
+        var watcher: DispatchSemaphore?
+    }
+
+    /// An attempt's end left for the holder of the lock to report, and where its slot awaits the
+    /// next attempt.
+    private struct WaitingEnd: Sendable {
+        let handle: JobAssignmentHandle
+        let termination: Termination
+        let spare: JobControl
+        let slot: CheckedContinuation<JobAssignmentHandle?, Never>
+    }
 
     /// Creates a scheduler with its local workers. Nothing runs until ``run()``.
     public init(configuration: Configuration = .init(), clock: some Clock<Duration> = ContinuousClock()) {
         self.configuration = configuration
-        self.clock = SchedulerClock(clock)
-        store = JobOutputStore(limits: .init(
-            lines: configuration.tailLines, bytes: configuration.tailBytes, finishedTails: configuration.finishedTails))
-        var core = SchedulerCore(configuration: .init(
-            finishedRetention: configuration.finishedRetention,
-            maxWorkerLossRequeues: configuration.maxWorkerLossRequeues,
-            seed: configuration.seed, wallClockEpoch: self.clock.wallClockEpoch))
-        ids = configuration.seed.map { IdentifierGenerator(seed: $0 &+ 1) } ?? IdentifierGenerator()
-        var events: [SchedulerEvent.Kind] = []
-        for number in 1...max(1, configuration.localSlots) where configuration.localSlots > 0 {
-            let worker = LocalWorker(name: "local-\(number)", gracePeriod: configuration.gracePeriod)
-            workers[worker.descriptor.id] = worker
-            for case .emit(let kind) in core.workerJoined(worker.descriptor, now: .zero) { events.append(kind) }
-        }
-        localWorkersMade = configuration.localSlots
-        self.core = core
-        bus.publish(events, time: .zero)
+        let clock = SchedulerClock(clock)
+        self.clock = clock
+        let engine = SchedulerEngine(configuration: configuration, clock: clock)
+        bus = engine.bus
+        store = engine.store
+        launcher = engine.launcher
+        self.engine = Locked(engine)
         // A lossless subscriber that falls behind holds back new jobs until it catches up (the
         // gate also closes from other threads: output read by the reactor).
         bus.flow.observe { [weak self] in Task { await self?.flowChanged() } }
@@ -150,13 +136,110 @@ public actor Scheduler {
         }
     }
 
+    /// Runs `body` under the engine's lock; before it lets go, it reports the attempt ends that
+    /// slots left meanwhile (``drive(_:in:)``), and resumes their slots once it has.
+    private nonisolated func withEngine<Result, Failure: Error>(
+        _ body: (inout SchedulerEngine) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        var slots: [(CheckedContinuation<JobAssignmentHandle?, Never>, InlineStart?)] = []
+        let outcome = engine.withLock { engine -> Swift.Result<Result, Failure> in
+            defer { reportWaitingEnds(&engine, into: &slots) }
+            do throws(Failure) {
+                return .success(try body(&engine))
+            } catch {
+                return .failure(error)
+            }
+        }
+        resume(slots)
+        return try outcome.get()
+    }
+
+    /// ``withEngine(_:)`` for a body that throws nothing.
+    private nonisolated func withEngine<Result>(_ body: (inout SchedulerEngine) -> Result) -> Result {
+        var slots: [(CheckedContinuation<JobAssignmentHandle?, Never>, InlineStart?)] = []
+        let result = engine.withLock { engine -> Result in
+            defer { reportWaitingEnds(&engine, into: &slots) }
+            return body(&engine)
+        }
+        resume(slots)
+        return result
+    }
+
+    /// The handle of an attempt a slot runs next, made outside the lock.
+    private nonisolated func assignmentHandle(for start: InlineStart) -> JobAssignmentHandle {
+        start.handle(store: store, bus: bus, clock: clock, scheduler: self)
+    }
+
+    /// Reports every attempt end that waits, collecting what each slot runs next.
+    private nonisolated func reportWaitingEnds(
+        _ engine: inout SchedulerEngine, into slots: inout [(CheckedContinuation<JobAssignmentHandle?, Never>, InlineStart?)]
+    ) {
+        while true {
+            var ends: [WaitingEnd] = []
+            waitingEnds.withLock { swap(&ends, &$0.ends) }
+            guard !ends.isEmpty else { return }
+            engine.endsReportedForOtherSlots += ends.count
+            for end in ends {
+                slots.append((end.slot, engine.finished(end.handle, end.termination, spare: end.spare, scheduler: self)))
+            }
+        }
+    }
+
+    /// Resumes slots whose ends were reported (outside the lock); then, while ends wait and the
+    /// lock is free, reports them too: an end left just after the last holder looked, whose slot
+    /// found the lock still taken, is not stranded.
+    private nonisolated func resume(_ slots: [(CheckedContinuation<JobAssignmentHandle?, Never>, InlineStart?)]) {
+        for (slot, next) in slots { slot.resume(returning: next.map(assignmentHandle(for:))) }
+        while waitingEnds.withLock({ !$0.ends.isEmpty }) {
+            guard let more = engine.withLockIfFree({ engine in
+                var slots: [(CheckedContinuation<JobAssignmentHandle?, Never>, InlineStart?)] = []
+                reportWaitingEnds(&engine, into: &slots)
+                return slots
+            }) else { return }
+            for (slot, next) in more { slot.resume(returning: next.map(assignmentHandle(for:))) }
+        }
+    }
+
+    /// For tests: takes the engine's lock on a thread of its own, calls `held`, and keeps the
+    /// lock until `count` attempt ends wait for it; then lets go as any step does, reporting them.
+    nonisolated func holdLock(untilEndsWait count: Int, held: @escaping @Sendable () -> Void) async {
+        let watcher = DispatchSemaphore(value: 0)
+        waitingEnds.withLock { $0.watcher = watcher }
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            // A thread, not a task: it blocks while it holds the lock.
+            Thread {
+                self.withEngine { _ in
+                    held()
+                    while self.waitingEnds.withLock({ $0.ends.count }) < count { watcher.wait() }
+                }
+                self.waitingEnds.withLock { $0.watcher = nil }
+                done.resume()
+            }.start()
+        }
+    }
+
+    /// Attempt ends a step reported for a slot that found the lock taken (for tests).
+    var endsReportedForOtherSlots: Int { withEngine { $0.endsReportedForOtherSlots } }
+
+    /// One step: the core decides at the clock's present, then its actions are performed.
+    private nonisolated func step<Failure: Error>(
+        _ decide: (inout SchedulerCore, SchedulerTime) throws(Failure) -> [SchedulerCore.Action]
+    ) throws(Failure) {
+        try withEngine { (engine) throws(Failure) in try engine.step(self, decide) }
+    }
+
     // MARK: - Running
 
     /// Starts jobs until a shutdown completes. Every running attempt runs in a slot's task that
     /// a child of the task group this method owns awaits (``SlotTask``); cancelling the task that
     /// runs this method cancels every job.
     public nonisolated func run() async {
-        guard await beginRun() else { return }
+        let begins = withEngine { engine -> Bool in
+            guard !engine.isRunning else { return false }
+            engine.isRunning = true
+            return true
+        }
+        guard begins else { return }
         await withTaskCancellationHandler {
             await withDiscardingTaskGroup { group in
                 group.addTask { await self.timerLoop() }
@@ -169,21 +252,26 @@ public actor Scheduler {
         } onCancel: {
             Task { await self.shutdown(.cancelRunning) }
         }
-        await endRun()
+        withEngine { $0.endRun() }
     }
 
     /// Begins a shutdown and waits until ``run()`` has ended (at once if it is not running).
     public func shutdown(_ mode: ShutdownMode) async {
-        beginShutdown(mode)
-        guard isRunning, !hasRunEnded else { return }
-        await withCheckedContinuation { shutdownWaiters.append($0) }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            withEngine { engine in
+                engine.beginShutdown(mode, scheduler: self)
+                if engine.isRunning && !engine.hasRunEnded {
+                    engine.shutdownWaiters.append(continuation)
+                } else {
+                    continuation.resume()
+                }
+            }
+        }
     }
 
     /// Begins a shutdown without waiting for it (``SchedulerCommand/shutdown(_:)``).
     func beginShutdown(_ mode: ShutdownMode) {
-        let now = clock.now()
-        perform(core.shutdown(mode, now: now), now: now)
-        if !isRunning || hasRunEnded, core.isShutdownComplete || !isRunning { bus.finish() }
+        withEngine { $0.beginShutdown(mode, scheduler: self) }
     }
 
     // MARK: - Commands
@@ -209,16 +297,9 @@ public actor Scheduler {
     ///   batch that is sealed or halted.
     @discardableResult
     public func submit(contentsOf specs: [JobSpec], batch: BatchID? = nil) throws(SchedulerError) -> [JobID] {
-        if let mode = core.shutdownMode, mode != .drain {
-            throw SchedulerError(.shuttingDown, "the scheduler is shutting down; no new jobs")
+        try withEngine { (engine) throws(SchedulerError) in
+            try engine.submit(specs, ids: nil, batch: batch, scheduler: self)
         }
-        let now = clock.now()
-        var fresh: [JobID] = []
-        fresh.reserveCapacity(specs.count)
-        for _ in specs { fresh.append(ids.nextJobID()) }
-        let (result, actions) = try core.submit(contentsOf: specs, ids: fresh, batch: batch, now: now)
-        perform(actions, now: now)
-        return result
     }
 
     /// Submits jobs under ids the caller chose (fresh random ones, never reused): how a durable
@@ -227,16 +308,9 @@ public actor Scheduler {
     /// - Throws: As ``submit(contentsOf:batch:)``.
     @discardableResult
     public func submit(contentsOf specs: [JobSpec], ids: [JobID], batch: BatchID? = nil) throws(SchedulerError) -> [JobID] {
-        if let mode = core.shutdownMode, mode != .drain {
-            throw SchedulerError(.shuttingDown, "the scheduler is shutting down; no new jobs")
+        try withEngine { (engine) throws(SchedulerError) in
+            try engine.submit(specs, ids: ids, batch: batch, scheduler: self)
         }
-        guard ids.count == specs.count else {
-            throw SchedulerError(.invalidArgument, "\(specs.count) jobs but \(ids.count) ids")
-        }
-        let now = clock.now()
-        let (result, actions) = try core.submit(contentsOf: specs, ids: ids, batch: batch, now: now)
-        perform(actions, now: now)
-        return result
     }
 
     /// Puts back the jobs a store recorded before a restart (see ``SchedulerCore/restore(_:now:)``):
@@ -246,10 +320,12 @@ public actor Scheduler {
     ///
     /// - Returns: The jobs that could not be put back, with why.
     public func restore(_ jobs: [RestoredJob]) -> [(id: JobID, error: SchedulerError)] {
-        let now = clock.now()
-        let (refused, actions) = core.restore(jobs, now: now)
-        perform(actions, now: now)
-        return refused
+        withEngine { engine in
+            let now = engine.clock.now()
+            let (refused, actions) = engine.core.restore(jobs, now: now)
+            engine.perform(actions, now: now, scheduler: self)
+            return refused
+        }
     }
 
     /// The number of the last event published (0 before the first): a client that performed a
@@ -261,18 +337,17 @@ public actor Scheduler {
     /// once every job of it has ended. With `haltsOnFailure`, the first of its jobs that fails
     /// for good cancels all the others in the same step (none starts after the failure).
     public func openBatch(haltsOnFailure: Bool = false) -> BatchID {
-        core.openBatch(haltsOnFailure: haltsOnFailure)
+        withEngine { $0.core.openBatch(haltsOnFailure: haltsOnFailure) }
     }
 
     /// Says that no more jobs will join `batch`.
     public func sealBatch(_ batch: BatchID) {
-        let now = clock.now()
-        perform(core.sealBatch(batch, now: now), now: now)
+        step { core, now in core.sealBatch(batch, now: now) }
     }
 
     /// A batch as it stands, if it is known.
     public func batchStatus(_ batch: BatchID) -> BatchStatus? {
-        core.batch(batch)
+        withEngine { $0.core.batch(batch) }
     }
 
     /// Waits until fewer than `limit` jobs of `batch` are unfinished, or it was halted, or the
@@ -283,41 +358,49 @@ public actor Scheduler {
     ///   or when the calling task is cancelled: a client of the control socket that went away).
     public func waitForRoom(in batch: BatchID, below limit: Int) async -> Bool {
         while true {
-            guard let status = core.batch(batch), !status.isSealed, status.haltedBy == nil,
-                  core.shutdownMode == nil || core.shutdownMode == .drain, !Task.isCancelled
-            else { return false }
-            if status.unfinished < max(1, limit) { return true }
-            let id = nextRoomWaiter
-            nextRoomWaiter += 1
+            let (verdict, id) = withEngine { engine -> (Bool?, Int) in
+                defer { engine.nextRoomWaiter += 1 }
+                return (engine.roomVerdict(in: batch, below: limit), engine.nextRoomWaiter)
+            }
+            if let verdict { return verdict }
             await withTaskCancellationHandler {
-                await withCheckedContinuation { continuation in
-                    // Checked in the same actor step that stores the waiter: a cancel that came
-                    // before it is not missed, one after it finds the waiter (below).
-                    if Task.isCancelled { return continuation.resume() }
-                    roomWaiters.append(.init(batch: batch, limit: max(1, limit), id: id), continuation)
-                    if let watch = roomWaitersWatch, roomWaiters.count >= watch.count {
-                        roomWaitersWatch = nil
-                        watch.continuation.resume()
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    withEngine { engine in
+                        // Checked again in the step that stores the waiter: a change, or a cancel,
+                        // that came since is not missed (the loop looks again); one after it finds
+                        // the waiter.
+                        if engine.roomVerdict(in: batch, below: limit) != nil { return continuation.resume() }
+                        engine.roomWaiters.append(.init(batch: batch, limit: max(1, limit), id: id), continuation)
+                        if let watch = engine.roomWaitersWatch, engine.roomWaiters.count >= watch.count {
+                            engine.roomWaitersWatch = nil
+                            watch.continuation.resume()
+                        }
                     }
                 }
             } onCancel: {
+                // Through a task: a cancel may come from a step that holds the lock (a closure
+                // job that waits for room, stopped).
                 Task { await self.stopWaitingForRoom(id) }
             }
         }
     }
 
     /// Callers of ``waitForRoom(in:below:)`` waiting now (for tests).
-    var roomWaiterCount: Int { roomWaiters.count }
+    var roomWaiterCount: Int { withEngine { $0.roomWaiters.count } }
 
     /// Returns once `count` callers wait in ``waitForRoom(in:below:)`` (for tests).
     func waitUntilWaitingForRoom(_ count: Int) async {
-        guard roomWaiters.count < count else { return }
-        await withCheckedContinuation { roomWaitersWatch = (count, $0) }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            withEngine { engine in
+                if engine.roomWaiters.count >= count { return continuation.resume() }
+                engine.roomWaitersWatch = (count, continuation)
+            }
+        }
     }
 
     /// Resumes the ``waitForRoom(in:below:)`` caller `id` whose task was cancelled.
     private func stopWaitingForRoom(_ id: Int) {
-        roomWaiters.remove(id)?.resume()
+        withEngine { $0.roomWaiters.remove(id) }?.resume()
     }
 
     /// Cancels a job. A queued or waiting job ends at once; a running one has its process group
@@ -325,8 +408,7 @@ public actor Scheduler {
     ///
     /// - Throws: ``SchedulerError`` when the job is unknown or has ended.
     public func cancel(_ id: JobID) throws(SchedulerError) {
-        let now = clock.now()
-        perform(try core.cancel(id, now: now), now: now)
+        try step { (core, now) throws(SchedulerError) in try core.cancel(id, now: now) }
     }
 
     /// Sends `signal` to a running job's process group (its state does not change; a signal
@@ -335,14 +417,16 @@ public actor Scheduler {
     /// - Throws: ``SchedulerError`` when the job is unknown, not running, not a process, not
     ///   on a local worker, or `signal` is not a signal number.
     public func signal(_ id: JobID, _ signal: Int32) throws(SchedulerError) {
-        let worker = try core.signalTarget(id, signal: signal)
-        guard let index = core.handle(of: id).map({ Int($0.index) }), index < controls.count,
-              let control = controls[index], control.sendSignal(signal)
-        else {
-            let kind = workers[worker]?.descriptor.kind
-            throw SchedulerError(.notAllowed, kind == .local || kind == nil
-                ? "job \(id.short) has not started its process yet"
-                : "signals reach only local jobs; job \(id.short) runs on worker \(workers[worker]?.descriptor.name ?? worker.short)")
+        try withEngine { (engine) throws(SchedulerError) in
+            let worker = try engine.core.signalTarget(id, signal: signal)
+            guard let index = engine.core.handle(of: id).map({ Int($0.index) }), index < engine.controls.count,
+                  let control = engine.controls[index], control.sendSignal(signal)
+            else {
+                let kind = engine.workers[worker]?.descriptor.kind
+                throw SchedulerError(.notAllowed, kind == .local || kind == nil
+                    ? "job \(id.short) has not started its process yet"
+                    : "signals reach only local jobs; job \(id.short) runs on worker \(engine.workers[worker]?.descriptor.name ?? worker.short)")
+            }
         }
     }
 
@@ -352,16 +436,14 @@ public actor Scheduler {
     /// - Throws: ``SchedulerError`` when the job is unknown, running or succeeded, the command
     ///   is empty, or the retry is refused.
     public func edit(_ id: JobID, command: String) throws(SchedulerError) {
-        let now = clock.now()
-        perform(try core.edit(id, command: command, now: now), now: now)
+        try step { (core, now) throws(SchedulerError) in try core.edit(id, command: command, now: now) }
     }
 
     /// Changes a job's priority; a queued job moves at once.
     ///
     /// - Throws: ``SchedulerError`` when the job is unknown or has ended.
     public func reprioritize(_ id: JobID, to priority: Int) throws(SchedulerError) {
-        let now = clock.now()
-        perform(try core.reprioritize(id, to: priority, now: now), now: now)
+        try step { (core, now) throws(SchedulerError) in try core.reprioritize(id, to: priority, now: now) }
     }
 
     /// Queues a failed, cancelled or skipped job again with a fresh retry budget (a job whose
@@ -371,14 +453,12 @@ public actor Scheduler {
     /// - Throws: ``SchedulerError`` when the job is unknown or not failed/cancelled/skipped, or a
     ///   dependency of it failed (retry that one first).
     public func retry(_ id: JobID) throws(SchedulerError) {
-        let now = clock.now()
-        perform(try core.retry(id, now: now), now: now)
+        try step { (core, now) throws(SchedulerError) in try core.retry(id, now: now) }
     }
 
     /// Stops starting jobs; running ones go on.
     public func pause() {
-        let now = clock.now()
-        perform(core.pause(now: now), now: now)
+        step { core, now in core.pause(now: now) }
     }
 
     /// Forgets every finished job still listed, and their counts (`jobtop clean`).
@@ -386,13 +466,12 @@ public actor Scheduler {
     /// - Returns: How many jobs were forgotten.
     @discardableResult
     public func forgetFinished() -> Int {
-        core.forgetFinished()
+        withEngine { $0.core.forgetFinished() }
     }
 
     /// Starts jobs again after ``pause()``.
     public func resume() {
-        let now = clock.now()
-        perform(core.resume(now: now), now: now)
+        step { core, now in core.resume(now: now) }
     }
 
     /// Sets how many jobs of `group` run at once (`nil`: no limit beyond the slots), making the
@@ -400,24 +479,21 @@ public actor Scheduler {
     ///
     /// - Throws: ``SchedulerError`` `.invalidArgument` for a limit below 1 or an empty name.
     public func setGroupLimit(_ group: String, to limit: Int?) throws(SchedulerError) {
-        let now = clock.now()
-        perform(try core.setGroupLimit(group, to: limit, now: now), now: now)
+        try step { (core, now) throws(SchedulerError) in try core.setGroupLimit(group, to: limit, now: now) }
     }
 
     /// Starts no new job of `group` (making it if it is new); its running jobs go on.
     ///
     /// - Throws: ``SchedulerError`` `.invalidArgument` for an empty name.
     public func pauseGroup(_ group: String) throws(SchedulerError) {
-        let now = clock.now()
-        perform(try core.pauseGroup(group, now: now), now: now)
+        try step { (core, now) throws(SchedulerError) in try core.pauseGroup(group, now: now) }
     }
 
     /// Starts `group`'s jobs again after ``pauseGroup(_:)``.
     ///
     /// - Throws: ``SchedulerError`` `.invalidArgument` when no such group exists.
     public func resumeGroup(_ group: String) throws(SchedulerError) {
-        let now = clock.now()
-        perform(try core.resumeGroup(group, now: now), now: now)
+        try step { (core, now) throws(SchedulerError) in try core.resumeGroup(group, now: now) }
     }
 
     /// Sets the number of local slots. New slots take work at once; removed ones leave when idle,
@@ -426,58 +502,46 @@ public actor Scheduler {
     /// - Throws: ``SchedulerError`` `.invalidArgument` for fewer than 1 slot.
     public func setLocalSlots(_ slots: Int) throws(SchedulerError) {
         guard slots >= 1 else { throw SchedulerError(.invalidArgument, "local slots must be at least 1, not \(slots)") }
-        let now = clock.now()
-        let current = core.localCapacity
-        if slots > current {
-            var actions: [SchedulerCore.Action] = []
-            for _ in current..<slots {
-                localWorkersMade += 1
-                let worker = LocalWorker(name: "local-\(localWorkersMade)", gracePeriod: configuration.gracePeriod)
-                workers[worker.descriptor.id] = worker
-                actions.append(contentsOf: core.workerJoined(worker.descriptor, now: now))
-            }
-            perform(actions, now: now)
-        } else if slots < current {
-            perform(core.reduceLocalSlots(to: slots, now: now), now: now)
-        }
+        withEngine { $0.setLocalSlots(slots, scheduler: self) }
     }
 
     /// Adds a worker (a remote one, say) to the pool.
     public func addWorker(_ worker: any Worker) {
-        let now = clock.now()
-        workers[worker.descriptor.id] = worker
-        perform(core.workerJoined(worker.descriptor, holdsAttempts: worker.holdsAttempts, now: now), now: now)
+        withEngine { engine in
+            engine.workers[worker.descriptor.id] = worker
+            engine.step(self) { core, now in core.workerJoined(worker.descriptor, holdsAttempts: worker.holdsAttempts, now: now) }
+        }
     }
 
     /// Gives the worker `id` (in the pool, not retiring) `slots` slots: see
     /// ``SchedulerCore/setWorkerSlots(_:to:now:)``.
     public func setWorkerSlots(_ id: WorkerID, to slots: Int) {
-        let now = clock.now()
-        perform(core.setWorkerSlots(id, to: slots, now: now), now: now)
+        step { core, now in core.setWorkerSlots(id, to: slots, now: now) }
     }
 
     /// A worker that holds attempts (``Worker/holdsAttempts``) started one (``JobReporter/began()``):
     /// its timeout counts from now.
     func attemptBegan(_ id: JobID, attempt: Int) {
-        let now = clock.now()
-        let actions = core.attemptBegan(id, attempt: attempt, now: now)
-        perform(actions, now: now)
-        rearmTimer()
+        withEngine { engine in
+            engine.step(self) { core, now in core.attemptBegan(id, attempt: attempt, now: now) }
+            engine.rearmTimer()
+        }
     }
 
     /// A worker takes no new jobs and leaves once its running jobs end (at once when idle), for
     /// a worker that drains. A later ``removeWorker(_:reason:)`` for it does nothing.
     public func retireWorker(_ id: WorkerID, reason: WorkerLeaveReason) {
-        let now = clock.now()
-        perform(core.retireWorker(id, reason: reason, now: now), now: now)
+        step { core, now in core.retireWorker(id, reason: reason, now: now) }
     }
 
     /// A worker is gone: its running jobs go back to the queue.
     public func removeWorker(_ id: WorkerID, reason: WorkerLeaveReason) {
-        let now = clock.now()
-        let actions = core.workerLost(id, reason: reason, now: now)
-        if let worker = workers.removeValue(forKey: id) { worker.leave() }
-        perform(actions, now: now)
+        withEngine { engine in
+            let now = engine.clock.now()
+            let actions = engine.core.workerLost(id, reason: reason, now: now)
+            if let worker = engine.workers.removeValue(forKey: id) { worker.leave() }
+            engine.perform(actions, now: now, scheduler: self)
+        }
     }
 
     // MARK: - Queries
@@ -490,12 +554,15 @@ public actor Scheduler {
     ///   - includeOutput: Whether job output lines are delivered (they still take sequence numbers).
     ///   - delivery: Whether a subscriber that falls behind skips ahead or slows the jobs down.
     public func events(bufferLimit: Int? = nil, includeOutput: Bool = true, delivery: EventDelivery = .latest) -> EventStream {
-        let now = clock.now()
-        let token = bus.subscribe(
-            limit: bufferLimit ?? configuration.subscriberBufferLimit, includeOutput: includeOutput,
-            isLossless: delivery == .lossless, time: now
-        ) { seq in
-            placedSnapshot(seq: seq, now: now)
+        // Under the lock, so that no state change is published while the snapshot is built.
+        let token = withEngine { engine in
+            let now = engine.clock.now()
+            return bus.subscribe(
+                limit: bufferLimit ?? configuration.subscriberBufferLimit, includeOutput: includeOutput,
+                isLossless: delivery == .lossless, time: now
+            ) { seq in
+                engine.placedSnapshot(seq: seq, now: now)
+            }
         }
         return EventStream(subscription: .init(bus: bus, token: token) { [weak self] token in
             await self?.resync(token)
@@ -504,19 +571,11 @@ public actor Scheduler {
 
     /// The slots of this machine's own workers: what ``snapshot()`` says as
     /// ``SchedulerSnapshot/localSlots``, without copying every job.
-    public var localSlots: Int { core.localCapacity }
+    public var localSlots: Int { withEngine { $0.core.localCapacity } }
 
     /// The present state.
     public func snapshot() -> SchedulerSnapshot {
-        placedSnapshot(seq: bus.lastSeq, now: clock.now())
-    }
-
-    /// The core's snapshot with where the workers placed the running jobs (Slurm job ids):
-    /// what a screen that subscribes late, or `jobtop status`, shows for them.
-    private func placedSnapshot(seq: UInt64, now: SchedulerTime) -> SchedulerSnapshot {
-        var snapshot = core.snapshot(seq: seq, now: now, progress: store.progress(of:))
-        snapshot.placements = store.placements(of: snapshot.workers.lazy.flatMap(\.running))
-        return snapshot
+        withEngine { $0.placedSnapshot(seq: bus.lastSeq, now: clock.now()) }
     }
 
     /// The last lines a job printed (bounded), and how many earlier lines were dropped.
@@ -526,42 +585,25 @@ public actor Scheduler {
 
     /// A job as a screen shows it.
     public func info(of id: JobID) -> JobInfo? {
-        guard var info = core.info(of: id) else { return nil }
+        guard var info = withEngine({ $0.core.info(of: id) }) else { return nil }
         if case .running = info.state { info.progress = store.progress(of: id) }
         return info
     }
 
     // MARK: - Internals
 
-    private func beginRun() -> Bool {
-        guard !isRunning else { return false }
-        isRunning = true
-        return true
-    }
-
-    private func endRun() {
-        hasRunEnded = true
-        for waiter in roomWaiters.removeAll() { waiter.resume() }
-        for waiter in heldWaiters { waiter.resume() }
-        heldWaiters = []
-        bus.finish()
-        for waiter in shutdownWaiters { waiter.resume() }
-        shutdownWaiters = []
-    }
-
     private func flowChanged() {
-        let now = clock.now()
-        perform(core.holdDispatch(!bus.flow.isOpen, now: now), now: now)
-        if core.isDispatchHeld {
-            for waiter in heldWaiters { waiter.resume() }
-            heldWaiters = []
-        }
+        withEngine { $0.flowChanged(scheduler: self) }
     }
 
     /// Returns once new jobs are held back for a lossless subscriber (or the run has ended).
     func waitUntilDispatchIsHeld() async {
-        guard !core.isDispatchHeld, !hasRunEnded else { return }
-        await withCheckedContinuation { heldWaiters.append($0) }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            withEngine { engine in
+                if engine.core.isDispatchHeld || engine.hasRunEnded { return continuation.resume() }
+                engine.heldWaiters.append(continuation)
+            }
+        }
     }
 
     /// The most events a lossless subscriber has had unread at once (for tests of the bound).
@@ -571,9 +613,11 @@ public actor Scheduler {
     var mostUnreadOutputBytesByLosslessSubscribers: Int { bus.mostUnreadOutputBytesByLosslessSubscribers }
 
     private func resync(_ token: Int) {
-        let now = clock.now()
-        bus.resync(token, time: now) { seq in
-            placedSnapshot(seq: seq, now: now)
+        withEngine { engine in
+            let now = engine.clock.now()
+            bus.resync(token, time: now) { seq in
+                engine.placedSnapshot(seq: seq, now: now)
+            }
         }
     }
 
@@ -593,227 +637,101 @@ public actor Scheduler {
         }
     }
 
+    /// Attempts a slot runs one after another before it lets other tasks have its thread: a
+    /// closure job that never suspends would otherwise keep the thread until the queue is empty
+    /// (its attempt's end no longer hops onto the actor), and the reader submitting the next
+    /// jobs, and the subscribers, would wait that long.
+    private static let attemptsBetweenYields = 128
+
     /// Runs an attempt, then the next one the scheduler gives this worker, and so on: a slot
-    /// that frees up goes straight to the first waiting job without another task. Once a stop
-    /// has cancelled the slot's task, the next attempt goes to a fresh one.
+    /// that frees up goes straight to the first waiting job without another task. Each end is
+    /// reported in a step under the scheduler's lock, taken right here (no hop onto the actor).
+    /// Once a stop has cancelled the slot's task, the next attempt goes to a fresh one.
     private nonisolated func drive(_ first: JobAssignmentHandle, in slot: SlotTask) async {
         var next: JobAssignmentHandle? = first
+        var sinceYield = 0
         while let handle = next {
             var assignment = handle.assignment
             assignment.slotTask = (slot, slot.begin())
             let termination = await handle.worker.execute(assignment)
             let isCancelled = slot.end()
-            next = await finished(handle, termination)
+            // Reported under the lock when it is free; else left for its holder to report (a
+            // slot never sleeps on the lock: its task waits, and its thread runs other tasks).
+            var slots: [(CheckedContinuation<JobAssignmentHandle?, Never>, InlineStart?)] = []
+            let spare = JobControl()
+            let reported = engine.withLockIfFree { engine -> InlineStart? in
+                defer { reportWaitingEnds(&engine, into: &slots) }
+                return engine.finished(handle, termination, spare: spare, scheduler: self)
+            }
+            if let reported {
+                resume(slots)
+                next = reported.map(assignmentHandle(for:))
+            } else {
+                next = await withCheckedContinuation { (slot: CheckedContinuation<JobAssignmentHandle?, Never>) in
+                    let watcher = waitingEnds.withLock { waiting -> DispatchSemaphore? in
+                        waiting.ends.append(WaitingEnd(handle: handle, termination: termination, spare: spare, slot: slot))
+                        return waiting.watcher
+                    }
+                    watcher?.signal()
+                    // The holder may have let go since: then this reports it.
+                    resume([])
+                }
+            }
             if isCancelled, let next {
                 // The core has started it on this worker already; this task is cancelled, so
                 // it runs in a fresh one (the mailbox is open: a job is running).
                 launcher.send(next)
                 return
             }
-        }
-    }
-
-    private func finished(_ handle: JobAssignmentHandle, _ termination: Termination) -> JobAssignmentHandle? {
-        let assignment = handle.assignment
-        let index = Int(handle.job.index)
-        if index < controls.count, controls[index] === assignment.control { controls[index] = nil }
-        let now = clock.now()
-        let worker = handle.worker.descriptor.id
-        core.jobFinished(
-            handle.job, id: assignment.jobID, attempt: assignment.attempt, worker: worker, termination: termination,
-            stopTookEffect: assignment.control.stopTookEffect, now: now)
-        core.moveActions(into: &stepActions, starts: &stepStarts)
-        defer {
-            stepActions.removeAll(keepingCapacity: true)
-            stepStarts.removeAll(keepingCapacity: true)
-        }
-        return perform(stepActions, starts: stepStarts, now: now, continuing: worker)
-    }
-
-    /// Resumes the ``waitForRoom(in:below:)`` callers whose batch has room now (or never will).
-    /// Runs after every step while a caller waits (a streamed list's reader, nearly always): a
-    /// step that wakes nobody reads each waiter's batch and limit, and copies nothing else.
-    private func wakeRoomWaiters() {
-        let stopping = core.shutdownMode != nil && core.shutdownMode != .drain
-        // (The core is read in place: passed as an argument, it would be copied.)
-        for waiter in roomWaiters.remove(where: { stopping || core.batchHasRoom($0.batch, below: $0.limit) }) {
-            waiter.resume()
-        }
-    }
-
-    private func timerLoop() async {
-        while !hasStopped {
-            guard let deadline = core.nextDeadline else {
-                await withCheckedContinuation { timerIdle = $0 }
-                continue
-            }
-            let clock = self.clock
-            let sleeper = Task { _ = try? await clock.sleep(deadline) }
-            timerSleeper = sleeper
-            sleepingUntil = deadline
-            await sleeper.value
-            timerSleeper = nil
-            sleepingUntil = nil
-            guard !hasStopped else { return }
-            let now = clock.now()
-            perform(core.timersDue(now: now), now: now)
-        }
-    }
-
-    private func rearmTimer() {
-        guard let next = core.nextDeadline else { return }
-        if let idle = timerIdle {
-            timerIdle = nil
-            idle.resume()
-        } else if let until = sleepingUntil, next < until {
-            timerSleeper?.cancel()
-        }
-    }
-
-    /// Performs the core's actions. Events are published before any start is handed out, so a
-    /// job's `started` always precedes its output. A start on `preferred` is returned instead of
-    /// launched, for the caller to run in the task it already has.
-    ///
-    /// - Parameter starts: What launching each `.start` action needs (its job's handle and spec),
-    ///   in order, when the caller has it (``SchedulerCore/moveActions(into:starts:)``); else each
-    ///   job is looked up by id.
-    @discardableResult
-    private func perform(
-        _ actions: [SchedulerCore.Action], starts: [SchedulerCore.Start]? = nil, now: SchedulerTime,
-        continuing preferred: WorkerID? = nil
-    ) -> JobAssignmentHandle? {
-        guard !actions.isEmpty else { return nil }
-        // Reused buffers (nothing here awaits, so no other step can use them meanwhile).
-        var events = stepEvents
-        var ended = stepEnded
-        var started = stepStarted
-        stepEvents = []
-        stepEnded = []
-        stepStarted = []
-        defer {
-            events.removeAll(keepingCapacity: true)
-            ended.removeAll(keepingCapacity: true)
-            started.removeAll(keepingCapacity: true)
-            stepEvents = events
-            stepEnded = ended
-            stepStarted = started
-        }
-        var launches: [JobAssignmentHandle] = []
-        var inline: JobAssignmentHandle?
-        var stops: [(JobControl, StopReason)] = []
-        var startIndex = 0
-        for action in actions {
-            switch action {
-            case .emit(let kind):
-                events.append(kind)
-                if kind.isFinal, let id = kind.jobID { ended.append(id) }
-                // Before the attempt's output (launched below): a separator after the last one's.
-                if case .started(let id, let attempt, let maxAttempts, _) = kind, attempt > 1 {
-                    store.attemptStarted(id, attempt: attempt, of: maxAttempts)
-                }
-            case .start(let id, let attempt, let workerID):
-                // (A start the core made without its `Start` is looked up: never on the path that
-                // passes `starts`, where the core makes one per start.)
-                let known = starts.flatMap { startIndex < $0.count ? $0[startIndex] : nil }
-                startIndex += 1
-                guard let worker = workers[workerID], let start = known ?? core.launch(of: id) else { continue }
-                let control = JobControl()
-                let index = Int(start.handle.index)
-                if index >= controls.count { controls.append(contentsOf: repeatElement(nil, count: index - controls.count + 1)) }
-                controls[index] = control
-                started.append(id)
-                let reporter = JobReporter(jobID: id, attempt: attempt, store: store, bus: bus, clock: clock, scheduler: self)
-                let handle = JobAssignmentHandle(
-                    assignment: JobAssignment(
-                        jobID: id, attempt: attempt, submitted: start.submitted, priority: start.priority,
-                        reporter: reporter, control: control),
-                    worker: worker, job: start.handle)
-                if inline == nil && workerID == preferred {
-                    inline = handle
-                } else {
-                    launches.append(handle)
-                }
-            case .stop(let id, _, let reason):
-                // A stop names a running job, whose control was set when it started.
-                if let index = core.handle(of: id).map({ Int($0.index) }), index < controls.count, let control = controls[index] {
-                    stops.append((control, reason))
-                }
-            case .removeWorker(let id):
-                workers.removeValue(forKey: id)?.leave()
+            sinceYield += 1
+            if sinceYield == Self.attemptsBetweenYields, next != nil {
+                sinceYield = 0
+                await Task.yield()
             }
         }
-        store.attemptsStarted(started)
-        // Stops are requested before their `stopping` events go out: a subscriber that acts on
-        // one (a second Ctrl-C that kills every process group at once) must find the stop
-        // already asked for, or the killed attempt would count as ending by itself (failed,
-        // "killed by SIGKILL") instead of cancelled.
-        for (control, reason) in stops { control.requestStop(reason, grace: configuration.gracePeriod) }
-        // These very events may have put a lossless subscriber behind: hold back the next job
-        // now, not when the flow gate's observer gets the actor (jobs finishing in a tight loop
-        // would get there first).
-        if bus.publish(events, time: now) && !core.isDispatchHeld { flowChanged() }
-        store.jobsEnded(ended)
-        launcher.send(contentsOf: launches)
-        rearmTimer()
-        if !roomWaiters.isEmpty { wakeRoomWaiters() }
-        if core.shutdownMode != nil && core.isShutdownComplete && !hasStopped {
-            hasStopped = true
-            launcher.finish()
-            timerSleeper?.cancel()
-            timerIdle?.resume()
-            timerIdle = nil
+    }
+
+    private nonisolated func timerLoop() async {
+        /// What the timer does next, decided under the lock.
+        enum Next {
+            case stop
+            case idle
+            case sleep(Task<Void, Never>)
         }
-        return inline
-    }
-}
-
-/// The callers of ``Scheduler/waitForRoom(in:below:)`` waiting now: what each waits for, apart
-/// from its continuation, so that the check after every step copies (retains) no continuation.
-private struct RoomWaiters {
-    struct Condition {
-        let batch: BatchID
-        let limit: Int
-        let id: Int
-    }
-
-    private var conditions: [Condition] = []
-    private var continuations: [CheckedContinuation<Void, Never>] = []
-
-    var count: Int { conditions.count }
-    var isEmpty: Bool { conditions.isEmpty }
-
-    mutating func append(_ condition: Condition, _ continuation: CheckedContinuation<Void, Never>) {
-        conditions.append(condition)
-        continuations.append(continuation)
-    }
-
-    /// Takes out the waiter `id`, if it still waits.
-    mutating func remove(_ id: Int) -> CheckedContinuation<Void, Never>? {
-        guard let index = conditions.firstIndex(where: { $0.id == id }) else { return nil }
-        conditions.remove(at: index)
-        return continuations.remove(at: index)
-    }
-
-    /// Takes out the waiters whose condition holds; nothing is allocated when none does.
-    mutating func remove(where holds: (Condition) -> Bool) -> [CheckedContinuation<Void, Never>] {
-        guard conditions.contains(where: holds) else { return [] }
-        var taken: [CheckedContinuation<Void, Never>] = []
-        var index = 0
-        while index < conditions.count {
-            if holds(conditions[index]) {
-                conditions.remove(at: index)
-                taken.append(continuations.remove(at: index))
-            } else {
-                index += 1
+        while true {
+            let next = withEngine { engine -> Next in
+                if engine.hasStopped { return .stop }
+                guard let deadline = engine.core.nextDeadline else { return .idle }
+                let clock = engine.clock
+                let sleeper = Task { _ = try? await clock.sleep(deadline) }
+                engine.timerSleeper = sleeper
+                engine.sleepingUntil = deadline
+                return .sleep(sleeper)
+            }
+            switch next {
+            case .stop:
+                return
+            case .idle:
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    withEngine { engine in
+                        // Checked again in the step that stores the waiter: a deadline or a stop
+                        // that came since is not missed.
+                        if engine.hasStopped || engine.core.nextDeadline != nil { return continuation.resume() }
+                        engine.timerIdle = continuation
+                    }
+                }
+            case .sleep(let sleeper):
+                await sleeper.value
+                let stops = withEngine { engine -> Bool in
+                    engine.timerSleeper = nil
+                    engine.sleepingUntil = nil
+                    guard !engine.hasStopped else { return true }
+                    let now = engine.clock.now()
+                    engine.perform(engine.core.timersDue(now: now), now: now, scheduler: self)
+                    return false
+                }
+                if stops { return }
             }
         }
-        return taken
-    }
-
-    /// Takes out every waiter.
-    mutating func removeAll() -> [CheckedContinuation<Void, Never>] {
-        conditions = []
-        defer { continuations = [] }
-        return continuations
     }
 }

@@ -113,6 +113,41 @@ struct DispatchPathTests {
         await running
     }
 
+    @Test func anAttemptEndThatFindsTheLockTakenIsReportedByTheStepHoldingItAndItsSlotRunsTheNextJob() async throws {
+        // Given one local slot running a closure job that waits for a gate, and another job
+        // queued behind it.
+        let scheduler = Scheduler(configuration: .init(localSlots: 1, seed: 8))
+        async let running: Void = scheduler.run()
+        var reader = EventReader(await scheduler.events())
+        let (gate, openGate) = AsyncStream<Void>.makeStream()
+        let first = try await scheduler.submit(JobSpec(name: "first", work: .closure { _ in
+            for await _ in gate {}
+        }))
+        let second = try await scheduler.submit(JobSpec(name: "second", work: .closure { _ in }))
+        await reader.next { $0.isStarted(first) }
+
+        // When the first job ends while a step holds the scheduler's lock (a thread holds it
+        // until the end waits for it).
+        let (held, lockIsHeld) = AsyncStream<Void>.makeStream()
+        async let holding: Void = scheduler.holdLock(untilEndsWait: 1) { lockIsHeld.finish() }
+        for await _ in held {}
+        openGate.finish()
+        await holding
+
+        // Then that step reported the end, and the slot ran the next job: both succeeded, the
+        // second on the same worker, started after the first ended.
+        #expect(await reader.final(of: first)?.name == "succeeded")
+        #expect(await reader.final(of: second)?.name == "succeeded")
+        #expect(await scheduler.endsReportedForOtherSlots == 1)
+        let workers = reader.seen.compactMap { event -> WorkerID? in
+            if case .started(_, _, _, let worker) = event.kind { return worker }
+            return nil
+        }
+        #expect(workers.count == 2 && workers[0] == workers[1])
+        await scheduler.shutdown(.graceful)
+        await running
+    }
+
     @Test func manyClosureJobsOnOneSlotWithCancelsEachEndExactlyOnceInOrder() async throws {
         // Given 2,000 closure jobs on one slot, every tenth cancelled while queued or running.
         let scheduler = Scheduler(configuration: .init(localSlots: 1, seed: 6))
