@@ -113,9 +113,9 @@ final class EventBus: Sendable {
     /// Adds a subscriber whose first event is the snapshot `makeSnapshot` builds for the
     /// sequence number at which it was registered.
     ///
-    /// Call it from the one publisher of state changes (the scheduler's actor), so that no state
-    /// change is published while the snapshot is built; output and progress published from other
-    /// threads meanwhile follow the snapshot in order.
+    /// Call it from the one publisher of state changes (a step under the scheduler's lock), so
+    /// that no state change is published while the snapshot is built; output and progress
+    /// published from other threads meanwhile follow the snapshot in order.
     func subscribe(
         limit: Int, includeOutput: Bool, isLossless: Bool = false, time: SchedulerTime,
         makeSnapshot: (UInt64) -> SchedulerSnapshot
