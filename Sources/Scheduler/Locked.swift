@@ -23,15 +23,6 @@ public struct Locked<State: Sendable>: @unchecked Sendable {
         storage = Storage.make(initial)
     }
 
-    /// Runs `body` with the lock held and the state borrowed for mutation. Not re-entrant.
-    public func withLock<Result>(_ body: (inout State) -> Result) -> Result {
-        storage.withUnsafeMutablePointers { state, mutex in
-            pthread_mutex_lock(mutex)
-            defer { pthread_mutex_unlock(mutex) }
-            return body(&state.pointee)
-        }
-    }
-
     /// Runs `body` with the lock held and the state borrowed for mutation, passing on what it
     /// throws. Not re-entrant.
     public func withLock<Result, Failure: Error>(_ body: (inout State) throws(Failure) -> Result) throws(Failure) -> Result {

@@ -136,32 +136,35 @@ public actor Scheduler {
         }
     }
 
+    /// Attempt ends reported for slots that found the lock taken: each slot, and what it runs next.
+    private typealias ReportedEnds = [(slot: CheckedContinuation<JobAssignmentHandle?, Never>, next: InlineStart?)]
+
     /// Runs `body` under the engine's lock; before it lets go, it reports the attempt ends that
     /// slots left meanwhile (``drive(_:in:)``), and resumes their slots once it has.
     private nonisolated func withEngine<Result, Failure: Error>(
         _ body: (inout SchedulerEngine) throws(Failure) -> Result
     ) throws(Failure) -> Result {
-        var slots: [(CheckedContinuation<JobAssignmentHandle?, Never>, InlineStart?)] = []
+        var reported: ReportedEnds = []
         let outcome = engine.withLock { engine -> Swift.Result<Result, Failure> in
-            defer { reportWaitingEnds(&engine, into: &slots) }
+            defer { reported = reportWaitingEnds(&engine) }
             do throws(Failure) {
                 return .success(try body(&engine))
             } catch {
                 return .failure(error)
             }
         }
-        resume(slots)
+        resume(reported)
         return try outcome.get()
     }
 
-    /// ``withEngine(_:)`` for a body that throws nothing.
-    private nonisolated func withEngine<Result>(_ body: (inout SchedulerEngine) -> Result) -> Result {
-        var slots: [(CheckedContinuation<JobAssignmentHandle?, Never>, InlineStart?)] = []
-        let result = engine.withLock { engine -> Result in
-            defer { reportWaitingEnds(&engine, into: &slots) }
+    /// ``withEngine(_:)`` if the lock is free now; else `nil` at once.
+    private nonisolated func withEngineIfFree<Result>(_ body: (inout SchedulerEngine) -> Result) -> Result? {
+        var reported: ReportedEnds = []
+        let result = engine.withLockIfFree { engine -> Result in
+            defer { reported = reportWaitingEnds(&engine) }
             return body(&engine)
         }
-        resume(slots)
+        resume(reported)
         return result
     }
 
@@ -170,17 +173,16 @@ public actor Scheduler {
         start.handle(store: store, bus: bus, clock: clock, scheduler: self)
     }
 
-    /// Reports every attempt end that waits, collecting what each slot runs next.
-    private nonisolated func reportWaitingEnds(
-        _ engine: inout SchedulerEngine, into slots: inout [(CheckedContinuation<JobAssignmentHandle?, Never>, InlineStart?)]
-    ) {
+    /// Reports every attempt end that waits; returns what each slot runs next.
+    private nonisolated func reportWaitingEnds(_ engine: inout SchedulerEngine) -> ReportedEnds {
+        var reported: ReportedEnds = []
         while true {
             var ends: [WaitingEnd] = []
             waitingEnds.withLock { swap(&ends, &$0.ends) }
-            guard !ends.isEmpty else { return }
+            guard !ends.isEmpty else { return reported }
             engine.endsReportedForOtherSlots += ends.count
             for end in ends {
-                slots.append((end.slot, engine.finished(end.handle, end.termination, spare: end.spare, scheduler: self)))
+                reported.append((end.slot, engine.finished(end.handle, end.termination, spare: end.spare, scheduler: self)))
             }
         }
     }
@@ -188,15 +190,14 @@ public actor Scheduler {
     /// Resumes slots whose ends were reported (outside the lock); then, while ends wait and the
     /// lock is free, reports them too: an end left just after the last holder looked, whose slot
     /// found the lock still taken, is not stranded.
-    private nonisolated func resume(_ slots: [(CheckedContinuation<JobAssignmentHandle?, Never>, InlineStart?)]) {
-        for (slot, next) in slots { slot.resume(returning: next.map(assignmentHandle(for:))) }
-        while waitingEnds.withLock({ !$0.ends.isEmpty }) {
-            guard let more = engine.withLockIfFree({ engine in
-                var slots: [(CheckedContinuation<JobAssignmentHandle?, Never>, InlineStart?)] = []
-                reportWaitingEnds(&engine, into: &slots)
-                return slots
-            }) else { return }
-            for (slot, next) in more { slot.resume(returning: next.map(assignmentHandle(for:))) }
+    private nonisolated func resume(_ reported: ReportedEnds) {
+        var reported = reported
+        while true {
+            for end in reported { end.slot.resume(returning: end.next.map(assignmentHandle(for:))) }
+            guard waitingEnds.withLock({ !$0.ends.isEmpty }),
+                  let more = engine.withLockIfFree({ reportWaitingEnds(&$0) })
+            else { return }
+            reported = more
         }
     }
 
@@ -657,19 +658,13 @@ public actor Scheduler {
             let isCancelled = slot.end()
             // Reported under the lock when it is free; else left for its holder to report (a
             // slot never sleeps on the lock: its task waits, and its thread runs other tasks).
-            var slots: [(CheckedContinuation<JobAssignmentHandle?, Never>, InlineStart?)] = []
             let spare = JobControl()
-            let reported = engine.withLockIfFree { engine -> InlineStart? in
-                defer { reportWaitingEnds(&engine, into: &slots) }
-                return engine.finished(handle, termination, spare: spare, scheduler: self)
-            }
-            if let reported {
-                resume(slots)
+            if let reported = withEngineIfFree({ $0.finished(handle, termination, spare: spare, scheduler: self) }) {
                 next = reported.map(assignmentHandle(for:))
             } else {
-                next = await withCheckedContinuation { (slot: CheckedContinuation<JobAssignmentHandle?, Never>) in
+                next = await withCheckedContinuation { (continuation: CheckedContinuation<JobAssignmentHandle?, Never>) in
                     let watcher = waitingEnds.withLock { waiting -> DispatchSemaphore? in
-                        waiting.ends.append(WaitingEnd(handle: handle, termination: termination, spare: spare, slot: slot))
+                        waiting.ends.append(WaitingEnd(handle: handle, termination: termination, spare: spare, slot: continuation))
                         return waiting.watcher
                     }
                     watcher?.signal()

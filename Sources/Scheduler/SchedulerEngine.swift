@@ -4,8 +4,8 @@
 ///
 /// A lock rather than the actor's isolation so that a slot reports its attempt's end and takes
 /// its next job in its own task, on its own thread: through the actor, every job cost a hop onto
-/// it and a hop back to the global executor, each a queued job and often a thread wake-up, which
-/// was a third of the CPU the closure benchmark spent. A step never awaits, so the lock is held
+/// it and a hop back to the global executor, each a queued job and often a thread wake-up: about a
+/// third of the scheduler's CPU in the closure benchmark. A step never awaits, so the lock is held
 /// only while the core decides and its actions are performed (short; a submission of many jobs
 /// at once is the longest). Events are published under it, so their numbers follow the order of
 /// the steps, and a new subscriber's snapshot is built under it, so no state change is published
