@@ -205,14 +205,20 @@ final class EventBus: Sendable {
         }
     }
 
-    /// ``pull(_:budget:)`` with a budget of its own.
+    /// ``pull(_:budget:recycling:)`` with a budget of its own.
     func pull(_ token: Int) async -> Pull {
         var budget = YieldBudget()
-        return await pull(token, budget: &budget)
+        var spare: [SchedulerEvent] = []
+        return await pull(token, budget: &budget, recycling: &spare)
     }
 
     /// Takes everything buffered for `token`, waiting while there is nothing.
-    func pull(_ token: Int, budget: inout YieldBudget) async -> Pull {
+    ///
+    /// - Parameter spare: An empty array whose storage becomes the subscriber's next buffer
+    ///   (the batch it took last time, emptied): a subscriber pulls every few events while jobs
+    ///   end quickly (350,000 pulls for 400,000 closure jobs), and a fresh buffer per pull was
+    ///   an allocation under the lock the publisher needs and a free in the subscriber.
+    func pull(_ token: Int, budget: inout YieldBudget, recycling spare: inout [SchedulerEvent]) async -> Pull {
         var yields = 0
         // The count of changes when the buffer was last looked at under the lock (`nil`: look).
         var looked: UInt64?
@@ -220,7 +226,7 @@ final class EventBus: Sendable {
             let now = changes.load(ordering: .acquiring)
             if looked != now {
                 looked = now
-                if let ready = tryPull(token) { return ready }
+                if let ready = tryPull(token, recycling: &spare) { return ready }
             }
             if Task.isCancelled { return .finished }
             if yields < budget.yields {
@@ -252,13 +258,13 @@ final class EventBus: Sendable {
         }
     }
 
-    private func tryPull(_ token: Int) -> Pull? {
+    private func tryPull(_ token: Int, recycling spare: inout [SchedulerEvent]) -> Pull? {
         let (pull, flowChange) = state.withLock { state -> (Pull?, UInt64?) in
             // The subscriber is changed where it is (by index): taking a copy out and putting it
             // back cost two hash lookups and a retain and release of each of its references, on
             // every pull, under the lock the publisher needs.
             guard let index = state.subscribers.index(forKey: token) else { return (.finished, nil) }
-            switch state.subscribers.values[index].takeBuffer() {
+            switch state.subscribers.values[index].takeBuffer(recycling: &spare) {
             case .awaitsSnapshot: return (nil, nil)
             case .lagged: return (.lagged, nil)
             case .empty: return (state.isFinished ? .finished : nil, nil)
@@ -340,16 +346,16 @@ extension EventBus.Subscriber {
         return true
     }
 
-    /// Hands out the buffered events, if the subscriber may have them now.
-    fileprivate mutating func takeBuffer() -> Taken {
+    /// Hands out the buffered events, if the subscriber may have them now; `spare` (empty)
+    /// becomes the buffer.
+    fileprivate mutating func takeBuffer(recycling spare: inout [SchedulerEvent]) -> Taken {
         if awaitsSnapshot { return .awaitsSnapshot }
         if missed != nil { return .lagged }
         if buffer.isEmpty { return .empty }
-        let events = buffer
-        // The next batch is likely as big: allocate it once instead of regrowing.
-        buffer = []
+        var events = spare
+        spare = []
+        swap(&events, &buffer)
         outputBytes = 0
-        buffer.reserveCapacity(min(events.count, limit))
         defer { isCongested = false }
         return .events(events, wasCongested: isCongested)
     }

@@ -35,6 +35,8 @@ public struct EventStream: AsyncSequence, Sendable {
         private var batch: [SchedulerEvent] = []
         private var index = 0
         private var yieldBudget = EventBus.YieldBudget()
+        /// The most events a batch's storage holds and still goes back to the bus for reuse.
+        private static let largestRecycled = 4_096
 
         init(subscription: Subscription) {
             self.subscription = subscription
@@ -63,10 +65,13 @@ public struct EventStream: AsyncSequence, Sendable {
                     defer { index += 1 }
                     return batch[index]
                 }
-                switch await subscription.bus.pull(subscription.token, budget: &yieldBudget) {
+                // The batch read is emptied here, outside the bus's lock, and its storage
+                // handed back for the next one (unless a burst made it big: not kept for good).
+                if batch.capacity > Self.largestRecycled { batch = [] } else { batch.removeAll(keepingCapacity: true) }
+                index = 0
+                switch await subscription.bus.pull(subscription.token, budget: &yieldBudget, recycling: &batch) {
                 case .events(let events):
                     batch = events
-                    index = 0
                 case .lagged:
                     await subscription.resync(subscription.token)
                 case .finished:

@@ -96,13 +96,6 @@ public struct JobSpec: Sendable, Codable {
 
     /// The name to show: the given name, else the command.
     public var displayName: String { name ?? work.description }
-
-    /// This spec with no dependencies (what the core keeps once it has them by id).
-    var withoutDependencies: JobSpec {
-        var spec = self
-        spec.dependencies = []
-        return spec
-    }
 }
 
 /// The body of a job.

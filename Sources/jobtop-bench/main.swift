@@ -71,7 +71,9 @@ func schedulerClosures(count: Int, width: Int) async throws {
     let events = await scheduler.events(includeOutput: false)
     async let consumed = countFinals(events, upTo: count)
     let spec = JobSpec(work: .closure { _ in })
-    let batch = [JobSpec](repeating: spec, count: 10_000)
+    // JOBTOP_BENCH_BATCH=N: specs per submission (`jobtop run` submits a list 1,024 at a time).
+    let batchSize = ProcessInfo.processInfo.environment["JOBTOP_BENCH_BATCH"].flatMap { Int($0) } ?? 10_000
+    let batch = [JobSpec](repeating: spec, count: batchSize)
     // JOBTOP_BENCH_WINDOW=N: at most N unfinished jobs submitted at a time, as `jobtop run`
     // streams a long list (else all are queued as fast as they can be submitted).
     let window = ProcessInfo.processInfo.environment["JOBTOP_BENCH_WINDOW"].flatMap { Int($0) }
@@ -100,9 +102,11 @@ func benchClosures() async throws {
     var jobs: [Double] = []
     var rawCPU: [Double] = []
     var jobsCPU: [Double] = []
-    for _ in 0..<3 {
+    // JOBTOP_BENCH_PROFILE=1: the scheduler's part once, without the baseline, for a profiler.
+    let profiling = ProcessInfo.processInfo.environment["JOBTOP_BENCH_PROFILE"] == "1"
+    for _ in 0..<(profiling ? 1 : 3) {
         var cpu = cpuSeconds()
-        raw.append(await measure { await rawTaskGroup(count: count, width: width) })
+        raw.append(profiling ? 1 : await measure { await rawTaskGroup(count: count, width: width) })
         rawCPU.append(cpuSeconds() - cpu)
         cpu = cpuSeconds()
         jobs.append(try await measure { try await schedulerClosures(count: count, width: width) })
