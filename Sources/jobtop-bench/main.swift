@@ -287,10 +287,28 @@ func benchCore() async {
 
 /// The core's cost per job for a workflow: 100,000 jobs in a random DAG across 10 groups with
 /// limits, against the same jobs flat (no groups, no dependencies), in the same run.
+/// SplitMix64 from a seed, else the system's generator.
+struct BenchRandom: RandomNumberGenerator {
+    var state: UInt64?
+    var system = SystemRandomNumberGenerator()
+
+    init(seed: UInt64?) { state = seed }
+
+    mutating func next() -> UInt64 {
+        guard var z = state else { return system.next() }
+        z &+= 0x9E37_79B9_7F4A_7C15
+        state = z
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
 func benchDAG() async {
     let count = countOverride ?? 100_000
     print("## SchedulerCore alone: \(count) jobs, flat vs a random DAG across 10 groups (8 slots; load \(loadAverage()))")
-    var random = SystemRandomNumberGenerator()
+    // JOBTOP_BENCH_SEED=N: the same DAG and group limits in every run (else a new one each).
+    var random = BenchRandom(seed: ProcessInfo.processInfo.environment["JOBTOP_BENCH_SEED"].flatMap { UInt64($0) })
     let work = JobWork.closure { _ in }
     let flat = (0..<count).map { _ in JobSpec(work: work) }
     let groups = (0..<10).map { "g\($0)" }
@@ -355,6 +373,7 @@ func benchDAG() async {
     }
     if only != nil { flatTimes.append(contentsOf: dagTimes); dagTimes = flatTimes }
     let (f, d) = (median(flatTimes), median(dagTimes))
+    print("group limits: \(limits.map { $0.map(String.init) ?? "-" }.joined(separator: " "))")
     print("CPU per job, median of 5: flat: \(format(f * 1e6, 3)) µs   DAG across 10 groups: \(format(d * 1e6, 3)) µs   ratio \(format(d / f))× (target ≤ 1.5×)")
     print()
 }
