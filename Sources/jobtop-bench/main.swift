@@ -113,6 +113,7 @@ func benchClosures() async throws {
         jobsCPU.append(cpuSeconds() - cpu)
     }
     let r = median(raw), s = median(jobs)
+    print("runs, in order: raw \(raw.map { format($0) }.joined(separator: ", ")) s; scheduler \(jobs.map { format($0) }.joined(separator: ", ")) s")
     let perTask = { (cpu: [Double]) in format(median(cpu) / Double(count) * 1e6) }
     print("raw TaskGroup (width \(width)): \(format(r)) s  = \(Int(Double(count) / r)) tasks/s  (CPU \(perTask(rawCPU)) µs/task)")
     print("scheduler:                 \(format(s)) s  = \(Int(Double(count) / s)) jobs/s  (CPU \(perTask(jobsCPU)) µs/job)")
