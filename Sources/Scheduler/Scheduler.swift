@@ -145,16 +145,12 @@ public actor Scheduler {
         _ body: (inout SchedulerEngine) throws(Failure) -> Result
     ) throws(Failure) -> Result {
         var reported: ReportedEnds = []
-        let outcome = engine.withLock { engine -> Swift.Result<Result, Failure> in
+        // After the lock is let go, whether `body` returned or threw.
+        defer { resume(reported) }
+        return try engine.withLock { (engine) throws(Failure) -> Result in
             defer { reported = reportWaitingEnds(&engine) }
-            do throws(Failure) {
-                return .success(try body(&engine))
-            } catch {
-                return .failure(error)
-            }
+            return try body(&engine)
         }
-        resume(reported)
-        return try outcome.get()
     }
 
     /// ``withEngine(_:)`` if the lock is free now; else `nil` at once.

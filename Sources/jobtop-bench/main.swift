@@ -106,18 +106,26 @@ func benchClosures() async throws {
     let profiling = ProcessInfo.processInfo.environment["JOBTOP_BENCH_PROFILE"] == "1"
     for _ in 0..<(profiling ? 1 : 3) {
         var cpu = cpuSeconds()
-        raw.append(profiling ? 1 : await measure { await rawTaskGroup(count: count, width: width) })
-        rawCPU.append(cpuSeconds() - cpu)
+        if !profiling {
+            raw.append(await measure { await rawTaskGroup(count: count, width: width) })
+            rawCPU.append(cpuSeconds() - cpu)
+        }
         cpu = cpuSeconds()
         jobs.append(try await measure { try await schedulerClosures(count: count, width: width) })
         jobsCPU.append(cpuSeconds() - cpu)
     }
-    let r = median(raw), s = median(jobs)
-    print("runs, in order: raw \(raw.map { format($0) }.joined(separator: ", ")) s; scheduler \(jobs.map { format($0) }.joined(separator: ", ")) s")
+    let s = median(jobs)
     let perTask = { (cpu: [Double]) in format(median(cpu) / Double(count) * 1e6) }
-    print("raw TaskGroup (width \(width)): \(format(r)) s  = \(Int(Double(count) / r)) tasks/s  (CPU \(perTask(rawCPU)) µs/task)")
-    print("scheduler:                 \(format(s)) s  = \(Int(Double(count) / s)) jobs/s  (CPU \(perTask(jobsCPU)) µs/job)")
-    print("ratio scheduler/raw: \(format(s / r))x wall, \(format(median(jobsCPU) / median(rawCPU)))x CPU   (target <= 3x, >= 300k jobs/s)")
+    let scheduler = "scheduler:                 \(format(s)) s  = \(Int(Double(count) / s)) jobs/s  (CPU \(perTask(jobsCPU)) µs/job)"
+    if profiling {
+        print(scheduler)
+    } else {
+        let r = median(raw)
+        print("runs, in order: raw \(raw.map { format($0) }.joined(separator: ", ")) s; scheduler \(jobs.map { format($0) }.joined(separator: ", ")) s")
+        print("raw TaskGroup (width \(width)): \(format(r)) s  = \(Int(Double(count) / r)) tasks/s  (CPU \(perTask(rawCPU)) µs/task)")
+        print(scheduler)
+        print("ratio scheduler/raw: \(format(s / r))x wall, \(format(median(jobsCPU) / median(rawCPU)))x CPU   (target <= 3x, >= 300k jobs/s)")
+    }
     print("load average at end: \(loadAverage())")
     print()
 }
@@ -286,8 +294,6 @@ func benchCore() async {
     print()
 }
 
-/// The core's cost per job for a workflow: 100,000 jobs in a random DAG across 10 groups with
-/// limits, against the same jobs flat (no groups, no dependencies), in the same run.
 /// SplitMix64 from a seed, else the system's generator.
 struct BenchRandom: RandomNumberGenerator {
     var state: UInt64?
@@ -305,6 +311,8 @@ struct BenchRandom: RandomNumberGenerator {
     }
 }
 
+/// The core's cost per job for a workflow: 100,000 jobs in a random DAG across 10 groups with
+/// limits, against the same jobs flat (no groups, no dependencies), in the same run.
 func benchDAG() async {
     let count = countOverride ?? 100_000
     print("## SchedulerCore alone: \(count) jobs, flat vs a random DAG across 10 groups (8 slots; load \(loadAverage()))")
