@@ -1805,7 +1805,7 @@ public struct SchedulerCore: Sendable {
         dependencyLinks.prefetch(jobs[handle].firstDependency)
     }
 
-        /// Drops a finished job's record; a job that waits for it still learns how it ended.
+    /// Drops a finished job's record; a job that waits for it still learns how it ended.
     private mutating func dropFinishedRecord(_ handle: JobHandle) {
         dropDependents(of: handle)
         forgetDependencies(of: handle)
