@@ -31,6 +31,11 @@ func cpuSeconds() -> Double {
 
 func format(_ value: Double, _ digits: Int = 2) -> String { String(format: "%.\(digits)f", value) }
 
+/// Every run's figure, in order, each times `scale`: what a median leaves out.
+func runs(_ values: [Double], scale: Double = 1) -> String {
+    values.map { format($0 * scale) }.joined(separator: ", ")
+}
+
 /// The load averages (1, 5, 15 minutes) from /proc/loadavg, as `uptime` prints them: figures
 /// measured while other work keeps the machine busy are labelled with it.
 func loadAverage() -> String {
@@ -106,7 +111,7 @@ func benchClosures() async throws {
     // JOBTOP_BENCH_ONLY=raw: the baseline only (to see how it moves without a scheduler run
     // between its runs).
     let profiling = ProcessInfo.processInfo.environment["JOBTOP_BENCH_PROFILE"] == "1"
-    let rawOnly = ProcessInfo.processInfo.environment["JOBTOP_BENCH_ONLY"] == "raw"
+    let rawOnly = !profiling && ProcessInfo.processInfo.environment["JOBTOP_BENCH_ONLY"] == "raw"
     for _ in 0..<(profiling ? 1 : 3) {
         var cpu = cpuSeconds()
         if !profiling {
@@ -119,7 +124,6 @@ func benchClosures() async throws {
         jobsCPU.append(cpuSeconds() - cpu)
     }
     let perTask = { (cpu: [Double]) in format(median(cpu) / Double(count) * 1e6) }
-    let runs = { (times: [Double]) in times.map { format($0) }.joined(separator: ", ") }
     if !profiling {
         let r = median(raw)
         print("raw TaskGroup (width \(width)): \(format(r)) s  = \(Int(Double(count) / r)) tasks/s  (CPU \(perTask(rawCPU)) µs/task; runs, in order: \(runs(raw)) s)")
@@ -128,9 +132,9 @@ func benchClosures() async throws {
         let s = median(jobs)
         print("scheduler:                 \(format(s)) s  = \(Int(Double(count) / s)) jobs/s  (CPU \(perTask(jobsCPU)) µs/job; runs, in order: \(runs(jobs)) s)")
         if !profiling {
-            // The baseline moves by up to 40% between runs of one process (3.1–5.4 s for 1M
-            // tasks), and a slow baseline flatters the ratio: it is also given against the
-            // fastest baseline run, the figure the target is judged on.
+            // The baseline moves by up to 40% between runs of one process, and a slow one
+            // flatters the ratio of the medians: the ratio against the fastest baseline run is
+            // given beside it.
             print("ratio scheduler/raw: \(format(s / median(raw)))x wall (medians), \(format(s / raw.min()!))x against the fastest raw run, \(format(median(jobsCPU) / median(rawCPU)))x CPU   (target <= 3x, >= 300k jobs/s)")
         }
     }
@@ -398,8 +402,7 @@ func benchDAG() async {
     if only == "dag" || only == "flat" { flatTimes.append(contentsOf: dagTimes); dagTimes = flatTimes }
     let (f, d) = (median(flatTimes), median(dagTimes))
     print("group limits: \(limits.map { $0.map(String.init) ?? "-" }.joined(separator: " "))")
-    let micro = { (times: [Double]) in times.map { format($0 * 1e6, 2) }.joined(separator: ", ") }
-    print("runs, in order (µs per job): flat \(micro(flatTimes)); DAG \(micro(dagTimes))")
+    print("runs, in order (µs per job): flat \(runs(flatTimes, scale: 1e6)); DAG \(runs(dagTimes, scale: 1e6))")
     print("CPU per job, median of \(pairs) after a warm-up pair: flat: \(format(f * 1e6, 3)) µs   DAG across 10 groups: \(format(d * 1e6, 3)) µs   ratio \(format(d / f))× (target ≤ 1.5×)")
     print()
 }
