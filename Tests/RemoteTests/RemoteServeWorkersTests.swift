@@ -84,7 +84,10 @@ struct RemoteServeWorkersTests {
         // Then the worker stops the job at once (its connection is gone): no process of it is left.
         let stopped = await eventually(within: .seconds(30)) { kill(-group, 0) != 0 && errno == ESRCH }
         #expect(stopped, "the job's process group \(group) still runs after serve died")
-        #expect(worker.output.contains("running jobs were stopped"), "\(worker.output)")
+        // The worker says so once its connection's end is handled, which may come a moment after
+        // the group is gone (the group dies first, then the session ends and the line is written).
+        let said = await eventually(within: .seconds(30)) { worker.output.contains("running jobs were stopped") }
+        #expect(said, "\(worker.output)")
 
         // When serve starts again on the same address.
         serve = try await Serve.start(in: scratch, port: serve.workersPort)
