@@ -39,6 +39,12 @@ struct DashboardMouseSignalTmuxTests {
         let screen = try await tmux.waitForDashboard("one running, three queued") { $0.contains { $0.contains("echo third") && $0.contains("queued") } }
         let row = try #require(screen.firstIndex { $0.contains("echo third") })
         Self.click(tmux, row: row, column: 20)
+        // The click selects its row: the selection's background (46, cyan) is on it. Awaited
+        // before `e`, so a click that is not seen fails here, by name. (A loaded full run once
+        // showed `e` acting on the first row, the click not seen: its cause is not known.)
+        try await tmux.waitFor("the clicked row selected", styled: true) { screen in
+            screen.contains { $0.contains("\u{1B}[46m") && $0.contains("echo third") }
+        }
         // The selected job is the one `e` edits: its command shows in the prompt.
         tmux.keys("e")
         try await tmux.waitFor("the edit prompt of the clicked job") { $0.contains { $0.contains(": echo third") && $0.contains("Command of") } }

@@ -442,9 +442,12 @@ final class TmuxSession: Sendable {
         }?.key
     }
 
-    /// The screen's rows, trailing blanks removed.
-    func capture() -> [String] {
-        guard let result = try? Self.tmux(["capture-pane", "-p", "-t", "0"], socket: socket), result.status == 0 else { return [] }
+    /// The screen's rows, trailing blanks removed; `styled`: with the escape sequences of their
+    /// colours and attributes.
+    func capture(styled: Bool = false) -> [String] {
+        guard let result = try? Self.tmux(["capture-pane", "-p", "-t", "0"] + (styled ? ["-e"] : []), socket: socket),
+            result.status == 0
+        else { return [] }
         var lines = result.output.components(separatedBy: "\n")
         if lines.last == "" { lines.removeLast() }
         return lines.map { String($0.reversed().drop { $0 == " " }.reversed()) }
@@ -452,15 +455,17 @@ final class TmuxSession: Sendable {
 
     /// Polls the screen until `condition` holds; the deadline only guards against a hang.
     @discardableResult
-    func waitFor(_ what: String, timeout: Duration = .seconds(20), _ condition: ([String]) -> Bool) async throws -> [String] {
+    func waitFor(
+        _ what: String, timeout: Duration = .seconds(20), styled: Bool = false, _ condition: ([String]) -> Bool
+    ) async throws -> [String] {
         let deadline = ContinuousClock.now + timeout
-        var screen = capture()
+        var screen = capture(styled: styled)
         while !condition(screen) {
             guard ContinuousClock.now < deadline else {
                 throw TmuxError(message: "timed out waiting for \(what); the screen:\n" + screen.joined(separator: "\n"))
             }
             try await Task.sleep(for: .milliseconds(50))
-            screen = capture()
+            screen = capture(styled: styled)
         }
         return screen
     }
