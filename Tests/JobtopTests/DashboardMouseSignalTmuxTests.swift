@@ -36,13 +36,17 @@ struct DashboardMouseSignalTmuxTests {
         // may come more than the default 25 ms apart (a loaded full run once timed out waiting
         // for a click's effect; this is the likeliest cause, not a proven one).
         try await tmux.run("TERM=screen ESCDELAY=300 \(TmuxSession.binary) -j 1 -c 'sleep 300' -c 'echo first' -c 'echo second' -c 'echo third'")
-        let screen = try await tmux.waitForDashboard("one running, three queued") { $0.contains { $0.contains("echo third") && $0.contains("queued") } }
+        try await tmux.waitForDashboard("one running, three queued") { $0.contains { $0.contains("echo third") && $0.contains("queued") } }
+        // The row is read off a screen that stays the same for 100 ms, a frame written in full.
+        // Read off the first capture that showed the row, two loaded full runs selected the row
+        // above it (and one an unchanged row); a capture of a frame half-written is the likeliest
+        // cause, not a proven one: the failure message shows the screen the row was read from.
+        let screen = try await tmux.waitForSteady("the dashboard steady") { $0.contains { $0.contains("echo third") } }
         let row = try #require(screen.firstIndex { $0.contains("echo third") })
         Self.click(tmux, row: row, column: 20)
         // The click selects its row: the selection's background (46, cyan) is on it. Awaited
-        // before `e`, so a click that is not seen fails here, by name. (A loaded full run once
-        // showed `e` acting on the first row, the click not seen: its cause is not known.)
-        try await tmux.waitFor("the clicked row selected", styled: true) { screen in
+        // before `e`, so a click not seen, or seen on another row, fails here, by name.
+        try await tmux.waitFor("the clicked row selected (row \(row) of:\n\(screen.joined(separator: "\n"))\n)", styled: true) { screen in
             screen.contains { $0.contains("\u{1B}[46m") && $0.contains("echo third") }
         }
         // The selected job is the one `e` edits: its command shows in the prompt.

@@ -470,6 +470,23 @@ final class TmuxSession: Sendable {
         return screen
     }
 
+    /// Polls the screen until `condition` holds on two captures 100 ms apart that are the same:
+    /// a frame written in full, not one caught half-way.
+    @discardableResult
+    func waitForSteady(_ what: String, timeout: Duration = .seconds(20), _ condition: ([String]) -> Bool) async throws -> [String] {
+        let deadline = ContinuousClock.now + timeout
+        var previous: [String] = []
+        while true {
+            let screen = capture()
+            if screen == previous && condition(screen) { return screen }
+            guard ContinuousClock.now < deadline else {
+                throw TmuxError(message: "timed out waiting for \(what); the screen:\n" + screen.joined(separator: "\n"))
+            }
+            previous = screen
+            try await Task.sleep(for: .milliseconds(100))
+        }
+    }
+
     /// Polls the screen until the dashboard is drawn and `condition` holds.
     @discardableResult
     func waitForDashboard(_ what: String, _ condition: @escaping ([String]) -> Bool) async throws -> [String] {
