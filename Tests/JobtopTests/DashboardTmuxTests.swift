@@ -444,10 +444,18 @@ final class TmuxSession: Sendable {
 
     /// The screen's rows, trailing blanks removed; `styled`: with the escape sequences of their
     /// colours and attributes.
-    func capture(styled: Bool = false) -> [String] {
-        guard let result = try? Self.tmux(["capture-pane", "-p", "-t", "0"] + (styled ? ["-e"] : []), socket: socket),
-            result.status == 0
-        else { return [] }
+    ///
+    /// The tmux client runs and is waited for on a thread of its own: the tests poll the screen
+    /// every 50 ms, several at once, and on a loaded machine a capture takes long enough that
+    /// their blocking waits held the cooperative pool (two threads here), starving the in-process
+    /// coordinators of other tests (a heartbeat late by seconds).
+    func capture(styled: Bool = false) async -> [String] {
+        let arguments = ["capture-pane", "-p", "-t", "0"] + (styled ? ["-e"] : [])
+        let socket = socket
+        let captured = await withCheckedContinuation { continuation in
+            Thread { continuation.resume(returning: try? Self.tmux(arguments, socket: socket)) }.start()
+        }
+        guard let result = captured, result.status == 0 else { return [] }
         var lines = result.output.components(separatedBy: "\n")
         if lines.last == "" { lines.removeLast() }
         return lines.map { String($0.reversed().drop { $0 == " " }.reversed()) }
@@ -459,13 +467,13 @@ final class TmuxSession: Sendable {
         _ what: String, timeout: Duration = .seconds(20), styled: Bool = false, _ condition: ([String]) -> Bool
     ) async throws -> [String] {
         let deadline = ContinuousClock.now + timeout
-        var screen = capture(styled: styled)
+        var screen = await capture(styled: styled)
         while !condition(screen) {
             guard ContinuousClock.now < deadline else {
                 throw TmuxError(message: "timed out waiting for \(what); the screen:\n" + screen.joined(separator: "\n"))
             }
             try await Task.sleep(for: .milliseconds(50))
-            screen = capture(styled: styled)
+            screen = await capture(styled: styled)
         }
         return screen
     }
@@ -477,7 +485,7 @@ final class TmuxSession: Sendable {
         let deadline = ContinuousClock.now + timeout
         var previous: [String] = []
         while true {
-            let screen = capture()
+            let screen = await capture()
             if screen == previous && condition(screen) { return screen }
             guard ContinuousClock.now < deadline else {
                 throw TmuxError(message: "timed out waiting for \(what); the screen:\n" + screen.joined(separator: "\n"))
@@ -501,7 +509,7 @@ final class TmuxSession: Sendable {
         while true {
             if let found = value() { return found }
             guard ContinuousClock.now < deadline else {
-                throw TmuxError(message: "timed out waiting for \(what); the screen:\n" + capture().joined(separator: "\n"))
+                throw TmuxError(message: "timed out waiting for \(what); the screen:\n" + (await capture()).joined(separator: "\n"))
             }
             try await Task.sleep(for: .milliseconds(50))
         }
