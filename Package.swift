@@ -177,7 +177,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TUITests",
-            dependencies: ["TUI"]
+            dependencies: ["TUI", "JobtopTestSupport"]
         ),
         // Remote workers end to end: real worker processes on loopback.
         .testTarget(

@@ -452,9 +452,7 @@ final class TmuxSession: Sendable {
     func capture(styled: Bool = false) async -> [String] {
         let arguments = ["capture-pane", "-p", "-t", "0"] + (styled ? ["-e"] : [])
         let socket = socket
-        let captured = await withCheckedContinuation { continuation in
-            Thread { continuation.resume(returning: try? Self.tmux(arguments, socket: socket)) }.start()
-        }
+        let captured = await offThePool { try? Self.tmux(arguments, socket: socket) }
         guard let result = captured, result.status == 0 else { return [] }
         var lines = result.output.components(separatedBy: "\n")
         if lines.last == "" { lines.removeLast() }

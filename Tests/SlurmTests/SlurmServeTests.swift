@@ -94,7 +94,7 @@ extension SlurmEndToEndTests {
                   let placement = job["placement"] as? String,
                   let id = SlurmLeftovers.slurmID(inPlacement: placement) else { return false }
             oldID = id
-            return Self.slurmState(id) == "RUNNING" && SlurmCluster.hasProcess(marker)
+            return await offThePool { Self.slurmState(id) == "RUNNING" && SlurmCluster.hasProcess(marker) }
         }
         try #require(placed, "the job never ran on Slurm: \(serve.output)")
         let status = try await daemon.client(["status"])
@@ -117,7 +117,8 @@ extension SlurmEndToEndTests {
         let said = await eventually(within: .seconds(30)) { serve.output.contains("cancelled 1 Slurm job they left (\(oldID))") }
         #expect(said, "\(serve.output)")
         // Slurm passes through COMPLETING while it kills the job's processes.
-        #expect(await eventually(within: .seconds(30)) { Self.slurmState(oldID) == "CANCELLED" }, "\(Self.slurmState(oldID))")
+        let cancelledID = oldID
+        #expect(await eventuallyOffThePool(within: .seconds(30)) { Self.slurmState(cancelledID) == "CANCELLED" }, "\(Self.slurmState(oldID))")
         let succeeded = await Self.until(within: .seconds(120)) {
             try await daemon.jobs().first?["state"] as? String == "succeeded"
         }
@@ -136,13 +137,15 @@ extension SlurmEndToEndTests {
         #expect(newID != nil && newID != oldID, "\(attempts)")
         // Nothing of it is left in Slurm or on the node.
         // (squeue lists a job while it is COMPLETING, a moment after its end.)
-        var queue = ""
-        let emptied = await eventually(within: .seconds(30)) {
-            queue = (try? SlurmCluster.run("/bin/sh", ["-c", "squeue -h -n '\(marker)' -o %i"])) ?? "squeue failed"
-            return queue.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty
+        let queue: @Sendable () -> String = {
+            (try? SlurmCluster.run("/bin/sh", ["-c", "squeue -h -n '\(marker)' -o %i"])) ?? "squeue failed"
         }
-        #expect(emptied, "\(queue)")
-        let gone = await eventually(within: .seconds(30)) { !SlurmCluster.hasProcess(marker) }
+        let emptied = await eventuallyOffThePool(within: .seconds(30)) {
+            queue().trimmingCharacters(in: .whitespacesAndNewlines).isEmpty
+        }
+        let left = emptied ? "" : await offThePool(queue)
+        #expect(emptied, "\(left)")
+        let gone = await eventuallyOffThePool(within: .seconds(30)) { !SlurmCluster.hasProcess(marker) }
         #expect(gone)
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import JobtopTestSupport
 @testable import Scheduler
 import Testing
 @testable import TUI
@@ -80,7 +81,7 @@ struct TableOrderTests {
         // About ten seconds of CPU per case in a debug build: on a thread of its own, so the six
         // cases do not hold the cooperative pool (two threads on a two-core machine) and starve
         // every other test's tasks while they run.
-        let (checked, mismatches, wrongCounts) = await Self.offThePool {
+        let (checked, mismatches, wrongCounts) = await offThePool {
             var (checked, mismatches, wrongCounts) = (0, 0, 0)
             Self.randomRun(sort: sort, filter: filter, seed: 13) { model, step in
                 // Every event on a small stretch, then every 97th (a full sort per event is slow).
@@ -95,13 +96,6 @@ struct TableOrderTests {
         #expect(checked > 300)
         #expect(mismatches == 0)
         #expect(wrongCounts == 0)
-    }
-
-    /// Runs `work` to its end on a new thread and gives back what it returns.
-    static func offThePool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            Thread { continuation.resume(returning: work()) }.start()
-        }
     }
 
     @Test("Filter 'queued' on 2,500 jobs: a job that starts leaves the view at once, a requeued one comes back")

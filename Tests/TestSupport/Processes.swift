@@ -41,6 +41,27 @@ public func eventually(within limit: Duration = .seconds(20), _ condition: () ->
     return condition()
 }
 
+/// Runs `work` to its end on a thread of its own and gives back what it returns: for a test's
+/// blocking work (a command it runs and waits for, a long computation), which on a cooperative
+/// thread would hold one of the test process's two pool threads and starve other tests' tasks
+/// (an in-process coordinator's heartbeats, a hang guard's timer).
+public func offThePool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        Thread { continuation.resume(returning: work()) }.start()
+    }
+}
+
+/// ``eventually(within:_:)`` for a condition that blocks (it runs a command such as `pgrep` or
+/// `squeue`): each check runs off the cooperative pool (``offThePool(_:)``).
+public func eventuallyOffThePool(within limit: Duration = .seconds(20), _ condition: @escaping @Sendable () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + limit
+    while ContinuousClock.now < deadline {
+        if await offThePool(condition) { return true }
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+    return await offThePool(condition)
+}
+
 /// The running processes whose working directory is `directory` (a test's scratch directory:
 /// what a test's jobs started, wherever they ended up in the process tree).
 public func processes(workingIn directory: String) -> [pid_t] {
