@@ -33,15 +33,14 @@ struct DashboardMouseSignalTmuxTests {
         let tmux = try TmuxSession(shape: Self.shape)
         defer { tmux.close() }
         // ESCDELAY 300 ms: a click's report starts with Esc, and on a loaded machine its bytes
-        // may come more than the default 25 ms apart (a loaded full run once timed out waiting
-        // for a click's effect; this is the likeliest cause, not a proven one).
+        // may come more than the default 25 ms apart.
         try await tmux.run("TERM=screen ESCDELAY=300 \(TmuxSession.binary) -j 1 -c 'sleep 300' -c 'echo first' -c 'echo second' -c 'echo third'")
         try await tmux.waitForDashboard("one running, three queued") { $0.contains { $0.contains("echo third") && $0.contains("queued") } }
-        // The row is read off a screen that stays the same for 100 ms, a frame written in full.
-        // Read off the first capture that showed the row, two loaded full runs selected the row
-        // above it (and one an unchanged row); a capture of a frame half-written is the likeliest
-        // cause, not a proven one: the failure message shows the screen the row was read from.
-        let screen = try await tmux.waitForSteady("the dashboard steady") { $0.contains { $0.contains("echo third") } }
+        // The row is read off a steady screen. Read off the first capture that showed it, the
+        // click missed in two full runs (once the row above was selected, once none): a frame
+        // caught half-written is the likeliest cause, not a proven one. The failure message
+        // shows the screen the row was read from.
+        let screen = try await tmux.waitFor("the dashboard steady", steady: true) { $0.contains { $0.contains("echo third") } }
         let row = try #require(screen.firstIndex { $0.contains("echo third") })
         Self.click(tmux, row: row, column: 20)
         // The click selects its row: the selection's background (46, cyan) is on it. Awaited

@@ -451,8 +451,7 @@ final class TmuxSession: Sendable {
     /// coordinators of other tests (a heartbeat late by seconds).
     func capture(styled: Bool = false) async -> [String] {
         let arguments = ["capture-pane", "-p", "-t", "0"] + (styled ? ["-e"] : [])
-        let socket = socket
-        let captured = await offThePool { try? Self.tmux(arguments, socket: socket) }
+        let captured = await offThePool { try? Self.tmux(arguments, socket: self.socket) }
         guard let result = captured, result.status == 0 else { return [] }
         var lines = result.output.components(separatedBy: "\n")
         if lines.last == "" { lines.removeLast() }
@@ -460,36 +459,23 @@ final class TmuxSession: Sendable {
     }
 
     /// Polls the screen until `condition` holds; the deadline only guards against a hang.
+    /// `steady`: and the screen is the same as one poll before, a frame written in full rather
+    /// than one caught half-way.
     @discardableResult
     func waitFor(
-        _ what: String, timeout: Duration = .seconds(20), styled: Bool = false, _ condition: ([String]) -> Bool
+        _ what: String, timeout: Duration = .seconds(20), styled: Bool = false, steady: Bool = false,
+        _ condition: ([String]) -> Bool
     ) async throws -> [String] {
         let deadline = ContinuousClock.now + timeout
-        var screen = await capture(styled: styled)
-        while !condition(screen) {
-            guard ContinuousClock.now < deadline else {
-                throw TmuxError(message: "timed out waiting for \(what); the screen:\n" + screen.joined(separator: "\n"))
-            }
-            try await Task.sleep(for: .milliseconds(50))
-            screen = await capture(styled: styled)
-        }
-        return screen
-    }
-
-    /// Polls the screen until `condition` holds on two captures 100 ms apart that are the same:
-    /// a frame written in full, not one caught half-way.
-    @discardableResult
-    func waitForSteady(_ what: String, timeout: Duration = .seconds(20), _ condition: ([String]) -> Bool) async throws -> [String] {
-        let deadline = ContinuousClock.now + timeout
-        var previous: [String] = []
+        var previous: [String]?
         while true {
-            let screen = await capture()
-            if screen == previous && condition(screen) { return screen }
+            let screen = await capture(styled: styled)
+            if condition(screen) && (!steady || screen == previous) { return screen }
             guard ContinuousClock.now < deadline else {
                 throw TmuxError(message: "timed out waiting for \(what); the screen:\n" + screen.joined(separator: "\n"))
             }
             previous = screen
-            try await Task.sleep(for: .milliseconds(100))
+            try await Task.sleep(for: .milliseconds(50))
         }
     }
 

@@ -182,13 +182,13 @@ struct SlurmEndToEndTests {
              "--slurm-dir", scratch.file("slurm")],
             directory: scratch.path)
         // Running in Slurm: the sleep is on the node.
-        let running = await eventuallyOffThePool(within: .seconds(60)) { SlurmCluster.hasProcess(marker) }
+        let running = await eventually(within: .seconds(60)) { await offThePool { SlurmCluster.hasProcess(marker) } }
         try #require(running, "the job never ran in Slurm: \(jobtop.output)")
         jobtop.send(SIGINT)
         let outcome = try #require(await jobtop.wait(atMost: .seconds(60)), "jobtop did not end after SIGINT")
         let log = JSONLog(outcome.lines)
         #expect(log.events("cancelled").count == 1, "\(outcome.stdout)\n\(outcome.stderr)")
-        let gone = await eventuallyOffThePool(within: .seconds(30)) { !SlurmCluster.hasProcess(marker) }
+        let gone = await eventually(within: .seconds(30)) { await offThePool { !SlurmCluster.hasProcess(marker) } }
         #expect(gone, "a process of the cancelled job is still running")
     }
 
@@ -219,7 +219,7 @@ struct SlurmEndToEndTests {
         let jobtop = try JobtopProcess(
             [file, "--slurm", "--slurm-poll", "300ms", "--log-format", "json", "--log-output", "--slurm-dir", scratch.file("slurm")],
             directory: scratch.path)
-        let running = await eventuallyOffThePool(within: .seconds(60)) { SlurmCluster.hasProcess(marker) }
+        let running = await eventually(within: .seconds(60)) { await offThePool { SlurmCluster.hasProcess(marker) } }
         try #require(running, "the job never ran in Slurm: \(jobtop.output)")
         // The node goes down under the job; slurmd answers again at once (ReturnToService=2), and
         // a resume is asked for anyway in case this Slurm is configured otherwise.
@@ -232,7 +232,7 @@ struct SlurmEndToEndTests {
         #expect((requeued["reason"] as? String)?.contains("NODE_FAIL") == true, "\(requeued)")
         #expect(log.outputTexts(of: "victim").contains("second attempt"))
         #expect(log.events("succeeded", job: "victim").first?["attempts"] as? Int == 1)
-        let idle = await eventually(within: .seconds(30)) { SlurmCluster.isNodeReady() }
+        let idle = await eventually(within: .seconds(30)) { await offThePool { SlurmCluster.isNodeReady() } }
         #expect(idle, "the node did not come back")
     }
 }

@@ -118,7 +118,7 @@ extension SlurmEndToEndTests {
         #expect(said, "\(serve.output)")
         // Slurm passes through COMPLETING while it kills the job's processes.
         let cancelledID = oldID
-        #expect(await eventuallyOffThePool(within: .seconds(30)) { Self.slurmState(cancelledID) == "CANCELLED" }, "\(Self.slurmState(oldID))")
+        #expect(await eventually(within: .seconds(30)) { await offThePool { Self.slurmState(cancelledID) == "CANCELLED" } }, "\(Self.slurmState(oldID))")
         let succeeded = await Self.until(within: .seconds(120)) {
             try await daemon.jobs().first?["state"] as? String == "succeeded"
         }
@@ -140,12 +140,12 @@ extension SlurmEndToEndTests {
         let queue: @Sendable () -> String = {
             (try? SlurmCluster.run("/bin/sh", ["-c", "squeue -h -n '\(marker)' -o %i"])) ?? "squeue failed"
         }
-        let emptied = await eventuallyOffThePool(within: .seconds(30)) {
-            queue().trimmingCharacters(in: .whitespacesAndNewlines).isEmpty
+        let emptied = await eventually(within: .seconds(30)) {
+            await offThePool { queue().trimmingCharacters(in: .whitespacesAndNewlines).isEmpty }
         }
         let left = emptied ? "" : await offThePool(queue)
         #expect(emptied, "\(left)")
-        let gone = await eventuallyOffThePool(within: .seconds(30)) { !SlurmCluster.hasProcess(marker) }
+        let gone = await eventually(within: .seconds(30)) { await offThePool { !SlurmCluster.hasProcess(marker) } }
         #expect(gone)
     }
 

@@ -32,13 +32,16 @@ public func pids(in file: String) -> [pid_t] {
 /// Polls `condition` until it holds or `limit` passes: for what has no event to wait for (a
 /// process is gone, a file appeared, a line was logged by another process). `limit` is a hang
 /// guard, never what a test measures.
-public func eventually(within limit: Duration = .seconds(20), _ condition: () -> Bool) async -> Bool {
+///
+/// A condition that blocks (it runs a command such as `pgrep` or `squeue`) awaits
+/// ``offThePool(_:)`` inside `condition`.
+public func eventually(within limit: Duration = .seconds(20), _ condition: () async -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + limit
     while ContinuousClock.now < deadline {
-        if condition() { return true }
+        if await condition() { return true }
         try? await Task.sleep(for: .milliseconds(20))
     }
-    return condition()
+    return await condition()
 }
 
 /// Runs `work` to its end on a thread of its own and gives back what it returns: for a test's
@@ -49,17 +52,6 @@ public func offThePool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -
     await withCheckedContinuation { continuation in
         Thread { continuation.resume(returning: work()) }.start()
     }
-}
-
-/// ``eventually(within:_:)`` for a condition that blocks (it runs a command such as `pgrep` or
-/// `squeue`): each check runs off the cooperative pool (``offThePool(_:)``).
-public func eventuallyOffThePool(within limit: Duration = .seconds(20), _ condition: @escaping @Sendable () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + limit
-    while ContinuousClock.now < deadline {
-        if await offThePool(condition) { return true }
-        try? await Task.sleep(for: .milliseconds(20))
-    }
-    return await offThePool(condition)
 }
 
 /// The running processes whose working directory is `directory` (a test's scratch directory:
