@@ -262,13 +262,19 @@ public struct RestoredJob: Sendable {
     /// How it ended, for a finished job (succeeded, failed, cancelled or skipped); `nil` for
     /// one still to run.
     public var ending: JobState?
+    /// For a job that was waiting for a retry: when that retry is due. It waits again until
+    /// then (at once if the date has passed); `nil`: it is queued.
+    public var retryAt: Date?
 
     /// Creates one.
-    public init(id: JobID, spec: JobSpec, attempts: Int = 0, lastFailure: FailureReason? = nil, ending: JobState? = nil) {
+    public init(
+        id: JobID, spec: JobSpec, attempts: Int = 0, lastFailure: FailureReason? = nil, ending: JobState? = nil, retryAt: Date? = nil
+    ) {
         self.id = id
         self.spec = spec
         self.attempts = attempts
         self.lastFailure = lastFailure
         self.ending = ending
+        self.retryAt = retryAt
     }
 }

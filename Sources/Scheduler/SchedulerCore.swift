@@ -582,8 +582,10 @@ public struct SchedulerCore: Sendable {
 
     /// Puts jobs back as a store recorded them before a restart, in submission order, with no
     /// start until the last is in (dispatch runs once, at the end). A finished job joins the
-    /// finished history (as if it ended now, oldest first); any other is queued, blocked or
-    /// scheduled as its dependencies and start time say, with the attempts it already used.
+    /// finished history (as if it ended now, oldest first); one that was waiting for a retry
+    /// waits again until its ``RestoredJob/retryAt`` (queued if that has passed); any other is
+    /// queued, blocked or scheduled as its dependencies and start time say, with the attempts it
+    /// already used.
     ///
     /// Restored jobs are not announced with ``SchedulerEvent/Kind/submitted(_:)`` events (what
     /// happens to them next is: a skip, a start): restore before anyone subscribes, whose first
@@ -632,6 +634,13 @@ public struct SchedulerCore: Sendable {
                 continue
             }
             let spec = job.spec
+            if let retryAt = job.retryAt, job.attempts > 0, spec.dependencies.isEmpty, spec.coalescingKey == nil,
+               JobSpec.priorityRange.contains(spec.priority), spec.group.map({ existingGroup(named: $0) != nil }) ?? true,
+               case let due = dueTime(of: .date(retryAt), submittedAt: now), due > now {
+                // It waits out the rest of its backoff, as it would have without the restart.
+                restoreWaiting(job, until: due, now: now)
+                continue
+            }
             if spec.dependencies.isEmpty, spec.notBefore == nil, spec.coalescingKey == nil,
                JobSpec.priorityRange.contains(spec.priority), spec.group.map({ existingGroup(named: $0) != nil }) ?? true {
                 // Most of a restart: straight to the queue, with the attempts it used (no
@@ -661,6 +670,27 @@ public struct SchedulerCore: Sendable {
         dispatch(now: now)
         collected.append(contentsOf: takeActions())
         return (refused, collected)
+    }
+
+    /// Puts back a job that was waiting for a retry due at `due` (after `now`): its record in
+    /// that state, and the retry's timer.
+    private mutating func restoreWaiting(_ job: RestoredJob, until due: SchedulerTime, now: SchedulerTime) {
+        let group = job.spec.group.map { groupHandle(named: $0) } ?? 0
+        let reason = job.lastFailure ?? .error("failed")
+        let state = JobState.waitingForRetry(until: due, failedAttempt: job.attempts, reason: reason)
+        var info = JobInfo(
+            id: job.id, name: job.spec.name, command: job.spec.work.description, priority: job.spec.priority,
+            state: state, attempts: job.attempts, maxAttempts: job.spec.retry.maxAttempts, progress: nil,
+            submittedAt: now, startedAt: nil, finishedAt: nil, lastFailure: reason, key: job.spec.coalescingKey,
+            group: groups[Int(group)].info.name)
+        if !job.spec.environment.isEmpty || job.spec.workingDirectory != nil { info.describe(job.spec) }
+        let handle = jobs.insert(for: job.id) {
+            Job(handle: $0, info: info, batch: nil, group: group, timeout: job.spec.timeout)
+        }
+        keepSpec(job.spec, at: handle)
+        registerRecord(handle)
+        stateCounts[.waiting] += 1
+        timers.insert(Timer(time: due, handle: handle, id: job.id, attempt: job.attempts, purpose: .retry))
     }
 
     /// Makes room for `extra` more records and their specs at once.

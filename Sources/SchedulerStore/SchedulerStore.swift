@@ -113,6 +113,11 @@ public final class SchedulerStore: Sendable {
             // id, then its reason while it waits): a restart stops what a dead serve left there.
             try db.execute(sql: "ALTER TABLE attempt ADD COLUMN placement TEXT")
         }
+        migrator.registerMigration("v3") { db in
+            // When a job waiting for a retry is due (seconds since 1970): a restart lets it wait
+            // out the rest of its backoff instead of running it at once.
+            try db.execute(sql: "ALTER TABLE job ADD COLUMN retry_at REAL")
+        }
         return migrator
     }
 
@@ -207,7 +212,7 @@ public final class SchedulerStore: Sendable {
             let now = Date().timeIntervalSince1970
             do {
                 try await database.write { db in
-                    for event in events { try Self.apply(event.kind, db: db, now: now) }
+                    for event in events { try Self.apply(event, db: db, now: now) }
                 }
             } catch {
                 throw StoreError("the state database refused the journal: \(error)")
@@ -216,17 +221,19 @@ public final class SchedulerStore: Sendable {
         return hasOutput ? await output.write(events: events) : []
     }
 
-    private static func apply(_ kind: SchedulerEvent.Kind, db: Database, now: Double) throws {
-        switch kind {
+    private static func apply(_ event: SchedulerEvent, db: Database, now: Double) throws {
+        switch event.kind {
         case .started(let id, let attempt, _, let worker):
             try db.execute(sql: "UPDATE job SET state = 'running', attempts = ? WHERE id = ?", arguments: [attempt, id.description])
             try db.execute(
                 sql: "INSERT INTO attempt(job, number, worker, started_at) VALUES (?, ?, ?, ?)",
                 arguments: [id.description, attempt, worker.short, now])
-        case .retryScheduled(let id, let failed, let reason, _, _):
+        case .retryScheduled(let id, let failed, let reason, _, let due):
+            // The due time as a date: as far after now as it is after the event.
+            let retryAt = now + max(0, (due - event.time).seconds)
             try db.execute(
-                sql: "UPDATE job SET state = 'waiting', attempts = ?, reason = ? WHERE id = ?",
-                arguments: [failed, reason.description, id.description])
+                sql: "UPDATE job SET state = 'waiting', attempts = ?, reason = ?, retry_at = ? WHERE id = ?",
+                arguments: [failed, reason.description, retryAt, id.description])
             try endAttempt(id, outcome: reason.description, db: db, now: now)
         case .requeued(let id, let reason):
             switch reason {
@@ -346,7 +353,7 @@ public final class SchedulerStore: Sendable {
 
         // One pass over the rows, straight into what the scheduler restores (no intermediate
         // copy of 100,000 specs). The columns by index (see SpecColumns.spec(from:at:)): id,
-        // state, attempts, reason, skip, then the spec's.
+        // state, attempts, reason, skip, retry_at, then the spec's.
         var jobs: [RestoredJob] = []
         if let count = try Int.fetchOne(db, sql: "SELECT count(*) FROM job") { jobs.reserveCapacity(count) }
         // Each job's id and whether it succeeded (for the dependencies, below), and where the
@@ -356,11 +363,11 @@ public final class SchedulerStore: Sendable {
         var withDependencies: [Int] = []
         var running: [Int] = []
         let cursor = try Row.fetchCursor(
-            db, sql: "SELECT id, state, attempts, reason, skip, \(SpecColumns.selection) FROM job ORDER BY seq")
+            db, sql: "SELECT id, state, attempts, reason, skip, retry_at, \(SpecColumns.selection) FROM job ORDER BY seq")
         while let row = try cursor.next() {
             let text: String = row[0]
             guard let id = JobID(parsing: text) else { continue }
-            let spec = try SpecColumns.spec(from: row, at: 5)
+            let spec = try SpecColumns.spec(from: row, at: 6)
             let state: String = row[1]
             let attempts: Int = row[2]
             let reason: String? = row[3]
@@ -387,9 +394,16 @@ public final class SchedulerStore: Sendable {
                 // Its attempt was cut short: it counts, as a failure (decided below).
                 running.append(jobs.count)
                 jobs.append(RestoredJob(id: id, spec: spec, attempts: attempts, lastFailure: .error(Self.stoppedReason)))
+            case "waiting":
+                // It waits out the rest of its backoff (its retry is due at once if that time has
+                // passed, or was not recorded).
+                let retryAt: Double? = row[5]
+                jobs.append(RestoredJob(
+                    id: id, spec: spec, attempts: attempts, lastFailure: lastFailure,
+                    retryAt: retryAt.map { Date(timeIntervalSince1970: $0) }))
             default:
-                // Queued, waiting for a retry (it is due again at once), blocked or scheduled:
-                // its dependencies and start time say which it becomes.
+                // Queued, blocked or scheduled: its dependencies and start time say which it
+                // becomes.
                 jobs.append(RestoredJob(id: id, spec: spec, attempts: attempts, lastFailure: lastFailure))
             }
         }
@@ -516,9 +530,9 @@ public final class SchedulerStore: Sendable {
             return try await database.read { db in
                 var jobs: [StoredJob] = []
                 let cursor = try Row.fetchCursor(
-                    db, sql: "SELECT id, state, attempts, reason, skip, \(SpecColumns.selection) FROM job ORDER BY seq")
+                    db, sql: "SELECT id, state, attempts, reason, skip, retry_at, \(SpecColumns.selection) FROM job ORDER BY seq")
                 while let row = try cursor.next() {
-                    let spec = try SpecColumns.spec(from: row, at: 5)
+                    let spec = try SpecColumns.spec(from: row, at: 6)
                     jobs.append(StoredJob(
                         id: row[0], name: spec.name, command: spec.work.description, state: row[1],
                         priority: spec.priority, attempts: row[2], reason: row[3]))

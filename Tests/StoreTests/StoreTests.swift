@@ -262,6 +262,51 @@ struct StoreTests {
         #expect(scratch.read("ran") == "first\nsecond\n")
     }
 
+    @Test("a job waiting for a retry waits out the rest of its backoff after a restart; one whose retry came due meanwhile runs at once")
+    func waitingJobsKeepTheirBackoff() async throws {
+        let scratch = try Scratch()
+        let directory = StateDirectory(path: scratch.file("state"))
+        // A journal as a serve leaves it when it stops while two jobs wait for their retries:
+        // one due in an hour, one due a second after its failure (long past once restarted).
+        let store = try SchedulerStore(directory: directory)
+        let later = JobID(uuid: UUID())
+        let due = JobID(uuid: UUID())
+        let retry = RetryPolicy(maxAttempts: 3)
+        try await store.insert([
+            .init(id: later, spec: JobSpec(name: "later", work: .shell("true"), retry: retry)),
+            .init(id: due, spec: JobSpec(name: "due", work: .shell("true"), retry: retry)),
+        ])
+        let worker = WorkerID()
+        let failure = FailureReason.exitStatus(1)
+        try await store.apply([
+            SchedulerEvent(seq: 1, time: .zero, kind: .started(later, attempt: 1, maxAttempts: 3, worker: worker)),
+            SchedulerEvent(seq: 2, time: .zero, kind: .started(due, attempt: 1, maxAttempts: 3, worker: worker)),
+            SchedulerEvent(seq: 3, time: .seconds(1), kind: .retryScheduled(
+                later, failedAttempt: 1, reason: failure, nextAttempt: 2, at: .seconds(3601))),
+            SchedulerEvent(seq: 4, time: .seconds(1), kind: .retryScheduled(
+                due, failedAttempt: 1, reason: failure, nextAttempt: 2, at: .seconds(1) - .milliseconds(1))),
+        ])
+        store.close()
+
+        try await withDurable(directory) { durable in
+            let ends = await waitForEnds([due], on: durable)
+            #expect(ends[due] == .succeeded(attempts: 2))
+            let snapshot = await durable.currentSnapshot()
+            let job = snapshot.jobs.first { $0.id == later }
+            guard case .waitingForRetry(let until, let failedAttempt, let reason) = job?.state else {
+                Issue.record("later is \(String(describing: job?.state)), not waiting for its retry")
+                return
+            }
+            #expect(failedAttempt == 1)
+            #expect(reason == .error(failure.description))
+            // About an hour from now (the restart took well under a minute).
+            let left = until - snapshot.time
+            #expect(left > .seconds(3500) && left <= .seconds(3600))
+            #expect(job?.attempts == 1)
+            _ = try await durable.perform(.cancel(later))
+        }
+    }
+
     @Test("a job that was running when serve died: its process group is stopped, the attempt counts as failed, and it runs again if it may")
     func interruptedJobs() async throws {
         let scratch = try Scratch()
