@@ -486,6 +486,9 @@ public struct SchedulerCore: Sendable {
         swap(&dependencyHandles, &scratchHandles)
         dependencyHandles.removeAll(keepingCapacity: true)
         defer { swap(&dependencyHandles, &scratchHandles) }
+        // A long list (a fan-in of thousands) is checked for repeats with a set: a scan of the
+        // list so far per dependency made it quadratic.
+        var named: Set<JobID>? = spec.dependencies.count > 16 ? Set(minimumCapacity: spec.dependencies.count) : nil
         for position in spec.dependencies.indices {
             let other: JobID
             var otherHandle: JobHandle?
@@ -501,7 +504,11 @@ public struct SchedulerCore: Sendable {
                     otherHandle = jobs.handle(of: other)
                 }
             }
-            guard other != id, !dependencies.contains(other) else { continue }
+            if named != nil {
+                guard other != id, named!.insert(other).inserted else { continue }
+            } else {
+                guard other != id, !dependencies.contains(other) else { continue }
+            }
             dependencies.append(other)
             dependencyHandles.append(otherHandle)
         }

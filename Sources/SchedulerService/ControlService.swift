@@ -86,7 +86,7 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
         Self.unary(&router, ControlWire.ping, admission: admission) { (_: Empty) in Empty() }
         Self.unary(&router, ControlWire.resolve, admission: admission) { (references: [String]) in
             let jobs = await backend.currentSnapshot().jobs
-            return references.map { JobReference.resolve($0, in: jobs) }
+            return JobReference.resolve(references, in: jobs)
         }
         router.registerHandler(
             forMethod: ControlWire.snapshot,

@@ -23,40 +23,66 @@ public enum JobReference {
     /// that has not ended, when exactly one has not: the ended ones are its history. Anything
     /// else with several candidates is ambiguous.
     public static func resolve(_ text: String, in jobs: [JobInfo]) -> Resolution {
-        let wanted = text.lowercased()
-        guard !wanted.isEmpty else { return .unknown }
-        if let exact = jobs.first(where: { $0.id.description == wanted }) { return .found(exact) }
-        var named = Candidates()
-        var prefixed = Candidates()
-        var activeByName: [JobInfo] = []
-        for job in jobs {
-            if job.name == text {
-                named.add(job)
-                if !job.state.isFinished && activeByName.count < 2 { activeByName.append(job) }
-            } else if job.id.description.hasPrefix(wanted) {
-                prefixed.add(job)
+        resolve([text], in: jobs)[0]
+    }
+
+    /// ``resolve(_:in:)`` of each of `texts`, with the jobs indexed once: `cancel` of 10,000
+    /// ids among 10,000 jobs is 10,000 lookups, not 10,000 walks of the list.
+    public static func resolve(_ texts: [String], in jobs: [JobInfo]) -> [Resolution] {
+        guard !texts.isEmpty else { return [] }
+        let index = Index(jobs)
+        return texts.map { index.resolve($0) }
+    }
+
+    /// The jobs by id (sorted, for prefixes) and by name, each job's place in the list kept so
+    /// that candidates come in the list's order.
+    private struct Index {
+        let jobs: [JobInfo]
+        /// Every id as text with its job's place, sorted by the text.
+        let ids: [(text: String, place: Int)]
+        /// Each name's jobs, by place.
+        let names: [String: [Int]]
+
+        init(_ jobs: [JobInfo]) {
+            self.jobs = jobs
+            ids = jobs.indices.map { (jobs[$0].id.description, $0) }.sorted { $0.text < $1.text }
+            var names: [String: [Int]] = [:]
+            for place in jobs.indices {
+                if let name = jobs[place].name { names[name, default: []].append(place) }
+            }
+            self.names = names
+        }
+
+        func resolve(_ text: String) -> Resolution {
+            let wanted = text.lowercased()
+            guard !wanted.isEmpty else { return .unknown }
+            // The ids that start with `wanted` are one run of the sorted list, from the first
+            // that is not below it.
+            var low = 0
+            var high = ids.count
+            while low < high {
+                let middle = (low + high) / 2
+                if ids[middle].text < wanted { low = middle + 1 } else { high = middle }
+            }
+            if low < ids.count, ids[low].text == wanted { return .found(jobs[ids[low].place]) }
+            if let places = names[text] {
+                if places.count == 1 { return .found(jobs[places[0]]) }
+                let active = places.lazy.filter { !jobs[$0].state.isFinished }.prefix(2)
+                if active.count == 1 { return .found(jobs[active.first!]) }
+                return .ambiguous(places.prefix(shownCandidates).map { jobs[$0] }, count: places.count)
+            }
+            var places: [Int] = []
+            var position = low
+            while position < ids.count, ids[position].text.hasPrefix(wanted) {
+                places.append(ids[position].place)
+                position += 1
+            }
+            switch places.count {
+            case 0: return .unknown
+            case 1: return .found(jobs[places[0]])
+            default: return .ambiguous(places.sorted().prefix(shownCandidates).map { jobs[$0] }, count: places.count)
             }
         }
-        if named.count > 0 {
-            if named.count == 1 { return .found(named.shown[0]) }
-            if activeByName.count == 1 { return .found(activeByName[0]) }
-            return .ambiguous(named.shown, count: named.count)
-        }
-        switch prefixed.count {
-        case 0: return .unknown
-        case 1: return .found(prefixed.shown[0])
-        default: return .ambiguous(prefixed.shown, count: prefixed.count)
-        }
     }
 
-    /// The jobs a reference matched in one way: the first few, and how many in all.
-    private struct Candidates {
-        var shown: [JobInfo] = []
-        var count = 0
-
-        mutating func add(_ job: JobInfo) {
-            count += 1
-            if shown.count < shownCandidates { shown.append(job) }
-        }
-    }
 }

@@ -787,7 +787,9 @@ extension Jobtop {
 /// ambiguous), then send one command per job; a refusal is reported and the rest go on.
 private func perJob(_ references: [String], _ connection: ConnectOptions, _ command: @escaping (JobInfo) -> SchedulerCommand) async throws {
     let refused: Bool = try await withServe(connection) { client in
-        let jobs = try await resolve(references, with: client)
+        // A job named twice (`cancel a a`, or its name and its id) gets the command once.
+        var seen: Set<JobID> = []
+        let jobs = try await resolve(references, with: client).filter { seen.insert($0.id).inserted }
         var refused = false
         for job in jobs {
             do {

@@ -47,6 +47,36 @@ struct JobReferenceTests {
         #expect(throws: JobInputError.self) { try JobReference.jobs(texts, texts.map { JobReference.resolve($0, in: jobs) }) }
     }
 
+    @Test("many references at once (cancel of thousands of ids): each resolves as it would alone, candidates in the list's order")
+    func manyReferencesAtOnce() {
+        var random = SystemRandomNumberGenerator()
+        // Ids sharing prefixes, in no order, some named, a name shared by several.
+        let many = (0..<600).map { index in
+            Self.job(String(format: "%02X%06X-0000-4000-8000-%012X", index % 7, index * 7919 % 4096, index),
+                     name: index % 50 == 0 ? "n\(index % 3)" : nil)
+        }.shuffled(using: &random)
+        let texts = many.prefix(100).map { $0.id.description } + many.prefix(100).map { $0.id.short }
+            + ["0", "01", "06000", "n0", "n1", "n2", "N0", "zz", "", many[5].id.description.uppercased()]
+        let each = texts.map { text in JobReference.resolve(text, in: many) }
+        // The one-at-a-time answer, written out plainly: an exact id, then a name, then the ids
+        // it starts.
+        let plain = texts.map { text -> JobReference.Resolution in
+            let wanted = text.lowercased()
+            if wanted.isEmpty { return .unknown }
+            if let exact = many.first(where: { $0.id.description == wanted }) { return .found(exact) }
+            let named = many.filter { $0.name == text }
+            if named.count == 1 { return .found(named[0]) }
+            if !named.isEmpty {
+                let active = named.filter { !$0.state.isFinished }
+                return active.count == 1 ? .found(active[0]) : .ambiguous(Array(named.prefix(10)), count: named.count)
+            }
+            let prefixed = many.filter { $0.id.description.hasPrefix(wanted) }
+            return prefixed.isEmpty ? .unknown : prefixed.count == 1 ? .found(prefixed[0]) : .ambiguous(Array(prefixed.prefix(10)), count: prefixed.count)
+        }
+        #expect(JobReference.resolve(texts, in: many) == plain)
+        #expect(each == plain)
+    }
+
     @Test("a name several jobs share names the one that has not ended, if only one has not")
     func reusedName() {
         let earlier = Self.job("EF000000-0000-4000-8000-000000000001", name: "nightly", state: .succeeded(attempts: 1))

@@ -70,6 +70,24 @@ import Testing
         #expect(Self.starts(last) == [c])
     }
 
+    @Test mutating func aLongListOfDependenciesWithRepeatsKeepsEachOnceInOrderAndWaitsForAll() throws {
+        // Over 16 dependencies the repeats are found with a set (a fan-in of thousands was
+        // quadratic): the same list, the same outcome as a short one.
+        _ = core.workerJoined(Self.worker("w", slots: 1), now: .zero)
+        let count = 40
+        let after = (0..<count).flatMap { [JobSpec.Dependency.earlier($0), .earlier(count - 1 - $0)] }
+        let (jobs, _) = try submit((0..<count).map { Self.spec("d\($0)") } + [Self.spec("sink", after: after)])
+        let sink = jobs[count]
+        // In the order first named: 0, 39, 1, 38, ...
+        let firstNamed = (0..<count / 2).flatMap { [jobs[$0], jobs[count - 1 - $0]] }
+        #expect(core.info(of: sink)?.dependencies == firstNamed)
+        for job in jobs[0..<count] {
+            #expect(core.state(of: sink) == .blocked)
+            _ = end(job)
+        }
+        #expect(core.state(of: sink)?.kind == .running)
+    }
+
     @Test mutating func aJobKeepsItsSpecAndDependenciesWhileRecordsAroundItAreDroppedAndTheirPlacesReused() throws {
         // Given: records dropped as soon as they finish, so places, specs and dependency links
         // are reused from job to job.
