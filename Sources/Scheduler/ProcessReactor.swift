@@ -448,10 +448,11 @@ private final class ProcessLoopThread {
     }
 
     /// The job's main process has exited (it is a zombie until reaped below). Whatever else is
-    /// in its group is either part of a stop (killed now) or left behind (counted, then stopped
-    /// unless the job keeps it).
+    /// in its group is either part of a stop (it got the stop's SIGTERM and keeps what is left
+    /// of the grace period, then SIGKILL) or left behind (counted, then stopped unless the job
+    /// keeps it).
     private func leaderExited(_ process: RunningProcess) {
-        guard case .running = process.phase else { return }
+        guard case .running(let killAt) = process.phase else { return }
         // From here on a stop reaches nothing: the attempt ended on its own.
         process.start.assignment.control.workEnded()
         if process.pidfd >= 0 {
@@ -462,9 +463,13 @@ private final class ProcessLoopThread {
         let group = process.pid
         let isStopped = process.start.assignment.control.stopRequest != nil
         if isStopped {
-            // The unreaped leader keeps the group id from being reused: this reaches only
-            // what is left of this job.
-            kill(-group, SIGKILL)
+            // Once the grace period is over (SIGKILL was sent, or the stop came too late to
+            // send SIGTERM), what is left goes now. The unreaped leader keeps the group id from
+            // being reused: this reaches only what is left of this job. Else the rest of the
+            // group, which got SIGTERM with the stop, may still be cleaning up: it keeps the
+            // rest of its grace (the group stays registered, and its id reserved while a member
+            // lives).
+            if killAt == nil { kill(-group, SIGKILL) }
         } else {
             // Once the leader is reaped its pid may be reused; the group id stays reserved only
             // while members are left, which is checked right after.
@@ -477,7 +482,7 @@ private final class ProcessLoopThread {
             return
         }
         if isStopped {
-            process.phase = .emptying(Emptying(leftovers: nil, killAt: nil, killSentAt: .now))
+            process.phase = .emptying(Emptying(leftovers: nil, killAt: killAt, killSentAt: killAt == nil ? .now : nil))
             schedule(process, at: .now + .milliseconds(1))
         } else {
             JobProcessGroups.started(group)

@@ -142,6 +142,29 @@ struct ShellJobTests {
         }
     }
 
+    @Test func aGrandchildThatCleansUpOnSIGTERMKeepsTheGracePeriodAfterTheMainProcessDied() async throws {
+        let pidFile = Self.temporaryFile("pids")
+        let gate = Self.temporaryFile("gate")
+        let marker = Self.temporaryFile("cleaned")
+        // A long grace: the grandchild's cleanup waits for the test's gate, which opens only
+        // once the main process is gone.
+        try await Self.withScheduler(grace: .seconds(60)) { scheduler, reader in
+            let cleanup = "while [ ! -e \(gate) ]; do sleep 0.05; done; echo cleaned > \(marker); exit 0"
+            let id = try await scheduler.submit(.shell(
+                "echo $$ > \(pidFile); sh -c 'trap \"\(cleanup)\" TERM; echo $$ >> \(pidFile); echo ready; while :; do sleep 0.1; done' & wait"))
+            let pids = await Self.pids(in: pidFile, count: 2, reader: &reader, job: id)
+            guard pids.count == 2 else { return }
+            try await scheduler.cancel(id)
+            // The main shell dies of the SIGTERM; its grandchild runs its trap.
+            #expect(await eventually { !Self.isAlive(pids[0]) })
+            #expect(Self.isAlive(pids[1]), "the grandchild was killed when the main process died, inside its grace period")
+            _ = FileManager.default.createFile(atPath: gate, contents: nil)
+            #expect(await reader.final(of: id)?.name == "cancelled")
+            #expect((try? String(contentsOfFile: marker, encoding: .utf8)) == "cleaned\n")
+            #expect(!Self.isAlive(pids[1]))
+        }
+    }
+
     @Test func aTimeoutKillsTheGroupAndAGrandchildThatIgnoresSIGTERMGetsSIGKILL() async throws {
         let pidFile = Self.temporaryFile("pids")
         // The timeout runs on a manual clock: it fires once the grandchild is ready, however
