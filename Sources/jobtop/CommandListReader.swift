@@ -23,6 +23,7 @@ final class CommandListReader: Sendable {
     private let fd: Int32
     private let mailbox = Mailbox<Item>(capacity: 8)
     private let counted = Locked(0)
+    private let stopped = Locked(false)
 
     /// Reads `fd` (which the reader closes when done).
     init(fd: Int32, source: String) {
@@ -45,10 +46,15 @@ final class CommandListReader: Sendable {
         await mailbox.take()
     }
 
-    /// Stops handing commands over (the run is ending); the thread ends at its next read.
+    /// Stops handing commands over (the run is ending): ``next()`` returns `nil` from now on,
+    /// even while the list's writer keeps its end open; the thread ends at its next read.
     func stop() {
+        stopped.withLock { $0 = true }
         mailbox.finish()
     }
+
+    /// Whether ``stop()`` ended the list (rather than its end of file).
+    var wasStopped: Bool { stopped.withLock { $0 } }
 
     private func readAll() {
         defer {

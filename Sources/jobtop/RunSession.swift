@@ -113,6 +113,10 @@ struct RunSession {
         reader?.start()
         let requiresJobs = !isScreen
         let feeding = Task { await Self.feed(plan, reader: reader, to: client, batch: batch, requiresJobs: requiresJobs) }
+        // Once the scheduler has stopped (a signal, a halt, the dashboard quit), nothing more is
+        // read: a list whose writer keeps the pipe open (`tail -f queue | jobtop`) must not hold
+        // the run open.
+        let readerStopper = reader.map { reader in Task { await running.value; reader.stop() } }
 
         var dashboardSignal: Int32?
         if case .screen(let title) = presenter, let screenSignals {
@@ -139,6 +143,7 @@ struct RunSession {
         }
         reader?.stop()
         await running.value
+        await readerStopper?.value
         let followed = await following.value
         var wall = ContinuousClock.now - started
         // The dashboard may stay open long after the last job ended: the run's time is until then.
@@ -245,6 +250,7 @@ struct RunSession {
                         }
                     }
                 }
+                if reader.wasStopped { return .stopped }
                 if list.mustHaveCommands && reader.commandCount == 0 {
                     return .refused(JobInputError(.noJobs, "\(list.source) has no commands (only blank lines and # comments)"))
                 }

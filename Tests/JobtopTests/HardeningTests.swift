@@ -71,6 +71,24 @@ struct HardeningTests {
         #expect((summary["total"] as? Int ?? 0) <= 10_000 + 1_024, "only the read-ahead window was ever submitted")
     }
 
+    @Test("SIGINT or SIGTERM ends a run whose list's writer keeps the pipe open (tail -f queue | jobtop): summary and status at once")
+    func signalWithTheListStillOpen() async throws {
+        for signal in [SIGINT, SIGTERM] {
+            let jobtop = try JobtopProcess(["--log-format", "json"], stdinPipe: true)
+            jobtop.writeStdin("sleep 1000\n")
+            _ = await jobtop.firstLine { $0.contains("\"event\":\"started\"") }
+            jobtop.send(signal)
+            // The pipe stays open: before, the run waited for its end of file.
+            let run = await jobtop.wait(atMost: .seconds(60))
+            jobtop.closeStdin()
+            let outcome = try #require(run, "still running \(signal == SIGINT ? "SIGINT" : "SIGTERM") later, its stdin open")
+            #expect(outcome.status == 128 + signal)
+            let summary = try #require(try Log.json(outcome.lines).last)
+            #expect(summary["event"] as? String == "summary")
+            #expect(summary["cancelled"] as? Int == 1)
+        }
+    }
+
     @Test("When stdout's reader goes away the jobs still run; one line on stderr says so and the status is 141")
     func brokenStdout() async throws {
         let scratch = try Scratch()
