@@ -202,16 +202,26 @@ extension Jobtop {
             var name: String?
         }
 
+        /// Reads the whole list with the parser `jobtop run` uses, so the same lines are refused
+        /// the same way (a NUL byte, a command over the kernel's limit, text that is not UTF-8),
+        /// whether the list comes from a file or a pipe.
         private static func readList(_ list: RunPlan.List) throws -> [String] {
             let handle = FileHandle(fileDescriptor: list.fd, closeOnDealloc: true)
             let data = try handle.readToEnd() ?? Data()
-            guard let text = String(data: data, encoding: .utf8) else {
-                throw JobInputError(.unreadableFile, "\(list.source) is not UTF-8 text")
+            var parser = CommandListParser(source: list.source)
+            var commands: [String] = []
+            let bytes = [UInt8](data)
+            let refusal = bytes.withUnsafeBytes { raw -> JobInputError? in
+                do throws(JobInputError) {
+                    try parser.feed(raw) { commands.append($0) }
+                    try parser.finish { commands.append($0) }
+                    return nil
+                } catch {
+                    return error
+                }
             }
-            return text.split(separator: "\n", omittingEmptySubsequences: false).compactMap { line in
-                let trimmed = line.trimmingCharacters(in: .whitespaces)
-                return trimmed.isEmpty || trimmed.hasPrefix("#") ? nil : trimmed
-            }
+            if let refusal { throw refusal }
+            return commands
         }
 
         /// Waits until every job of `ids` has ended: 0 when all succeeded, 1 otherwise, 3 when the

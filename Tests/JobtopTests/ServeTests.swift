@@ -421,6 +421,26 @@ struct ServeTests {
         try await fixture.stop()
     }
 
+    @Test("submit - refuses on a pipe what it refuses from a file: a NUL byte, an over-long command; nothing is submitted")
+    func submitFromAPipeChecksEveryLine() async throws {
+        let fixture = try await ServeFixture()
+        let long = String(repeating: "x", count: 140_000)
+        for (list, message) in [
+            ("echo a\nec\u{0}ho b\n", "standard input:2: the command contains a NUL byte"),
+            ("echo zz\u{0}\n", "standard input:1: the command contains a NUL byte"),
+            ("echo a\necho \(long)\n", "standard input:2: the command is 140,005 bytes"),
+        ] {
+            let client = try JobtopProcess(["submit", "-"], directory: fixture.scratch.path, stdinPipe: true, environment: fixture.environment)
+            client.writeStdin(list)
+            client.closeStdin()
+            let outcome = await client.wait()
+            #expect(outcome.status == 2, "\(outcome.stderr)")
+            #expect(outcome.stderr.contains(message), "\(outcome.stderr)")
+        }
+        #expect(try await fixture.jobs().isEmpty, "nothing was submitted")
+        try await fixture.stop()
+    }
+
     @Test("without a serve, a client says so in one line and exits 3")
     func noServe() async throws {
         let scratch = try Scratch()
