@@ -393,9 +393,15 @@ enum JobFile {
         }
     }
 
-    /// " (did you mean 'x'?)" when a known key is one or two edits away.
+    /// " (did you mean 'x'?)" when a known key is one or two edits away. Only names of about
+    /// the key's length are compared (two edits change the length by two at most), and a key of
+    /// over 256 characters gets no hint: the comparison costs the product of the lengths, and a
+    /// job name has no limit.
     static func hint(_ key: String, _ known: [String]) -> String {
-        let best = known.map { ($0, editDistance(key.lowercased(), $0)) }.min { $0.1 < $1.1 }
+        let lowered = key.lowercased()
+        let length = lowered.count
+        guard length <= 256 else { return "" }
+        let best = known.lazy.filter { abs($0.count - length) <= 2 }.map { ($0, editDistance(lowered, $0)) }.min { $0.1 < $1.1 }
         guard let best, best.1 <= 2 else { return "" }
         return " (did you mean '\(best.0)'?)"
     }

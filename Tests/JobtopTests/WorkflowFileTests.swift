@@ -175,6 +175,10 @@ struct WorkflowFileTests {
              "w.toml: job 2 ('beta'): 'after': no job named 'compile' (named jobs: alpha, beta)", JobInputError.Code.unknownDependency),
             ("[[job]]\nname = \"fetch\"\ncommand = \"x\"\n[[job]]\nafter = [\"fecth\"]\ncommand = \"y\"\n",
              "w.toml: job 2: 'after': no job named 'fecth' (did you mean 'fetch'?)", .unknownDependency),
+            // A name of any length: no hint is looked for past 256 characters (the search costs
+            // the product of the lengths: 20,000-character names took minutes).
+            ("[[job]]\nname = \"\(String(repeating: "a", count: 20_000))\"\ncommand = \"x\"\n[[job]]\nafter = [\"\(String(repeating: "a", count: 19_999))b\"]\ncommand = \"y\"\n",
+             "w.toml: job 2: 'after': no job named '\(String(repeating: "a", count: 19_999))b' (named jobs: \(String(repeating: "a", count: 20_000)))", .unknownDependency),
             ("[[job]]\nname = \"a\"\ncommand = \"x\"\n[[job]]\nname = \"a\"\ncommand = \"y\"\n[[job]]\nafter = [\"a\"]\ncommand = \"z\"\n",
              "w.toml: job 2 ('a'): duplicate name 'a' (job 1 has it too)", .duplicateName),
             ("[[job]]\ncommand = \"x\"\nafter = [1]\n", "w.toml: job 1: 'after' must list job names (strings), but item 1 is an integer", .wrongType),
