@@ -468,11 +468,22 @@ extension Jobtop {
             discussion: "Exit status: 0 done; 1 refused (the job is not waiting); 2 bad usage or unknown id; 3 no serve.")
         @Argument(help: ArgumentHelp("The job: id, unique prefix or name.", valueName: "id"))
         var id: String
-        @Argument(help: ArgumentHelp("The new priority.", valueName: "n"))
-        var priority: Int
+        // Every input no option takes, so that a negative priority (`prio build -5`) is the
+        // value, not an unknown option `-5`.
+        @Argument(parsing: .allUnrecognized, help: ArgumentHelp("The new priority (may be negative).", valueName: "n"))
+        var priorityArguments: [String] = []
         @OptionGroup var connection: ConnectOptions
 
+        /// The values given (`--`, which a negative one needed before, is taken as said).
+        private var values: [String] { priorityArguments.filter { $0 != "--" } }
+        var priority: Int { Int(values.first ?? "") ?? 0 }
+
         func validate() throws {
+            guard let text = values.first else { throw ValidationError("Missing expected argument '<n>' (the new priority)") }
+            guard values.count == 1 else {
+                throw ValidationError("one priority, not \(values.count) values: \(values.joined(separator: " "))")
+            }
+            guard Int(text) != nil else { throw ValidationError("the priority must be a whole number, not '\(text)'") }
             if !JobSpec.priorityRange.contains(priority) {
                 throw ValidationError("the priority must be between \(JobSpec.priorityRange.lowerBound) and \(JobSpec.priorityRange.upperBound), not \(priority)")
             }
@@ -566,9 +577,15 @@ extension Jobtop {
                 """)
         @Argument(help: ArgumentHelp("The group (a job file's [groups.NAME], submit --group).", valueName: "group"))
         var group: String
-        @Argument(help: ArgumentHelp("At most this many of its jobs at once (1 or more), or 'none'.", valueName: "n"))
-        var limit: String
+        // Every input no option takes: `limit gpu -1` is a limit refused by name, not an unknown
+        // option `-1`.
+        @Argument(parsing: .allUnrecognized, help: ArgumentHelp("At most this many of its jobs at once (1 or more), or 'none'.", valueName: "n"))
+        var limitArguments: [String] = []
         @OptionGroup var connection: ConnectOptions
+
+        /// The values given (`--` taken as said).
+        private var values: [String] { limitArguments.filter { $0 != "--" } }
+        var limit: String { values.first ?? "" }
 
         /// The limit asked for: `nil` for none.
         static func parseLimit(_ text: String) throws -> Int? {
@@ -584,6 +601,10 @@ extension Jobtop {
                 try SchedulerCore.validateGroupName(group)
             } catch {
                 throw ValidationError(error.message)
+            }
+            guard !values.isEmpty else { throw ValidationError("Missing expected argument '<n>' (the limit, or 'none')") }
+            guard values.count == 1 else {
+                throw ValidationError("one limit, not \(values.count) values: \(values.joined(separator: " "))")
             }
             _ = try Self.parseLimit(limit)
         }

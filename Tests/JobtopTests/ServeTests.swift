@@ -251,6 +251,13 @@ struct ServeTests {
         #expect(prio.status == 0, "\(prio.stderr)")
         let queued = try await fixture.jobs().filter { ($0["state"] as? String) == "queued" }.compactMap { $0["short"] as? String }
         #expect(queued == [ids[1], ids[0]])
+        // A negative priority is a value, not an option (with or without `--`).
+        for arguments in [["prio", ids[1], "-5"], ["prio", ids[1], "--", "-5"]] {
+            let lowered = try await fixture.run(arguments)
+            #expect(lowered.status == 0, "\(arguments): \(lowered.stderr)")
+        }
+        #expect(try await fixture.jobs().first { ($0["short"] as? String) == ids[1] }?["priority"] as? Int == -5)
+        _ = try await fixture.run(["prio", ids[1], "10"])
 
         let pause = try await fixture.run(["pause"])
         #expect(pause.status == 0)
@@ -295,7 +302,7 @@ struct ServeTests {
         #expect(try await fixture.run(["status"]).stdout.contains("group g: no limit; 2 running"))
 
         for (arguments, message) in [
-            (["limit", "g", "0"], "at least 1, or 'none', not '0'"), (["limit", "g", "two"], "not 'two'"),
+            (["limit", "g", "0"], "at least 1, or 'none', not '0'"), (["limit", "g", "two"], "not 'two'"), (["limit", "g", "-1"], "not '-1'"),
             (["limit", "", "2"], "a group name cannot be empty"), (["limit", "g"], "Missing expected argument '<n>'"),
         ] {
             let refused = try await fixture.run(arguments)
