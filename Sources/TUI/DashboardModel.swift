@@ -644,10 +644,9 @@ struct DashboardModel: Sendable {
         case .home, .char("g"): menu.index = 0
         case .end, .char("G"): menu.index = count - 1
         case .char(let character) where character.isNumber:
-            // 1-9: that line of the menu, at once.
-            guard let number = character.wholeNumberValue, number >= 1, number <= count else { return [] }
-            menu.index = number - 1
-            return sendSignal(menu)
+            // 1-9: that line of the menu is chosen; Enter sends it, as the menu's footer says (a
+            // mistyped digit, 2 for SIGKILL, can still be taken back with Esc).
+            if let number = character.wholeNumberValue, number >= 1, number <= count { menu.index = number - 1 }
         case .enter:
             return sendSignal(menu)
         case .escape, .char("q"), .char("x"):

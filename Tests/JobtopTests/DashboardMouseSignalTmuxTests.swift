@@ -88,7 +88,7 @@ struct DashboardMouseSignalTmuxTests {
         tmux.keys("C-c")
     }
 
-    @Test("x, ↓ to SIGUSR1, Enter: the job's trap runs; x then 2 (SIGKILL) ends it as killed")
+    @Test("x, ↓ to SIGUSR1, Enter: the job's trap runs; x, 2 (SIGKILL), Enter ends it as killed")
     func signalMenu() async throws {
         let tmux = try TmuxSession(shape: Self.shape)
         defer { tmux.close() }
@@ -106,6 +106,7 @@ struct DashboardMouseSignalTmuxTests {
         tmux.keys("x")
         try await tmux.waitFor("the signal menu again") { $0.contains { $0.contains("Send a signal to") } }
         tmux.keys("2")
+        tmux.keys("Enter")
         try await tmux.waitFor("the job killed") { $0.contains { $0.contains("killed by SIGKILL") } }
         tmux.keys("q")
         let after = try await tmux.waitFor("the exit status") { $0.contains { $0.hasPrefix("exit=") } }

@@ -38,7 +38,7 @@ struct SignalMenuTests {
         #expect(model.message?.text.contains("SIGKILL") == true)
     }
 
-    @Test("A digit picks its line at once; Esc sends nothing; the tagged running jobs are the targets")
+    @Test("A digit chooses its line and Enter sends it; Esc after a digit sends nothing; the tagged running jobs are the targets")
     func digitsEscapeAndTags() {
         var model = board().prepared()
         _ = model.handle(.char("x"))
@@ -49,7 +49,12 @@ struct SignalMenuTests {
         _ = model.handle(.char(" "))
         _ = model.handle(.char(" "))
         _ = model.handle(.char("x"))
-        #expect(model.handle(.char("5")) == [.signal([jobID(1), jobID(2)], SIGSTOP)])
+        // A mistyped digit (2: SIGKILL) is only chosen: Esc takes it back.
+        #expect(model.handle(.char("2")).isEmpty)
+        #expect(model.handle(.escape).isEmpty)
+        _ = model.handle(.char("x"))
+        #expect(model.handle(.char("5")).isEmpty)
+        #expect(model.handle(.enter) == [.signal([jobID(1), jobID(2)], SIGSTOP)])
     }
 
     @Test("x on a queued job says only running jobs take signals, and opens nothing")
