@@ -27,6 +27,10 @@ final class RunLog {
         /// When the last job ended (scheduler time), if one did: the dashboard may stay open
         /// long after, and the summary's wall time and rate stop here.
         var lastFinish: SchedulerTime?
+        /// The `shutdown` line of a run in which no job was ever submitted, held back: the
+        /// caller writes it only if it writes a summary (a run refused for bad input before any
+        /// job leaves stdout empty).
+        var heldLine: String?
     }
 
     /// Failures remembered by name for the closing message; the rest are counted.
@@ -139,6 +143,15 @@ final class RunLog {
         // The event's line is queued after what the event did to --output-dir files (the
         // writer keeps its queue's order): when the log says a job waits for its retry, the
         // attempt's file is already closed.
-        if let formatter, let line = formatter.line(for: event) { writer.line(line) }
+        guard let formatter, let line = formatter.line(for: event) else { return }
+        if case .shuttingDown = event.kind, mirror.jobs.isEmpty, mirror.counts.values.reduce(0, +) == 0 {
+            result.heldLine = line
+            return
+        }
+        if let held = result.heldLine {
+            result.heldLine = nil
+            writer.line(held)
+        }
+        writer.line(line)
     }
 }

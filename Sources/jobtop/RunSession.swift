@@ -137,10 +137,7 @@ struct RunSession {
             }
         }
         let fed = await feeding.value
-        if case .refused(let error) = fed {
-            StandardError.write("jobtop: \(error.message)\n")
-            _ = try? await client.perform(.shutdown(.cancelRunning))
-        }
+        if case .refused(let error) = fed { StandardError.write("jobtop: \(error.message)\n") }
         reader?.stop()
         await running.value
         await readerStopper?.value
@@ -152,19 +149,21 @@ struct RunSession {
         // Under the dashboard, what a signal meant is what the dashboard made of it (SIGWINCH
         // and a first SIGINT do not end a run); a signal during the workers' goodbye ends it.
         let signal = (isScreen ? dashboardSignal : signals?.firstSignal) ?? goodbyeSignal
-        let summary = RunSummary(counts: followed.counts, wall: wall, signal: signal)
+        var summary = RunSummary(counts: followed.counts, wall: wall, signal: signal)
         var isRefused = false
         if case .refused = fed { isRefused = true }
+        // The summary line says the status the run exits with.
+        summary.inputRefused = isRefused
         // Bad input before any job: stdout stays empty, as for every other input error.
         if let format, !(isRefused && summary.total == 0) {
             let formatter = EventLogFormatter(format: format, logsOutput: false, epoch: epoch)
+            if let held = followed.heldLine { writer.line(held) }
             writer.line(formatter.summaryLine(summary, at: Date().timeIntervalSince1970))
         }
         writer.finish()
         signals?.stop()
 
         var status = summary.exitStatus
-        if isRefused && summary.signal == nil { status = ExitStatus.usage }
         if writer.stdoutBroke && status == ExitStatus.success { status = ExitStatus.logLost }
         if status != ExitStatus.usage && (isScreen || status != ExitStatus.success) {
             Self.report(summary, followed, isScreen: isScreen)
@@ -211,6 +210,10 @@ struct RunSession {
         _ plan: RunPlan, reader: CommandListReader?, to client: some SchedulerClient, batch: BatchID, requiresJobs: Bool
     ) async -> FeedOutcome {
         let outcome = await submitAll(plan, reader: reader, to: client, batch: batch, requiresJobs: requiresJobs)
+        // A bad source cancels the run before the batch is sealed: sealed first, a batch whose
+        // jobs had all ended would settle and end the run gracefully, and the cancel would come
+        // second (two shutdowns in the log).
+        if case .refused = outcome { _ = try? await client.perform(.shutdown(.cancelRunning)) }
         _ = try? await client.perform(.sealBatch(batch))
         return outcome
     }

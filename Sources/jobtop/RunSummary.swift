@@ -16,6 +16,9 @@ struct RunSummary: Sendable, Equatable {
     var wall: Duration
     /// The signal that interrupted the run, if one did.
     var signal: Int32?
+    /// A source of jobs turned out bad during the run (a list line on a pipe): the rest was
+    /// cancelled, and the run ends with status 2 unless a signal came first.
+    var inputRefused = false
 
     /// Reads the counts from the final snapshot.
     init(snapshot: SchedulerSnapshot, wall: Duration, signal: Int32?) {
@@ -40,10 +43,11 @@ struct RunSummary: Sendable, Equatable {
         return seconds > 0 ? Double(succeeded + failed + cancelled + skipped) / seconds : 0
     }
 
-    /// 128 + the signal when interrupted; else 0 when every job succeeded, 1 when not (a
-    /// skipped job counts as not succeeded).
+    /// 128 + the signal when interrupted; else 2 when a source of jobs was refused; else 0
+    /// when every job succeeded, 1 when not (a skipped job counts as not succeeded).
     var exitStatus: Int32 {
         if let signal { return ExitStatus.interrupted(by: signal) }
+        if inputRefused { return ExitStatus.usage }
         return failed + cancelled + skipped + unfinished == 0 ? ExitStatus.success : ExitStatus.someFailed
     }
 

@@ -41,9 +41,9 @@ struct HardeningTests {
         #expect(run.stdout.contains("\"event\":\"summary\",\"total\":3,\"succeeded\":3"))
     }
 
-    @Test("A bad line arriving on a pipe ends the run with status 2 naming the line; jobs before it may have run")
+    @Test("A bad line arriving on a pipe ends the run with status 2 naming the line, the summary says 2, one shutdown; jobs before it may have run")
     func aBadLineOnAPipe() async throws {
-        let jobtop = try JobtopProcess(["-j", "1"], stdinPipe: true)
+        let jobtop = try JobtopProcess(["-j", "1", "--log-format", "json"], stdinPipe: true)
         jobtop.writeStdin("true\n")
         _ = await jobtop.firstLine { $0.contains("succeeded") }
         jobtop.writeStdin("echo a\u{0}b\n")
@@ -51,6 +51,23 @@ struct HardeningTests {
         #expect(run.status == 2)
         #expect(run.stderr.contains("jobtop: standard input:2: the command contains a NUL byte"), "\(run.stderr)")
         jobtop.closeStdin()
+        let lines = try Log.json(run.lines)
+        #expect(lines.last?["event"] as? String == "summary")
+        #expect(lines.last?["exit_status"] as? Int == 2, "the summary says the status the run exits with")
+        #expect(lines.filter { $0["event"] as? String == "shutdown" }.count == 1)
+    }
+
+    @Test("An empty list on a pipe: status 2, one line on stderr, nothing on stdout")
+    func anEmptyPipe() async throws {
+        for arguments in [["--headless"], ["-", "--log-format", "json"]] {
+            let jobtop = try JobtopProcess(arguments, stdinPipe: true)
+            jobtop.writeStdin(arguments.contains("-") ? "# only a comment\n" : "")
+            jobtop.closeStdin()
+            let run = await jobtop.wait()
+            #expect(run.status == 2)
+            #expect(run.stdout.isEmpty, "\(run.stdout)")
+            #expect(run.stderr.contains("jobtop: "), "\(run.stderr)")
+        }
     }
 
     @Test("SIGINT while a 100,000-line list streams ends the run at once: every submitted job cancelled, status 130")
