@@ -46,6 +46,7 @@ enum JobFile {
         now: Date = Date(), timeZone: TimeZone = .current
     ) throws(JobInputError) -> Contents {
         try refuseNulEscapes(in: text, file: file)
+        try refuseDeepKeys(in: text, file: file)
         let root: TOMLTable
         do {
             root = try TOMLTable(string: text)
@@ -152,6 +153,78 @@ enum JobFile {
                 }
                 index += 2  // an escaped backslash must not start another escape
                 continue
+            }
+            index += 1
+        }
+    }
+
+    /// Dots outside strings and comments that one line may have.
+    static let maximumDotsPerLine = 1_000
+
+    /// Refuses a line with more than ``maximumDotsPerLine`` dots outside strings and comments:
+    /// the parser (toml++, under TOMLKit) nests a call per part of a dotted key or table header
+    /// and runs out of stack near 30,000 parts, a crash rather than an error. No job file needs a
+    /// key a thousand parts deep; a float or a date has one dot or none.
+    private static func refuseDeepKeys(in text: String, file: String) throws(JobInputError) {
+        enum Quote { case none, basic, literal, multilineBasic, multilineLiteral }
+        let utf8 = Array(text.utf8)
+        let (newline, hash, dot, backslash) = (UInt8(0x0A), UInt8(ascii: "#"), UInt8(ascii: "."), UInt8(ascii: "\\"))
+        let (double, single) = (UInt8(ascii: "\""), UInt8(ascii: "'"))
+        func triple(_ index: Int, _ byte: UInt8) -> Bool {
+            index + 2 < utf8.count && utf8[index] == byte && utf8[index + 1] == byte && utf8[index + 2] == byte
+        }
+        var quote = Quote.none
+        var line = 1
+        var dots = 0
+        var index = 0
+        while index < utf8.count {
+            let byte = utf8[index]
+            if byte == newline {
+                line += 1
+                dots = 0
+                if quote == .basic || quote == .literal { quote = .none }  // (a syntax error the parser names)
+                index += 1
+                continue
+            }
+            switch quote {
+            case .none:
+                if byte == hash {
+                    while index < utf8.count && utf8[index] != newline { index += 1 }
+                    continue
+                } else if byte == double || byte == single {
+                    let isTriple = triple(index, byte)
+                    quote = byte == double ? (isTriple ? .multilineBasic : .basic) : (isTriple ? .multilineLiteral : .literal)
+                    index += isTriple ? 3 : 1
+                    continue
+                } else if byte == dot {
+                    dots += 1
+                    if dots > maximumDotsPerLine {
+                        throw JobInputError(
+                            .syntax,
+                            "\(file):\(line): more than \(maximumDotsPerLine.formatted()) dots in one line outside strings: a key or table name nested that deep is refused")
+                    }
+                }
+            case .basic, .multilineBasic:
+                if byte == backslash {
+                    if index + 1 < utf8.count && utf8[index + 1] == newline { line += 1 }
+                    index += 2
+                    continue
+                }
+                if quote == .basic && byte == double {
+                    quote = .none
+                } else if quote == .multilineBasic && triple(index, double) {
+                    quote = .none
+                    index += 3
+                    continue
+                }
+            case .literal:
+                if byte == single { quote = .none }
+            case .multilineLiteral:
+                if triple(index, single) {
+                    quote = .none
+                    index += 3
+                    continue
+                }
             }
             index += 1
         }

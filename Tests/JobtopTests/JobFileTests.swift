@@ -122,6 +122,19 @@ struct JobFileTests {
         }
     }
 
+    @Test("A key or table name thousands of parts deep is refused with its line, not a crash; dots in strings and comments count for nothing")
+    func deepKeys() throws {
+        let job = "[[job]]\ncommand = \"true\"\n"
+        for deep in [String(repeating: "a.", count: 30_000) + "b = 1\n", "[" + String(repeating: "a.", count: 30_000) + "b]\n"] {
+            #expect(throws: JobInputError(.syntax, "j.toml:3: more than 1,000 dots in one line outside strings: a key or table name nested that deep is refused")) {
+                try JobFile.parse(job + deep, file: "j.toml", directory: "/")
+            }
+        }
+        let dots = String(repeating: ".", count: 5_000)
+        let fine = "[[job]]\ncommand = \"echo \(dots)\" # \(dots)\nname = '\(dots)'\n[[job]]\ncommand = \"\"\"\n\(dots)\\\n\(dots)\"\"\"\n"
+        #expect(try JobFile.parse(fine, file: "j.toml", directory: "/").jobs.count == 2)
+    }
+
     @Test("A NUL byte, a line over the kernel's argument limit or bytes that are not UTF-8 are refused with the line number")
     func badListLines() {
         #expect(throws: JobInputError(.invalidValue, "'l.txt':2: the command contains a NUL byte (the shell would see only what comes before it)")) {
