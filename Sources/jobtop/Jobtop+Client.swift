@@ -289,6 +289,23 @@ extension Jobtop {
             var groups: [GroupRecord]
             var workers: [WorkerRecord]
             var jobs: [JobRecord]
+
+            private enum CodingKeys: String, CodingKey {
+                case paused, shuttingDown, counts, slots, groups, workers, jobs
+            }
+
+            /// Every field, `shuttingDown` as null when no shutdown is under way (a script reads
+            /// the key the README lists; the synthesized encoding leaves a nil out).
+            func encode(to encoder: any Encoder) throws {
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                try container.encode(paused, forKey: .paused)
+                try container.encode(shuttingDown, forKey: .shuttingDown)
+                try container.encode(counts, forKey: .counts)
+                try container.encode(slots, forKey: .slots)
+                try container.encode(groups, forKey: .groups)
+                try container.encode(workers, forKey: .workers)
+                try container.encode(jobs, forKey: .jobs)
+            }
         }
 
         struct GroupRecord: Encodable {

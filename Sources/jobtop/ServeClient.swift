@@ -163,6 +163,29 @@ struct JobRecord: Encodable {
     /// Where the worker placed it (Slurm: the job id, and the reason while it waits).
     var placement: String?
 
+    private enum CodingKeys: String, CodingKey {
+        case id, short, name, command, state, priority, group, attempts, maxAttempts, after, failure, worker, placement
+    }
+
+    /// Every field the README lists, a missing one as null (the synthesized encoding leaves a
+    /// nil out, and a script would find no key).
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(short, forKey: .short)
+        try container.encode(name, forKey: .name)
+        try container.encode(command, forKey: .command)
+        try container.encode(state, forKey: .state)
+        try container.encode(priority, forKey: .priority)
+        try container.encode(group, forKey: .group)
+        try container.encode(attempts, forKey: .attempts)
+        try container.encode(maxAttempts, forKey: .maxAttempts)
+        try container.encode(after, forKey: .after)
+        try container.encode(failure, forKey: .failure)
+        try container.encode(worker, forKey: .worker)
+        try container.encode(placement, forKey: .placement)
+    }
+
     init(_ job: JobInfo, workers: [WorkerID: String] = [:], placements: [JobID: String] = [:]) {
         id = job.id.description
         short = job.id.short

@@ -105,6 +105,11 @@ struct ServeTests {
         }
         let active = try await fixture.run(["status"])
         #expect(!active.stdout.contains(hello), "finished jobs are listed only with --all")
+        // Every key the README lists is there, null when it has no value.
+        let report = try JSONSerialization.jsonObject(with: Data(try await fixture.run(["status", "--all", "--json"]).stdout.utf8)) as? [String: Any]
+        #expect(report?["shuttingDown"] is NSNull)
+        let listed = try #require(report?["jobs"] as? [[String: Any]])
+        #expect(listed.allSatisfy { Set($0.keys).isSuperset(of: ["name", "failure", "worker", "placement"]) })
 
         let log = try await fixture.run(["log", hello])
         #expect(log.status == 0)
