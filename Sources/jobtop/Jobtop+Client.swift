@@ -127,6 +127,10 @@ extension Jobtop {
             if at != nil && delay != nil {
                 throw ValidationError("--at and --delay both say when the jobs start: give one")
             }
+            if let group {
+                // Refused here, as bad usage (status 2), not by the serve (status 1).
+                do { try SchedulerCore.validateGroupName(group) } catch { throw ValidationError("--group: \(error.message)") }
+            }
             if let name {
                 if name.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { throw ValidationError("--name must not be empty") }
                 if name.contains(where: { $0.isNewline }) { throw ValidationError("--name must be one line") }
@@ -549,15 +553,28 @@ extension Jobtop {
         static let configuration = CommandConfiguration(
             commandName: "pause",
             abstract: "Start no new jobs (of one group with --group); running jobs go on.",
-            discussion: "Exit status: 0 done; 1 refused; 3 no serve.")
+            discussion: "Exit status: 0 done; 1 refused; 2 bad usage; 3 no serve.")
         @Option(help: ArgumentHelp("Only this group.", valueName: "name"))
         var group: String?
         @OptionGroup var connection: ConnectOptions
 
+        func validate() throws {
+            if let group {
+                do { try SchedulerCore.validateGroupName(group) } catch { throw ValidationError("--group: \(error.message)") }
+            }
+        }
+
         mutating func run() async throws {
             let group = group
             try await withServe(connection) { client in
+                // A group no job of the serve is in may be a typo: said, as `limit` says it (the
+                // setting is kept for the jobs submitted to it later).
+                var isNew = false
+                if let group { isNew = try await !client.fetchSnapshot().groups.contains { $0.group.name == group } }
                 _ = try await send(client, group.map { .pauseGroup($0) } ?? .pause)
+                if let group, isNew {
+                    StandardError.write("jobtop: group '\(group)' is new: no job of it yet; this applies to the jobs submitted to it\n")
+                }
             }
         }
     }
@@ -567,15 +584,28 @@ extension Jobtop {
         static let configuration = CommandConfiguration(
             commandName: "resume",
             abstract: "Start jobs again (of one group with --group).",
-            discussion: "Exit status: 0 done; 1 refused; 3 no serve.")
+            discussion: "Exit status: 0 done; 1 refused; 2 bad usage; 3 no serve.")
         @Option(help: ArgumentHelp("Only this group.", valueName: "name"))
         var group: String?
         @OptionGroup var connection: ConnectOptions
 
+        func validate() throws {
+            if let group {
+                do { try SchedulerCore.validateGroupName(group) } catch { throw ValidationError("--group: \(error.message)") }
+            }
+        }
+
         mutating func run() async throws {
             let group = group
             try await withServe(connection) { client in
+                // A group no job of the serve is in may be a typo: said, as `limit` says it (the
+                // setting is kept for the jobs submitted to it later).
+                var isNew = false
+                if let group { isNew = try await !client.fetchSnapshot().groups.contains { $0.group.name == group } }
                 _ = try await send(client, group.map { .resumeGroup($0) } ?? .resume)
+                if let group, isNew {
+                    StandardError.write("jobtop: group '\(group)' is new: no job of it yet; this applies to the jobs submitted to it\n")
+                }
             }
         }
     }

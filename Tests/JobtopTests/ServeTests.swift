@@ -274,7 +274,13 @@ struct ServeTests {
         try await fixture.waitFor(ids[0], "succeeded")
         try await fixture.waitFor(ids[1], "succeeded")
 
-        _ = try await fixture.run(["pause", "--group", "slow"])
+        let pausedNew = try await fixture.run(["pause", "--group", "slow"])
+        #expect(pausedNew.status == 0)
+        #expect(pausedNew.stderr.contains("group 'slow' is new"), "a group no job is in may be a typo: \(pausedNew.stderr)")
+        for arguments in [["pause", "--group", ""], ["submit", "-c", "true", "--group", "a b"]] {
+            let refused = try await fixture.run(arguments)
+            #expect(refused.status == 2, "\(arguments): bad usage, \(refused.stderr)")
+        }
         let grouped = try await fixture.run(["submit", "--group", "slow", "-c", "true"]).lines[0]
         let other = try await fixture.run(["submit", "-c", "true"]).lines[0]
         try await fixture.waitFor(other, "succeeded")
