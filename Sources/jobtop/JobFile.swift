@@ -411,7 +411,12 @@ enum JobFile {
                 } else {
                     let dateTime = value.dateTime!
                     guard let offset = dateTime.offset else {
-                        throw StartTimeParser.Failure(text: dateTime.debugDescription, reason: "it has no offset: end it with Z (UTC) or +HH:MM")
+                        // As written (TOMLKit's own text of a local date-time ends with a Z).
+                        let (date, time) = (dateTime.date, dateTime.time)
+                        let written = String(
+                            format: "%04d-%02d-%02dT%02d:%02d:%02d", Int(date.year), Int(date.month), Int(date.day),
+                            Int(time.hour), Int(time.minute), Int(time.second))
+                        throw StartTimeParser.Failure(text: written, reason: "it has no offset: end it with Z (UTC) or +HH:MM")
                     }
                     start = .moment(try StartTimeParser.moment(
                         year: dateTime.date.year, month: dateTime.date.month, day: dateTime.date.day,
@@ -422,7 +427,7 @@ enum JobFile {
             } catch {
                 throw JobInputError(.invalidValue, "\(at): \(error)")
             }
-            if let past = start.pastReason(now: now) { throw JobInputError(.timeInPast, "\(at): \(past)") }
+            if let past = start.unusableReason(now: now) { throw JobInputError(.timeInPast, "\(at): \(past)") }
             return start.date
         }
 

@@ -149,7 +149,7 @@ extension Jobtop {
             } catch {
                 throw ValidationError("\(error)")
             }
-            if let past = start.pastReason(now: now) { throw ValidationError(past) }
+            if let past = start.unusableReason(now: now) { throw ValidationError(past) }
             return start.date
         }
 

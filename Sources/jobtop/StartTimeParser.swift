@@ -30,12 +30,23 @@ enum StartTimeParser {
             }
         }
 
+        /// How far ahead a start time may be: the scheduler's clock counts nanoseconds in 64
+        /// bits (about 292 years), and a time past that was quietly moved to its end.
+        static let maximumYearsAhead = 100
+
         /// Why it cannot be a start time at `now`, if it cannot: a moment given whole that is not
-        /// after `now` ("2020-01-01T00:00:00.000Z is in the past (now it is ...)"). A time of
-        /// day is always its next occurrence, so never past.
-        func pastReason(now: Date) -> String? {
-            guard case .moment(let date) = self, date <= now else { return nil }
-            return "\(EventLogFormatter.iso8601(date.timeIntervalSince1970)) is in the past (now it is \(EventLogFormatter.iso8601(now.timeIntervalSince1970)))"
+        /// after `now` ("2020-01-01T00:00:00.000Z is in the past (now it is ...)"), or one more
+        /// than ``maximumYearsAhead`` years away. A time of day is always its next occurrence,
+        /// so never past.
+        func unusableReason(now: Date) -> String? {
+            guard case .moment(let date) = self else { return nil }
+            if date <= now {
+                return "\(EventLogFormatter.iso8601(date.timeIntervalSince1970)) is in the past (now it is \(EventLogFormatter.iso8601(now.timeIntervalSince1970)))"
+            }
+            if date.timeIntervalSince(now) > Double(Self.maximumYearsAhead) * 365.25 * 86_400 {
+                return "\(EventLogFormatter.iso8601(date.timeIntervalSince1970)) is more than \(Self.maximumYearsAhead) years away"
+            }
+            return nil
         }
     }
 

@@ -200,6 +200,10 @@ struct WorkflowFileTests {
             ("[[job]]\ncommand = \"x\"\nat = 2020-01-01T00:00:00Z\n", "w.toml: job 1: 'at': 2020-01-01T00:00:00.000Z is in the past", .timeInPast),
             ("[[job]]\ncommand = \"x\"\nat = \"2026-11-24T02:00:00\"\n", "w.toml: job 1: 'at': '2026-11-24T02:00:00' is not a start time (it has no offset", .invalidValue),
             ("[[job]]\ncommand = \"x\"\nat = \"25:00\"\n", "w.toml: job 1: 'at': '25:00' is not a start time (no such time of day", .invalidValue),
+            // A TOML local date-time is quoted as written (no Z it did not have).
+            ("[[job]]\ncommand = \"x\"\nat = 2099-05-27T07:32:00\n", "w.toml: job 1: 'at': '2099-05-27T07:32:00' is not a start time (it has no offset", .invalidValue),
+            // Beyond what the scheduler's clock counts: refused, not moved to its end.
+            ("[[job]]\ncommand = \"x\"\nat = \"9999-12-31T23:59:59Z\"\n", "w.toml: job 1: 'at': 9999-12-31T23:59:59.000Z is more than 100 years away", .timeInPast),
             ("[[job]]\ncommand = \"x\"\nat = \"2026-02-30T00:00:00Z\"\n", "'2026-02-30T00:00:00Z' is not a start time (no such date or time", .invalidValue),
             ("[[job]]\ncommand = \"x\"\nat = \"tomorrow\"\n", "w.toml: job 1: 'at': 'tomorrow' is not a start time (not in either form", .invalidValue),
             ("[[job]]\ncommand = \"x\"\nat = 2026-11-24\n", "w.toml: job 1: 'at' must be a time like", .wrongType),
