@@ -67,6 +67,12 @@ final class JobOutputStore: Sendable {
         append(OutputLine(stream: .stdout, text: OutputLine.attemptSeparator(attempt, of: maxAttempts)), to: job)
     }
 
+    /// The job was retried by hand: a separator line after the output it had, if it had any.
+    func retriedByHand(_ job: JobID) {
+        guard state.withLock({ $0.tails[job] != nil }) else { return }
+        append(OutputLine(stream: .stdout, text: OutputLine.retrySeparator), to: job)
+    }
+
     /// Records where the job's running attempt is placed (a Slurm job id and reason).
     func setPlacement(_ placement: String, of job: JobID) {
         state.withLock { $0.tails[job, default: Tail()].placement = placement }

@@ -251,4 +251,14 @@ extension OutputLine {
     public static func attemptSeparator(_ attempt: Int, of maxAttempts: Int) -> String {
         "--- jobtop: attempt \(attempt) of \(maxAttempts) ---"
     }
+
+    /// The line jobtop puts after a job's output when the job is retried by hand (`r`,
+    /// `jobtop retry`, `edit` of an ended job): its attempts count from 1 again, so the next
+    /// attempt's output gets no ``attemptSeparator(_:of:)`` of its own.
+    public static let retrySeparator = "--- jobtop: retried by hand ---"
+
+    /// Whether `text` is one of jobtop's separator lines.
+    public static func isSeparator(_ text: String) -> Bool {
+        text.hasPrefix("--- jobtop: attempt ") || text == retrySeparator
+    }
 }

@@ -36,6 +36,10 @@ final class OutputFiles: Sendable {
             case .started(let id, let attempt, let maxAttempts, _) where attempt > 1:
                 if pieces[id] == nil { order.append(id) }
                 pieces[id, default: []].append(contentsOf: Array((OutputLine.attemptSeparator(attempt, of: maxAttempts) + "\n").utf8))
+            case .requeued(let id, .retriedByUser):
+                // Its attempts count from 1 again: the line marks where the new ones begin.
+                if pieces[id] == nil { order.append(id) }
+                pieces[id, default: []].append(contentsOf: Array((OutputLine.retrySeparator + "\n").utf8))
             default:
                 continue
             }

@@ -202,6 +202,10 @@ public final class SchedulerStore: Sendable {
                 hasRows = true
                 // Later attempts get a separator line in the output file.
                 if attempt > 1 { hasOutput = true }
+            case .requeued(_, .retriedByUser):
+                // So does a retry by hand (and the job's row changes).
+                hasRows = true
+                hasOutput = true
             case .submitted, .coalesced, .progress, .snapshot, .lagged, .leftoverProcesses, .stopping,
                  .slotsChanged, .workerJoined, .workerLeft, .workerResized, .shuttingDown, .batchHalted, .batchSettled:
                 continue

@@ -822,7 +822,7 @@ enum DashboardView {
             if index < view.lines.count {
                 let line = view.lines[index]
                 // The line jobtop puts between two attempts stands apart from the job's own.
-                let isSeparator = line.stream == .stdout && line.text.hasPrefix("--- jobtop: attempt ")
+                let isSeparator = line.stream == .stdout && OutputLine.isSeparator(line.text)
                 let segments = isSeparator ? [Segment(line.text, .panelTitle)]
                     : ANSIText.segments(line.text, base: line.stream == .stderr ? .failed : .normal)
                 lines.append(fitted(ANSIText.dropCells(segments, view.left), width: width))

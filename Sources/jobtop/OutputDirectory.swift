@@ -13,6 +13,8 @@ final class OutputDirectory {
     private var midLine: Set<JobID> = []
     /// Jobs whose file was made by an earlier attempt: a retry appends to it.
     private var made: Set<JobID> = []
+    /// Jobs retried by hand whose next attempt has not started: it appends, after a marker.
+    private var retriedByHand: Set<JobID> = []
 
     /// Writes into `path`, which ``prepare(_:)`` has made.
     init(path: String) {
@@ -75,10 +77,13 @@ final class OutputDirectory {
             open[id] = fd
             made.insert(id)
         }
-        if attempt > 1, let fd = open[id] {
+        let retried = retriedByHand.remove(id) != nil
+        if attempt > 1 || retried, let fd = open[id] {
             // The marker is a line of its own, also after output that ended without a newline.
+            // A retry by hand counts its attempts from 1 again: its own marker says so.
             let start = midLine.remove(id) != nil ? "\n" : ""
-            writer.write(Array("\(start)--- jobtop: attempt \(attempt) ---\n".utf8), to: fd)
+            let marker = attempt > 1 ? "--- jobtop: attempt \(attempt) ---" : OutputLine.retrySeparator
+            writer.write(Array("\(start)\(marker)\n".utf8), to: fd)
         }
     }
 
@@ -93,6 +98,15 @@ final class OutputDirectory {
     /// closed meanwhile, so that jobs waiting to be retried hold no descriptor.
     func attemptEnded(_ id: JobID, writer: LogWriter) {
         if let fd = open.removeValue(forKey: id) { writer.close(fd) }
+    }
+
+    /// The job, which had ended, was retried by hand: its next attempt appends to the file its
+    /// earlier ones wrote (if they wrote one), after a marker line.
+    func retried(_ id: JobID) {
+        let name = fileNames[id] ?? id.description
+        guard FileManager.default.fileExists(atPath: URL(fileURLWithPath: path).appendingPathComponent("\(name).log").path) else { return }
+        made.insert(id)
+        retriedByHand.insert(id)
     }
 
     /// Closes the job's file once it has ended for good.

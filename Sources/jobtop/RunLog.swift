@@ -114,6 +114,9 @@ final class RunLog {
             outputDirectory?.attemptStarted(id, attempt: attempt, writer: writer)
         case .output(let id, let line):
             outputDirectory?.output(id, line, writer: writer)
+        case .requeued(let id, .retriedByUser):
+            outputDirectory?.attemptEnded(id, writer: writer)
+            outputDirectory?.retried(id)
         case .retryScheduled(let id, _, _, _, _), .requeued(let id, _):
             outputDirectory?.attemptEnded(id, writer: writer)
         case .succeeded(let id, _), .cancelled(let id):

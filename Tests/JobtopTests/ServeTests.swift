@@ -246,6 +246,23 @@ struct ServeTests {
         try await fixture.stop()
     }
 
+    @Test("log of a job retried by hand: a marker line where the new run begins (its attempts count from 1 again)")
+    func retriedByHandInTheLog() async throws {
+        let fixture = try await ServeFixture()
+        let id = try await fixture.run(["submit", "-c", "echo run; exit 1"]).lines[0]
+        try await fixture.waitFor(id, "failed")
+        #expect(try await fixture.run(["retry", id]).status == 0)
+        // The second run has ended once the log has its line (the job is failed again).
+        var log = try await fixture.run(["log", id])
+        _ = await eventually {
+            log = (try? await fixture.run(["log", id])) ?? log
+            return log.lines.count >= 3
+        }
+        #expect(log.lines == ["run", "--- jobtop: retried by hand ---", "run"], "\(log.stdout)")
+        try await fixture.waitFor(id, "failed")
+        try await fixture.stop()
+    }
+
     @Test("prio reorders the queue; pause and resume hold and release it")
     func prioPauseResume() async throws {
         let fixture = try await ServeFixture(["-j", "1"])

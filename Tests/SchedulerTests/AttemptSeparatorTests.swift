@@ -22,6 +22,18 @@ struct AttemptSeparatorTests {
         }
     }
 
+    @Test func aRetryByHandIsSetApartInTheTailThoughItsAttemptsCountFromOneAgain() async throws {
+        try await ShellJobTests.withScheduler { scheduler, reader in
+            let id = try await scheduler.submit(.shell("echo run; exit 1"))
+            _ = await reader.final(of: id)
+            try await scheduler.retry(id)
+            await reader.next { kind in if case .requeued(id, .retriedByUser) = kind { true } else { false } }
+            await reader.next { kind in kind.isFinal && kind.jobID == id }
+            let tail = await scheduler.output(of: id).lines.map(\.text)
+            #expect(tail == ["run", OutputLine.retrySeparator, "run"])
+        }
+    }
+
     @Test func environmentAndDirectoryAreInTheJobsDescriptionWithoutJobtopsOwnMarkers() async throws {
         try await ShellJobTests.withScheduler { scheduler, _ in
             var spec = JobSpec.shell("true")
