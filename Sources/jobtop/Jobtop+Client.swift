@@ -854,6 +854,17 @@ extension Jobtop {
                 // Subscribed first: the end of the events is the serve's end.
                 let events = client.events(bufferLimit: nil, includeOutput: false, delivery: .latest)
                 _ = try await send(client, .shutdown(drain ? .drain : .graceful))
+                if drain {
+                    // A drain runs what is queued: while the serve (or a group with queued jobs)
+                    // is paused it cannot end, and the wait would say nothing.
+                    let snapshot = try await client.fetchSnapshot()
+                    let pausedGroups = snapshot.groups.filter { $0.group.isPaused && $0.queued > 0 }.map(\.group.name)
+                    if snapshot.isPaused && snapshot.count(.queued) > 0 {
+                        StandardError.write("jobtop: the serve is paused: the drain waits until 'jobtop resume' lets its queued jobs run\n")
+                    } else if !pausedGroups.isEmpty {
+                        StandardError.write("jobtop: group \(pausedGroups.map { "'\($0)'" }.joined(separator: ", ")) is paused: the drain waits until 'jobtop resume --group' lets its queued jobs run\n")
+                    }
+                }
                 for await _ in events {}
                 StandardError.write("jobtop: jobtop serve stopped\n")
             }

@@ -263,6 +263,19 @@ struct ServeTests {
         try await fixture.stop()
     }
 
+    @Test("shutdown --drain of a paused serve says what it waits for; resume lets the drain end")
+    func drainWhilePaused() async throws {
+        let fixture = try await ServeFixture()
+        _ = try await fixture.run(["pause"])
+        #expect(try await fixture.run(["submit", "-c", "true"]).status == 0)
+        let drain = try fixture.start(["shutdown", "--drain"])
+        #expect(await eventually { drain.output.contains("the serve is paused: the drain waits until 'jobtop resume'") }, "\(drain.output)")
+        _ = try await fixture.run(["resume"])
+        let stopped = await drain.wait()
+        #expect(stopped.status == 0, "\(stopped.stderr)")
+        #expect(fixture.serve.output.contains("stopped"))
+    }
+
     @Test("prio reorders the queue; pause and resume hold and release it")
     func prioPauseResume() async throws {
         let fixture = try await ServeFixture(["-j", "1"])
