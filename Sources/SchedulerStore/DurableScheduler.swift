@@ -28,7 +28,8 @@ public final class DurableScheduler: SchedulerClient {
     /// What the restart found, but its ``SchedulerStore/Recovery/jobs`` (handed to the scheduler,
     /// not kept twice: see ``restoredJobCount``).
     public let recovery: SchedulerStore.Recovery
-    /// How many jobs the restart put back (the finished ones kept and every one still to run).
+    /// How many jobs the restart found (the finished ones kept and every one still to run); those
+    /// the scheduler refused are not put back (``restored()`` says how many were).
     public let restoredJobCount: Int
     /// How many process groups of the previous serve's jobs were found running and stopped.
     public let orphansStopped: Int
@@ -37,7 +38,7 @@ public final class DurableScheduler: SchedulerClient {
     public let placedStopped: Int
     private let journal: Journal
     private let journalTask: Task<Void, Never>
-    private let restoreTask: Task<Void, Never>
+    private let restoreTask: Task<Int, Never>
 
     /// Opens the state in `directory` (taking its lock), stops what a previous serve left
     /// running, restores its jobs into a new scheduler and starts the journal. The scheduler is
@@ -116,12 +117,17 @@ public final class DurableScheduler: SchedulerClient {
                 FileHandle.standardError.write(Data("jobtop: job \(id.short) could not be restored: \(error)\n".utf8))
             }
             _ = await journal.wait(through: await scheduler.lastEventSeq)
+            return jobs.count - refused.count
         }
     }
 
     /// Waits until the previous state is back in the scheduler and journaled: before serving
     /// clients.
-    public func restored() async {
+    ///
+    /// - Returns: How many jobs were put back (those the scheduler refused, each said on stderr,
+    ///   not counted).
+    @discardableResult
+    public func restored() async -> Int {
         await restoreTask.value
     }
 

@@ -245,12 +245,14 @@ extension Jobtop {
                     Task { _ = try? await backend.perform(.shutdown(.cancelRunning)) }
                 }
             }
-            await backend.restored()
+            let restoredCount = await backend.restored()
             let recovery = backend.recovery
-            let restoredCount = backend.restoredJobCount
             if restoredCount > 0 {
                 var note = "restored \(restoredCount) job\(restoredCount == 1 ? "" : "s")"
-                if !recovery.interrupted.isEmpty { note += "; \(recovery.interrupted.count) that were running when the last serve stopped counted as failed ('jobtop stopped')" }
+                if !recovery.interrupted.isEmpty {
+                    let count = recovery.interrupted.count
+                    note += "; \(count) that \(count == 1 ? "was" : "were") running when the last serve stopped counted as failed ('jobtop stopped')"
+                }
                 if backend.placedStopped > 0 {
                     let ids = leftovers?.cancelled.joined(separator: " ") ?? ""
                     note += "; cancelled \(backend.placedStopped) Slurm job\(backend.placedStopped == 1 ? "" : "s") they left (\(ids))"

@@ -389,6 +389,23 @@ struct StoreTests {
         await durable.close()
     }
 
+    @Test("a job the scheduler refuses at a restart is not counted among the restored ones")
+    func refusedAtRestartIsNotCounted() async throws {
+        let scratch = try Scratch()
+        let directory = StateDirectory(path: scratch.file("state"))
+        // A row no submission could have made (as a hand-edited database has): its priority is
+        // out of range.
+        let store = try SchedulerStore(directory: directory)
+        try await store.insert([
+            .init(id: JobID(uuid: UUID()), spec: JobSpec(name: "fine", work: .shell("true"))),
+            .init(id: JobID(uuid: UUID()), spec: JobSpec(name: "odd", work: .shell("true"), priority: 5_000_000)),
+        ])
+        store.close()
+        let durable = try DurableScheduler.open(directory: directory, configuration: .init(localSlots: 0))
+        #expect(durable.restoredJobCount == 2, "found")
+        #expect(await durable.restored() == 1, "put back")
+    }
+
     @Test("a submission is on disk when it is acknowledged")
     func submissionIsDurableAtAck() async throws {
         let scratch = try Scratch()
