@@ -488,7 +488,7 @@ public struct SchedulerCore: Sendable {
         defer { swap(&dependencyHandles, &scratchHandles) }
         // A long list (a fan-in of thousands) is checked for repeats with a set: a scan of the
         // list so far per dependency made it quadratic.
-        var named: Set<JobID>? = spec.dependencies.count > 16 ? Set(minimumCapacity: spec.dependencies.count) : nil
+        var named: Set<JobID> = spec.dependencies.count > 16 ? Set(minimumCapacity: spec.dependencies.count) : []
         for position in spec.dependencies.indices {
             let other: JobID
             var otherHandle: JobHandle?
@@ -504,11 +504,8 @@ public struct SchedulerCore: Sendable {
                     otherHandle = jobs.handle(of: other)
                 }
             }
-            if named != nil {
-                guard other != id, named!.insert(other).inserted else { continue }
-            } else {
-                guard other != id, !dependencies.contains(other) else { continue }
-            }
+            let isRepeat = spec.dependencies.count > 16 ? !named.insert(other).inserted : dependencies.contains(other)
+            guard other != id, !isRepeat else { continue }
             dependencies.append(other)
             dependencyHandles.append(otherHandle)
         }
@@ -618,38 +615,28 @@ public struct SchedulerCore: Sendable {
                     refused.append((job.id, SchedulerError(.invalidArgument, "job \(job.id.short) is restored with an ending that is not final")))
                     continue
                 }
-                let group = job.spec.group.map { groupHandle(named: $0) } ?? 0
-                var info = JobInfo(
-                    id: job.id, name: job.spec.name, command: job.spec.work.description, priority: job.spec.priority,
-                    state: ending, attempts: job.attempts, maxAttempts: job.spec.retry.maxAttempts, progress: nil,
-                    submittedAt: now, startedAt: nil, finishedAt: now, lastFailure: job.lastFailure, key: nil,
-                    group: groups[Int(group)].info.name)
-                if !job.spec.environment.isEmpty || job.spec.workingDirectory != nil { info.describe(job.spec) }
-                let firstDependency = keepDependencies(job.spec.dependencies.compactMap { if case .job(let id) = $0 { id } else { nil } })
-                let handle = jobs.insert(for: job.id) {
-                    Job(
-                        handle: $0, info: info, batch: nil, group: group,
-                        timeout: job.spec.timeout, firstDependency: firstDependency)
-                }
-                keepSpec(job.spec, at: handle, withoutDependencies: true)
-                registerRecord(handle)
+                let handle = restoreRecord(job, in: ending, lastFailure: job.lastFailure, finishedAt: now, now: now)
                 // A job restored later may name it: its outcome outlives its record.
                 jobs[handle].isDependency = true
-                stateCounts[ending.kind] += 1
                 finishedOrder.append(handle)
                 dropFinishedBeyondRetention()
                 continue
             }
             let spec = job.spec
-            if let retryAt = job.retryAt, job.attempts > 0, spec.dependencies.isEmpty, spec.coalescingKey == nil,
-               JobSpec.priorityRange.contains(spec.priority), spec.group.map({ existingGroup(named: $0) != nil }) ?? true,
+            // Nothing to resolve or check: no dependency, key or new group, a valid priority.
+            let isPlain = spec.dependencies.isEmpty && spec.coalescingKey == nil && JobSpec.priorityRange.contains(spec.priority)
+                && (spec.group.map { existingGroup(named: $0) != nil } ?? true)
+            if isPlain, let retryAt = job.retryAt, job.attempts > 0,
                case let due = dueTime(of: .date(retryAt), submittedAt: now), due > now {
                 // It waits out the rest of its backoff, as it would have without the restart.
-                restoreWaiting(job, until: due, now: now)
+                let reason = job.lastFailure ?? .error("failed")
+                let handle = restoreRecord(
+                    job, in: .waitingForRetry(until: due, failedAttempt: job.attempts, reason: reason), lastFailure: reason,
+                    finishedAt: nil, now: now)
+                timers.insert(Timer(time: due, handle: handle, id: job.id, attempt: job.attempts, purpose: .retry))
                 continue
             }
-            if spec.dependencies.isEmpty, spec.notBefore == nil, spec.coalescingKey == nil,
-               JobSpec.priorityRange.contains(spec.priority), spec.group.map({ existingGroup(named: $0) != nil }) ?? true {
+            if isPlain, spec.notBefore == nil {
                 // Most of a restart: straight to the queue, with the attempts it used (no
                 // submission of one, with its arrays and event, per job).
                 _ = queue(spec, id: job.id, batch: nil, now: now, attempts: job.attempts, lastFailure: job.lastFailure)
@@ -679,25 +666,28 @@ public struct SchedulerCore: Sendable {
         return (refused, collected)
     }
 
-    /// Puts back a job that was waiting for a retry due at `due` (after `now`): its record in
-    /// that state, and the retry's timer.
-    private mutating func restoreWaiting(_ job: RestoredJob, until due: SchedulerTime, now: SchedulerTime) {
+    /// Makes the record of a restored job that is put back in `state` as it is (ended, or
+    /// waiting for a retry), with its dependencies kept by id and counted in its state. It
+    /// holds no coalescing key (a finished job's may be taken by another; a job with one is not
+    /// put back waiting).
+    private mutating func restoreRecord(
+        _ job: RestoredJob, in state: JobState, lastFailure: FailureReason?, finishedAt: SchedulerTime?, now: SchedulerTime
+    ) -> JobHandle {
         let group = job.spec.group.map { groupHandle(named: $0) } ?? 0
-        let reason = job.lastFailure ?? .error("failed")
-        let state = JobState.waitingForRetry(until: due, failedAttempt: job.attempts, reason: reason)
         var info = JobInfo(
             id: job.id, name: job.spec.name, command: job.spec.work.description, priority: job.spec.priority,
             state: state, attempts: job.attempts, maxAttempts: job.spec.retry.maxAttempts, progress: nil,
-            submittedAt: now, startedAt: nil, finishedAt: nil, lastFailure: reason, key: job.spec.coalescingKey,
-            group: groups[Int(group)].info.name)
+            submittedAt: now, startedAt: nil, finishedAt: finishedAt, lastFailure: lastFailure,
+            key: nil, group: groups[Int(group)].info.name)
         if !job.spec.environment.isEmpty || job.spec.workingDirectory != nil { info.describe(job.spec) }
+        let firstDependency = keepDependencies(job.spec.dependencies.compactMap { if case .job(let id) = $0 { id } else { nil } })
         let handle = jobs.insert(for: job.id) {
-            Job(handle: $0, info: info, batch: nil, group: group, timeout: job.spec.timeout)
+            Job(handle: $0, info: info, batch: nil, group: group, timeout: job.spec.timeout, firstDependency: firstDependency)
         }
-        keepSpec(job.spec, at: handle)
+        keepSpec(job.spec, at: handle, withoutDependencies: true)
         registerRecord(handle)
-        stateCounts[.waiting] += 1
-        timers.insert(Timer(time: due, handle: handle, id: job.id, attempt: job.attempts, purpose: .retry))
+        stateCounts[state.kind] += 1
+        return handle
     }
 
     /// Makes room for `extra` more records and their specs at once.

@@ -89,9 +89,17 @@ struct CommandListParser {
     ///
     /// - Throws: ``JobInputError`` for the first line that cannot be a command.
     static func commands(in text: String, source: String = "the list") throws(JobInputError) -> [String] {
+        try commands(in: Array(text.utf8), source: source)
+    }
+
+    /// The commands in the whole list `bytes` (which need not be UTF-8: a line that is not is
+    /// refused by its number), in order.
+    ///
+    /// - Throws: ``JobInputError`` for the first line that cannot be a command.
+    static func commands(in bytes: [UInt8], source: String) throws(JobInputError) -> [String] {
         var parser = CommandListParser(source: source)
         var commands: [String] = []
-        try Array(text.utf8).withRawBytes { (raw) throws(JobInputError) in
+        try bytes.withRawBytes { (raw) throws(JobInputError) in
             try parser.feed(raw) { commands.append($0) }
         }
         try parser.finish { commands.append($0) }

@@ -127,10 +127,7 @@ extension Jobtop {
             if at != nil && delay != nil {
                 throw ValidationError("--at and --delay both say when the jobs start: give one")
             }
-            if let group {
-                // Refused here, as bad usage (status 2), not by the serve (status 1).
-                do { try SchedulerCore.validateGroupName(group) } catch { throw ValidationError("--group: \(error.message)") }
-            }
+            try validateGroupOption(group)
             if let name {
                 if name.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { throw ValidationError("--name must not be empty") }
                 if name.contains(where: { $0.isNewline }) { throw ValidationError("--name must be one line") }
@@ -212,20 +209,7 @@ extension Jobtop {
         private static func readList(_ list: RunPlan.List) throws -> [String] {
             let handle = FileHandle(fileDescriptor: list.fd, closeOnDealloc: true)
             let data = try handle.readToEnd() ?? Data()
-            var parser = CommandListParser(source: list.source)
-            var commands: [String] = []
-            let bytes = [UInt8](data)
-            let refusal = bytes.withUnsafeBytes { raw -> JobInputError? in
-                do throws(JobInputError) {
-                    try parser.feed(raw) { commands.append($0) }
-                    try parser.finish { commands.append($0) }
-                    return nil
-                } catch {
-                    return error
-                }
-            }
-            if let refusal { throw refusal }
-            return commands
+            return try CommandListParser.commands(in: [UInt8](data), source: list.source)
         }
 
         /// Waits until every job of `ids` has ended: 0 when all succeeded, 1 otherwise, 3 when the
@@ -495,15 +479,10 @@ extension Jobtop {
         var priorityArguments: [String] = []
         @OptionGroup var connection: ConnectOptions
 
-        /// The values given (`--`, which a negative one needed before, is taken as said).
-        private var values: [String] { priorityArguments.filter { $0 != "--" } }
-        var priority: Int { Int(values.first ?? "") ?? 0 }
+        var priority: Int { Int(priorityArguments.first { $0 != "--" } ?? "") ?? 0 }
 
         func validate() throws {
-            guard let text = values.first else { throw ValidationError("Missing expected argument '<n>' (the new priority)") }
-            guard values.count == 1 else {
-                throw ValidationError("one priority, not \(values.count) values: \(values.joined(separator: " "))")
-            }
+            let text = try singleValue(priorityArguments, "the new priority")
             guard Int(text) != nil else { throw ValidationError("the priority must be a whole number, not '\(text)'") }
             if !JobSpec.priorityRange.contains(priority) {
                 throw ValidationError("the priority must be between \(JobSpec.priorityRange.lowerBound) and \(JobSpec.priorityRange.upperBound), not \(priority)")
@@ -559,22 +538,19 @@ extension Jobtop {
         @OptionGroup var connection: ConnectOptions
 
         func validate() throws {
-            if let group {
-                do { try SchedulerCore.validateGroupName(group) } catch { throw ValidationError("--group: \(error.message)") }
-            }
+            try validateGroupOption(group)
         }
 
         mutating func run() async throws {
             let group = group
             try await withServe(connection) { client in
-                // A group no job of the serve is in may be a typo: said, as `limit` says it (the
-                // setting is kept for the jobs submitted to it later).
-                var isNew = false
-                if let group { isNew = try await !client.fetchSnapshot().groups.contains { $0.group.name == group } }
-                _ = try await send(client, group.map { .pauseGroup($0) } ?? .pause)
-                if let group, isNew {
-                    StandardError.write("jobtop: group '\(group)' is new: no job of it yet; this applies to the jobs submitted to it\n")
+                guard let group else {
+                    _ = try await send(client, .pause)
+                    return
                 }
+                let isNew = try await !client.fetchSnapshot().groups.contains { $0.group.name == group }
+                _ = try await send(client, .pauseGroup(group))
+                if isNew { sayGroupIsNew(group, "this applies") }
             }
         }
     }
@@ -590,22 +566,19 @@ extension Jobtop {
         @OptionGroup var connection: ConnectOptions
 
         func validate() throws {
-            if let group {
-                do { try SchedulerCore.validateGroupName(group) } catch { throw ValidationError("--group: \(error.message)") }
-            }
+            try validateGroupOption(group)
         }
 
         mutating func run() async throws {
             let group = group
             try await withServe(connection) { client in
-                // A group no job of the serve is in may be a typo: said, as `limit` says it (the
-                // setting is kept for the jobs submitted to it later).
-                var isNew = false
-                if let group { isNew = try await !client.fetchSnapshot().groups.contains { $0.group.name == group } }
-                _ = try await send(client, group.map { .resumeGroup($0) } ?? .resume)
-                if let group, isNew {
-                    StandardError.write("jobtop: group '\(group)' is new: no job of it yet; this applies to the jobs submitted to it\n")
+                guard let group else {
+                    _ = try await send(client, .resume)
+                    return
                 }
+                let isNew = try await !client.fetchSnapshot().groups.contains { $0.group.name == group }
+                _ = try await send(client, .resumeGroup(group))
+                if isNew { sayGroupIsNew(group, "this applies") }
             }
         }
     }
@@ -630,9 +603,7 @@ extension Jobtop {
         var limitArguments: [String] = []
         @OptionGroup var connection: ConnectOptions
 
-        /// The values given (`--` taken as said).
-        private var values: [String] { limitArguments.filter { $0 != "--" } }
-        var limit: String { values.first ?? "" }
+        var limit: String { limitArguments.first { $0 != "--" } ?? "" }
 
         /// The limit asked for: `nil` for none.
         static func parseLimit(_ text: String) throws -> Int? {
@@ -649,11 +620,7 @@ extension Jobtop {
             } catch {
                 throw ValidationError(error.message)
             }
-            guard !values.isEmpty else { throw ValidationError("Missing expected argument '<n>' (the limit, or 'none')") }
-            guard values.count == 1 else {
-                throw ValidationError("one limit, not \(values.count) values: \(values.joined(separator: " "))")
-            }
-            _ = try Self.parseLimit(limit)
+            _ = try Self.parseLimit(try singleValue(limitArguments, "the limit, or 'none'"))
         }
 
         mutating func run() async throws {
@@ -665,9 +632,7 @@ extension Jobtop {
                 // serve is in may be a typo.
                 let snapshot = try await client.fetchSnapshot()
                 if let now = snapshot.groups.first(where: { $0.group.name == group }) { print(Status.groupLine(now)) }
-                if !snapshot.jobs.contains(where: { $0.group == group }) {
-                    StandardError.write("jobtop: group '\(group)' is new: no job of it yet; the limit applies to the jobs submitted to it\n")
-                }
+                if !snapshot.jobs.contains(where: { $0.group == group }) { sayGroupIsNew(group, "the limit applies") }
             }
         }
     }
@@ -870,6 +835,30 @@ extension Jobtop {
             }
         }
     }
+}
+
+/// Refuses a `--group` name no screen or log could show, as bad usage (status 2), before the
+/// serve is asked (which would refuse it with status 1).
+private func validateGroupOption(_ group: String?) throws {
+    guard let group else { return }
+    do { try SchedulerCore.validateGroupName(group) } catch { throw ValidationError("--group: \(error.message)") }
+}
+
+/// Says that a group no job of the serve is in was made by a setting: the name may be a typo.
+private func sayGroupIsNew(_ group: String, _ what: String) {
+    StandardError.write("jobtop: group '\(group)' is new: no job of it yet; \(what) to the jobs submitted to it\n")
+}
+
+/// The one value of a positional argument that takes every input no option takes (so that a
+/// negative number is a value, not an unknown option); `--`, which a negative value needed
+/// before, is taken as said.
+private func singleValue(_ arguments: [String], _ what: String) throws -> String {
+    let values = arguments.filter { $0 != "--" }
+    guard let value = values.first else { throw ValidationError("Missing expected argument '<n>' (\(what))") }
+    guard values.count == 1 else {
+        throw ValidationError("one value (\(what)), not \(values.count): \(values.joined(separator: " "))")
+    }
+    return value
 }
 
 /// Cancel, retry, prio: resolve every reference first (nothing is done if one is unknown or
