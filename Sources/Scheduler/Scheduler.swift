@@ -408,6 +408,21 @@ public actor Scheduler {
         try step { (core, now) throws(SchedulerError) in try core.cancel(id, now: now) }
     }
 
+    /// Cancels several jobs in one step (``cancel(_:)`` of each): none of the queued ones can
+    /// start in a slot that another of them frees meanwhile.
+    ///
+    /// - Returns: The jobs refused (unknown, or already ended) with why; the others are cancelled.
+    @discardableResult
+    public func cancel(_ ids: [JobID]) -> [(id: JobID, error: SchedulerError)] {
+        var refused: [(id: JobID, error: SchedulerError)] = []
+        step { core, now in
+            let (those, actions) = core.cancel(ids, now: now)
+            refused = those
+            return actions
+        }
+        return refused
+    }
+
     /// Sends `signal` to a running job's process group (its state does not change; a signal
     /// that ends the job ends it as any exit does).
     ///

@@ -6,6 +6,9 @@ public enum SchedulerCommand: Sendable, Codable {
     case submit([JobSpec], batch: BatchID?)
     /// Cancel a job.
     case cancel(JobID)
+    /// Cancel several jobs in one step: none of the queued ones starts in a slot another of them
+    /// frees. Replies ``SchedulerReply/refused(_:)`` with those that could not be cancelled.
+    case cancelJobs([JobID])
     /// Set a job's priority.
     case setPriority(JobID, Int)
     /// Queue a failed or cancelled job again with a fresh retry budget.
@@ -48,6 +51,19 @@ public enum SchedulerReply: Sendable, Codable, Equatable {
     case batch(BatchID)
     /// How many finished jobs were forgotten.
     case forgotten(Int)
+    /// The jobs of a command on several that it could not act on, with why (empty: none).
+    case refused([JobRefusal])
+}
+
+/// A job a command on several jobs could not act on, and why.
+public struct JobRefusal: Sendable, Codable, Equatable {
+    public var id: JobID
+    public var error: SchedulerError
+
+    public init(id: JobID, error: SchedulerError) {
+        self.id = id
+        self.error = error
+    }
 }
 
 /// What every client of a scheduler uses: the dashboard, the headless log, scripts. The
@@ -113,6 +129,8 @@ extension Scheduler: SchedulerClient {
             return .submitted(try submit(contentsOf: specs, batch: batch))
         case .cancel(let id):
             try cancel(id)
+        case .cancelJobs(let ids):
+            return .refused(cancel(ids).map { JobRefusal(id: $0.id, error: $0.error) })
         case .setPriority(let id, let priority):
             try reprioritize(id, to: priority)
         case .retry(let id):

@@ -776,6 +776,28 @@ public struct SchedulerCore: Sendable {
         return takeActions()
     }
 
+    /// Cancels several jobs in one step, as ``cancel(_:now:)`` does each: every queued or waiting
+    /// one ends before dispatch runs, so a slot that a cancelled job frees never starts another
+    /// of them first. A job named twice is cancelled once.
+    ///
+    /// - Returns: The jobs refused (unknown, already ended) with why, in the order named, and
+    ///   the actions.
+    public mutating func cancel(
+        _ ids: [JobID], now: SchedulerTime
+    ) -> (refused: [(id: JobID, error: SchedulerError)], actions: [Action]) {
+        var refused: [(id: JobID, error: SchedulerError)] = []
+        var seen: Set<JobID> = []
+        for id in ids where seen.insert(id).inserted {
+            do throws(SchedulerError) {
+                try cancelInPlace(id, now: now)
+            } catch {
+                refused.append((id, error))
+            }
+        }
+        dispatch(now: now)
+        return (refused, takeActions())
+    }
+
     /// Changes a job's priority. A queued job moves in the queue at once; a waiting or running
     /// job keeps the new priority for its next attempt.
     public mutating func reprioritize(_ id: JobID, to priority: Int, now: SchedulerTime) throws(SchedulerError) -> [Action] {
@@ -1127,37 +1149,39 @@ public struct SchedulerCore: Sendable {
 
     /// The present state. `progress` supplies the latest progress of running jobs.
     public func snapshot(seq: UInt64, now: SchedulerTime, progress: (JobID) -> Double?) -> SchedulerSnapshot {
-        var running: [JobInfo] = []
-        var waiting: [JobInfo] = []
-        var scheduled: [(until: SchedulerTime, info: JobInfo)] = []
-        var blocked: [JobInfo] = []
+        // Ties are put in submission order (a record's serial: records are made in it), never
+        // in the ids' random order: a screen numbers the jobs of its first snapshot in this
+        // order, and lists running jobs (started together, submitted together) by it.
+        var running: [(serial: UInt64, info: JobInfo)] = []
+        var waiting: [(until: SchedulerTime, serial: UInt64, info: JobInfo)] = []
+        var scheduled: [(until: SchedulerTime, serial: UInt64, info: JobInfo)] = []
+        var blocked: [(serial: UInt64, info: JobInfo)] = []
         jobs.forEachHandle { handle in
+            let serial = heldCounts[Int(handle.index)].serial
             switch jobs[handle].info.state {
             case .running:
                 var info = shownInfo(handle)
                 info.progress = progress(info.id) ?? info.progress
-                running.append(info)
-            case .waitingForRetry: waiting.append(shownInfo(handle))
-            case .scheduled(let until): scheduled.append((until, shownInfo(handle)))
-            case .blocked: blocked.append(shownInfo(handle))
+                running.append((serial, info))
+            case .waitingForRetry(let until, _, _): waiting.append((until, serial, shownInfo(handle)))
+            case .scheduled(let until): scheduled.append((until, serial, shownInfo(handle)))
+            case .blocked: blocked.append((serial, shownInfo(handle)))
             default: break
             }
         }
-        scheduled.sort { ($0.until, $0.info.submittedAt, $0.info.id) < ($1.until, $1.info.submittedAt, $1.info.id) }
-        blocked.sort { ($0.submittedAt, $0.id) < ($1.submittedAt, $1.id) }
-        running.sort { ($0.startedAt ?? .zero, $0.id) < ($1.startedAt ?? .zero, $1.id) }
-        waiting.sort {
-            guard case .waitingForRetry(let a, _, _) = $0.state, case .waitingForRetry(let b, _, _) = $1.state else { return false }
-            return a < b
-        }
+        scheduled.sort { ($0.until, $0.serial) < ($1.until, $1.serial) }
+        waiting.sort { ($0.until, $0.serial) < ($1.until, $1.serial) }
+        blocked.sort { $0.serial < $1.serial }
+        running.sort { $0.serial < $1.serial }
         // Each job copied once, straight into the list (not into an array per part first: with
         // 100,000 queued jobs that second copy was a tenth of serving attach's snapshot).
-        var list = running
+        var list: [JobInfo] = []
         list.reserveCapacity(jobs.count)
+        for entry in running { list.append(entry.info) }
         for handle in queuedHandlesInOrder() { list.append(shownInfo(handle)) }
-        list.append(contentsOf: waiting)
+        for entry in waiting { list.append(entry.info) }
         for entry in scheduled { list.append(entry.info) }
-        list.append(contentsOf: blocked)
+        for entry in blocked { list.append(entry.info) }
         for handle in finishedOrder.reversed() { list.append(shownInfo(handle)) }
         let workers = pool.orderedMembers.map {
             WorkerStatus(descriptor: $0.descriptor, running: $0.running.map { jobs.id(at: $0) }.sorted(), isRetiring: $0.isRetiring)

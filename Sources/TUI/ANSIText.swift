@@ -19,6 +19,21 @@ enum ANSIText {
         }
         while let scalar = scalars.popFirst() {
             if scalar.value == 0x07 { continue }
+            if scalar.value == 0x1B, scalars.first == "]" {
+                // An OSC (a window title, a hyperlink): kept whole, with the BEL or ESC \ that
+                // ends it, for sanitize to drop. Its BEL dropped here, sanitize took the rest of
+                // the line for the OSC.
+                current.append(scalar)
+                while let next = scalars.popFirst() {
+                    current.append(next)
+                    if next.value == 0x07 { break }
+                    if next.value == 0x1B {
+                        if let terminator = scalars.popFirst() { current.append(terminator) }
+                        break
+                    }
+                }
+                continue
+            }
             guard scalar.value == 0x1B, scalars.first == "[" else {
                 current.append(scalar)
                 continue

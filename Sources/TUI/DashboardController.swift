@@ -236,9 +236,10 @@ final class DashboardController {
             spec.group = group
             spec.dependencies = after.map { .job($0) }
             request = .submit([spec], batch: nil)
-        case .cancel(let id): request = .cancel(id)
+        case .cancel(let ids): request = .cancelJobs(ids)
         case .reprioritize(let id, let priority): request = .setPriority(id, priority)
-        case .retry(let id): request = .retry(id)
+        case .retry(let ids):
+            return await retry(ids)
         case .pause: request = .pause
         case .resume: request = .resume
         case .setLocalSlots(let slots): request = .setLocalSlots(slots)
@@ -268,8 +269,13 @@ final class DashboardController {
             var placement = group.map { " in group \($0)" } ?? ""
             if !after.isEmpty { placement += " after \(after.count == 1 ? "1 job" : "\(after.count) jobs")" }
             return Segment("submitted \(ids.first?.short ?? "?")\(placement): \(text)", .message)
-        case (.retry(let id), _):
-            return Segment("\(id.short) retried", .message)
+        case (.cancel(let ids), .refused(let refusals)):
+            // One job: its own `cancelled` event says how it went.
+            if let first = refusals.first {
+                let done = ids.count - refusals.count
+                return Segment("\(ids.count > 1 ? "cancelled \(done) of \(ids.count); " : "")\(first.id.short): \(first.error.message)", .error)
+            }
+            return ids.count > 1 ? Segment("\(ids.count) jobs cancelled (running ones are stopping)", .message) : nil
         case (.edit(let id, _), _):
             return Segment("\(id.short): command changed", .message)
         case (.pauseGroup(let group), _):
@@ -281,6 +287,24 @@ final class DashboardController {
         default:
             return nil
         }
+    }
+
+    /// Retries each job; says how many were, or the first refusal.
+    private func retry(_ ids: [JobID]) async -> Segment {
+        var refusal: (JobID, String)?
+        var retried = 0
+        for id in ids {
+            do {
+                _ = try await client.perform(.retry(id))
+                retried += 1
+            } catch {
+                if refusal == nil { refusal = (id, error.description) }
+            }
+        }
+        if let (id, text) = refusal {
+            return Segment("\(ids.count > 1 ? "retried \(retried) of \(ids.count); " : "")\(id.short): \(text)", .error)
+        }
+        return Segment(ids.count == 1 ? "\(ids[0].short) retried" : "\(retried) jobs retried", .message)
     }
 
     /// Sends `signal` to each job; says to how many it went, or the first refusal.

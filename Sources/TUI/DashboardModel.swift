@@ -18,9 +18,11 @@ enum SortKey: String, CaseIterable, Sendable {
 enum DashboardCommand: Equatable, Sendable {
     /// Submit a shell command, in `group` (`nil`: the default one), after the jobs `after`.
     case submit(command: String, priority: Int, group: String? = nil, after: [JobID] = [])
-    case cancel(JobID)
+    /// Cancel these jobs, in one step (tagged ones: none starts in a slot another frees).
+    case cancel([JobID])
     case reprioritize(JobID, to: Int)
-    case retry(JobID)
+    /// Retry these jobs.
+    case retry([JobID])
     case pause
     case resume
     case setLocalSlots(Int)
@@ -482,7 +484,7 @@ struct DashboardModel: Sendable {
                 return kind == .failed || kind == .cancelled || kind == .skipped
             }
             message = Segment("\(retried.count) tagged job\(retried.count == 1 ? "" : "s") retried", .message)
-            return retried.map { .retry($0) }
+            return retried.isEmpty ? [] : [.retry(retried)]
         case .cancel:
             guard let job = selectedJob else { return noSelection() }
             guard !job.state.isFinished else {
@@ -500,7 +502,7 @@ struct DashboardModel: Sendable {
         case .retry:
             guard let job = selectedJob else { return noSelection() }
             switch job.state.kind {
-            case .failed, .cancelled, .skipped: return [.retry(job.id)]
+            case .failed, .cancelled, .skipped: return [.retry([job.id])]
             default:
                 message = Segment("only failed, cancelled or skipped jobs can be retried; \(job.id.short) \(job.state.predicate)", .error)
             }
@@ -882,11 +884,11 @@ struct DashboardModel: Sendable {
             case .cancel(let id, _):
                 message = Segment("cancelling \(id.short)…", .message)
                 messageJob = id
-                return [.cancel(id)]
+                return [.cancel([id])]
             case .cancelTagged(let ids):
                 message = Segment("cancelling \(ids.count) tagged job\(ids.count == 1 ? "" : "s")…", .message)
                 tagged = []
-                return ids.map { .cancel($0) }
+                return [.cancel(ids)]
             case .quit:
                 return [.quit]
             case .shutdownServe:

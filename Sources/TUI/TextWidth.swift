@@ -74,6 +74,9 @@ enum TextWidth {
         }
         guard needsWork else { return String(text) }
         var output = String.UnicodeScalarView()
+        // The cells written so far, for tab stops (summed once, not again at every tab: a line
+        // of many tabs was quadratic).
+        var column = 0
         var scalars = Array(text.unicodeScalars)[...]
         while let scalar = scalars.popFirst() {
             switch scalar.value {
@@ -92,15 +95,18 @@ enum TextWidth {
                     _ = scalars.popFirst()
                 }
             case 0x09:
-                let column = output.reduce(0) { $0 + width(of: $1) }
                 let spaces = 8 - column % 8
                 output.append(contentsOf: String(repeating: " ", count: spaces).unicodeScalars)
+                column += spaces
             case 0x0D, 0x0A:
                 output.append(" ")
+                column += 1
             case 0..<0x20, 0x7F..<0xA0:
                 output.append("\u{FFFD}")
+                column += width(of: "\u{FFFD}")
             default:
                 output.append(scalar)
+                column += width(of: scalar)
             }
         }
         return String(output)

@@ -415,7 +415,17 @@ extension Jobtop {
         @OptionGroup var connection: ConnectOptions
 
         mutating func run() async throws {
-            try await perJob(ids, connection) { .cancel($0.id) }
+            let references = ids
+            let refused: Bool = try await withServe(connection) { client in
+                // One command for all of them: sent one by one, a queued job named after a
+                // running one could start in the slot the first cancel freed, and then be killed.
+                var seen: Set<JobID> = []
+                let jobs = try await resolve(references, with: client).filter { seen.insert($0.id).inserted }
+                guard case .refused(let refusals) = try await client.send(.cancelJobs(jobs.map(\.id))) else { return false }
+                for refusal in refusals { StandardError.write("jobtop: \(refusal.id.short): \(refusal.error.message)\n") }
+                return !refusals.isEmpty
+            }
+            if refused { throw ExitCode(ExitStatus.someFailed) }
         }
     }
 
@@ -647,7 +657,8 @@ extension Jobtop {
                 at once, with its outcome). With none, waits for every job the serve has not \
                 ended when wait starts, held ones included; jobs submitted later are not waited \
                 for. A job with retries left is waited for until its last attempt ends. Prints \
-                'waiting for N jobs' once it is listening for their ends.
+                'waiting for N jobs' once it is listening for their ends (with '(M already \
+                ended)' for named jobs that had; nothing when every one had).
 
                 Exit status: 0 every job succeeded; 1 some job failed, was cancelled or was \
                 skipped; 2 bad usage or an unknown or ambiguous id; 3 no serve (or it went away).
@@ -663,13 +674,21 @@ extension Jobtop {
                 // subscription's own first snapshot then settles the jobs that have ended.
                 let events = client.events(bufferLimit: 100_000, includeOutput: false, delivery: .latest)
                 let jobs: Set<JobID>
+                // Named jobs that had ended when looked up: settled at once by the snapshot, not
+                // waited for (nor counted as such).
+                var ended = 0
                 if references.isEmpty {
                     jobs = Set(try await client.fetchSnapshot().jobs.lazy.filter { !$0.state.isFinished }.map(\.id))
                 } else {
-                    jobs = Set(try await resolve(references, with: client).map(\.id))
+                    let named = try await resolve(references, with: client)
+                    jobs = Set(named.map(\.id))
+                    ended = Set(named.lazy.filter(\.state.isFinished).map(\.id)).count
                 }
                 guard !jobs.isEmpty else { return }
-                print("waiting for \(jobs.count) job\(jobs.count == 1 ? "" : "s")")
+                if jobs.count > ended {
+                    let waiting = jobs.count - ended
+                    print("waiting for \(waiting) job\(waiting == 1 ? "" : "s")\(ended > 0 ? " (\(ended) already ended)" : "")")
+                }
                 fflush(nil)
                 let status = await Submit.waitForEnd(of: jobs, events: events)
                 if status != ExitStatus.success { throw ExitCode(status) }

@@ -246,6 +246,24 @@ struct ServeTests {
         try await fixture.stop()
     }
 
+    @Test("cancel of a running job and the queued ones behind it starts none of those in the slot it frees")
+    func cancelSeveral() async throws {
+        let fixture = try await ServeFixture(["-j", "1"])
+        let (b, c) = (fixture.scratch.file("b-ran"), fixture.scratch.file("c-ran"))
+        let ids = try await fixture.run(["submit", "-c", "sleep 100", "-c", "touch \(b); sleep 100", "-c", "touch \(c); sleep 100"]).lines
+        try await fixture.waitFor(ids[0], "running")
+        let cancel = try await fixture.run(["cancel"] + ids)
+        #expect(cancel.status == 0, "\(cancel.stderr)")
+        for id in ids { try await fixture.waitFor(id, "cancelled") }
+        #expect(!FileManager.default.fileExists(atPath: b) && !FileManager.default.fileExists(atPath: c), "a cancelled queued job ran")
+        // Ended ones are refused by name, the others still cancelled: exit 1.
+        let later = try await fixture.run(["submit", "-c", "sleep 100"]).lines[0]
+        let mixed = try await fixture.run(["cancel", ids[1], later])
+        #expect(mixed.status == 1 && mixed.stderr.contains("\(String(ids[1].prefix(8))): job \(String(ids[1].prefix(8))) has already ended"), "\(mixed.stderr)")
+        try await fixture.waitFor(later, "cancelled")
+        try await fixture.stop()
+    }
+
     @Test("log of a job retried by hand: a marker line where the new run begins (its attempts count from 1 again)")
     func retriedByHandInTheLog() async throws {
         let fixture = try await ServeFixture()
@@ -377,8 +395,16 @@ struct ServeTests {
         #expect(allEnd.status == 1, "\(allEnd.stderr)")
         #expect(try await fixture.state(of: good) == "succeeded")
         // Already ended: settled at once, with the job's outcome; an unknown id is bad usage.
-        #expect(try await fixture.run(["wait", bad]).status == 1)
+        let ended = try await fixture.run(["wait", bad])
+        #expect(ended.status == 1 && ended.stdout.isEmpty, "\(ended.stdout)")
         #expect(try await fixture.run(["wait", "nosuchjob"]).status == 2)
+        // An ended job named beside one still to end is not counted as waited for.
+        let third = try await fixture.run(["submit", "-c", "while [ ! -f \(go)2 ]; do sleep 0.02; done"]).lines[0]
+        let mixed = try fixture.start(["wait", good, third])
+        let said = await mixed.firstLine { $0.hasPrefix("waiting for") }
+        #expect(said == "waiting for 1 job (1 already ended)", "\(said ?? "nothing")")
+        try Data().write(to: URL(fileURLWithPath: go + "2"))
+        #expect(await mixed.wait().status == 0)
         try await fixture.stop()
     }
 

@@ -89,6 +89,41 @@ import Testing
         #expect(core.counts[.failed, default: 0] == 0)
     }
 
+    @Test mutating func cancellingSeveralJobsAtOnceStartsNoneOfThemInTheSlotsTheyFree() throws {
+        _ = core.workerJoined(Self.w1, now: .zero)
+        let (running, _) = submit("sleep 100")
+        let (second, _) = submit()
+        let (third, _) = submit()
+        let (other, _) = submit()
+        let (ended, _) = submit()
+        _ = try core.cancel(ended, now: .zero)
+        let unknown = ids.nextJobID()
+        // Named twice, one ended, one unknown: the others are cancelled, those two refused.
+        let (refused, actions) = core.cancel([running, second, second, ended, third, unknown], now: .seconds(1))
+        #expect(refused.map(\.id) == [ended, unknown])
+        #expect(refused.map(\.error.code) == [.notAllowed, .unknownJob])
+        #expect(Self.starts(actions).isEmpty)
+        #expect(Self.stops(actions).map(\.0) == [running])
+        #expect(core.state(of: second) == .cancelled && core.state(of: third) == .cancelled)
+        // The running one's slot, once its process is gone, goes to the job not named.
+        let finished = core.jobFinished(running, attempt: 1, worker: Self.w1.id, termination: .signal(15), now: .seconds(2))
+        #expect(core.state(of: running) == .cancelled)
+        #expect(Self.starts(finished).map(\.0) == [other])
+    }
+
+    @Test mutating func aSnapshotListsJobsStartedOrHeldTogetherInSubmissionOrderNotByTheirIds() throws {
+        let many = WorkerDescriptor(id: WorkerID(), name: "many", kind: .local, slots: 8)
+        let running = (0..<8).map { _ in ids.nextJobID() }
+        let blocked = (0..<8).map { _ in ids.nextJobID() }
+        var specs = running.map { _ in JobSpec.shell("true") }
+        specs += running.indices.map { var spec = JobSpec.shell("true"); spec.dependencies = [.earlier($0)]; return spec }
+        _ = try core.submit(contentsOf: specs, ids: running + blocked, now: .zero)
+        _ = core.workerJoined(many, now: .seconds(1))
+        let listed = core.snapshot(seq: 0, now: .seconds(1), progress: { _ in nil }).jobs.map(\.id)
+        #expect(listed == running + blocked)
+        #expect(running.sorted() != running, "the ids are not already in order")
+    }
+
     @Test mutating func cancellingAJobWaitingForRetryEndsItAndItsRetryTimerDoesNothing() throws {
         _ = core.workerJoined(Self.w1, now: .zero)
         let (id, _) = submit(retries: 2)

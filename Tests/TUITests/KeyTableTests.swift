@@ -73,7 +73,7 @@ struct KeyTableTests {
         #expect(model.handle(.char("n")).isEmpty)
         #expect(model.mode == .table)
         _ = model.handle(.function(9))
-        #expect(model.handle(.char("y")) == [.cancel(jobID(1))])
+        #expect(model.handle(.char("y")) == [.cancel([jobID(1)])])
         #expect(model.mode == .table)
     }
 
@@ -106,7 +106,7 @@ struct KeyTableTests {
         #expect(model.handle(.char("r")).isEmpty)
         #expect(model.message?.role == .error)
         select(4, in: &model)
-        #expect(model.handle(.char("r")) == [.retry(jobID(4))])
+        #expect(model.handle(.char("r")) == [.retry([jobID(4)])])
     }
 
     @Test("p pauses, and resumes once paused")

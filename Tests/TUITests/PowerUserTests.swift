@@ -152,7 +152,7 @@ extension PowerUserTests {
         builder.start(1)
         var model = builder.prepared()
         _ = model.handle(.char("c"))
-        #expect(model.handle(.char("y")) == [.cancel(jobID(1))])
+        #expect(model.handle(.char("y")) == [.cancel([jobID(1)])])
         #expect(model.message?.text.hasPrefix("cancelling") == true)
         // When the scheduler says it is cancelled
         builder.model = model
@@ -305,12 +305,12 @@ extension PowerUserTests {
         #expect(model.handle(.char("c")) == [])
         #expect(model.mode == .confirm(.cancelTagged([jobID(3), jobID(4), jobID(5)])))
         #expect(screen(model).lines.contains { $0.contains("Cancel 3 tagged jobs? y = cancel them") })
-        #expect(model.handle(.char("y")) == [jobID(3), jobID(4), jobID(5)].map { .cancel($0) })
+        #expect(model.handle(.char("y")) == [.cancel([jobID(3), jobID(4), jobID(5)])])
         #expect(model.tagged.isEmpty)
         // r on tagged finished jobs retries each; U untags
         _ = model.handle(.end)
         _ = model.handle(.char(" "))
-        #expect(model.handle(.char("r")) == [.retry(jobID(20))])
+        #expect(model.handle(.char("r")) == [.retry([jobID(20)])])
         _ = model.handle(.char("U"))
         #expect(model.tagged.isEmpty)
     }

@@ -37,5 +37,16 @@ struct TextWidthTests {
         #expect(TextWidth.sanitize("a\tb") == "a       b")
         #expect(TextWidth.sanitize("bell\u{07}") == "bell\u{FFFD}")
         #expect(TextWidth.sanitize("plain 日本") == "plain 日本")
+        // Tab stops count the cells before them, wide ones and escapes left out included.
+        #expect(TextWidth.sanitize("日本\tx\u{1B}[1m\ty") == "日本    x       y")
+    }
+
+    @Test("An output line keeps what follows a title sequence, whichever way the sequence ends")
+    func titleSequences() {
+        func text(_ line: String) -> String { ANSIText.segments(line, base: .normal).map(\.text).joined() }
+        #expect(text("G \u{1B}]0;TITLE\u{07} after-bel") == "G  after-bel")
+        #expect(text("H \u{1B}]0;TITLE\u{1B}\\ after-st") == "H  after-st")
+        #expect(text("\u{1B}[31mred\u{07}\u{1B}]8;;http://x\u{07}link\u{1B}]8;;\u{07}") == "redlink")
+        #expect(ANSIText.segments("\u{1B}]0;t\u{07}\u{1B}[31mred", base: .normal).last?.role == .failed)
     }
 }

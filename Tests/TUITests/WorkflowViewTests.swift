@@ -339,7 +339,7 @@ struct WorkflowViewTests {
     func retrySkipped() {
         var model = workflowBoard().prepared(rows: 10)
         select(5, in: &model)
-        #expect(model.handle(.char("r")) == [.retry(jobID(5))])
+        #expect(model.handle(.char("r")) == [.retry([jobID(5)])])
     }
 
     @Test("Blocked and scheduled jobs are active: q asks first")
