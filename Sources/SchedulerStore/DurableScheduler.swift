@@ -271,8 +271,36 @@ public final class DurableScheduler: SchedulerClient {
         return await scheduler.currentSnapshot()
     }
 
+    /// The scheduler's tail of the job's output; for a job that ran before this process started
+    /// (of which the scheduler holds nothing), the last lines of its output file (every line on
+    /// stdout's side: the file does not say which stream a line came from).
     public func outputTail(of id: JobID) async -> (lines: [OutputLine], dropped: Int) {
-        await scheduler.outputTail(of: id)
+        let held = await scheduler.outputTail(of: id)
+        guard held.lines.isEmpty, held.dropped == 0, let file = outputFile(of: id) else { return held }
+        let limit = scheduler.configuration.tailLines
+        // Read on a dispatch queue: a blocking read must not hold a thread of the cooperative pool.
+        return await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(returning: Self.lastLines(of: file, limit: limit)) }
+        }
+    }
+
+    /// The last `limit` lines of an output file (at most the store's cap per job), and how many
+    /// came before them.
+    static func lastLines(of file: URL, limit: Int) -> (lines: [OutputLine], dropped: Int) {
+        guard limit > 0, let data = try? Data(contentsOf: file) else { return ([], 0) }
+        var splitter = LineSplitter(stream: .stdout)
+        var kept: [OutputLine] = []
+        var total = 0
+        func keep(_ line: OutputLine) {
+            total += 1
+            kept.append(line)
+            // Trimmed now and then, not at every line: amortized O(1) a line.
+            if kept.count >= 2 * limit { kept.removeFirst(kept.count - limit) }
+        }
+        data.withUnsafeBytes { raw in splitter.feed(raw.bindMemory(to: UInt8.self), keep) }
+        splitter.flush(keep)
+        if kept.count > limit { kept.removeFirst(kept.count - limit) }
+        return (kept, total - kept.count)
     }
 
     public func waitForRoom(in batch: BatchID, below limit: Int) async -> Bool {

@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 import JobtopTestSupport
 import Scheduler
-import SchedulerStore
+@testable import SchedulerStore
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -102,10 +102,25 @@ struct StoreTests {
             #expect(output.contains("world\n"))
             let retried = try String(contentsOf: try #require(durable.outputFile(of: ids[1])), encoding: .utf8)
             #expect(retried == "trying\n--- jobtop: attempt 2 of 2 ---\ntrying\n")
+            // What a dashboard attached after the restart shows: the scheduler ran none of it,
+            // the file has it.
+            let tail = await durable.outputTail(of: ids[1])
+            #expect(tail.lines.map(\.text) == ["trying", "--- jobtop: attempt 2 of 2 ---", "trying"] && tail.dropped == 0)
             let attempts = try await durable.store.attempts(of: ids[1])
             #expect(attempts.map(\.number) == [1, 2])
             #expect(attempts.map(\.outcome) == ["exit 3", "exit 3"])
         }
+    }
+
+    @Test("an output file's last lines: as many as asked for, the count of those before, a last line with no newline")
+    func lastLinesOfAFile() throws {
+        let scratch = try Scratch()
+        let file = URL(fileURLWithPath: scratch.file("out"))
+        try Data((1...2_500).map { "line \($0)\n" }.joined().appending("tail").utf8).write(to: file)
+        let (lines, dropped) = DurableScheduler.lastLines(of: file, limit: 1_000)
+        #expect(lines.count == 1_000 && dropped == 1_501)
+        #expect(lines.first?.text == "line 1502" && lines.last?.text == "tail" && lines.last?.ending == OutputLine.Ending.none)
+        #expect(DurableScheduler.lastLines(of: URL(fileURLWithPath: scratch.file("none")), limit: 10).lines.isEmpty)
     }
 
     @Test("A journal the database refuses is written again once it can be: no job's end is lost, and a command meanwhile says its effect is not saved")
