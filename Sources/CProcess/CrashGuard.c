@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <poll.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <termios.h>
 #include <time.h>
@@ -86,7 +88,7 @@ static pid_t jt_wait_for_spawns(void) {
     return own && jt_this_thread_spawn_pid != NULL ? *jt_this_thread_spawn_pid : 0;
 }
 
-// The lifeline (jt_lifeline_start): the write end of the pipe to the guard process, or -1.
+// The lifeline (jt_lifeline_start): this process's end of the socket pair to the guard, or -1.
 static _Atomic int jt_lifeline_fd = -1;
 
 static unsigned jt_group_start(pid_t group) {
@@ -479,32 +481,47 @@ int jt_crash_guard_install(void) {
 // --- Lifeline ----------------------------------------------------------------------------------
 //
 // A process killed with SIGKILL runs no code: its job process groups would live on, unsupervised.
-// The guard is a forked child that holds the read end of a pipe whose only write end is this
-// process's (close-on-exec, and jobs get no descriptor above 2); nothing is ever written to it.
-// It shares the group table (shared memory, above), so it always sees the groups recorded now.
-// When the pipe reaches end of file (this process is gone, however it went) the guard kills
-// every group still in the table and exits. Groups whose leader was reaped (ended jobs, and the
-// background processes a keep_background job leaves) were forgotten first, so they are not
-// touched. (It used to keep a copy of the table, fed one 8-byte write per group recorded or
-// forgotten: two syscalls per job here and about one wake-up of the guard.)
+// The guard is a forked child that holds one end of a socket pair whose other end only this
+// process holds (close-on-exec, and jobs get no descriptor above 2). It shares the group table
+// (shared memory, above), so it always sees the groups recorded now. When its end reaches end of
+// file (this process is gone, however it went) the guard kills every group still in the table
+// and exits. Groups whose leader was reaped (ended jobs, and the background processes a
+// keep_background job leaves) were forgotten first, so they are not touched.
+//
+// The watchdog (jt_lifeline_watch): a process that is stopped (SIGSTOP, SIGTSTP) is not gone,
+// but runs no code either, while its jobs, in process groups of their own, run on. A worker
+// arms it while it holds jobs that another machine would run in its place once the worker falls
+// silent, and ticks (jt_lifeline_tick) far more often than `timeout`; when no tick has come for
+// `timeout`, the guard sends SIGTERM to every recorded group, and SIGKILL `grace` later unless a
+// tick came meanwhile. Messages, each one write of at most 17 bytes (never split): 't', a tick;
+// 'w' and two int64 (timeout and grace in nanoseconds; a timeout of 0 disarms).
+
+static int64_t jt_monotonic_ns(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
 
 static void jt_lifeline_guard(int fd) {
-    // In the forked child of a multithreaded process: async-signal-safe calls only.
+    // In the forked child of a multithreaded process: async-signal-safe calls only (and
+    // poll and clock_gettime, which are system calls).
     atomic_store_explicit(&jt_lifeline_fd, -1, memory_order_release);
     prctl(PR_SET_NAME, "jobtop-guard", 0, 0, 0);
     // A session of its own: a kill of the worker's process group (a service manager stopping
-    // it, a test's cleanup) does not take the guard along before it has done its work.
+    // it, a test's cleanup) does not take the guard along before it has done its work, and a
+    // SIGSTOP of that group does not stop it.
     setsid();
     struct sigaction ignore;
     memset(&ignore, 0, sizeof ignore);
     ignore.sa_handler = SIG_IGN;
-    // Only the end of the pipe ends it: not a Ctrl-C to the terminal's group, not a SIGTERM
+    // Only the end of the socket ends it: not a Ctrl-C to the terminal's group, not a SIGTERM
     // meant for the worker's group.
     sigaction(SIGINT, &ignore, NULL);
     sigaction(SIGTERM, &ignore, NULL);
     sigaction(SIGHUP, &ignore, NULL);
     sigaction(SIGQUIT, &ignore, NULL);
     sigaction(SIGPIPE, &ignore, NULL);
+    sigaction(SIGTSTP, &ignore, NULL);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
@@ -521,11 +538,60 @@ static void jt_lifeline_guard(int fd) {
         fd = 3;
     }
     syscall(SYS_close_range, 4u, ~0u, 0u);
-    char byte;
+    unsigned char message[17];
+    size_t have = 0;
+    int64_t timeout = 0, grace = 0;
+    int64_t last_tick = jt_monotonic_ns();
+    // 0: quiet; 1: SIGTERM sent at `fired_at`; 2: SIGKILL sent too (nothing more until a tick).
+    int stage = 0;
+    int64_t fired_at = 0;
     for (;;) {
-        ssize_t count = read(fd, &byte, 1);
-        if (count < 0 && errno == EINTR) continue;
+        int wait_ms = -1;
+        if (timeout > 0 && stage < 2) {
+            int64_t due = stage == 0 ? last_tick + timeout : fired_at + grace;
+            int64_t left = due - jt_monotonic_ns();
+            wait_ms = left <= 0 ? 0 : (int)(left / 1000000 + 1);
+        }
+        struct pollfd ready = {.fd = fd, .events = POLLIN};
+        int polled = poll(&ready, 1, wait_ms);
+        if (polled < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        if (polled == 0) {
+            if (stage == 0) {
+                jt_crash_guard_kill_groups(SIGTERM);
+                stage = 1;
+                fired_at = jt_monotonic_ns();
+            } else {
+                jt_crash_guard_kill_groups(SIGKILL);
+                stage = 2;
+            }
+            continue;
+        }
+        unsigned char buffer[256];
+        ssize_t count = read(fd, buffer, sizeof buffer);
+        if (count < 0 && (errno == EINTR || errno == EAGAIN)) continue;
         if (count <= 0) break;
+        for (ssize_t i = 0; i < count; i++) {
+            if (have == 0 && buffer[i] == 't') {
+                last_tick = jt_monotonic_ns();
+                stage = 0;
+                continue;
+            }
+            message[have++] = buffer[i];
+            if (message[0] != 'w') {
+                have = 0;  // never sent: ignored
+                continue;
+            }
+            if (have < sizeof message) continue;
+            memcpy(&timeout, message + 1, 8);
+            memcpy(&grace, message + 9, 8);
+            if (grace < 0) grace = 0;
+            have = 0;
+            last_tick = jt_monotonic_ns();
+            stage = 0;
+        }
     }
     jt_crash_guard_kill_groups(SIGKILL);
     _exit(0);
@@ -535,7 +601,9 @@ pid_t jt_lifeline_start(void) {
     if (atomic_load_explicit(&jt_lifeline_fd, memory_order_acquire) >= 0) return 0;
     if (!jt_groups_shared) return -ENOMEM;
     int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) return -errno;
+    // A socket pair, not a pipe: a message to a guard that is gone must fail (MSG_NOSIGNAL),
+    // not raise SIGPIPE in this process.
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) return -errno;
     pid_t child = fork();
     if (child < 0) {
         int error = errno;
@@ -550,4 +618,28 @@ pid_t jt_lifeline_start(void) {
     close(fds[0]);
     atomic_store_explicit(&jt_lifeline_fd, fds[1], memory_order_release);
     return child;
+}
+
+/// Sends one message to the guard without ever blocking or raising SIGPIPE.
+static int jt_lifeline_send(const void *bytes, size_t count) {
+    int fd = atomic_load_explicit(&jt_lifeline_fd, memory_order_acquire);
+    if (fd < 0) return -1;
+    ssize_t sent;
+    do {
+        sent = send(fd, bytes, count, MSG_NOSIGNAL | MSG_DONTWAIT);
+    } while (sent < 0 && errno == EINTR);
+    return sent == (ssize_t)count ? 0 : -1;
+}
+
+int jt_lifeline_tick(void) {
+    const char tick = 't';
+    return jt_lifeline_send(&tick, 1);
+}
+
+int jt_lifeline_watch(int64_t timeout_ns, int64_t grace_ns) {
+    unsigned char message[17];
+    message[0] = 'w';
+    memcpy(message + 1, &timeout_ns, 8);
+    memcpy(message + 9, &grace_ns, 8);
+    return jt_lifeline_send(message, sizeof message);
 }

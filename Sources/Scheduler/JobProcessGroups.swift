@@ -113,4 +113,23 @@ public enum JobProcessGuards {
     public static func startLifelineGuard() -> Bool {
         jt_lifeline_start() >= 0
     }
+
+    /// Arms the lifeline guard's watchdog (`nil` disarms it): once ``tick()`` has not been called
+    /// for `timeout`, the guard sends SIGTERM to every job process group, and SIGKILL `grace`
+    /// later unless a tick came meanwhile. For a process that may be stopped (SIGSTOP, Ctrl-Z)
+    /// while its jobs, in process groups of their own, run on: a worker whose coordinator
+    /// requeues its jobs elsewhere once it falls silent. Does nothing without a guard.
+    public static func watch(timeout: Duration?, grace: Duration) {
+        func nanoseconds(_ duration: Duration) -> Int64 {
+            let (seconds, attoseconds) = duration.components
+            return seconds.multipliedReportingOverflow(by: 1_000_000_000).partialValue &+ attoseconds / 1_000_000_000
+        }
+        _ = jt_lifeline_watch(timeout.map(nanoseconds) ?? 0, nanoseconds(grace))
+    }
+
+    /// Tells the guard's watchdog this process is alive (see ``watch(timeout:grace:)``). Never
+    /// blocks.
+    public static func tick() {
+        _ = jt_lifeline_tick()
+    }
 }

@@ -366,8 +366,8 @@ public final class WorkerAgent: Sendable {
             }
 
             let interval = Duration.milliseconds(max(10, Int(welcome.heartbeatIntervalMs)))
-            let inner = Scheduler(configuration: .init(
-                localSlots: configuration.slots, gracePeriod: .milliseconds(Int(welcome.gracePeriodMs))))
+            let grace = Duration.milliseconds(Int(welcome.gracePeriodMs))
+            let inner = Scheduler(configuration: .init(localSlots: configuration.slots, gracePeriod: grace))
             // Lossless, as the coordinator's log is: when the coordinator reads slowly (its own
             // log is behind), the outbox fills, this loop waits for room, the subscription falls
             // behind and the local scheduler stops reading the jobs' output, so the jobs block on
@@ -388,7 +388,13 @@ public final class WorkerAgent: Sendable {
                 // runs: a starved coordinator's heartbeat missed the exact 3 s more often.)
                 let limit = interval * Self.missedHeartbeats
                 let check = interval / 4
+                // A worker that is stopped (SIGSTOP, Ctrl-Z) checks nothing, while its jobs run on
+                // in process groups of their own and the coordinator requeues them elsewhere: the
+                // lifeline guard stops them once this loop has not ticked for half an interval
+                // more than the worker's own limit, well before the coordinator's 5 intervals.
+                JobProcessGuards.watch(timeout: limit + interval / 2, grace: grace)
                 while true {
+                    JobProcessGuards.tick()
                     do {
                         try await clock.sleep(clock.now() + check)
                     } catch {
@@ -415,6 +421,8 @@ public final class WorkerAgent: Sendable {
             // Whatever still runs belongs to attempts the coordinator has given up on.
             await inner.shutdown(.cancelRunning)
             group.cancelAll()
+            // Nothing runs until the next session: no tick is due.
+            JobProcessGuards.watch(timeout: nil, grace: .zero)
             return end
         }
     }

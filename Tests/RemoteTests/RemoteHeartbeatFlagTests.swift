@@ -9,7 +9,7 @@ import Glibc
 /// `jobtop run --listen ... --heartbeat DURATION`: the interval both sides use, end to end.
 @Suite("jobtop run --heartbeat", .serialized, .timeLimit(.minutes(2)))
 struct RemoteHeartbeatFlagTests {
-    @Test("--heartbeat 200ms with --grace 1s: a frozen worker is lost after 5 intervals plus the grace (2s), and its job runs again on another")
+    @Test("--heartbeat 200ms with --grace 1s: a frozen worker is lost after 5 intervals plus the grace (2s), its guard has stopped its job by then, and the job runs again on another")
     func frozenWorkerIsLostOnTheGivenHeartbeat() async throws {
         // Given a headless coordinator with a short heartbeat, and a worker that takes its one job.
         let scratch = try Scratch()
@@ -18,8 +18,9 @@ struct RemoteHeartbeatFlagTests {
         let coordinator = try JobtopProcess(
             ["run", "--listen", "127.0.0.1:0", "--token-file", token, "-j", "0", "--headless", "--log-format", "json",
              "--heartbeat", "200ms", "--grace", "1s", "-c",
-             // Runs until the test says go: the first copy cannot end before the worker is frozen.
-             "echo x >> '\(marker)'; while [ ! -e '\(scratch.file("go"))' ]; do sleep 0.05; done"],
+             // Runs until the test says go: the first copy cannot end before the worker is frozen
+             // unless it is stopped, which it notes.
+             "trap 'echo end >> \(marker); exit 1' TERM; echo start >> '\(marker)'; while [ ! -e '\(scratch.file("go"))' ]; do sleep 0.05; done"],
             newSession: true)
         defer { coordinator.send(SIGKILL) }
         let prefix = "accepting workers on 127.0.0.1:"
@@ -43,10 +44,12 @@ struct RemoteHeartbeatFlagTests {
         defer { other.send(SIGKILL) }
 
         // Then the coordinator gives it up on the short heartbeat, and the job runs again elsewhere.
-        let again = await eventually(within: .seconds(90)) {
-            ((try? String(contentsOfFile: marker, encoding: .utf8)) ?? "").split(separator: "\n").count >= 2
-        }
+        func marks() -> [Substring] { ((try? String(contentsOfFile: marker, encoding: .utf8)) ?? "").split(separator: "\n") }
+        let again = await eventually(within: .seconds(90)) { marks().count { $0 == "start" } >= 2 }
         #expect(again, "the job did not start again: \(coordinator.output)")
+        // Never two copies at once: the frozen worker's guard stopped the first (the worker runs no
+        // code while stopped, its job does) before the coordinator requeued it.
+        #expect(Array(marks().prefix(3)) == ["start", "end", "start"], "\(marks())")
         // The frozen session is lost by silence. Not necessarily the worker's first `worker-left`:
         // on a loaded machine a 200 ms heartbeat can come more than the worker's own 600 ms late
         // before the freeze, and it then leaves by itself and joins again (and the job's second

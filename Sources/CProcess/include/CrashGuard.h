@@ -2,6 +2,7 @@
 #define JOBTOP_CRASH_GUARD_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 // A last resort for a crash of any kind (SIGSEGV, SIGBUS, SIGILL, SIGTRAP, SIGABRT, SIGFPE):
@@ -51,6 +52,15 @@ int jt_crash_guard_kill_groups(int signal_number);
 /// (SIGKILL included), kills every job process group still recorded (jt_crash_guard_add_group)
 /// and exits. Call once, early. Returns the guard's pid, 0 when already started, or -errno.
 pid_t jt_lifeline_start(void);
+
+/// Arms the lifeline guard's watchdog (a `timeout_ns` of 0 disarms it): when no tick has come
+/// for `timeout_ns`, the guard sends SIGTERM to every recorded process group, and SIGKILL
+/// `grace_ns` later unless a tick came meanwhile. For a process that may be stopped (SIGSTOP)
+/// while its jobs run on. Returns 0, or -1 when no guard runs (or it is gone).
+int jt_lifeline_watch(int64_t timeout_ns, int64_t grace_ns);
+
+/// Tells the guard this process is alive (see jt_lifeline_watch). Never blocks.
+int jt_lifeline_tick(void);
 
 /// The number of process groups recorded now (for tests).
 int jt_crash_guard_group_count(void);
