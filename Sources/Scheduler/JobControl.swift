@@ -90,14 +90,16 @@ public final class JobControl: Sendable {
         return handler != nil
     }
 
-    /// Asks the work to stop. Later requests only change the recorded reason.
+    /// Asks the work to stop. Later requests only change the recorded reason, but for one with
+    /// no grace after one with some (a second Ctrl-C: kill now), which is delivered too.
     public func requestStop(_ reason: StopReason, grace: Duration) {
         let request = StopRequest(reason: reason, grace: grace)
         let handler = state.withLock { state -> (@Sendable (StopRequest) -> Void)? in
             let first = state.request == nil
+            let hurries = !first && grace == .zero && state.request!.grace > .zero
             state.request = request
             if first && state.hasEnded && !Self.everyGroupWasKilled { state.cameTooLate = true }
-            return first ? state.handler : nil
+            return first || hurries ? state.handler : nil
         }
         handler?(request)
     }

@@ -425,8 +425,13 @@ private final class ProcessLoopThread {
             complete(waiter.start, .signal(SIGTERM))
             return
         }
-        guard let process = processes[id], case .running(killAt: nil) = process.phase,
+        guard let process = processes[id], case .running(let scheduledKill) = process.phase,
               let request = process.start.assignment.control.stopRequest else { return }
+        if scheduledKill != nil {
+            // Stopping already: a request with no grace (kill now) does not wait for the rest.
+            if request.grace == .zero, !Self.hasExited(process.pid) { kill(-process.pid, SIGKILL) }
+            return
+        }
         if Self.hasExited(process.pid) {
             // It ended by itself before the stop reached it: it keeps its own outcome (a job
             // that ran to its end is never reported cancelled); leaderExited cleans up.

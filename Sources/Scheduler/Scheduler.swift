@@ -423,6 +423,15 @@ public actor Scheduler {
         return refused
     }
 
+    /// Asks every running attempt to stop with no grace period: on a local worker its process
+    /// group is killed (as ``killAllJobProcessesNow()`` does), a remote worker is told to kill
+    /// its job now. For a user who asked twice to stop a run with remote workers. Safe from a
+    /// signal source's handler (not from a signal handler).
+    public nonisolated func stopEveryAttemptNow() {
+        let controls = withEngine { engine in engine.controls.compactMap { $0 } }
+        for control in controls { control.requestStop(control.stopRequest?.reason ?? .cancel, grace: .zero) }
+    }
+
     /// Sends `signal` to a running job's process group (its state does not change; a signal
     /// that ends the job ends it as any exit does).
     ///

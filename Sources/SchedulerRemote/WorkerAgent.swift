@@ -469,7 +469,11 @@ public final class WorkerAgent: Sendable {
                     }
                 case .cancel(let cancel):
                     let key = AttemptKey(jobID: cancel.jobID, attempt: cancel.attempt)
-                    if let id = byAttempt[key] { try? await inner.cancel(id) }
+                    if let id = byAttempt[key] {
+                        try? await inner.cancel(id)
+                        // No grace: the coordinator's user asked twice to stop; kill it now.
+                        if cancel.gracePeriodMs == 0 { try? await inner.signal(id, SIGKILL) }
+                    }
                 case .released:
                     return .drained
                 case .goodbye(let goodbye):

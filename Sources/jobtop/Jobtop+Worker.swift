@@ -115,6 +115,8 @@ private func watchWorkerSignals(_ agent: WorkerAgent) -> SignalWatcher {
             agent.drain()
         case 2:
             StandardError.write("jobtop worker: \(name) again: stopping running jobs now\n")
+            // Now: not after the grace period the coordinator gives its jobs.
+            Scheduler.killAllJobProcessesNow()
             agent.stop()
         default:
             break

@@ -61,8 +61,12 @@ struct RunSession {
             let listener = listener
             signals = SignalWatcher(
                 onFirst: { _ in Task { _ = try? await client.perform(.shutdown(.cancelRunning)) } },
-                // A second signal ends the run at once: no waiting for remote workers either.
-                onAgain: { listener?.dropConnectionsNow() })
+                // A second signal ends the run at once: remote workers are told to kill their
+                // jobs now, and their goodbye is not waited for.
+                onAgain: {
+                    scheduler.stopEveryAttemptNow()
+                    listener?.dropConnectionsNow()
+                })
         case .screen:
             isScreen = true
             guard Self.keysComeFromTheTerminal() else {
@@ -80,6 +84,7 @@ struct RunSession {
                 if case .terminated = continuation.yield(number), number != SIGWINCH {
                     StandardError.write("jobtop: \(signalName(number)): killing every running job now\n")
                     Scheduler.killAllJobProcessesNow()
+                    scheduler.stopEveryAttemptNow()
                     listener?.dropConnectionsNow()
                 }
             }
@@ -131,6 +136,7 @@ struct RunSession {
                 // A second Ctrl-C on the dashboard: the user wants out now, not after the grace.
                 if running > 0 { StandardError.write("jobtop: Ctrl-C again: killing the jobs' process groups now\n") }
                 Scheduler.killAllJobProcessesNow()
+                scheduler.stopEveryAttemptNow()
                 listener?.dropConnectionsNow()
             } else if running > 0 {
                 // The screen is gone while the jobs take their grace period to stop: say so.
