@@ -67,10 +67,11 @@ final class JobOutputStore: Sendable {
         append(OutputLine(stream: .stdout, text: OutputLine.attemptSeparator(attempt, of: maxAttempts)), to: job)
     }
 
-    /// The job was retried by hand: a separator line after the output it had, if it had any.
-    func retriedByHand(_ job: JobID) {
-        guard state.withLock({ $0.tails[job] != nil }) else { return }
-        append(OutputLine(stream: .stdout, text: OutputLine.retrySeparator), to: job)
+    /// The job went back to the queue (retried by hand, its worker lost): a separator line after
+    /// the output it had, if it had any, where its reason needs one.
+    func requeued(_ job: JobID, because reason: RequeueReason) {
+        guard let separator = OutputLine.requeueSeparator(reason), state.withLock({ $0.tails[job] != nil }) else { return }
+        append(OutputLine(stream: .stdout, text: separator), to: job)
     }
 
     /// Records where the job's running attempt is placed (a Slurm job id and reason).

@@ -252,8 +252,8 @@ struct SchedulerEngine: Sendable {
                 // Before the attempt's output (launched below): a separator after the last one's.
                 if case .started(let id, let attempt, let maxAttempts, _) = kind, attempt > 1 {
                     store.attemptStarted(id, attempt: attempt, of: maxAttempts)
-                } else if case .requeued(let id, .retriedByUser) = kind {
-                    store.retriedByHand(id)
+                } else if case .requeued(let id, let reason) = kind {
+                    store.requeued(id, because: reason)
                 }
             case .start(let id, let attempt, let workerID):
                 // (A start the core made without its `Start` is looked up: never on the path that

@@ -257,8 +257,23 @@ extension OutputLine {
     /// attempt's output gets no ``attemptSeparator(_:of:)`` of its own.
     public static let retrySeparator = "--- jobtop: retried by hand ---"
 
+    /// The line jobtop puts after a job's output when its worker was lost mid-attempt and the
+    /// job went back to the queue: that attempt does not count, so the next one has the same
+    /// number and gets no ``attemptSeparator(_:of:)`` of its own.
+    public static let workerLostSeparator = "--- jobtop: worker lost; the attempt runs again ---"
+
+    /// The line that marks where a requeued job's next run begins, if its reason needs one (a
+    /// retry that came due gets the next attempt's separator instead).
+    public static func requeueSeparator(_ reason: RequeueReason) -> String? {
+        switch reason {
+        case .retriedByUser: retrySeparator
+        case .workerLost: workerLostSeparator
+        case .retryDue: nil
+        }
+    }
+
     /// Whether `text` is one of jobtop's separator lines.
     public static func isSeparator(_ text: String) -> Bool {
-        text.hasPrefix("--- jobtop: attempt ") || text == retrySeparator
+        text.hasPrefix("--- jobtop: attempt ") || text == retrySeparator || text == workerLostSeparator
     }
 }

@@ -36,10 +36,12 @@ final class OutputFiles: Sendable {
             case .started(let id, let attempt, let maxAttempts, _) where attempt > 1:
                 if pieces[id] == nil { order.append(id) }
                 pieces[id, default: []].append(contentsOf: Array((OutputLine.attemptSeparator(attempt, of: maxAttempts) + "\n").utf8))
-            case .requeued(let id, .retriedByUser):
-                // Its attempts count from 1 again: the line marks where the new ones begin.
+            case .requeued(let id, let reason):
+                // Its attempts count from 1 again (retried by hand), or the lost one runs again
+                // with its number: the line marks where the new run begins.
+                guard let separator = OutputLine.requeueSeparator(reason) else { continue }
                 if pieces[id] == nil { order.append(id) }
-                pieces[id, default: []].append(contentsOf: Array((OutputLine.retrySeparator + "\n").utf8))
+                pieces[id, default: []].append(contentsOf: Array((separator + "\n").utf8))
             default:
                 continue
             }

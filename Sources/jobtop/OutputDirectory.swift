@@ -14,7 +14,8 @@ final class OutputDirectory {
     /// Jobs whose file was made by an earlier attempt: a retry appends to it.
     private var made: Set<JobID> = []
     /// Jobs retried by hand whose next attempt has not started: it appends, after a marker.
-    private var retriedByHand: Set<JobID> = []
+    /// The marker line each requeued job's next run begins with (retried by hand, worker lost).
+    private var requeueMarkers: [JobID: String] = [:]
 
     /// Writes into `path`, which ``prepare(_:)`` has made.
     init(path: String) {
@@ -77,12 +78,13 @@ final class OutputDirectory {
             open[id] = fd
             made.insert(id)
         }
-        let retried = retriedByHand.remove(id) != nil
-        if attempt > 1 || retried, let fd = open[id] {
+        let requeueMarker = requeueMarkers.removeValue(forKey: id)
+        if attempt > 1 || requeueMarker != nil, let fd = open[id] {
             // The marker is a line of its own, also after output that ended without a newline.
-            // A retry by hand counts its attempts from 1 again: its own marker says so.
+            // A retry by hand counts its attempts from 1 again, and a lost attempt runs again
+            // with its number: their own markers say so.
             let start = midLine.remove(id) != nil ? "\n" : ""
-            let marker = attempt > 1 ? "--- jobtop: attempt \(attempt) ---" : OutputLine.retrySeparator
+            let marker = requeueMarker ?? "--- jobtop: attempt \(attempt) ---"
             writer.write(Array("\(start)\(marker)\n".utf8), to: fd)
         }
     }
@@ -100,13 +102,14 @@ final class OutputDirectory {
         if let fd = open.removeValue(forKey: id) { writer.close(fd) }
     }
 
-    /// The job, which had ended, was retried by hand: its next attempt appends to the file its
-    /// earlier ones wrote (if they wrote one), after a marker line.
-    func retried(_ id: JobID) {
+    /// The job went back to the queue (retried by hand after it had ended, or its worker lost):
+    /// its next run appends to the file its earlier ones wrote (if they wrote one), after
+    /// `marker`.
+    func requeued(_ id: JobID, marker: String) {
         let name = fileNames[id] ?? id.description
         guard FileManager.default.fileExists(atPath: URL(fileURLWithPath: path).appendingPathComponent("\(name).log").path) else { return }
         made.insert(id)
-        retriedByHand.insert(id)
+        requeueMarkers[id] = marker
     }
 
     /// Closes the job's file once it has ended for good.

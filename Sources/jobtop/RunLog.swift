@@ -114,10 +114,10 @@ final class RunLog {
             outputDirectory?.attemptStarted(id, attempt: attempt, writer: writer)
         case .output(let id, let line):
             outputDirectory?.output(id, line, writer: writer)
-        case .requeued(let id, .retriedByUser):
+        case .requeued(let id, let reason):
             outputDirectory?.attemptEnded(id, writer: writer)
-            outputDirectory?.retried(id)
-        case .retryScheduled(let id, _, _, _, _), .requeued(let id, _):
+            if let marker = OutputLine.requeueSeparator(reason) { outputDirectory?.requeued(id, marker: marker) }
+        case .retryScheduled(let id, _, _, _, _):
             outputDirectory?.attemptEnded(id, writer: writer)
         case .succeeded(let id, _), .cancelled(let id):
             outputDirectory?.jobEnded(id, writer: writer)

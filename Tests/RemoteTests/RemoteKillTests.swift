@@ -39,6 +39,34 @@ struct RemoteKillTests {
         await coordinator.stop()
     }
 
+    @Test("A job whose worker was killed runs again elsewhere with the same attempt number: its output marks where the new run begins")
+    func requeuedOutputIsSetApart() async throws {
+        let scratch = try Scratch()
+        let coordinator = try await Coordinator.start()
+        let doomed = try JobtopProcess.worker(for: coordinator, slots: 1, name: "doomed")
+        _ = await coordinator.joined(1)
+        let (ran, go) = (scratch.file("ran"), scratch.file("go"))
+        let events = await coordinator.scheduler.events(includeOutput: false)
+        let id = try await coordinator.scheduler.submit(
+            .shell("echo run; echo x >> '\(ran)'; while [ ! -e '\(go)' ]; do sleep 0.02; done; echo done"))
+        #expect(await eventually(within: .seconds(60)) { FileManager.default.fileExists(atPath: ran) })
+        doomed.send(SIGKILL)
+        _ = await doomed.wait()
+        let other = try JobtopProcess.worker(for: coordinator, slots: 1, name: "other")
+        defer { other.send(SIGKILL) }
+        #expect(await eventually(within: .seconds(60)) { ((try? String(contentsOfFile: ran, encoding: .utf8)) ?? "").count == 4 })
+        try Data().write(to: URL(fileURLWithPath: go))
+        var end: SchedulerEvent.Kind?
+        for await event in events where event.kind.isFinal && event.kind.jobID == id {
+            end = event.kind
+            break
+        }
+        #expect(end.map { if case .succeeded(_, 1) = $0 { true } else { false } } == true, "\(String(describing: end))")
+        let tail = await coordinator.scheduler.output(of: id).lines.map(\.text)
+        #expect(tail == ["run", OutputLine.workerLostSeparator, "run", "done"])
+        await coordinator.stop()
+    }
+
     @Test("A worker that drains leaves a keep_background job's background process running, as a local run does")
     func drainedWorkerKeepsKeptBackground() async throws {
         // Given a worker that runs a keep_background job leaving a process behind.
