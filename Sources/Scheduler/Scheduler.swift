@@ -559,7 +559,10 @@ public actor Scheduler {
     public func removeWorker(_ id: WorkerID, reason: WorkerLeaveReason) {
         withEngine { engine in
             let now = engine.clock.now()
-            let actions = engine.core.workerLost(id, reason: reason, now: now)
+            let worker = engine.workers[id]
+            let actions = engine.core.workerLost(id, reason: reason, now: now) { job, attempt in
+                worker?.wasDelivered(job, attempt: attempt) ?? true
+            }
             if let worker = engine.workers.removeValue(forKey: id) { worker.leave() }
             engine.perform(actions, now: now, scheduler: self)
         }

@@ -912,14 +912,21 @@ public struct SchedulerCore: Sendable {
 
     /// A worker is gone: its running jobs go back to the queue (a bounded number of times per
     /// job, then the attempt counts as failed); cancelled ones end `cancelled`.
-    public mutating func workerLost(_ worker: WorkerID, reason: WorkerLeaveReason, now: SchedulerTime) -> [Action] {
+    ///
+    /// - Parameter delivered: Whether a job's attempt had reached the worker: one that had not
+    ///   (handed to a worker whose connection had closed) is requeued without counting among
+    ///   the job's worker losses.
+    public mutating func workerLost(
+        _ worker: WorkerID, reason: WorkerLeaveReason, now: SchedulerTime, delivered: (JobID, Int) -> Bool = { _, _ in true }
+    ) -> [Action] {
         // A worker that already left (retired, say) is not lost again.
         guard let handle = pool.handle(of: worker) else { return [] }
         let running = pool.remove(handle).sorted { jobs.id(at: $0) < jobs.id(at: $1) }
         for runningHandle in running {
             jobs[runningHandle].worker = nil
             guard case .running(_, let attempt, _, let stopping) = jobs[runningHandle].info.state else { continue }
-            settle(runningHandle, attempt: attempt, stopping: stopping, termination: .workerLost(reason), now: now)
+            let counts = delivered(jobs[runningHandle].info.id, attempt)
+            settle(runningHandle, attempt: attempt, stopping: stopping, termination: .workerLost(reason), countsAsLoss: counts, now: now)
         }
         actions.append(.emit(.workerLeft(worker, reason: reason)))
         actions.append(.emit(.slotsChanged(local: localCapacity, total: capacity)))
@@ -1741,7 +1748,7 @@ public struct SchedulerCore: Sendable {
 
     /// Decides what an ended attempt means for the job at `handle` (in place).
     private mutating func settle(
-        _ handle: JobHandle, attempt: Int, stopping: StopReason?, termination: Termination, now: SchedulerTime
+        _ handle: JobHandle, attempt: Int, stopping: StopReason?, termination: Termination, countsAsLoss: Bool = true, now: SchedulerTime
     ) {
         let id = jobs[handle].info.id
         if stopping == .cancel {
@@ -1754,7 +1761,7 @@ public struct SchedulerCore: Sendable {
         case (.timeout, _):
             reason = .timeout(jobs[handle].timeout ?? .zero)
         case (_, .workerLost(let why)):
-            jobs[handle].workerLosses += 1
+            if countsAsLoss { jobs[handle].workerLosses += 1 }
             if shutdownMode == .cancelRunning {
                 // Everything is being cancelled: the job ends here, with the attempt it had.
                 finish(handle, as: .cancelled, now: now)

@@ -20,8 +20,15 @@ public protocol Worker: AnyObject, Sendable {
     /// so a job never times out while it waits. `false` (the default): an attempt starts when
     /// it is handed over.
     var holdsAttempts: Bool { get }
+
+    /// Whether the attempt was sent to where it runs, as far as the worker knows: asked when
+    /// the worker is lost. An attempt it never sent (its connection had closed first) did not
+    /// run there, and the loss is not held against the job. `true` (the default): an attempt
+    /// reaches its worker when it is handed over.
+    func wasDelivered(_ job: JobID, attempt: Int) -> Bool
 }
 
 extension Worker {
     public var holdsAttempts: Bool { false }
+    public func wasDelivered(_ job: JobID, attempt: Int) -> Bool { true }
 }

@@ -223,6 +223,13 @@ public final class RemoteWorker: Worker {
 
     /// Marks the worker lost; the caller then removes it from the scheduler and calls
     /// ``removed()``.
+    /// Sent while the connection was up: in `pending` and not parked. Once ``markLost(_:)`` has
+    /// run nothing more is sent, so an attempt handed over after it (or parked) never ran here.
+    public func wasDelivered(_ job: JobID, attempt: Int) -> Bool {
+        let key = AttemptKey(jobID: job.description, attempt: UInt32(clamping: attempt))
+        return state.withLock { $0.pending[key].map { !$0.isParked } ?? false }
+    }
+
     func markLost(_ reason: WorkerLeaveReason) {
         state.withLock { state in
             if case .lost = state.phase { return }

@@ -267,6 +267,34 @@ import Testing
         #expect(core.state(of: id) == .failed(reason: .workerLost(.heartbeatMissed(.seconds(3))), attempts: 1))
     }
 
+    @Test mutating func anAttemptThatNeverReachedItsLostWorkerIsNotHeldAgainstTheJob() {
+        // A stalled coordinator's workers all went away at once: each requeue handed the job to
+        // the next, whose connection had closed already. Those losses do not count.
+        var core = SchedulerCore(configuration: .init(maxWorkerLossRequeues: 1, seed: 1))
+        var ids = IdentifierGenerator(seed: 3)
+        let id = ids.nextJobID()
+        _ = try! core.submit(.shell("true"), id: id, now: .zero)
+        for number in 0..<5 {
+            let worker = WorkerDescriptor(id: WorkerID(), name: "gone-\(number)", kind: .remote, slots: 1)
+            #expect(Self.starts(core.workerJoined(worker, now: .seconds(number))).map(\.0) == [id])
+            var asked: [(JobID, Int)] = []
+            let lost = core.workerLost(worker.id, reason: .closedByWorker, now: .seconds(number)) { job, attempt in
+                asked.append((job, attempt))
+                return false
+            }
+            #expect(asked.map(\.0) == [id] && asked.map(\.1) == [1])
+            #expect(Self.events(lost).contains("requeued"))
+            #expect(core.state(of: id) == .queued)
+        }
+        // One that did reach its worker counts, as before.
+        _ = core.workerJoined(Self.w1, now: .seconds(10))
+        _ = core.workerLost(Self.w1.id, reason: .closedByWorker, now: .seconds(11)) { _, _ in true }
+        #expect(core.state(of: id) == .queued)
+        _ = core.workerJoined(Self.w2, now: .seconds(12))
+        _ = core.workerLost(Self.w2.id, reason: .closedByWorker, now: .seconds(13)) { _, _ in true }
+        #expect(core.state(of: id)?.kind == .failed)
+    }
+
     @Test mutating func aCancelledJobOnALostWorkerEndsCancelled() throws {
         _ = core.workerJoined(Self.w1, now: .zero)
         let (id, _) = submit()
