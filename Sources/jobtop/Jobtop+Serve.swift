@@ -46,6 +46,12 @@ extension Jobtop {
         var jobs: Int?
 
         @Option(
+            parsing: .unconditional,
+            help: ArgumentHelp("SIGTERM to SIGKILL grace on cancel or timeout (default 5s), as for jobtop run.", valueName: "duration"),
+            transform: { try DurationParser.nonNegativeOption($0, "--grace") })
+        var grace: Duration?
+
+        @Option(
             name: .customLong("state-dir"),
             help: ArgumentHelp("Where the queue is kept (default: $XDG_STATE_HOME/jobtop, else ~/.local/state/jobtop).", valueName: "dir"))
         var stateDir: String?
@@ -118,10 +124,11 @@ extension Jobtop {
         /// - Parameter onSlurm: Whether jobs run on Slurm (no local slots then).
         /// - Returns: The scheduler, and what was done about the last serve's Slurm jobs.
         static func makeBackend(
-            jobs: Int?, stateDir: String?, onSlurm: Bool
+            jobs: Int?, grace: Duration?, stateDir: String?, onSlurm: Bool
         ) throws(StoreError) -> (backend: DurableScheduler, leftovers: SlurmLeftovers.Outcome?) {
             var configuration = Scheduler.Configuration()
             if let jobs { configuration.localSlots = jobs }
+            if let grace { configuration.gracePeriod = grace }
             if onSlurm { configuration.localSlots = 0 }
             var leftovers: SlurmLeftovers.Outcome?
             let backend = try DurableScheduler.open(
@@ -160,7 +167,7 @@ extension Jobtop {
             if slurm.slurm {
                 do {
                     slurmConfiguration = try slurm.configuration(
-                        file: nil, submitted: jobs, grace: Scheduler.Configuration().gracePeriod, defaultBase: slurmBase)
+                        file: nil, submitted: jobs, grace: grace ?? Scheduler.Configuration().gracePeriod, defaultBase: slurmBase)
                     if let slurmConfiguration { try await SlurmPreflight.check(slurmConfiguration) }
                 } catch {
                     StandardError.write("jobtop serve: --slurm: \(error)\n")
@@ -171,7 +178,7 @@ extension Jobtop {
             let backend: DurableScheduler
             let leftovers: SlurmLeftovers.Outcome?
             do {
-                (backend, leftovers) = try Self.makeBackend(jobs: jobs, stateDir: stateDir, onSlurm: slurmConfiguration != nil)
+                (backend, leftovers) = try Self.makeBackend(jobs: jobs, grace: grace, stateDir: stateDir, onSlurm: slurmConfiguration != nil)
             } catch {
                 StandardError.write("jobtop serve: \(error)\n")
                 throw ExitCode(ExitStatus.someFailed)

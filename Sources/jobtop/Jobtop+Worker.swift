@@ -17,8 +17,8 @@ extension Jobtop {
                 jitter) and says so on stderr once, not on every attempt (jobs running when the \
                 connection is lost are stopped: the coordinator requeues them).
 
-                SIGTERM or SIGINT drains: running jobs finish, no new ones are accepted, then the \
-                worker leaves and exits 0. A second signal stops the running jobs at once.
+                SIGTERM, SIGINT or SIGHUP drains: running jobs finish, no new ones are accepted, then \
+                the worker leaves and exits 0. A second signal kills the running jobs at once.
 
                 TLS: --tls-ca FILE or --tls-fingerprint sha256:HEX (the coordinator prints it) turns it \
                 on; nothing, not even the hello with its token, is sent before the coordinator's \
@@ -27,7 +27,7 @@ extension Jobtop {
                 Exit status: 0 left cleanly (drained, or told to stop while not connected); 1 refused \
                 by the coordinator (wrong or missing token, other protocol version) or TLS failed \
                 (untrusted certificate, no TLS there, client certificate wanted); 2 bad usage; \
-                130/143 stopped by a second SIGINT/SIGTERM.
+                129/130/143 stopped by a second SIGHUP/SIGINT/SIGTERM.
                 """)
 
         @Option(name: .customLong("connect"), help: ArgumentHelp("The coordinator's --listen address.", valueName: "host:port"))
@@ -105,9 +105,10 @@ extension Jobtop {
     }
 }
 
-/// The worker's SIGTERM/SIGINT: the first drains, a second stops the running jobs at once.
+/// The worker's SIGTERM/SIGINT/SIGHUP: the first drains, a second stops the running jobs at once.
+/// (SIGHUP, a closed terminal, ended it at once with status 129, its jobs killed by its guard.)
 private func watchWorkerSignals(_ agent: WorkerAgent) -> SignalWatcher {
-    SignalWatcher(signals: [SIGTERM, SIGINT]) { number, count in
+    SignalWatcher(signals: [SIGTERM, SIGINT, SIGHUP]) { number, count in
         let name = signalName(number)
         switch count {
         case 1:

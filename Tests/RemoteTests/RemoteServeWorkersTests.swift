@@ -125,6 +125,8 @@ struct RemoteServeWorkersTests {
         (["--workers", "0.0.0.0:0"], "--workers 0.0.0.0:0: a non-loopback address needs a token"),
         (["--workers", "127.0.0.1:7000", "--listen", "127.0.0.1:7000"], "two different addresses"),
         (["--workers", "nowhere"], "--workers nowhere"),
+        (["--grace", "soon"], "--grace"),
+        (["--grace", "-1s"], "--grace"),
     ])
     func badFlags(arguments: [String], message: String) async throws {
         let scratch = try Scratch()
