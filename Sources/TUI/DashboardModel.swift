@@ -220,6 +220,16 @@ struct DashboardModel: Sendable {
         if let id = messageJob, event.kind.jobID == id, let job = board.jobs[id], job.state.isFinished {
             message = Segment("\(id.short) \(job.state.name)", stateRoleName(job.state))
         }
+        if case .confirm(.quit(let asked)) = mode, board.activeCount != asked {
+            // The question counts the jobs as they are: none left, nothing to ask.
+            let active = board.activeCount
+            if active == 0 {
+                mode = .table
+                message = Segment("every job has ended: q quits", .message)
+            } else {
+                mode = .confirm(.quit(active: active))
+            }
+        }
         if !pendingPriorities.isEmpty, let id = event.kind.jobID, let pending = pendingPriorities[id] {
             if case .reprioritized(_, _, let to) = event.kind, to == pending { pendingPriorities[id] = nil }
             if board.jobs[id].map({ $0.state.isFinished }) ?? true { pendingPriorities[id] = nil }

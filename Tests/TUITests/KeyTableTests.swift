@@ -197,6 +197,24 @@ struct KeyTableTests {
         #expect(model.handle(.char("y")) == [.quit])
     }
 
+    @Test("The quit question follows the jobs: its count as they end, and none asked once every job has ended")
+    func quitQuestionFollowsTheJobs() {
+        var builder = ModelBuilder()
+        builder.submit(1, "sleep 100", at: 0)
+        builder.submit(2, "sleep 100", at: 0)
+        builder.start(1, at: 1)
+        builder.start(2, on: localTwo, at: 1)
+        builder.model.prepare(tableRows: 14)
+        #expect(builder.model.handle(.char("q")).isEmpty)
+        #expect(builder.model.mode == .confirm(.quit(active: 2)))
+        builder.apply(.succeeded(jobID(1), attempts: 1), at: 2)
+        #expect(builder.model.mode == .confirm(.quit(active: 1)))
+        builder.apply(.succeeded(jobID(2), attempts: 1), at: 3)
+        #expect(builder.model.mode == .table)
+        #expect(builder.model.message?.text == "every job has ended: q quits")
+        #expect(builder.model.handle(.char("q")) == [.quit])
+    }
+
     @Test("Ctrl-C asks like q; a second Ctrl-C forces")
     func interrupt() {
         var model = board()
