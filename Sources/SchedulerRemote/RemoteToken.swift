@@ -13,12 +13,17 @@ public enum RemoteToken {
         file: String?, environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(RemoteError) -> String? {
         if let file {
+            // Read through a handle, at most 64 KiB: `Data(contentsOf:)` refused a device
+            // (/dev/null: "permission denied"), and /dev/zero would never end.
             let data: Data
             do {
-                data = try Data(contentsOf: URL(fileURLWithPath: file))
+                let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: file))
+                defer { try? handle.close() }
+                data = try handle.read(upToCount: 65_537) ?? Data()
             } catch {
                 throw RemoteError(.badToken, "--token-file \(file): cannot read it (\(reason(error)))")
             }
+            guard data.count <= 65_536 else { throw RemoteError(.badToken, "--token-file \(file): longer than 64 KiB, not a token") }
             guard let text = String(data: data, encoding: .utf8) else {
                 throw RemoteError(.badToken, "--token-file \(file): not UTF-8 text")
             }

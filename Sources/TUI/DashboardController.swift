@@ -332,8 +332,12 @@ final class DashboardController {
     private nonisolated static func write(_ lines: [OutputLine], dropped: Int, to path: String) -> Segment {
         var data = Data()
         for line in lines { data.append(contentsOf: line.rawBytes) }
+        // Never over a file that is there (it truncated one to the tail, or to nothing).
+        if FileManager.default.fileExists(atPath: path) {
+            return Segment("nothing written: a file is there (give another name): \(path)", .error)
+        }
         do {
-            try data.write(to: URL(fileURLWithPath: path))
+            try data.write(to: URL(fileURLWithPath: path), options: .withoutOverwriting)
         } catch {
             let reason = (error as NSError).localizedFailureReason ?? (error as NSError).localizedDescription
             return Segment("nothing written: cannot write \(path): \(reason)", .error)

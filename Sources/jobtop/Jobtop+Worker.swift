@@ -33,7 +33,8 @@ extension Jobtop {
         @Option(name: .customLong("connect"), help: ArgumentHelp("The coordinator's --listen address.", valueName: "host:port"))
         var connect: String
 
-        @Option(help: "Jobs run at once (default: the number of cores).")
+        // Unconditional: `--slots -1` gets its range error, not "Missing value".
+        @Option(parsing: .unconditional, help: "Jobs run at once (default: the number of cores).")
         var slots: Int?
 
         @Option(help: "The name the coordinator shows (default: the host name); printable, at most 255 bytes.")

@@ -44,6 +44,13 @@ struct PowerUserControllerTests {
         harness.terminal.type(.enter)
         await harness.terminal.frame(showing: "wrote 2 lines to")
         #expect(try String(contentsOfFile: path, encoding: .utf8) == "first line\nsecond line\n")
+        // Never over a file that is there
+        harness.terminal.type("w")
+        harness.terminal.type(.control("u"))
+        harness.terminal.type(path)
+        harness.terminal.type(.enter)
+        await harness.terminal.frame(showing: "nothing written: a file is there")
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == "first line\nsecond line\n")
         // A path that cannot be written says why
         harness.terminal.type("w")
         harness.terminal.type(.control("u"))
