@@ -12,29 +12,21 @@ struct RemoteHeartbeatFlagTests {
     @Test("--heartbeat 200ms with --grace 1s: a frozen worker is lost after 5 intervals plus the grace (2s), its guard has stopped its job by then, and the job runs again on another")
     func frozenWorkerIsLostOnTheGivenHeartbeat() async throws {
         // Given a headless coordinator with a short heartbeat, and a worker that takes its one job.
-        let scratch = try Scratch()
-        let token = try scratch.write("token", "hb-\(UUID().uuidString)\n")
-        let marker = scratch.file("ran")
-        let coordinator = try JobtopProcess(
-            ["run", "--listen", "127.0.0.1:0", "--token-file", token, "-j", "0", "--headless", "--log-format", "json",
-             "--heartbeat", "200ms", "--grace", "1s", "-c",
-             // Runs until the test says go: the first copy cannot end before the worker is frozen
-             // unless it is stopped, which it notes.
-             "trap 'echo end >> \(marker); exit 1' TERM; echo start >> '\(marker)'; while [ ! -e '\(scratch.file("go"))' ]; do sleep 0.05; done"],
-            newSession: true)
-        defer { coordinator.send(SIGKILL) }
-        let prefix = "accepting workers on 127.0.0.1:"
-        let listening = await eventually(within: .seconds(60)) { coordinator.output.contains(prefix) }
-        let line = try #require(listening ? coordinator.outputLines.first { $0.contains(prefix) } : nil, "\(coordinator.output)")
-        let port = String(line[line.range(of: prefix)!.upperBound...].prefix { $0.isNumber })
-        func worker(_ name: String) throws -> JobtopProcess {
-            try JobtopProcess(
-                ["worker", "--connect", "127.0.0.1:\(port)", "--slots", "1", "--name", name, "--token-file", token], newSession: true)
+        let coordinator = try await CoordinatorProcess.start(
+            ["--log-format", "json", "--heartbeat", "200ms", "--grace", "1s"], localSlots: 0
+        ) { scratch in
+            // Runs until the test says go: the first copy cannot end before the worker is frozen
+            // unless it is stopped, which it notes.
+            let marker = scratch.file("ran")
+            return "trap 'echo end >> \(marker); exit 1' TERM; echo start >> '\(marker)'; while [ ! -e '\(scratch.file("go"))' ]; do sleep 0.05; done"
         }
+        defer { coordinator.process.send(SIGKILL) }
+        let marker = coordinator.scratch.file("ran")
+        func worker(_ name: String) throws -> JobtopProcess { try coordinator.worker(name: name) }
         let frozen = try worker("frozen")
         defer { frozen.send(SIGKILL) }
         let started = await eventually(within: .seconds(60)) { FileManager.default.fileExists(atPath: marker) }
-        try #require(started, "the job never started: \(coordinator.output)")
+        try #require(started, "the job never started: \(coordinator.process.output)")
 
         // When the worker freezes (SIGSTOP: its connection stays open, it says nothing more), and
         // another joins.
@@ -46,7 +38,7 @@ struct RemoteHeartbeatFlagTests {
         // Then the coordinator gives it up on the short heartbeat, and the job runs again elsewhere.
         func marks() -> [Substring] { ((try? String(contentsOfFile: marker, encoding: .utf8)) ?? "").split(separator: "\n") }
         let again = await eventually(within: .seconds(90)) { marks().count { $0 == "start" } >= 2 }
-        #expect(again, "the job did not start again: \(coordinator.output)")
+        #expect(again, "the job did not start again: \(coordinator.process.output)")
         // Never two copies at once: the frozen worker's guard stopped the first (the worker runs no
         // code while stopped, its job does) before the coordinator requeued it.
         #expect(Array(marks().prefix(3)) == ["start", "end", "start"], "\(marks())")
@@ -55,11 +47,11 @@ struct RemoteHeartbeatFlagTests {
         // before the freeze, and it then leaves by itself and joins again (and the job's second
         // start may come from that).
         let lost = await eventually(within: .seconds(60)) {
-            coordinator.outputLines.contains { $0.contains("\"event\":\"worker-left\"") && $0.contains("frozen") && $0.contains("no heartbeat for 2s") }
+            coordinator.process.outputLines.contains { $0.contains("\"event\":\"worker-left\"") && $0.contains("frozen") && $0.contains("no heartbeat for 2s") }
         }
-        #expect(lost, "the frozen worker was not lost by silence: \(coordinator.output)")
-        try scratch.write("go", "")
-        let outcome = try #require(await coordinator.wait(atMost: .seconds(90)), "the run did not end")
+        #expect(lost, "the frozen worker was not lost by silence: \(coordinator.process.output)")
+        try coordinator.go()
+        let outcome = try #require(await coordinator.process.wait(atMost: .seconds(90)), "the run did not end")
         #expect(outcome.status == 0, "\(outcome.stderr)")
         kill(-frozen.pid, SIGKILL)
         kill(-frozen.pid, SIGCONT)

@@ -5,7 +5,8 @@ import JobtopTestSupport
 import Glibc
 #endif
 
-/// `jobtop run --listen 127.0.0.1:0` with a token, headless, whose one job runs until ``go()``.
+/// `jobtop run --listen 127.0.0.1:0` with a token, headless, whose one job runs until ``go()``
+/// (or is the command given).
 struct CoordinatorProcess {
     let process: JobtopProcess
     let port: Int
@@ -15,13 +16,18 @@ struct CoordinatorProcess {
     var tokenFile: String { scratch.file("token") }
     var goFile: String { scratch.file("go") }
 
-    /// - Parameter options: More options for `jobtop run`.
-    static func start(_ options: [String] = []) async throws -> CoordinatorProcess {
+    /// - Parameters:
+    ///   - options: More options for `jobtop run`.
+    ///   - localSlots: Its own slots (`-j`; 0: remote workers only).
+    ///   - command: The job, given the scratch directory (default: it waits for ``go()``).
+    static func start(
+        _ options: [String] = [], localSlots: Int = 1, command: ((Scratch) -> String)? = nil
+    ) async throws -> CoordinatorProcess {
         let scratch = try Scratch()
         let tokenFile = try scratch.write("token", "the-token\n")
+        let job = command?(scratch) ?? "while [ ! -e '\(scratch.file("go"))' ]; do sleep 0.02; done"
         let process = try JobtopProcess(
-            ["run", "--listen", "127.0.0.1:0", "--token-file", tokenFile, "-j", "1", "--headless"] + options + [
-             "-c", "while [ ! -e '\(scratch.file("go"))' ]; do sleep 0.02; done"],
+            ["run", "--listen", "127.0.0.1:0", "--token-file", tokenFile, "-j", "\(localSlots)", "--headless"] + options + ["-c", job],
             directory: scratch.path, newSession: true)
         let marker = "accepting workers on 127.0.0.1:"
         guard await eventually({ process.output.contains(marker) }),
