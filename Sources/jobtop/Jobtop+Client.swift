@@ -417,10 +417,10 @@ extension Jobtop {
         mutating func run() async throws {
             let references = ids
             let refused: Bool = try await withServe(connection) { client in
-                // One command for all of them: sent one by one, a queued job named after a
-                // running one could start in the slot the first cancel freed, and then be killed.
-                var seen: Set<JobID> = []
-                let jobs = try await resolve(references, with: client).filter { seen.insert($0.id).inserted }
+                // One command for all of them (a job named twice is cancelled once): sent one by
+                // one, a queued job named after a running one could start in the slot the first
+                // cancel freed, and then be killed.
+                let jobs = try await resolve(references, with: client)
                 guard case .refused(let refusals) = try await client.send(.cancelJobs(jobs.map(\.id))) else { return false }
                 for refusal in refusals { StandardError.write("jobtop: \(refusal.id.short): \(refusal.error.message)\n") }
                 return !refusals.isEmpty
@@ -552,16 +552,7 @@ extension Jobtop {
         }
 
         mutating func run() async throws {
-            let group = group
-            try await withServe(connection) { client in
-                guard let group else {
-                    _ = try await send(client, .pause)
-                    return
-                }
-                let isNew = try await !client.fetchSnapshot().groups.contains { $0.group.name == group }
-                _ = try await send(client, .pauseGroup(group))
-                if isNew { sayGroupIsNew(group, "this applies") }
-            }
+            try await sendToGroup(group, connection, whole: .pause, group: { .pauseGroup($0) })
         }
     }
 
@@ -580,16 +571,7 @@ extension Jobtop {
         }
 
         mutating func run() async throws {
-            let group = group
-            try await withServe(connection) { client in
-                guard let group else {
-                    _ = try await send(client, .resume)
-                    return
-                }
-                let isNew = try await !client.fetchSnapshot().groups.contains { $0.group.name == group }
-                _ = try await send(client, .resumeGroup(group))
-                if isNew { sayGroupIsNew(group, "this applies") }
-            }
+            try await sendToGroup(group, connection, whole: .resume, group: { .resumeGroup($0) })
         }
     }
 
@@ -882,6 +864,22 @@ private func singleValue(_ arguments: [String], _ what: String) throws -> String
 
 /// Cancel, retry, prio: resolve every reference first (nothing is done if one is unknown or
 /// ambiguous), then send one command per job; a refusal is reported and the rest go on.
+/// `pause`/`resume`: the whole serve's command, or with `--group` the group's (a group no job
+/// has yet is said to be new).
+private func sendToGroup(
+    _ group: String?, _ connection: ConnectOptions, whole: SchedulerCommand, group groupCommand: @escaping @Sendable (String) -> SchedulerCommand
+) async throws {
+    try await withServe(connection) { client in
+        guard let group else {
+            _ = try await send(client, whole)
+            return
+        }
+        let isNew = try await !client.fetchSnapshot().groups.contains { $0.group.name == group }
+        _ = try await send(client, groupCommand(group))
+        if isNew { sayGroupIsNew(group, "this applies") }
+    }
+}
+
 private func perJob(_ references: [String], _ connection: ConnectOptions, _ command: @escaping (JobInfo) -> SchedulerCommand) async throws {
     let refused: Bool = try await withServe(connection) { client in
         // A job named twice (`cancel a a`, or its name and its id) gets the command once.

@@ -40,6 +40,14 @@ struct RunSession {
         // The in-process scheduler runs here; everything else goes through the client interface
         // a socket client also offers.
         let client = scheduler
+        let listener = listener
+        // For a user who asked twice: every job's process group killed now, remote workers told
+        // to kill theirs, their goodbye not waited for.
+        let killNow: @Sendable () -> Void = {
+            Scheduler.killAllJobProcessesNow()
+            scheduler.stopEveryAttemptNow()
+            listener?.dropConnectionsNow()
+        }
         var signals: SignalWatcher?
         // The dashboard's signals come from the same watcher, as a stream it reads on the main actor.
         var screenSignals: (stream: AsyncStream<Int32>, continuation: AsyncStream<Int32>.Continuation)?
@@ -58,15 +66,11 @@ struct RunSession {
                 StandardError.write(
                     "jobtop: group '\(group.name)' starts paused (paused = true) and nothing resumes it headless: its \(count) job\(count == 1 ? "" : "s") (and any job after \(count == 1 ? "it" : "them")) will not start; the run ends when interrupted (Ctrl-C)\n")
             }
-            let listener = listener
             signals = SignalWatcher(
                 onFirst: { _ in Task { _ = try? await client.perform(.shutdown(.cancelRunning)) } },
                 // A second signal ends the run at once: remote workers are told to kill their
                 // jobs now, and their goodbye is not waited for.
-                onAgain: {
-                    scheduler.stopEveryAttemptNow()
-                    listener?.dropConnectionsNow()
-                })
+                onAgain: killNow)
         case .screen:
             isScreen = true
             guard Self.keysComeFromTheTerminal() else {
@@ -76,16 +80,13 @@ struct RunSession {
             }
             let (stream, continuation) = AsyncStream<Int32>.makeStream(bufferingPolicy: .bufferingNewest(64))
             screenSignals = (stream, continuation)
-            let listener = listener
             signals = SignalWatcher(signals: Dashboard.signals) { number, _ in
                 // Once the dashboard has ended, its jobs are being cancelled (SIGTERM, SIGKILL
                 // after the grace period): a signal then kills them at once, as a second one
                 // does headless, and the remote workers' goodbye will not be waited for.
                 if case .terminated = continuation.yield(number), number != SIGWINCH {
                     StandardError.write("jobtop: \(signalName(number)): killing every running job now\n")
-                    Scheduler.killAllJobProcessesNow()
-                    scheduler.stopEveryAttemptNow()
-                    listener?.dropConnectionsNow()
+                    killNow()
                 }
             }
         }
@@ -135,9 +136,7 @@ struct RunSession {
             if dashboardSignal == SIGINT {
                 // A second Ctrl-C on the dashboard: the user wants out now, not after the grace.
                 if running > 0 { StandardError.write("jobtop: Ctrl-C again: killing the jobs' process groups now\n") }
-                Scheduler.killAllJobProcessesNow()
-                scheduler.stopEveryAttemptNow()
-                listener?.dropConnectionsNow()
+                killNow()
             } else if running > 0 {
                 // The screen is gone while the jobs take their grace period to stop: say so.
                 let jobs = running == 1 ? "1 job" : "\(running) jobs"
