@@ -265,10 +265,20 @@ public struct RestoredJob: Sendable {
     /// For a job that was waiting for a retry: when that retry is due. It waits again until
     /// then (at once if the date has passed); `nil`: it is queued.
     public var retryAt: Date?
+    /// When it was first submitted (`nil`: now). A date before the restart is a negative
+    /// ``SchedulerTime`` (before the new clock's zero).
+    public var submittedAt: Date?
+    /// For a finished job: when its last attempt started, if it ran (`nil`: it never started,
+    /// and shows no run time).
+    public var startedAt: Date?
+    /// For a finished job: when it ended (`nil`: now). Finished jobs keep their order and their
+    /// run times across the restart.
+    public var finishedAt: Date?
 
     /// Creates one.
     public init(
-        id: JobID, spec: JobSpec, attempts: Int = 0, lastFailure: FailureReason? = nil, ending: JobState? = nil, retryAt: Date? = nil
+        id: JobID, spec: JobSpec, attempts: Int = 0, lastFailure: FailureReason? = nil, ending: JobState? = nil, retryAt: Date? = nil,
+        submittedAt: Date? = nil, startedAt: Date? = nil, finishedAt: Date? = nil
     ) {
         self.id = id
         self.spec = spec
@@ -276,5 +286,8 @@ public struct RestoredJob: Sendable {
         self.lastFailure = lastFailure
         self.ending = ending
         self.retryAt = retryAt
+        self.submittedAt = submittedAt
+        self.startedAt = startedAt
+        self.finishedAt = finishedAt
     }
 }

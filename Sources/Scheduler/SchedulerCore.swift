@@ -586,7 +586,7 @@ public struct SchedulerCore: Sendable {
 
     /// Puts jobs back as a store recorded them before a restart, in submission order, with no
     /// start until the last is in (dispatch runs once, at the end). A finished job joins the
-    /// finished history (as if it ended now, oldest first); one that was waiting for a retry
+    /// finished history with the times recorded (``RestoredJob/finishedAt``; now if none); one that was waiting for a retry
     /// waits again until its ``RestoredJob/retryAt`` (queued if that has passed); any other is
     /// queued, blocked or scheduled as its dependencies and start time say, with the attempts it
     /// already used.
@@ -615,7 +615,9 @@ public struct SchedulerCore: Sendable {
                     refused.append((job.id, SchedulerError(.invalidArgument, "job \(job.id.short) is restored with an ending that is not final")))
                     continue
                 }
-                let handle = restoreRecord(job, in: ending, lastFailure: job.lastFailure, finishedAt: now, now: now)
+                let finishedAt = job.finishedAt.map { pastTime(of: $0, now: now) } ?? now
+                let handle = restoreRecord(job, in: ending, lastFailure: job.lastFailure, finishedAt: finishedAt, now: now)
+                if let started = job.startedAt { jobs[handle].info.history.startedAt = min(pastTime(of: started, now: now), finishedAt) }
                 // A job restored later may name it: its outcome outlives its record.
                 jobs[handle].isDependency = true
                 finishedOrder.append(handle)
@@ -639,7 +641,8 @@ public struct SchedulerCore: Sendable {
             if isPlain, spec.notBefore == nil {
                 // Most of a restart: straight to the queue, with the attempts it used (no
                 // submission of one, with its arrays and event, per job).
-                _ = queue(spec, id: job.id, batch: nil, now: now, attempts: job.attempts, lastFailure: job.lastFailure)
+                let (handle, _) = queue(spec, id: job.id, batch: nil, now: now, attempts: job.attempts, lastFailure: job.lastFailure)
+                if let submitted = job.submittedAt { jobs[handle].info.submittedAt = pastTime(of: submitted, now: now) }
                 continue
             }
             do {
@@ -658,6 +661,7 @@ public struct SchedulerCore: Sendable {
             if let handle = jobs.handle(of: job.id) {
                 jobs[handle].info.history.attempts = job.attempts
                 jobs[handle].info.history.lastFailure = job.lastFailure
+                if let submitted = job.submittedAt { jobs[handle].info.submittedAt = pastTime(of: submitted, now: now) }
             }
         }
         isDispatchHeld = wasHeld
@@ -677,7 +681,7 @@ public struct SchedulerCore: Sendable {
         var info = JobInfo(
             id: job.id, name: job.spec.name, command: job.spec.work.description, priority: job.spec.priority,
             state: state, attempts: job.attempts, maxAttempts: job.spec.retry.maxAttempts, progress: nil,
-            submittedAt: now, startedAt: nil, finishedAt: finishedAt, lastFailure: lastFailure,
+            submittedAt: job.submittedAt.map { pastTime(of: $0, now: now) } ?? now, startedAt: nil, finishedAt: finishedAt, lastFailure: lastFailure,
             key: nil, group: groups[Int(group)].info.name)
         if !job.spec.environment.isEmpty || job.spec.workingDirectory != nil { info.describe(job.spec) }
         let firstDependency = keepDependencies(job.spec.dependencies.compactMap { if case .job(let id) = $0 { id } else { nil } })
@@ -723,6 +727,12 @@ public struct SchedulerCore: Sendable {
     }
 
     /// The time on this clock a start time stands for.
+    /// The time on this clock of a `date` a store recorded: before the clock's zero after a
+    /// restart (a negative time), never after `now` (a wall clock set back since).
+    private func pastTime(of date: Date, now: SchedulerTime) -> SchedulerTime {
+        min(dueTime(of: .date(date), submittedAt: now), now)
+    }
+
     private func dueTime(of start: JobSpec.StartTime, submittedAt now: SchedulerTime) -> SchedulerTime {
         switch start {
         case .delay(let delay): now + delay

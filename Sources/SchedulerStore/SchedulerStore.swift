@@ -357,7 +357,8 @@ public final class SchedulerStore: Sendable {
 
         // One pass over the rows, straight into what the scheduler restores (no intermediate
         // copy of 100,000 specs). The columns by index (see SpecColumns.spec(from:at:)): id,
-        // state, attempts, reason, skip, retry_at, then the spec's.
+        // state, attempts, reason, skip, retry_at, submitted_at, finished_at, the last attempt's
+        // started_at (a finished job's run time), then the spec's.
         var jobs: [RestoredJob] = []
         if let count = try Int.fetchOne(db, sql: "SELECT count(*) FROM job") { jobs.reserveCapacity(count) }
         // Each job's id and whether it succeeded (for the dependencies, below), and where the
@@ -367,11 +368,24 @@ public final class SchedulerStore: Sendable {
         var withDependencies: [Int] = []
         var running: [Int] = []
         let cursor = try Row.fetchCursor(
-            db, sql: "SELECT id, state, attempts, reason, skip, retry_at, \(SpecColumns.selection) FROM job ORDER BY seq")
+            db, sql: """
+                SELECT id, state, attempts, reason, skip, retry_at, submitted_at, finished_at,
+                    CASE WHEN finished_at IS NULL THEN NULL
+                         ELSE (SELECT started_at FROM attempt WHERE attempt.job = job.id ORDER BY attempt.rowid DESC LIMIT 1) END,
+                    \(SpecColumns.selection)
+                FROM job ORDER BY seq
+                """)
         while let row = try cursor.next() {
             let text: String = row[0]
             guard let id = JobID(parsing: text) else { continue }
-            let spec = try SpecColumns.spec(from: row, at: 6)
+            let spec = try SpecColumns.spec(from: row, at: 9)
+            let submittedAt: Double? = row[6]
+            let finishedAt: Double? = row[7]
+            let startedAt: Double? = row[8]
+            let times = (
+                submitted: submittedAt.map { Date(timeIntervalSince1970: $0) },
+                started: startedAt.map { Date(timeIntervalSince1970: $0) },
+                finished: finishedAt.map { Date(timeIntervalSince1970: $0) })
             let state: String = row[1]
             let attempts: Int = row[2]
             let reason: String? = row[3]
@@ -380,35 +394,43 @@ public final class SchedulerStore: Sendable {
             let lastFailure = reason.map { FailureReason.error($0) }
             switch state {
             case "succeeded":
-                jobs.append(RestoredJob(id: id, spec: spec, attempts: attempts, ending: .succeeded(attempts: attempts)))
+                jobs.append(RestoredJob(
+                    id: id, spec: spec, attempts: attempts, ending: .succeeded(attempts: attempts),
+                    submittedAt: times.submitted, startedAt: times.started, finishedAt: times.finished))
             case "failed":
                 jobs.append(RestoredJob(
                     id: id, spec: spec, attempts: attempts,
-                    ending: .failed(reason: .error(reason ?? "failed"), attempts: attempts)))
+                    ending: .failed(reason: .error(reason ?? "failed"), attempts: attempts),
+                    submittedAt: times.submitted, startedAt: times.started, finishedAt: times.finished))
             case "cancelled":
-                jobs.append(RestoredJob(id: id, spec: spec, attempts: attempts, lastFailure: lastFailure, ending: .cancelled))
+                jobs.append(RestoredJob(
+                    id: id, spec: spec, attempts: attempts, lastFailure: lastFailure, ending: .cancelled,
+                    submittedAt: times.submitted, startedAt: times.started, finishedAt: times.finished))
             case "skipped":
                 let skipData: Data? = row[4]
                 if let skip = try skipData.map({ try decoder.decode(SkipReason.self, from: $0) }) {
-                    jobs.append(RestoredJob(id: id, spec: spec, attempts: attempts, ending: .skipped(skip)))
+                    jobs.append(RestoredJob(
+                        id: id, spec: spec, attempts: attempts, ending: .skipped(skip),
+                        submittedAt: times.submitted, finishedAt: times.finished))
                 } else if withDependencies.last == jobs.count {
                     withDependencies.removeLast()
                 }
             case "running":
                 // Its attempt was cut short: it counts, as a failure (decided below).
                 running.append(jobs.count)
-                jobs.append(RestoredJob(id: id, spec: spec, attempts: attempts, lastFailure: .error(Self.stoppedReason)))
+                jobs.append(RestoredJob(
+                    id: id, spec: spec, attempts: attempts, lastFailure: .error(Self.stoppedReason), submittedAt: times.submitted))
             case "waiting":
                 // It waits out the rest of its backoff (its retry is due at once if that time has
                 // passed, or was not recorded).
                 let retryAt: Double? = row[5]
                 jobs.append(RestoredJob(
                     id: id, spec: spec, attempts: attempts, lastFailure: lastFailure,
-                    retryAt: retryAt.map { Date(timeIntervalSince1970: $0) }))
+                    retryAt: retryAt.map { Date(timeIntervalSince1970: $0) }, submittedAt: times.submitted))
             default:
                 // Queued, blocked or scheduled: its dependencies and start time say which it
                 // becomes.
-                jobs.append(RestoredJob(id: id, spec: spec, attempts: attempts, lastFailure: lastFailure))
+                jobs.append(RestoredJob(id: id, spec: spec, attempts: attempts, lastFailure: lastFailure, submittedAt: times.submitted))
             }
         }
 

@@ -24,6 +24,9 @@ enum Formatting {
 
     /// `01:23` or `1:02:03`, for the event pane.
     static func clock(_ duration: Duration) -> String {
+        // Before the clock's zero: a job a restarted serve kept from before its start.
+        // (Bounded first: the negation of the most negative time has no components.)
+        if duration < .zero { return "-" + clock(.zero - max(duration, .seconds(-Int64.max))) }
         let total = wholeSeconds(duration.seconds)
         let hours = total / 3600, minutes = (total % 3600) / 60, seconds = total % 60
         return hours > 0 ? "\(hours):\(twoDigits(minutes)):\(twoDigits(seconds))" : "\(twoDigits(minutes)):\(twoDigits(seconds))"

@@ -51,6 +51,36 @@ import Testing
         #expect(core.counts[.failed] == 1)
     }
 
+    /// After a restart the finished jobs keep their run times and their order, and every job
+    /// its submission time: dates before the new clock's zero are negative times (the dashboard
+    /// showed blank run times, `submitted 00:00`, and the oldest ended job first).
+    @Test mutating func restoredJobsKeepTheirTimesFromBeforeTheRestart() {
+        let epoch = Date(timeIntervalSince1970: 1_000_000)
+        var core = SchedulerCore(configuration: .init(seed: 1, wallClockEpoch: epoch))
+        _ = core.workerJoined(Self.worker(), now: .zero)
+        let (early, late, never, queued) = (ids.nextJobID(), ids.nextJobID(), ids.nextJobID(), ids.nextJobID())
+        let at = { (seconds: Double) in epoch.addingTimeInterval(seconds) }
+        let (refused, _) = core.restore([
+            RestoredJob(id: early, spec: Self.spec("early"), attempts: 1, ending: .succeeded(attempts: 1),
+                        submittedAt: at(-100), startedAt: at(-90), finishedAt: at(-30)),
+            RestoredJob(id: late, spec: Self.spec("late"), attempts: 1, ending: .failed(reason: .exitStatus(1), attempts: 1),
+                        submittedAt: at(-80), startedAt: at(-25), finishedAt: at(-20)),
+            RestoredJob(id: never, spec: Self.spec("never"), ending: .cancelled, submittedAt: at(-70), finishedAt: at(-60)),
+            // A wall clock set back since: a date after now is taken as now.
+            RestoredJob(id: queued, spec: Self.spec("queued"), submittedAt: at(3_600)),
+        ], now: .seconds(2))
+        #expect(refused.isEmpty)
+        let jobs = Dictionary(uniqueKeysWithValues: core.snapshot(seq: 0, now: .seconds(2), progress: { _ in nil }).jobs.map { ($0.id, $0) })
+        #expect(jobs[early]?.submittedAt == .seconds(-100))
+        #expect(jobs[early]?.startedAt == .seconds(-90))
+        #expect(jobs[early]?.finishedAt == .seconds(-30))
+        #expect(jobs[late]?.startedAt == .seconds(-25))
+        #expect(jobs[late]?.finishedAt == .seconds(-20))
+        #expect(jobs[never]?.startedAt == nil)
+        #expect(jobs[never]?.finishedAt == .seconds(-60))
+        #expect(jobs[queued]?.submittedAt == .seconds(2))
+    }
+
     @Test mutating func aFinishedJobBeyondTheRetentionStillDecidesItsDependents() {
         var core = SchedulerCore(configuration: .init(finishedRetention: 1, seed: 1))
         _ = core.workerJoined(Self.worker(), now: .zero)

@@ -112,6 +112,33 @@ struct StoreTests {
         }
     }
 
+    @Test("finished jobs keep their run times and end order after a restart, and every job its submission time")
+    func timesSurviveARestart() async throws {
+        let scratch = try Scratch()
+        let directory = StateDirectory(path: scratch.file("state"))
+        // One job at a time: `first` ends before `second` starts, and `second` runs for a while.
+        let ids = try await withDurable(directory, slots: 1) { durable in
+            let reply = try await durable.perform(.submit([
+                JobSpec(name: "first", work: .shell("true")),
+                JobSpec(name: "second", work: .shell("sleep 0.3")),
+            ], batch: nil))
+            guard case .submitted(let ids) = reply else { throw SpawnError(message: "no ids") }
+            _ = await waitForEnds(ids, on: durable)
+            return ids
+        }
+        try await withDurable(directory) { durable in
+            let snapshot = await durable.currentSnapshot()
+            let first = try #require(snapshot.jobs.first { $0.id == ids[0] })
+            let second = try #require(snapshot.jobs.first { $0.id == ids[1] })
+            // Before this serve's clock began: negative times, in the order they happened.
+            let submitted = first.submittedAt, started = try #require(second.startedAt), finished = try #require(second.finishedAt)
+            #expect(submitted < .zero && submitted <= second.submittedAt)
+            #expect(try #require(first.finishedAt) <= started)
+            #expect(finished < .zero)
+            #expect(finished - started >= .milliseconds(250))
+        }
+    }
+
     @Test("an output file's last lines: as many as asked for, the count of those before, a last line with no newline")
     func lastLinesOfAFile() throws {
         let scratch = try Scratch()

@@ -163,6 +163,9 @@ struct ExtremeValueTests {
         #expect(Formatting.compact(seconds: -5) == "0s")
         #expect(Formatting.compact(seconds: 1e300).hasSuffix("h"))
         #expect(Formatting.clock(.seconds(Int64.max)).contains(":"))
+        // Before the clock's zero (a job a restarted serve kept): a minus, not 00:00.
+        #expect(Formatting.clock(.seconds(-90)) == "-01:30")
+        #expect(Formatting.clock(.seconds(Int64.min)).hasPrefix("-"))
         #expect(Formatting.compact(.seconds(Int64.max)).hasSuffix("h"))
         #expect(Formatting.rate(.nan) == "0.0")
         #expect(Formatting.rate(.infinity) == Formatting.rate(1e15))
