@@ -70,6 +70,34 @@ package struct LineSplitter {
         if offset > 0 { pending.removeFirst(offset) }
     }
 
+    /// Whether bytes after the last line end wait for the rest of their line.
+    package var hasPartialLine: Bool { !pending.isEmpty }
+
+    /// The job went quiet in the middle of a line: hands on the part read so far, as a piece
+    /// with ending ``OutputLine/Ending/none`` (the rest of the line follows as the next piece,
+    /// and the pieces put together are still the bytes written). Keeps back the first bytes of
+    /// a UTF-8 character that a read cut off.
+    package mutating func flushPartial(_ emit: (OutputLine) -> Void) {
+        let cut = pending.withUnsafeBufferPointer { Self.wholeCharacters(in: $0) }
+        guard cut > 0 else { return }
+        pending.withUnsafeBufferPointer { emit(Self.line(UnsafeBufferPointer(rebasing: $0[0..<cut]), stream, .none)) }
+        pending.removeFirst(cut)
+    }
+
+    /// How many of `bytes` remain once an unfinished UTF-8 character at their end is left out.
+    static func wholeCharacters(in bytes: UnsafeBufferPointer<UInt8>) -> Int {
+        // The last byte that is not a continuation byte (0b10xxxxxx) starts the last character.
+        var start = bytes.count
+        while start > 0, bytes.count - start < 4 {
+            start -= 1
+            if bytes[start] & 0xC0 != 0x80 { break }
+        }
+        guard start < bytes.count else { return bytes.count }
+        let lead = bytes[start]
+        let length = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1
+        return bytes.count - start < length ? start : bytes.count
+    }
+
     /// The stream ended: hands on what is left, without a line end.
     package mutating func flush(_ emit: (OutputLine) -> Void) {
         guard !pending.isEmpty else { return }

@@ -227,6 +227,9 @@ private final class ProcessLoopThread {
     private var processes: [UInt64: RunningProcess] = [:]
     /// Processes with a timer (a SIGKILL due, a recheck of their group, a poll without pidfd).
     private var timed: Set<UInt64> = []
+    /// Processes whose output stops in the middle of a line, and when that partial line is
+    /// handed on if nothing more is read meanwhile (``partialLineWait``).
+    private var partials: [UInt64: ContinuousClock.Instant] = [:]
     /// Attempts waiting for a resource to spawn, in arrival order.
     private var waiting: [UInt64: WaitingStart] = [:]
     private var waitingOrder: [UInt64] = []
@@ -251,6 +254,10 @@ private final class ProcessLoopThread {
     /// How long the rest of a group may take to go after SIGKILL before jobtop gives up on it
     /// (a process in uninterruptible sleep).
     static let killWaitLimit: Duration = .seconds(5)
+    /// How long a job may stay silent in the middle of a line before the part written so far is
+    /// handed on (`printf 'Downloading... '; sleep 60`: watched live, the text shows now, not
+    /// when the line ends). Output that keeps coming is still cut only at line ends.
+    static let partialLineWait: Duration = .milliseconds(200)
     /// Without a pidfd (old kernels, or none left), how often the main process is polled.
     static let pollInterval: Duration = .milliseconds(20)
     /// The most bytes read from each pipe once the group is gone (an escaped process may keep
@@ -291,6 +298,7 @@ private final class ProcessLoopThread {
             for index in 0..<Int(count) { handle(ready[index]) }
             let now = ContinuousClock.now
             fireTimers(now)
+            flushPartialLines(now)
             countGroupMembers(now)
             retryWaiting(now)
             for _ in 0..<Self.spawnsPerTurn {
@@ -516,10 +524,22 @@ private final class ProcessLoopThread {
             if let deadline = processes[id]?.deadline, next.map({ deadline < $0 }) ?? true { next = deadline }
         }
         for waiter in waiting.values where next.map({ waiter.nextTry < $0 }) ?? true { next = waiter.nextTry }
+        for due in partials.values where next.map({ due < $0 }) ?? true { next = due }
         guard let next else { return -1 }
         let remaining = next - .now
         if remaining <= .zero { return 0 }
         return Int32(min(60_000, (remaining.seconds * 1_000).rounded(.up)))
+    }
+
+    /// Hands on the partial lines of the jobs that have been silent for ``partialLineWait``.
+    private func flushPartialLines(_ now: ContinuousClock.Instant) {
+        guard !partials.isEmpty else { return }
+        for (id, due) in partials where due <= now {
+            partials[id] = nil
+            guard let process = processes[id] else { continue }
+            process.outLines.flushPartial(process.report)
+            process.errLines.flushPartial(process.report)
+        }
     }
 
     private func fireTimers(_ now: ContinuousClock.Instant) {
@@ -668,6 +688,11 @@ private final class ProcessLoopThread {
                 process.errLines.feed(chunk, process.report)
             }
         }
+        if process.outLines.hasPartialLine || process.errLines.hasPartialLine {
+            partials[process.id] = .now + Self.partialLineWait
+        } else if !partials.isEmpty {
+            partials[process.id] = nil
+        }
     }
 
     private func closePipe(_ process: RunningProcess, _ stream: OutputLine.Stream) {
@@ -692,6 +717,7 @@ private final class ProcessLoopThread {
             process.pidfd = -1
         }
         unschedule(process)
+        partials[process.id] = nil
         processes[process.id] = nil
         loop.watch.update {
             $0.running -= 1

@@ -109,6 +109,8 @@ final class EventLogFormatter {
             job(id, &line)
             line.string("stream", output.stream.rawValue)
             line.string("text", output.text)
+            // A piece: the rest of the line is the job's next output on this stream.
+            if output.ending == .none { line.bool("partial", true) }
         case .leftoverProcesses(let id, let count, let stopped):
             job(id, &line)
             line.int("processes", count)

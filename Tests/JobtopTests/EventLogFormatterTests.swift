@@ -44,6 +44,7 @@ struct EventLogFormatterTests {
             .cancelled(job), .paused, .resumed, .slotsChanged(local: 2, total: 2), .shuttingDown(.cancelRunning),
             .workerLeft(worker.id, reason: .removed("gone")), .lagged(missed: 7), .reprioritized(job, from: 1, to: 2),
             .coalesced(existing: job, key: "k"), .succeeded(job, attempts: 1),
+            .output(job, OutputLine(stream: .stdout, text: "Downloading... ", ending: .none)),
         ]
         var lines: [String] = []
         for (offset, kind) in kinds.enumerated() {
@@ -58,10 +59,13 @@ struct EventLogFormatterTests {
         #expect(objects[1]["job"] as? String == job.description)
         #expect(objects[3]["text"] as? String == odd)
         #expect(objects[3]["stream"] as? String == "stderr")
+        #expect(objects[3]["partial"] == nil)
         #expect(objects[4]["progress"] as? Double == 0.5)
         #expect(objects[6]["timeout"] as? Double == 2)
         #expect(objects[6]["retry_in"] as? Double == 1)
         #expect(objects[8]["signal"] as? String == "SIGKILL")
+        // A piece of a line: its rest comes in the job's next output.
+        #expect(objects.last?["partial"] as? Bool == true)
     }
 
     @Test("Progress is logged at most every 250ms per job, and 100% always")

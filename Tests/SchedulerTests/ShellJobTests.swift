@@ -101,6 +101,50 @@ struct ShellJobTests {
         }
     }
 
+    /// A job that goes quiet in the middle of a line shows that part at once (it waited for the
+    /// line's end: `printf 'Downloading... '; sleep 60` showed nothing for a minute); the rest
+    /// follows as the next piece, and the pieces together are the bytes written.
+    @Test func aPartialLineIsHandedOnWhenTheJobGoesQuiet() async throws {
+        let fifo = Self.temporaryFile("gate")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        try await Self.withScheduler { scheduler, reader in
+            // `read` holds the job (and its line) until the test writes to the FIFO.
+            let id = try await scheduler.submit(.shell("printf 'Downloading… '; read x < '\(fifo)'; printf 'done\\n'"))
+            let partial = await reader.next { kind in
+                if case .output(id, _) = kind { return true }
+                return kind.isFinal && kind.jobID == id
+            }
+            guard case .output(_, let first)? = partial?.kind else {
+                Issue.record("no output before the job ended: \(String(describing: partial))")
+                return
+            }
+            #expect(first == OutputLine(stream: .stdout, text: "Downloading… ", ending: .none))
+            let writer = FileHandle(forWritingAtPath: fifo)
+            try writer?.write(contentsOf: Data("go\n".utf8))
+            try writer?.close()
+            #expect(await reader.final(of: id)?.name == "succeeded")
+            let lines = reader.seen.compactMap { if case .output(id, let line) = $0.kind { line } else { nil } }
+            #expect(lines.map(\.text) == ["Downloading… ", "done"])
+            #expect(lines.flatMap(\.rawBytes) == Array("Downloading… done\n".utf8))
+        }
+    }
+
+    @Test func aPartialLineKeepsBackACharacterThatAReadCut() {
+        var splitter = LineSplitter(stream: .stdout)
+        var lines: [OutputLine] = []
+        let bytes = Array("ab€".utf8)  // € is three bytes: the read stopped after its first two
+        bytes[0..<4].withUnsafeBufferPointer { splitter.feed($0) { lines.append($0) } }
+        splitter.flushPartial { lines.append($0) }
+        #expect(lines == [OutputLine(stream: .stdout, text: "ab", ending: .none)])
+        #expect(splitter.hasPartialLine)
+        bytes[4...].withUnsafeBufferPointer { splitter.feed($0) { lines.append($0) } }
+        splitter.flushPartial { lines.append($0) }
+        #expect(lines.last == OutputLine(stream: .stdout, text: "€", ending: .none))
+        #expect(!splitter.hasPartialLine)
+        splitter.flushPartial { lines.append($0) }
+        #expect(lines.count == 2)
+    }
+
     @Test func progressIsParsedFromTrailingPercentagesAndFromACustomPattern() async throws {
         try await Self.withScheduler { scheduler, reader in
             let byPercent = try await scheduler.submit(.shell("echo 'step 12%'; echo 'step 37.5 %'; echo done"))
