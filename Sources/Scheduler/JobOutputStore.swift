@@ -38,8 +38,17 @@ final class JobOutputStore: Sendable {
         if line.ending == .carriageReturn && line.text.isEmpty { return }
         state.withLock { state in
             var tail = state.tails.removeValue(forKey: job) ?? Tail()
-            tail.lines.append(line)
-            tail.bytes += line.text.utf8.count + 1
+            if let last = tail.lines.last, last.ending == .none, last.stream == line.stream, last.bytes == nil, line.bytes == nil,
+               last.text.utf8.count + line.text.utf8.count <= LineSplitter.maxLineBytes {
+                // The rest of a line whose first part was handed on when the job went quiet in
+                // the middle of it: one line again, so that the tail counts lines, not pieces.
+                tail.lines[tail.lines.count - 1].text += line.text
+                tail.lines[tail.lines.count - 1].ending = line.ending
+                tail.bytes += line.text.utf8.count
+            } else {
+                tail.lines.append(line)
+                tail.bytes += line.text.utf8.count + 1
+            }
             while tail.lines.count > limits.lines || tail.bytes > limits.bytes, let first = tail.lines.popFirst() {
                 tail.bytes -= first.text.utf8.count + 1
                 tail.dropped += 1

@@ -257,7 +257,7 @@ private final class ProcessLoopThread {
     /// How long a job may stay silent in the middle of a line before the part written so far is
     /// handed on (`printf 'Downloading... '; sleep 60`: watched live, the text shows now, not
     /// when the line ends). Output that keeps coming is still cut only at line ends.
-    static let partialLineWait: Duration = .milliseconds(200)
+    static let partialLineWait: Duration = .milliseconds(500)
     /// Without a pidfd (old kernels, or none left), how often the main process is polled.
     static let pollInterval: Duration = .milliseconds(20)
     /// The most bytes read from each pipe once the group is gone (an escaped process may keep
@@ -536,7 +536,9 @@ private final class ProcessLoopThread {
         guard !partials.isEmpty else { return }
         for (id, due) in partials where due <= now {
             partials[id] = nil
-            guard let process = processes[id] else { continue }
+            // Not read for now (a lossless subscriber is behind): the job is not silent, jobtop
+            // is not listening. Its next read arms the wait again.
+            guard let process = processes[id], !process.isReadingPaused else { continue }
             process.outLines.flushPartial(process.report)
             process.errLines.flushPartial(process.report)
         }

@@ -132,9 +132,16 @@ struct RemoteParityTests {
         var numbers: [Int] = []
         var lagged = false
         var ended: SchedulerEvent.Kind?
+        // A line may come in pieces (ending .none) if `seq` stalls in the middle of one.
+        var piece = ""
         for await event in events {
             switch event.kind {
-            case .output(id, let line): numbers.append(Int(line.text) ?? -1)
+            case .output(id, let line):
+                piece += line.text
+                if line.ending != .none {
+                    numbers.append(Int(piece) ?? -1)
+                    piece = ""
+                }
             case .lagged: lagged = true
             case .workerLeft(_, let reason): Issue.record("the worker left: \(reason)")
             default: break

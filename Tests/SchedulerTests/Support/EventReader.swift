@@ -41,8 +41,18 @@ struct EventReader {
     }
 
     /// The text of every line `id` printed, in order.
+    /// The job's output lines as it wrote them: a piece handed on without its line end (a job
+    /// that stalled for a moment in the middle of a line, a line over 16 KiB) joined with the
+    /// rest of its line.
     func outputTexts(of id: JobID) -> [String] {
-        seen.compactMap { if case .output(id, let line) = $0.kind { line.text } else { nil } }
+        var texts: [String] = []
+        var open: [OutputLine.Stream: Int] = [:]
+        for event in seen {
+            guard case .output(id, let line) = event.kind else { continue }
+            if let index = open[line.stream] { texts[index] += line.text } else { texts.append(line.text) }
+            open[line.stream] = line.ending == .none ? (open[line.stream] ?? texts.count - 1) : nil
+        }
+        return texts
     }
 
     /// Whether every event after the first (the snapshot) is numbered one more than the one
