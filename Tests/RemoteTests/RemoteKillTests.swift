@@ -50,6 +50,9 @@ struct RemoteKillTests {
         let id = try await coordinator.scheduler.submit(
             .shell("echo run; echo x >> '\(ran)'; while [ ! -e '\(go)' ]; do sleep 0.02; done; echo done"))
         #expect(await eventually(within: .seconds(60)) { FileManager.default.fileExists(atPath: ran) })
+        // Its first line has reached the coordinator (on a busy machine the kill could come
+        // before the worker sent it: then there is nothing to set apart).
+        #expect(await eventually(within: .seconds(60)) { await coordinator.scheduler.output(of: id).lines.map(\.text) == ["run"] })
         doomed.send(SIGKILL)
         _ = await doomed.wait()
         let other = try JobtopProcess.worker(for: coordinator, slots: 1, name: "other")
