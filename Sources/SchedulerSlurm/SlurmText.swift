@@ -137,6 +137,11 @@ public enum SlurmText {
         case "COMPLETED":
             return .exit(record.exitCode)
         case "FAILED":
+            // A launch that failed (its output file could not be opened, ...) reads as signal 53
+            // (`ExitCode=0:53`), which no job sent.
+            if record.reason.hasPrefix("JobLaunchFailure") || record.reason.hasPrefix("launch_failed") {
+                return .error("Slurm job \(record.id) failed to start (\(record.reason); slurmd's log on the node says why)")
+            }
             if record.exitCode == 0 && record.signal != 0 { return .signal(record.signal) }
             if record.exitCode == 0 {
                 // Failed before the script ran (a bad --chdir, an unwritable output file).

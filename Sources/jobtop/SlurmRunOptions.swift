@@ -59,7 +59,11 @@ struct SlurmRunOptions: ParsableArguments {
         var options = file?.options ?? SlurmOptions()
         if let partition { options.partition = partition }
         options.extraArguments += slurmArguments
-        let base = directory ?? defaultBase ?? FileManager.default.currentDirectoryPath + "/.jobtop-slurm"
+        var base = directory ?? defaultBase ?? FileManager.default.currentDirectoryPath + "/.jobtop-slurm"
+        // Absolute: sbatch's --output and --error are taken from a job's --chdir (its `cwd`), so a
+        // relative directory sent a job with a cwd to write where nothing was (Slurm failed it
+        // with "signal 53").
+        if !base.hasPrefix("/") { base = FileManager.default.currentDirectoryPath + "/" + base }
         // One directory per run: two runs in one place never share files.
         let run = "\(base)/run-\(Int(Date().timeIntervalSince1970))-\(getpid())"
         return SlurmConfiguration(

@@ -116,10 +116,18 @@ struct SlurmEndToEndTests {
             [[job]]
             name = "progress"
             command = "for i in 25 50 75 100; do echo \"step $i%\"; sleep 0.5; done"
+
+            [[job]]
+            name = "elsewhere"
+            cwd = "sub"
+            command = "pwd"
             """#)
+        try FileManager.default.createDirectory(atPath: scratch.file("sub"), withIntermediateDirectories: true)
+        // A relative --slurm-dir: sbatch takes --output from the job's --chdir, so jobtop makes
+        // it absolute (the job with a cwd failed to start, "signal 53").
         let run = try await JobtopProcess.run(
             [file, "--slurm", "-j", "3", "--grace", "1s", "--slurm-poll", "500ms", "--log-format", "json", "--log-output",
-             "--slurm-dir", scratch.file("slurm")],
+             "--slurm-dir", "slurm"],
             directory: scratch.path)
         let log = JSONLog(run.lines)
         #expect(run.status == 1, "\(run.stderr)")
@@ -133,6 +141,7 @@ struct SlurmEndToEndTests {
         #expect((failed["reason"] as? String)?.contains("timed out after 3s") == true, "\(failed)")
         // The command ran exactly as written.
         #expect(log.outputTexts(of: "exact") == [#"it's "quoted""#, "$HOME stays", "sum: 42 continued"])
+        #expect(log.outputTexts(of: "elsewhere").first?.hasSuffix("/sub") == true, "\(log.events("failed", job: "elsewhere"))")
         #expect(log.events("succeeded", job: "exact").count == 1)
         // Progress came from the output file, as from a local job's output.
         #expect(log.outputTexts(of: "progress") == ["step 25%", "step 50%", "step 75%", "step 100%"])

@@ -73,6 +73,13 @@ struct SlurmTextTests {
         #expect(SlurmText.termination(record, wasStopped: row.stopped) == row.expected)
     }
 
+    @Test("A launch failure (ExitCode=0:53, Reason=JobLaunchFailure) says the job failed to start, not that a signal 53 killed it")
+    func launchFailure() throws {
+        let record = try #require(SlurmText.jobRecord("JobId=7 JobName=j JobState=FAILED Reason=JobLaunchFailure ExitCode=0:53", id: "7"))
+        #expect(SlurmText.termination(record, wasStopped: false)
+            == .error("Slurm job 7 failed to start (JobLaunchFailure; slurmd's log on the node says why)"))
+    }
+
     @Test("NODE_FAIL and PREEMPTED are worker losses (the engine requeues them); TIMEOUT and OOM are failures")
     func requeuedOutcomes() throws {
         for state in ["NODE_FAIL", "PREEMPTED"] {
