@@ -10,6 +10,7 @@ import Scheduler
 final class RunLog {
     /// A job that failed for good, or was skipped.
     struct Failure: Sendable, Equatable {
+        var id: JobID
         var name: String
         var reason: String
         /// `failed` or `skipped`.
@@ -18,9 +19,11 @@ final class RunLog {
 
     /// What the log saw.
     struct Result: Sendable {
-        /// The first failures (at most ``shownFailures``): the closing message names them.
+        /// The first jobs that failed or were skipped and stayed so (at most ``shownFailures``;
+        /// one retried by hand, or brought back by a retry of its dependency, leaves the list):
+        /// the closing message names them.
         var failures: [Failure] = []
-        /// How many jobs failed for good or were skipped.
+        /// How many jobs ended failed or skipped (their last outcome).
         var failureCount = 0
         /// Jobs per state at the end (from the mirror of the events).
         var counts: [JobStateKind: Int] = [:]
@@ -75,6 +78,7 @@ final class RunLog {
         }
         outputDirectory?.closeAll(writer: writer)
         result.counts = mirror.counts
+        result.failureCount = mirror.counts[.failed, default: 0] + mirror.counts[.skipped, default: 0]
         return result
     }
 
@@ -89,6 +93,8 @@ final class RunLog {
     static let queuedForPause = 16
 
     private var sinceRoomCheck = 0
+    /// The jobs in ``Result/failures``.
+    private var listedFailures: Set<JobID> = []
 
     private func take(_ event: SchedulerEvent, batch: BatchID, client: some SchedulerClient, endsWithBatch: Bool) async {
         // Bounded: while the writer has a full queue, no more events are taken, so they wait
@@ -103,6 +109,12 @@ final class RunLog {
         let name = event.kind.jobID.flatMap { mirror.jobs[$0]?.displayName }
         mirror.apply(event)
         if event.kind.isFinal { result.lastFinish = event.time }
+        if !listedFailures.isEmpty, let id = event.kind.jobID, listedFailures.contains(id),
+           let state = mirror.jobs[id]?.state.kind, state != .failed && state != .skipped {
+            // Retried (by hand, or by a retry of what it waited for): no longer a failure.
+            listedFailures.remove(id)
+            result.failures.removeAll { $0.id == id }
+        }
         switch event.kind {
         case .snapshot(let snapshot):
             for info in snapshot.jobs where !info.state.isFinished {
@@ -123,14 +135,14 @@ final class RunLog {
             outputDirectory?.jobEnded(id, writer: writer)
         case .failed(let id, let reason, _):
             outputDirectory?.jobEnded(id, writer: writer)
-            result.failureCount += 1
             if result.failures.count < Self.shownFailures {
-                result.failures.append(Failure(name: name ?? id.short, reason: reason.description))
+                result.failures.append(Failure(id: id, name: name ?? id.short, reason: reason.description))
+                listedFailures.insert(id)
             }
         case .skipped(let id, let reason):
-            result.failureCount += 1
             if result.failures.count < Self.shownFailures {
-                result.failures.append(Failure(name: name ?? id.short, reason: reason.description, outcome: "skipped"))
+                result.failures.append(Failure(id: id, name: name ?? id.short, reason: reason.description, outcome: "skipped"))
+                listedFailures.insert(id)
             }
         case .batchHalted(batch, let failed):
             // The failure itself was the event just before this one (the first failure of

@@ -1,0 +1,53 @@
+import Foundation
+import JobtopTestSupport
+import Scheduler
+import Testing
+@testable import jobtop
+
+/// What the closing message of a run names: the jobs that ended failed or skipped, by their
+/// last outcome.
+@Suite(.timeLimit(.minutes(2)))
+struct RunLogTests {
+    @Test("A failure undone by a retry is not named at the end, nor its dependent's skip; a job that failed again is named once")
+    func aRetriedFailureLeavesTheClosingList() async throws {
+        let scratch = try Scratch()
+        let flag = scratch.file("flag")
+        let scheduler = Scheduler(configuration: .init(localSlots: 2, seed: 5))
+        async let running: Void = scheduler.run()
+        let log = RunLog(writer: LogWriter(), formatter: nil, outputDirectory: nil)
+        let batch = await scheduler.openBatch()
+        let logged = await scheduler.events(delivery: .lossless)
+        async let result = log.follow(logged, batch: batch, client: scheduler, endsWithBatch: true)
+        var events = await scheduler.events().makeAsyncIterator()
+        /// Waits for the event `matches` picks.
+        func wait(_ matches: (SchedulerEvent.Kind) -> Bool) async -> Bool {
+            while let event = await events.next() { if matches(event.kind) { return true } }
+            return false
+        }
+        // `a` fails once (its dependent `b` is skipped), then succeeds when retried; `c` fails
+        // every time, and is retried once.
+        let a = JobSpec.shell("test -e '\(flag)' || { touch '\(flag)'; exit 1; }", name: "a")
+        var b = JobSpec.shell("true", name: "b")
+        b.dependencies = [.earlier(0)]
+        let c = JobSpec.shell("exit 2", name: "c")
+        let ids = try await scheduler.submit(contentsOf: [a, b, c], batch: batch)
+        var ended: Set<JobID> = []
+        #expect(await wait { kind in
+            if kind.isFinal, let id = kind.jobID { ended.insert(id) }
+            return ended.isSuperset(of: ids)
+        })
+        _ = try await scheduler.perform(.retry(ids[0]))
+        _ = try await scheduler.perform(.retry(ids[2]))
+        var again: Set<JobID> = []
+        #expect(await wait { kind in
+            if kind.isFinal, let id = kind.jobID { again.insert(id) }
+            return again.isSuperset(of: ids)
+        })
+        _ = try await scheduler.perform(.sealBatch(batch))
+        let end = await result
+        await running
+        #expect(end.counts[.succeeded] == 2 && end.counts[.failed] == 1)
+        #expect(end.failures.map(\.name) == ["c"])
+        #expect(end.failureCount == 1)
+    }
+}
