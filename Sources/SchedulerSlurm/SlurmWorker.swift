@@ -16,8 +16,9 @@ import Scheduler
 ///   a job that left the queue (or shows an ended state) gets one `scontrol -o show job ID` for
 ///   its end state and exit code. The output files are read on from where the last poll stopped:
 ///   their lines and progress go to the job's reporter, as a local job's do.
-/// - A stop (cancel, jobtop's timeout) is `scancel --full --signal=TERM`, then `scancel` after the
-///   grace period (a pending job is cancelled at once). Slurm's own outcomes map to failures
+/// - A stop (cancel, jobtop's timeout) is `scancel --full --signal=TERM`, then `scancel --full
+///   --signal=KILL` and `scancel` after the grace period, or at once when a stop with no grace
+///   (a second Ctrl-C) follows (a pending job is cancelled at once). Slurm's own outcomes map to failures
 ///   (``SlurmText/termination(_:wasStopped:)``); `NODE_FAIL` and `PREEMPTED` come back as a lost
 ///   worker, so the engine requeues the attempt.
 ///
@@ -293,7 +294,10 @@ private struct SlurmLoop {
         while true {
             let (submissions, stops) = worker.take()
             var stopped: [SlurmWorker.Key: StopRequest] = [:]
-            for stop in stops { stopped[stop.key] = stopped[stop.key] ?? stop.request }
+            for stop in stops where stopped[stop.key].map({ stop.request.grace < $0.grace }) ?? true {
+                // The most urgent of them (a second Ctrl-C asks again, with no grace).
+                stopped[stop.key] = stop.request
+            }
             for submission in submissions {
                 let key = SlurmWorker.Key(jobID: submission.assignment.jobID, attempt: submission.assignment.attempt)
                 if stopped[key] != nil || submission.assignment.control.stopRequest != nil {
@@ -309,9 +313,15 @@ private struct SlurmLoop {
             // run may stop a thousand at once); running ones get SIGTERM first.
             var cancelNow: [TrackedJob] = []
             for (key, request) in stopped {
-                guard let job = jobs[key], job.stop == nil else { continue }
+                guard let job = jobs[key] else { continue }
+                if let earlier = job.stop {
+                    // Asked again with no grace (a second Ctrl-C: kill now) while it has its
+                    // SIGTERM's grace: the kill is due now. (Its handler stays installed until
+                    // the job ends, for this.)
+                    if request.grace == .zero && earlier.grace > .zero && job.killAt != nil { job.killAt = .now }
+                    continue
+                }
                 job.stop = request
-                job.assignment.control.onStop(nil)
                 if job.state == .pending { cancelNow.append(job) } else { signal(job, request) }
             }
             if !cancelNow.isEmpty { _ = worker.run("scancel", cancelNow.map(\.slurmID)) }
@@ -319,6 +329,10 @@ private struct SlurmLoop {
             for job in jobs.values {
                 if let killAt = job.killAt, killAt <= now {
                     job.killAt = nil
+                    // SIGKILL to every step, the batch script's included, at once; then a plain
+                    // cancel, so that Slurm ends the job (alone, it sends SIGTERM and waits
+                    // KillWait again before its SIGKILL).
+                    _ = worker.run("scancel", ["--full", "--signal=KILL", job.slurmID])
                     _ = worker.run("scancel", [job.slurmID])
                 }
             }
@@ -411,9 +425,9 @@ private struct SlurmLoop {
     // MARK: Stopping
 
     private func signal(_ job: TrackedJob, _ request: StopRequest) {
-        let result = worker.run("scancel", ["--full", "--signal=TERM", job.slurmID])
-        if result.status != 0 {
-            // Pending after all, or between states: cancel it outright.
+        let result = worker.run("scancel", ["--full", "--signal=\(request.grace == .zero ? "KILL" : "TERM")", job.slurmID])
+        if result.status != 0 || request.grace == .zero {
+            // Pending after all, or between states (or killed already): cancel it outright.
             _ = worker.run("scancel", [job.slurmID])
         } else {
             job.killAt = ContinuousClock.now + request.grace

@@ -201,6 +201,36 @@ struct SlurmEndToEndTests {
         #expect(gone, "a process of the cancelled job is still running")
     }
 
+    @Test("A second SIGINT kills a Slurm job that ignores SIGTERM at once, not after the grace period and Slurm's KillWait")
+    func secondSignalKillsNow() async throws {
+        try SlurmCluster.require()
+        let scratch = try Scratch()
+        let marker = "jobtop-slurm-again-\(UUID().uuidString.prefix(8))"
+        let file = try scratch.write("jobs.toml", """
+            [[job]]
+            name = "stubborn"
+            command = "trap '' TERM; echo ready; sleep 300 # \(marker)"
+            """)
+        let jobtop = try JobtopProcess(
+            [file, "--slurm", "--grace", "120s", "--slurm-poll", "300ms", "--log-format", "json", "--log-output",
+             "--slurm-dir", scratch.file("slurm")],
+            directory: scratch.path)
+        // jobtop has seen it running: it reads a job's output once Slurm says it runs (a job it
+        // still takes for pending is cancelled outright, with no grace period to cut short).
+        _ = await jobtop.firstLine { $0.contains("\"text\":\"ready\"") }
+        let running = await eventually(within: .seconds(60)) { await offThePool { SlurmCluster.hasProcess(marker) } }
+        try #require(running, "the job never ran in Slurm: \(jobtop.output)")
+        jobtop.send(SIGINT)
+        // The first one's stop is under way (SIGTERM, ignored; SIGKILL due in 120 s) ...
+        _ = await jobtop.firstLine { $0.contains("\"event\":\"stopping\"") }
+        jobtop.send(SIGINT)
+        // ... the second kills it now: well within the grace period.
+        let outcome = try #require(await jobtop.wait(atMost: .seconds(60)), "jobtop did not end after a second SIGINT")
+        #expect(JSONLog(outcome.lines).events("cancelled").count == 1, "\(outcome.stdout)\n\(outcome.stderr)")
+        let gone = await eventually(within: .seconds(30)) { await offThePool { !SlurmCluster.hasProcess(marker) } }
+        #expect(gone, "a process of the killed job is still running")
+    }
+
     @Test("An unknown partition or arguments Slurm refuses: exit 2 before anything is submitted")
     func refusedUpFront() async throws {
         try SlurmCluster.require()
