@@ -5,8 +5,9 @@ import Glibc
 #endif
 
 /// Each job's whole output in a file of its own (`output/<job id>.log`): every attempt's lines,
-/// stdout and stderr as they came, a separator line before each attempt after the first, and at
-/// most `cap` bytes (then one line says the rest was not kept).
+/// stdout and stderr as they came, a separator line before each attempt after the first (after a
+/// newline of jobtop's own when the output before it did not end with one), and at most `cap`
+/// bytes (then one line says the rest was not kept).
 ///
 /// Written on a serial dispatch queue of its own (blocking file I/O never runs on the
 /// cooperative pool).
@@ -27,6 +28,19 @@ final class OutputFiles: Sendable {
     func write(events: [SchedulerEvent]) async -> [(JobID, StoreError)] {
         var pieces: [JobID: [UInt8]] = [:]
         var order: [JobID] = []
+        // Jobs whose bytes in this batch begin with a separator: the file's last byte decides
+        // whether a newline goes first.
+        var startsLines: Set<JobID> = []
+        /// A separator line for `id`, on a line of its own.
+        func separator(_ text: String, for id: JobID) {
+            if let bytes = pieces[id], !bytes.isEmpty {
+                if bytes.last != 0x0A { pieces[id]!.append(0x0A) }
+            } else {
+                if pieces[id] == nil { order.append(id) }
+                startsLines.insert(id)
+            }
+            pieces[id, default: []].append(contentsOf: Array((text + "\n").utf8))
+        }
         for event in events {
             switch event.kind {
             case .output(let id, let line):
@@ -34,34 +48,34 @@ final class OutputFiles: Sendable {
                 pieces[id, default: []].append(contentsOf: line.bytes ?? Array(line.text.utf8))
                 pieces[id, default: []].append(contentsOf: line.ending.bytes)
             case .started(let id, let attempt, let maxAttempts, _) where attempt > 1:
-                if pieces[id] == nil { order.append(id) }
-                pieces[id, default: []].append(contentsOf: Array((OutputLine.attemptSeparator(attempt, of: maxAttempts) + "\n").utf8))
+                separator(OutputLine.attemptSeparator(attempt, of: maxAttempts), for: id)
             case .requeued(let id, let reason):
                 // Its attempts count from 1 again (retried by hand), or the lost one runs again
                 // with its number: the line marks where the new run begins.
-                guard let separator = OutputLine.requeueSeparator(reason) else { continue }
-                if pieces[id] == nil { order.append(id) }
-                pieces[id, default: []].append(contentsOf: Array((separator + "\n").utf8))
+                guard let text = OutputLine.requeueSeparator(reason) else { continue }
+                separator(text, for: id)
             default:
                 continue
             }
         }
         guard !order.isEmpty else { return [] }
-        let work = order.map { ($0, pieces[$0]!) }
+        let work = order.map { ($0, pieces[$0]!, startsLines.contains($0)) }
         return await withCheckedContinuation { continuation in
             queue.async {
                 var lost: [(JobID, StoreError)] = []
-                for (id, bytes) in work {
-                    if let error = self.append(bytes, to: id) { lost.append((id, error)) }
+                for (id, bytes, startsLine) in work {
+                    if let error = self.append(bytes, to: id, startsLine: startsLine) { lost.append((id, error)) }
                 }
                 continuation.resume(returning: lost)
             }
         }
     }
 
-    private func append(_ bytes: [UInt8], to id: JobID) -> StoreError? {
+    /// - Parameter startsLine: `bytes` begin a line: a newline goes first if the file ends
+    ///   in the middle of one.
+    private func append(_ bytes: [UInt8], to id: JobID, startsLine: Bool) -> StoreError? {
         let path = directory.outputFile(of: id.description).path
-        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
+        let fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return StoreError("cannot write \(path): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         var info = stat()
@@ -69,6 +83,8 @@ final class OutputFiles: Sendable {
         let size = Int(info.st_size)
         guard size < cap else { return nil }
         var chunk = bytes
+        var last: UInt8 = 0x0A
+        if startsLine, size > 0, pread(fd, &last, 1, off_t(size - 1)) == 1, last != 0x0A { chunk.insert(0x0A, at: 0) }
         if size + chunk.count > cap {
             chunk = Array(chunk.prefix(cap - size))
             chunk.append(contentsOf: Array("\n[jobtop: output beyond \(cap >> 20) MiB is not kept]\n".utf8))

@@ -112,6 +112,35 @@ struct StoreTests {
         }
     }
 
+    @Test("an attempt's separator starts a line of its own after output with no newline; a line the job stopped writing in the middle of is in the file while it runs")
+    func separatorsStartALineAndPartialLinesAreWritten() async throws {
+        let scratch = try Scratch()
+        let directory = StateDirectory(path: scratch.file("state"))
+        let gate = scratch.file("gate")
+        #expect(mkfifo(gate, 0o600) == 0)
+        try await withDurable(directory) { durable in
+            let reply = try await durable.perform(.submit([
+                JobSpec(name: "glued", work: .shell("printf x; exit 1"), retry: RetryPolicy(maxAttempts: 2, initialBackoff: .milliseconds(1))),
+                JobSpec(name: "half", work: .shell("printf 'half a line'; read x < '\(gate)'; echo ', and the rest'")),
+            ], batch: nil))
+            guard case .submitted(let ids) = reply else { throw SpawnError(message: "no ids") }
+            // Written once the job has been silent for a moment (it waited for a newline, and a
+            // kill -9 of serve lost it).
+            let written = await eventually(within: .seconds(30)) {
+                durable.outputFile(of: ids[1]).flatMap { try? String(contentsOf: $0, encoding: .utf8) } == "half a line"
+            }
+            #expect(written)
+            let file = try #require(durable.outputFile(of: ids[1]))
+            let writer = FileHandle(forWritingAtPath: gate)
+            try writer?.write(contentsOf: Data("go\n".utf8))
+            try writer?.close()
+            _ = await waitForEnds(ids, on: durable)
+            let glued = try String(contentsOf: try #require(durable.outputFile(of: ids[0])), encoding: .utf8)
+            #expect(glued == "x\n--- jobtop: attempt 2 of 2 ---\nx")
+            #expect(try String(contentsOf: file, encoding: .utf8) == "half a line, and the rest\n")
+        }
+    }
+
     @Test("finished jobs keep their run times and end order after a restart, and every job its submission time")
     func timesSurviveARestart() async throws {
         let scratch = try Scratch()
