@@ -66,7 +66,7 @@ extension Jobtop {
                 from stdin. --priority, --group and --after apply to -c and list jobs; a job file's \
                 jobs keep what the file says. --retries, --backoff, --timeout and --delay (or --at) \
                 apply to every job that does not set its own (a job file's included). --name names the one \
-                -c job. --after takes ids (or unique prefixes) and names of jobs the serve knows.
+                -c job. --after takes ids (or unique prefixes) and names of jobs the serve knows.                 Jobs run in the directory submit was run in (a job file's relative cwd is taken from                 there); with --connect, in the serve's, unless their cwd says otherwise.
 
                 Exit status: 0 submitted (with --wait: every job succeeded); 1 refused by the \
                 serve (with --wait: some job failed, was cancelled or skipped); 2 bad usage or \
@@ -164,6 +164,8 @@ extension Jobtop {
                 listJobs = try Self.readList(list).map(plan.spec(forListCommand:))
             }
             let (priority, group, after, wait, json) = (priority, group, after, wait, json)
+            // Over --connect the serve may be on another machine, where this directory means nothing.
+            let isLocal = connection.connect == nil
             try await withServe(connection) { client in
                 let waits = try await resolve(after, with: client).map { JobSpec.Dependency.job($0.id) }
                 var extra = listJobs + plan.commandJobs
@@ -172,8 +174,20 @@ extension Jobtop {
                     if let group { extra[index].group = group }
                     extra[index].dependencies += waits
                 }
-                let specs = plan.fileJobs + extra
+                var specs = plan.fileJobs + extra
                 if specs.isEmpty { throw JobInputError(.noJobs, "nothing to submit: the list has no commands") }
+                if isLocal {
+                    // On this machine a job runs where it was submitted from, as pueue's do and as
+                    // `jobtop run` runs them (they ran in the serve's own directory); a relative
+                    // `cwd` is taken from there too.
+                    let here = FileManager.default.currentDirectoryPath
+                    for index in specs.indices {
+                        let cwd = specs[index].workingDirectory
+                        if cwd == nil || cwd?.hasPrefix("/") == false {
+                            specs[index].workingDirectory = cwd.map { (here as NSString).appendingPathComponent($0) } ?? here
+                        }
+                    }
+                }
                 // Subscribed before submitting, so that --wait misses no job's end (one it was
                 // too slow to read shows in the snapshot it then gets).
                 let events = wait ? client.events(bufferLimit: 100_000, includeOutput: false, delivery: .latest) : nil

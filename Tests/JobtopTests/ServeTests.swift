@@ -202,6 +202,31 @@ struct ServeTests {
         try await fixture.stop()
     }
 
+    @Test("a submitted job runs in the directory submit was run in (it ran in the serve's); a relative cwd is taken from there")
+    func jobsRunWhereSubmitted() async throws {
+        let fixture = try await ServeFixture()
+        let here = fixture.scratch.file("sub")
+        try FileManager.default.createDirectory(atPath: here + "/deeper", withIntermediateDirectories: true)
+        let submit = try await JobtopProcess(
+            ["submit", "-c", "pwd", "-c", "pwd"], directory: here, environment: fixture.environment).wait()
+        #expect(submit.status == 0, "\(submit.stderr)")
+        let real = URL(fileURLWithPath: here).resolvingSymlinksInPath().path
+        for id in submit.lines {
+            try await fixture.waitFor(id, "succeeded")
+            #expect(try await fixture.run(["log", id]).lines == [real])
+        }
+        let file = try fixture.scratch.write("sub/jobs.toml", """
+            [[job]]
+            name = "in-deeper"
+            cwd = "deeper"
+            command = "pwd"
+            """)
+        let id = try await JobtopProcess(["submit", file], directory: here, environment: fixture.environment).wait().lines[0]
+        try await fixture.waitFor(id, "succeeded")
+        #expect(try await fixture.run(["log", id]).lines == [real + "/deeper"])
+        try await fixture.stop()
+    }
+
     @Test("the queue survives a restart of serve: queued and paused jobs come back, ids unchanged")
     func restart() async throws {
         let fixture = try await ServeFixture()
