@@ -54,9 +54,25 @@ public struct StateDirectory: Sendable {
                 try FileManager.default.createDirectory(
                     at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             } catch {
-                throw StoreError("cannot make the state directory \(directory.path): \(error.localizedDescription)")
+                throw StoreError("cannot make the state directory \(directory.path): \(Self.reason(making: directory, error))")
             }
         }
+    }
+
+    /// Why `url` could not be made, in words (Foundation's say "The operation could not be
+    /// completed. (NSCocoaErrorDomain error 512.)" for a path under a file).
+    private static func reason(making url: URL, _ error: any Error) -> String {
+        var path = ""
+        for component in url.standardizedFileURL.pathComponents.dropFirst() {
+            path += "/" + component
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { break }
+            if !isDirectory.boolValue { return "\(path) is a file, not a directory" }
+        }
+        if let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
+            return String(cString: strerror(Int32(underlying.code)))
+        }
+        return error.localizedDescription
     }
 }
 

@@ -855,8 +855,13 @@ struct DashboardModel: Sendable {
         var isOutOfRange: Bool
 
         var description: String {
-            guard !isOutOfRange else { return "limit out of range: at least 1 (empty or - for no limit)" }
             let shown = text.count > 12 ? String(text.prefix(11)) + "…" : text
+            if isOutOfRange {
+                // Beyond Int: too large (it said "at least 1" of 99999999999999999999).
+                return text.hasPrefix("-") || Int(text) != nil
+                    ? "limit out of range: at least 1 (empty or - for no limit)"
+                    : "limit '\(shown)' is too large (empty or - for no limit)"
+            }
             return "limit '\(shown)' is not a whole number of at least 1 (empty or - for no limit)"
         }
     }

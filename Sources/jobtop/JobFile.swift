@@ -471,7 +471,8 @@ enum JobFile {
         }
     }
 
-    /// " (did you mean 'x'?)" when a known key is one or two edits away. Only names of about
+    /// " (did you mean 'x'?)" when a known key is one or two edits away, and fewer than half
+    /// its characters. Only names of about
     /// the key's length are compared (two edits change the length by two at most), and a key of
     /// over 256 characters gets no hint: the comparison costs the product of the lengths, and a
     /// job name has no limit.
@@ -480,7 +481,8 @@ enum JobFile {
         let length = lowered.count
         guard length <= 256 else { return "" }
         let best = known.lazy.filter { abs($0.count - length) <= 2 }.map { ($0, editDistance(lowered, $0)) }.min { $0.1 < $1.1 }
-        guard let best, best.1 <= 2 else { return "" }
+        // And only when most of the name stays: `zz` is two edits from `a`, but nothing like it.
+        guard let best, best.1 <= 2, best.1 * 2 < max(best.0.count, length) else { return "" }
         return " (did you mean '\(best.0)'?)"
     }
 

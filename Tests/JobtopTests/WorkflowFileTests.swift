@@ -175,6 +175,9 @@ struct WorkflowFileTests {
              "w.toml: job 2 ('beta'): 'after': no job named 'compile' (named jobs: alpha, beta)", JobInputError.Code.unknownDependency),
             ("[[job]]\nname = \"fetch\"\ncommand = \"x\"\n[[job]]\nafter = [\"fecth\"]\ncommand = \"y\"\n",
              "w.toml: job 2: 'after': no job named 'fecth' (did you mean 'fetch'?)", .unknownDependency),
+            // Two edits from 'a', but nothing like it: no hint (it suggested 'a').
+            ("[[job]]\nname = \"a\"\ncommand = \"x\"\n[[job]]\nafter = [\"zz\"]\ncommand = \"y\"\n",
+             "w.toml: job 2: 'after': no job named 'zz' (named jobs: a)", .unknownDependency),
             // A name of any length: no hint is looked for past 256 characters (the search costs
             // the product of the lengths: 20,000-character names took minutes).
             ("[[job]]\nname = \"\(String(repeating: "a", count: 20_000))\"\ncommand = \"x\"\n[[job]]\nafter = [\"\(String(repeating: "a", count: 19_999))b\"]\ncommand = \"y\"\n",

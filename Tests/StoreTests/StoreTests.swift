@@ -291,6 +291,19 @@ struct StoreTests {
         }
     }
 
+    @Test("a state directory under a file is refused in words, naming the file")
+    func underAFile() async throws {
+        let scratch = try Scratch()
+        try scratch.write("plain", "a file\n")
+        do {
+            _ = try SchedulerStore(directory: StateDirectory(path: scratch.file("plain/state")))
+            Issue.record("made a state directory under a file")
+        } catch {
+            // It said "The operation could not be completed. (NSCocoaErrorDomain error 512.)".
+            #expect(error.message.hasSuffix("\(scratch.file("plain")) is a file, not a directory"), "\(error.message)")
+        }
+    }
+
     @Test("queued, blocked and scheduled jobs, priorities, groups and the pause come back as they were")
     func openJobsComeBack() async throws {
         let scratch = try Scratch()
