@@ -65,9 +65,14 @@ enum DashboardView {
         // `4712 ReqNodeNotAvail`), so a reason is not cut to a few letters.
         var priorityWidth = 0
         var placementWidth = 0
+        var reasonWidth = 0
         let hasPlacements = !model.board.mirror.placements.isEmpty
         for id in shown {
-            if let job = model.board.jobs[id] { priorityWidth = max(priorityWidth, String(job.priority).count) }
+            if let job = model.board.jobs[id] {
+                priorityWidth = max(priorityWidth, String(job.priority).count)
+                // WHY widens for the longest reason on screen (`dependency 'fetch-a' failed`).
+                if let reason = reasonText(job) { reasonWidth = max(reasonWidth, TextWidth.width(TextWidth.sanitize(reason))) }
+            }
             if hasPlacements, let placement = model.board.placement(id) {
                 placementWidth = max(placementWidth, TextWidth.width(TextWidth.sanitize(placement)))
             }
@@ -77,7 +82,8 @@ enum DashboardView {
         let board = model.board
         let reasons = board.count(.failed) + board.count(.waiting) + board.count(.skipped) > 0
         let columns = tableColumns(
-            width: width, groups: board.hasGroups, priorityWidth: priorityWidth, reasons: reasons, placementWidth: placementWidth)
+            width: width, groups: board.hasGroups, priorityWidth: priorityWidth, reasons: reasons, placementWidth: placementWidth,
+            reasonWidth: reasonWidth)
         lines.append(tableHeader(columns, width: width))
         for row in 0..<layout.tableRows {
             let index = model.top + row
@@ -221,9 +227,10 @@ enum DashboardView {
 
     /// The table's columns for a screen `width` wide; GROUP only when `groups` are in use.
     /// WORKER is at least `placementWidth` wide on a wide screen (up to 28 cells), 10 on a
-    /// narrow one, while the name keeps 16 cells or more.
+    /// narrow one, while the name keeps 16 cells or more; WHY grows to `reasonWidth` (up to 48
+    /// cells) while the name keeps 32.
     static func tableColumns(
-        width: Int, groups: Bool, priorityWidth: Int = 0, reasons: Bool = false, placementWidth: Int = 0
+        width: Int, groups: Bool, priorityWidth: Int = 0, reasons: Bool = false, placementWidth: Int = 0, reasonWidth: Int = 0
     ) -> [Column] {
         let wide = width >= 100
         let barWidth = wide ? 10 : 6
@@ -252,6 +259,11 @@ enum DashboardView {
         if let index = columns.firstIndex(where: { $0.field == .worker }), placementWidth > columns[index].width {
             let wanted = min(placementWidth, wide ? 28 : 10)
             columns[index].width = max(columns[index].width, min(wanted, columns[index].width + nameWidth() - 16))
+        }
+        if let index = columns.firstIndex(where: { $0.field == .reason }), reasonWidth > columns[index].width {
+            // It stayed 14 cells on a screen of 200 (`dependency 'f…`), the name's column wide and empty.
+            let wanted = min(reasonWidth, 48)
+            columns[index].width = max(columns[index].width, min(wanted, columns[index].width + nameWidth() - 32))
         }
         if let index = columns.firstIndex(where: { $0.field == .name }) { columns[index].width = max(4, nameWidth()) }
         return columns

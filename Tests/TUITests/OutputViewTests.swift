@@ -116,6 +116,15 @@ extension OutputViewTests {
         #expect(wide[2].contains("WHY"))
         #expect(wide.contains { $0.contains("false") && $0.contains("failed") && $0.hasSuffix("exit 1        ") })
         #expect(!screen(builder.prepared(), rows: 24, columns: 80).lines[2].contains("WHY"))
+        // A longer reason widens the column on a wide screen (it stayed 14 cells, cut to
+        // `dependency 'f…` at 200 columns).
+        builder.submit(2, "make test")
+        builder.apply(.skipped(jobID(2), reason: SkipReason(dependency: jobID(1), dependencyName: "fetch-artifacts", outcome: .failed)), at: 2)
+        let wider = screen(builder.prepared(), rows: 24, columns: 200).lines
+        #expect(wider.contains { $0.contains("make test") && $0.contains("dependency 'fetch-artifacts' failed") }, "\(wider)")
+        // On 120 columns the name keeps its room: the reason is cut.
+        let narrow = screen(builder.prepared(), rows: 24, columns: 120).lines.first { $0.contains("make test") }
+        #expect(narrow?.contains("dependency 'f") == true && narrow?.contains("'fetch-artifacts' failed") == false, "\(String(describing: narrow))")
     }
 }
 
