@@ -562,6 +562,19 @@ struct DashboardModel: Sendable {
                 message = Segment(targets.isEmpty ? "no job selected" : "only a running job can be sent a signal", .error)
                 return []
             }
+            // Signals reach only the process groups of local jobs: said before the menu, not
+            // after a signal is chosen from it.
+            var remote: (id: JobID, worker: String)?
+            for id in running {
+                guard case .running(let worker, _, _, _)? = board.jobs[id]?.state,
+                      let descriptor = board.mirror.worker(worker), descriptor.kind != .local else { continue }
+                remote = (id, descriptor.name)
+                break
+            }
+            if running.count == 1, let remote {
+                message = Segment("signals reach only local jobs; job \(remote.id.short) runs on worker \(remote.worker)", .error)
+                return []
+            }
             mode = .signalMenu(SignalMenu(targets: running))
         case .setPriority:
             let targets = liveTagged.isEmpty ? selectedJob.map { [$0.id] } ?? [] : liveTagged

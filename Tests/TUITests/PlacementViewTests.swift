@@ -60,3 +60,18 @@ struct PlacementViewTests {
         #expect(row.contains("12345678 \(reason)") == whole, "\(row)")
     }
 }
+
+extension PlacementViewTests {
+    @Test("x on a job that runs on Slurm says signals reach only local jobs, and opens no menu")
+    func signalRefusedBeforeTheMenu() {
+        var board = ModelBuilder(slots: 1)
+        board.apply(.workerJoined(Self.slurm))
+        board.submit(1, "sleep 100")
+        board.start(1, on: Self.slurm)
+        var model = board.prepared()
+        #expect(model.selectedID == jobID(1))
+        #expect(model.handle(.char("x")).isEmpty)
+        #expect(model.mode == .table)
+        #expect(model.message?.text == "signals reach only local jobs; job \(jobID(1).short) runs on worker slurm:debug")
+    }
+}
