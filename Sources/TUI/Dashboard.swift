@@ -10,12 +10,16 @@ public struct DashboardOptions: Sendable {
     /// Attached to `jobtop serve` (`jobtop attach`): `q` detaches at once (the jobs go on),
     /// `X` shuts the serve down (asks y/n), and the dashboard ends when the serve goes away.
     public var isAttached: Bool
+    /// Where the jobs typed with `n` run; `nil`: where the scheduler runs jobs by default (its
+    /// own directory). `jobtop attach` on this machine gives its own directory, as `submit` does.
+    public var workingDirectory: String?
 
     /// Creates options.
-    public init(title: String = "jobtop", frameStatsPath: String? = nil, isAttached: Bool = false) {
+    public init(title: String = "jobtop", frameStatsPath: String? = nil, isAttached: Bool = false, workingDirectory: String? = nil) {
         self.title = title
         self.frameStatsPath = frameStatsPath
         self.isAttached = isAttached
+        self.workingDirectory = workingDirectory
     }
 }
 

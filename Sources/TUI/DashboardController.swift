@@ -233,6 +233,7 @@ final class DashboardController {
         switch command {
         case .submit(let text, let priority, let group, let after):
             var spec = JobSpec.shell(text, priority: priority)
+            spec.workingDirectory = options.workingDirectory
             spec.group = group
             spec.dependencies = after.map { .job($0) }
             request = .submit([spec], batch: nil)

@@ -40,7 +40,11 @@ extension Jobtop {
             let signals = SignalWatcher(signals: Dashboard.signals) { number, _ in continuation.yield(number) }
             let exit = await Dashboard.run(
                 client: client, signals: stream,
-                options: DashboardOptions(title: "jobtop attach: \(client.endpoint)", isAttached: true))
+                options: DashboardOptions(
+                    title: "jobtop attach: \(client.endpoint)", isAttached: true,
+                    // A job typed with `n` runs here, as one given to `submit` does (not over
+                    // --connect: the serve may be on another machine).
+                    workingDirectory: connection.connect == nil ? FileManager.default.currentDirectoryPath : nil))
             continuation.finish()
             signals.stop()
             // Not awaited: with the serve gone there is nothing to close politely, and the

@@ -18,7 +18,7 @@ struct DashboardControllerTests {
         private let running: Task<Void, Never>
         private let exit: Task<DashboardExit, Never>
 
-        init(slots: Int, rows: Int = 24, columns: Int = 100) {
+        init(slots: Int, rows: Int = 24, columns: Int = 100, workingDirectory: String? = nil) {
             let scheduler = Scheduler(configuration: .init(localSlots: slots, gracePeriod: .seconds(1)))
             self.scheduler = scheduler
             running = Task { await scheduler.run() }
@@ -26,7 +26,8 @@ struct DashboardControllerTests {
             let (stream, continuation) = AsyncStream<Int32>.makeStream()
             signals = continuation
             let controller = DashboardController(
-                client: scheduler, terminal: terminal, signals: stream, options: DashboardOptions(title: "test", frameStatsPath: ""))
+                client: scheduler, terminal: terminal, signals: stream,
+                options: DashboardOptions(title: "test", frameStatsPath: "", workingDirectory: workingDirectory))
             exit = Task { await controller.run() }
         }
 
@@ -142,6 +143,18 @@ struct DashboardControllerTests {
         await harness.terminal.frame { lines in
             !lines.contains { $0.contains("PAUSED") } && lines.contains { $0.contains("held") && $0.contains("running") }
         }
+        await harness.finish()
+    }
+
+    @Test("A job typed with n runs in the directory the options give (jobtop attach's own, as submit's jobs do)")
+    func newJobRunsInTheGivenDirectory() async throws {
+        let harness = Harness(slots: 0, workingDirectory: "/tmp")
+        await harness.terminal.frame(showing: "test")
+        harness.terminal.type("n")
+        harness.terminal.type("pwd")
+        harness.terminal.type(.enter)
+        await harness.terminal.frame(showing: "pwd", "queued")
+        #expect(await harness.scheduler.currentSnapshot().jobs.first?.workingDirectory == "/tmp")
         await harness.finish()
     }
 
