@@ -196,7 +196,9 @@ extension Jobtop {
                 // too slow to read shows in the snapshot it then gets).
                 let events = wait ? client.events(bufferLimit: 100_000, includeOutput: false, delivery: .latest) : nil
                 for planned in plan.groups {
-                    if planned.limit != nil || !planned.isPaused { _ = try await send(client, .setGroupLimit(planned.name, planned.limit)) }
+                    // Only what the file says: a `[groups.x]` table without `parallel` leaves the
+                    // limit the serve has (set with `jobtop limit`); it removed it.
+                    if let limit = planned.limit { _ = try await send(client, .setGroupLimit(planned.name, limit)) }
                     if planned.isPaused { _ = try await send(client, .pauseGroup(planned.name)) }
                 }
                 guard case .submitted(let ids) = try await send(client, .submit(specs, batch: nil)) else {
@@ -847,6 +849,15 @@ extension Jobtop {
                         StandardError.write("jobtop: the serve is paused: the drain waits until 'jobtop resume' lets its queued jobs run\n")
                     } else if !pausedGroups.isEmpty {
                         StandardError.write("jobtop: group \(pausedGroups.map { "'\($0)'" }.joined(separator: ", ")) is paused: the drain waits until 'jobtop resume --group' lets its queued jobs run\n")
+                    }
+                    // Scheduled jobs run too, at their time: an hour's wait said nothing.
+                    let scheduled = snapshot.jobs.compactMap { job -> SchedulerTime? in
+                        if case .scheduled(let until) = job.state { until } else { nil }
+                    }
+                    if let last = scheduled.max() {
+                        let count = scheduled.count == 1 ? "1 scheduled job" : "\(scheduled.count) scheduled jobs"
+                        let wait = max(.zero, last - snapshot.time)
+                        StandardError.write("jobtop: the drain also runs \(count) at \(scheduled.count == 1 ? "its" : "their") time (the last in \(formatDuration(wait))); 'jobtop cancel' them or 'jobtop shutdown' to stop sooner\n")
                     }
                 }
                 for await _ in events {}

@@ -227,6 +227,38 @@ struct ServeTests {
         try await fixture.stop()
     }
 
+    @Test("a job file's [groups] table without parallel leaves the limit set with 'jobtop limit'; one with parallel sets it")
+    func fileGroupsKeepTheServesLimit() async throws {
+        let fixture = try await ServeFixture()
+        #expect(try await fixture.run(["limit", "lg", "1"]).status == 0)
+        let plain = try fixture.scratch.write("plain.toml", """
+            [groups.lg]
+            [[job]]
+            group = "lg"
+            command = "true"
+            """)
+        #expect(try await fixture.run(["submit", plain]).status == 0)
+        /// The group's limit as `status --json` says it.
+        func limit() async throws -> Int? {
+            let outcome = try await fixture.run(["status", "--json"])
+            let object = try JSONSerialization.jsonObject(with: Data(outcome.stdout.utf8)) as? [String: Any]
+            let groups = try #require(object?["groups"] as? [[String: Any]])
+            return groups.first { ($0["name"] as? String) == "lg" }?["limit"] as? Int
+        }
+        // It lifted the limit.
+        #expect(try await limit() == 1)
+        let three = try fixture.scratch.write("three.toml", """
+            [groups.lg]
+            parallel = 3
+            [[job]]
+            group = "lg"
+            command = "true"
+            """)
+        #expect(try await fixture.run(["submit", three]).status == 0)
+        #expect(try await limit() == 3)
+        try await fixture.stop()
+    }
+
     @Test("the queue survives a restart of serve: queued and paused jobs come back, ids unchanged")
     func restart() async throws {
         let fixture = try await ServeFixture()
@@ -306,13 +338,17 @@ struct ServeTests {
         try await fixture.stop()
     }
 
-    @Test("shutdown --drain of a paused serve says what it waits for; resume lets the drain end")
+    @Test("shutdown --drain of a paused serve says what it waits for (and a scheduled job's time); resume lets the drain end")
     func drainWhilePaused() async throws {
         let fixture = try await ServeFixture()
         _ = try await fixture.run(["pause"])
         #expect(try await fixture.run(["submit", "-c", "true"]).status == 0)
+        let later = try await fixture.run(["submit", "--delay", "1h", "-c", "true"]).lines[0]
         let drain = try fixture.start(["shutdown", "--drain"])
         #expect(await eventually { drain.output.contains("the serve is paused: the drain waits until 'jobtop resume'") }, "\(drain.output)")
+        // A scheduled job is waited for too: said, with how long (it waited an hour silently).
+        #expect(await eventually { drain.output.contains("the drain also runs 1 scheduled job at its time (the last in 59m") }, "\(drain.output)")
+        _ = try await fixture.run(["cancel", later])
         _ = try await fixture.run(["resume"])
         let stopped = await drain.wait()
         #expect(stopped.status == 0, "\(stopped.stderr)")
