@@ -33,19 +33,34 @@ final class JobOutputStore: Sendable {
     }
 
     func append(_ line: OutputLine, to job: JobID) {
-        // An empty line ended by a lone `\r` shows nothing (a progress counter redrawing from the
-        // start of its line); it would only push real lines out of the tail.
-        if line.ending == .carriageReturn && line.text.isEmpty { return }
+        append(line, to: job, startsLine: false)
+    }
+
+    /// - Parameter startsLine: A line of jobtop's own (a separator): after a newline of its own
+    ///   when the job's output so far ends in the middle of a line, as the output files have it.
+    private func append(_ line: OutputLine, to job: JobID, startsLine: Bool) {
         state.withLock { state in
             var tail = state.tails.removeValue(forKey: job) ?? Tail()
-            if let last = tail.lines.last, last.ending == .none, last.stream == line.stream, last.bytes == nil, line.bytes == nil,
-               last.text.utf8.count + line.text.utf8.count <= LineSplitter.maxLineBytes {
-                // The rest of a line whose first part was handed on when the job went quiet in
-                // the middle of it: one line again, so that the tail counts lines, not pieces.
-                tail.lines[tail.lines.count - 1].text += line.text
-                tail.lines[tail.lines.count - 1].ending = line.ending
-                tail.bytes += line.text.utf8.count
-            } else {
+            defer { state.tails[job] = tail }
+            var isJoined = false
+            if let last = tail.lines.last, last.ending == .none {
+                if startsLine {
+                    tail.lines[tail.lines.count - 1].ending = .newline
+                } else if last.stream == line.stream, last.bytes == nil, line.bytes == nil,
+                          last.text.utf8.count + line.text.utf8.count <= LineSplitter.maxLineBytes {
+                    // The rest of a line whose first part was handed on when the job went quiet
+                    // in the middle of it: one line again, so that the tail counts lines, not
+                    // pieces (and a `\r` that ends it still marks it redrawn).
+                    tail.lines[tail.lines.count - 1].text += line.text
+                    tail.lines[tail.lines.count - 1].ending = line.ending
+                    tail.bytes += line.text.utf8.count
+                    isJoined = true
+                }
+            }
+            if !isJoined {
+                // An empty line ended by a lone `\r` shows nothing (a progress counter redrawing
+                // from the start of its line); it would only push real lines out of the tail.
+                if line.ending == .carriageReturn && line.text.isEmpty { return }
                 tail.lines.append(line)
                 tail.bytes += line.text.utf8.count + 1
             }
@@ -53,7 +68,6 @@ final class JobOutputStore: Sendable {
                 tail.bytes -= first.text.utf8.count + 1
                 tail.dropped += 1
             }
-            state.tails[job] = tail
         }
     }
 
@@ -73,14 +87,14 @@ final class JobOutputStore: Sendable {
 
     /// A later attempt starts: a separator line in the job's tail, before its output.
     func attemptStarted(_ job: JobID, attempt: Int, of maxAttempts: Int) {
-        append(OutputLine(stream: .stdout, text: OutputLine.attemptSeparator(attempt, of: maxAttempts)), to: job)
+        append(OutputLine(stream: .stdout, text: OutputLine.attemptSeparator(attempt, of: maxAttempts)), to: job, startsLine: true)
     }
 
     /// The job went back to the queue (retried by hand, its worker lost): a separator line after
     /// the output it had, if it had any, where its reason needs one.
     func requeued(_ job: JobID, because reason: RequeueReason) {
         guard let separator = OutputLine.requeueSeparator(reason), state.withLock({ $0.tails[job] != nil }) else { return }
-        append(OutputLine(stream: .stdout, text: separator), to: job)
+        append(OutputLine(stream: .stdout, text: separator), to: job, startsLine: true)
     }
 
     /// Records where the job's running attempt is placed (a Slurm job id and reason).

@@ -6,6 +6,30 @@ import Testing
 /// line the durable output files write.
 @Suite(.timeLimit(.minutes(2)))
 struct AttemptSeparatorTests {
+    /// The kept tail after pieces handed on while a job was quiet: a `\r` that ends a piece
+    /// still marks it redrawn (the dashboard showed `p 1/3p 2/3p 3/3`, and `w` lost the `\r`),
+    /// and a separator after output with no newline starts a line of its own (it was glued on).
+    @Test func theTailKeepsRedrawsAcrossPiecesAndSeparatorsOnALineOfTheirOwn() {
+        let store = JobOutputStore(limits: .init(lines: 100, bytes: 1 << 20, finishedTails: 10))
+        let id = JobID(uuid: UUID())
+        // `\rp 1/3`, a pause, `\rp 2/3`, a pause, `\rp 3/3\n`, as the reactor hands them on.
+        let pieces: [(String, OutputLine.Ending)] = [
+            ("", .carriageReturn), ("p 1/3", .none), ("", .carriageReturn), ("p 2/3", .none), ("", .carriageReturn), ("p 3/3", .newline),
+        ]
+        for (text, ending) in pieces { store.append(OutputLine(stream: .stdout, text: text, ending: ending), to: id) }
+        var lines = store.tail(of: id).lines
+        #expect(lines.map(\.text) == ["p 1/3", "p 2/3", "p 3/3"])
+        #expect(lines.flatMap(\.rawBytes) == Array("p 1/3\rp 2/3\rp 3/3\n".utf8))
+        // `printf nonl; exit 1`, then its second attempt.
+        store.append(OutputLine(stream: .stdout, text: "nonl", ending: .none), to: id)
+        store.attemptStarted(id, attempt: 2, of: 2)
+        store.append(OutputLine(stream: .stdout, text: "nonl", ending: .none), to: id)
+        store.requeued(id, because: .retriedByUser)
+        lines = store.tail(of: id).lines
+        #expect(Array(lines.suffix(4).map(\.text)) == ["nonl", "--- jobtop: attempt 2 of 2 ---", "nonl", "--- jobtop: retried by hand ---"])
+        #expect(lines.suffix(4).allSatisfy { $0.ending == .newline })
+    }
+
     @Test func laterAttemptsAreSetApartInTheTail() async throws {
         try await ShellJobTests.withScheduler { scheduler, reader in
             let marker = ShellJobTests.temporaryFile("tried")
