@@ -23,6 +23,9 @@ final class LogWriter: Sendable {
 
     private enum Chunk {
         case write(Int32, [UInt8])
+        /// Bytes that start a line of their own: a newline goes first if the file (opened for
+        /// reading too) ends in the middle of one, as it is when they are written.
+        case writeLine(Int32, [UInt8])
         case close(Int32)
     }
 
@@ -95,6 +98,17 @@ final class LogWriter: Sendable {
         write(bytes, to: STDOUT_FILENO)
     }
 
+    /// Queues `bytes` for the file `fd` (opened for reading and writing) as the start of a line:
+    /// after a newline of jobtop's own if what was written before them did not end with one.
+    func writeStartingLine(_ bytes: [UInt8], to fd: Int32) {
+        let wakes = state.withLock { state -> Bool in
+            state.chunks.append(.writeLine(fd, bytes))
+            state.queuedBytes += bytes.count
+            return state.wake()
+        }
+        if wakes { wakeup.signal() }
+    }
+
     /// Queues closing `fd` after what was queued for it.
     func close(_ fd: Int32) {
         let wakes = state.withLock { state -> Bool in
@@ -132,8 +146,10 @@ final class LogWriter: Sendable {
             }
             perform(chunks)
             let written = chunks.reduce(0) { total, chunk in
-                if case .write(_, let bytes) = chunk { return total + bytes.count }
-                return total
+                switch chunk {
+                case .write(_, let bytes), .writeLine(_, let bytes): total + bytes.count
+                case .close: total
+                }
             }
             let (waiters, done) = state.withLock { state -> ([CheckedContinuation<Void, Never>], Bool) in
                 state.queuedBytes -= written
@@ -168,6 +184,15 @@ final class LogWriter: Sendable {
                 if fd != pendingFD {
                     flush()
                     pendingFD = fd
+                }
+                pending.append(contentsOf: bytes)
+            case .writeLine(let fd, let bytes):
+                flush()
+                pendingFD = fd
+                var info = stat()
+                var last: UInt8 = 0x0A
+                if fstat(fd, &info) == 0, info.st_size > 0, pread(fd, &last, 1, info.st_size - 1) == 1, last != 0x0A {
+                    pending.append(0x0A)
                 }
                 pending.append(contentsOf: bytes)
             case .close(let fd):

@@ -9,8 +9,6 @@ final class OutputDirectory {
     private var fileNames: [JobID: String] = [:]
     private var usedNames: Set<String> = []
     private var open: [JobID: Int32] = [:]
-    /// Jobs whose file does not end with a line end yet (their last line had none so far).
-    private var midLine: Set<JobID> = []
     /// Jobs whose file was made by an earlier attempt: a retry appends to it.
     private var made: Set<JobID> = []
     /// Jobs retried by hand whose next attempt has not started: it appends, after a marker.
@@ -70,7 +68,8 @@ final class OutputDirectory {
         if open[id] == nil {
             let name = fileNames[id] ?? id.description
             let file = URL(fileURLWithPath: path).appendingPathComponent("\(name).log").path
-            let fd = Glibc.open(file, O_WRONLY | O_CREAT | O_CLOEXEC | (made.contains(id) ? O_APPEND : O_TRUNC), 0o644)
+            // Readable too: a marker line looks at the file's last byte (LogWriter.writeStartingLine).
+            let fd = Glibc.open(file, O_RDWR | O_CREAT | O_CLOEXEC | (made.contains(id) ? O_APPEND : O_TRUNC), 0o644)
             guard fd >= 0 else {
                 StandardError.write("jobtop: cannot write \(file): \(String(cString: strerror(errno)))\n")
                 return
@@ -80,19 +79,18 @@ final class OutputDirectory {
         }
         let requeueMarker = requeueMarkers.removeValue(forKey: id)
         if attempt > 1 || requeueMarker != nil, let fd = open[id] {
-            // The marker is a line of its own, also after output that ended without a newline.
-            // A retry by hand counts its attempts from 1 again, and a lost attempt runs again
-            // with its number: their own markers say so.
-            let start = midLine.remove(id) != nil ? "\n" : ""
+            // The marker is a line of its own, also after output that ended without a newline
+            // (the file's last byte says, as it is written: also after a retry by hand of a job
+            // that ended in the middle of a line). A retry by hand counts its attempts from 1
+            // again, and a lost attempt runs again with its number: their own markers say so.
             let marker = requeueMarker ?? "--- jobtop: attempt \(attempt) ---"
-            writer.write(Array("\(start)\(marker)\n".utf8), to: fd)
+            writer.writeStartingLine(Array("\(marker)\n".utf8), to: fd)
         }
     }
 
     /// Appends a line the job printed, byte for byte as it wrote it.
     func output(_ id: JobID, _ line: OutputLine, writer: LogWriter) {
         guard let fd = open[id] else { return }
-        if line.ending == .none { midLine.insert(id) } else { midLine.remove(id) }
         writer.write(line.rawBytes, to: fd)
     }
 
@@ -114,7 +112,6 @@ final class OutputDirectory {
 
     /// Closes the job's file once it has ended for good.
     func jobEnded(_ id: JobID, writer: LogWriter) {
-        midLine.remove(id)
         made.remove(id)
         if let fd = open.removeValue(forKey: id) { writer.close(fd) }
     }

@@ -50,4 +50,33 @@ struct RunLogTests {
         #expect(end.failures.map(\.name) == ["c"])
         #expect(end.failureCount == 1)
     }
+
+    @Test("--output-dir: the marker of a retry by hand starts a line of its own after output that ended without a newline")
+    func retriedByHandMarkerStartsALine() async throws {
+        let scratch = try Scratch()
+        let out = scratch.file("out")
+        try OutputDirectory.prepare(out)
+        let scheduler = Scheduler(configuration: .init(localSlots: 1, seed: 6))
+        async let running: Void = scheduler.run()
+        let writer = LogWriter()
+        let log = RunLog(writer: writer, formatter: nil, outputDirectory: OutputDirectory(path: out))
+        let batch = await scheduler.openBatch()
+        let logged = await scheduler.events(delivery: .lossless)
+        async let result = log.follow(logged, batch: batch, client: scheduler, endsWithBatch: true)
+        var events = await scheduler.events().makeAsyncIterator()
+        func failed(_ id: JobID) async -> Bool {
+            while let event = await events.next() { if case .failed(id, _, _) = event.kind { return true } }
+            return false
+        }
+        let ids = try await scheduler.submit(contentsOf: [JobSpec.shell("printf nonl; exit 1", name: "glued")], batch: batch)
+        #expect(await failed(ids[0]))
+        _ = try await scheduler.perform(.retry(ids[0]))
+        #expect(await failed(ids[0]))
+        _ = try await scheduler.perform(.sealBatch(batch))
+        _ = await result
+        await running
+        writer.finish()
+        // It was `nonl--- jobtop: retried by hand ---`.
+        #expect(try String(contentsOfFile: out + "/glued.log", encoding: .utf8) == "nonl\n--- jobtop: retried by hand ---\nnonl")
+    }
 }
