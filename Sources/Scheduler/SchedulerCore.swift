@@ -1542,9 +1542,19 @@ public struct SchedulerCore: Sendable {
             let dependent = work[index]
             index += 1
             guard holds(dependent),
-                  case .skipped = jobs[dependent.handle].info.state else { continue }
+                  case .skipped(let skipped) = jobs[dependent.handle].info.state else { continue }
             let (pending, failed) = dependencyStatus(dependencies(of: dependent.handle))
-            guard failed == nil else { continue }  // another dependency still failed
+            if let failed {
+                // Another dependency still failed: it stays skipped, for that one now. Its reason
+                // named the job retried ("dependency 'f1' failed" beside f1 running again): it
+                // comes back, and is skipped again for the other, as a user's view follows it.
+                guard skipped.dependency != failed.dependency, transition(dependent.handle, to: .blocked) else { continue }
+                reopen(dependent.handle)
+                heldCounts[Int(dependent.handle.index)].pending = Int32(pending)
+                hold(dependent.handle, in: .blocked)
+                skip(dependent.handle, because: failed, now: now)
+                continue
+            }
             if let key = recordSpecs[Int(dependent.handle.index)]?.coalescingKey, let other = keys[key], other != jobs[dependent.handle].info.id { continue }
             let due = jobs[dependent.handle].notBefore.flatMap { $0 > now ? $0 : nil }
             let next: JobState = if let due { .scheduled(until: due) } else { .blocked }

@@ -177,6 +177,28 @@ import Testing
         #expect(core.counts[.succeeded] == 3)
     }
 
+    /// Its reason named the one retried ("dependency 'f1' failed" beside f1 running again, in
+    /// the dashboard, `status` and the closing summary): it is skipped again, for the other.
+    @Test mutating func retryingOneOfTwoFailedDependenciesSkipsTheDependentForTheOther() throws {
+        let worker = Self.worker("w")
+        _ = core.workerJoined(worker, now: .zero)
+        let (jobs, _) = try submit([
+            Self.spec("f1"), Self.spec("f2"), Self.spec("c", after: [.earlier(0), .earlier(1)]),
+        ])
+        _ = end(jobs[0], .exit(1))
+        _ = end(jobs[1], .exit(1))
+        guard case .skipped(let first)? = core.state(of: jobs[2]) else { Issue.record("c is not skipped"); return }
+        #expect(first.dependency == jobs[0])
+        let retried = try core.retry(jobs[0], now: .seconds(1))
+        #expect(Self.names(retried).contains("blocked") && Self.names(retried).contains("skipped"), "\(Self.names(retried))")
+        guard case .skipped(let now)? = core.state(of: jobs[2]) else { Issue.record("c is not skipped"); return }
+        #expect(now.dependency == jobs[1] && now.description == "dependency 'f2' failed")
+        #expect(core.counts[.skipped] == 1 && core.counts[.blocked] == 0 && core.counts[.failed] == 1)
+        // Retrying the other brings it back, and it runs once both succeed.
+        _ = try core.retry(jobs[1], now: .seconds(2))
+        #expect(core.state(of: jobs[2]) == .blocked)
+    }
+
     @Test mutating func aSkippedJobCannotBeRetriedWhileItsDependencyStillFailed() throws {
         let (jobs, _) = try submit([Self.spec("a"), Self.spec("b", after: [.earlier(0)])])
         _ = try core.cancel(jobs[0], now: .zero)
