@@ -389,7 +389,11 @@ extension Jobtop {
 
         static func stateCell(of job: JobInfo, placement: String?, now: SchedulerTime) -> String {
             var notes: [String] = []
-            if let failure = job.lastFailure, job.state.isFinished { notes.append("\(failure)") }
+            if let failure = job.lastFailure, job.state.isFinished {
+                // A cancelled job's failure is an earlier attempt's, not what the cancel did
+                // (`cancelled (exit 1)` read as if the cancel had made it exit 1).
+                notes.append(job.state.kind == .cancelled ? "an earlier attempt: \(failure)" : "\(failure)")
+            }
             switch job.state {
             case .running(_, let attempt, _, _):
                 if let placement { notes.append(placement) }

@@ -29,4 +29,11 @@ struct StatusCellTests {
         #expect(cell(.succeeded(attempts: 2), maxAttempts: 3) == "succeeded (2 attempts)")
         #expect(cell(.scheduled(until: .seconds(90)), now: .seconds(30)) == "scheduled (in 1m)")
     }
+
+    @Test("A cancelled job's failure is named as an earlier attempt's, not as what the cancel did")
+    func cancelledAfterAFailure() {
+        var job = JobInfo(id: JobID(uuid: UUID()), command: "make", state: .cancelled, attempts: 2, maxAttempts: 3)
+        job.history.lastFailure = .exitStatus(1)
+        #expect(Jobtop.Status.stateCell(of: job, placement: nil, now: .zero) == "cancelled (an earlier attempt: exit 1; 2 attempts)")
+    }
 }
