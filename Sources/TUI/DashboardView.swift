@@ -675,7 +675,8 @@ enum DashboardView {
     /// in reverse video.
     static func signalMenu(_ menu: DashboardModel.SignalMenu, model: DashboardModel, width: Int) -> [ScreenLine] {
         let jobs = menu.targets.count == 1
-            ? "\(menu.targets[0].short) (\(TextWidth.truncate(TextWidth.sanitize(model.board.label(of: menu.targets[0])), to: 20)))"
+            // Its name, else its command (a job with neither showed its id twice).
+            ? "\(menu.targets[0].short) (\(TextWidth.truncate(TextWidth.sanitize(model.board.tag(menu.targets[0])), to: 24)))"
             : "\(menu.targets.count) tagged jobs"
         var lines = [fitted([Segment(" Send a signal to \(jobs)", .panelTitle)], width: width)]
         for (index, signal) in SignalName.common.enumerated() {

@@ -27,7 +27,7 @@ struct SignalMenuTests {
         }
         #expect(menu.targets == [jobID(1)])
         let lines = screen(model).lines
-        #expect(lines.contains { $0.contains("Send a signal to 00000001") })
+        #expect(lines.contains { $0.contains("Send a signal to 00000001 (job 1)") }, "its command, not its id again")
         for name in ["SIGTERM", "SIGKILL", "SIGINT", "SIGHUP", "SIGSTOP", "SIGCONT", "SIGUSR1", "SIGUSR2", "SIGQUIT"] {
             #expect(lines.contains { $0.contains(name) }, "\(name) is in the menu")
         }
