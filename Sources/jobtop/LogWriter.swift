@@ -75,9 +75,14 @@ final class LogWriter: Sendable {
 
     /// Queues `bytes` for `fd`.
     func write(_ bytes: [UInt8], to fd: Int32) {
+        queue(.write(fd, bytes), bytes: bytes.count)
+    }
+
+    /// Queues `chunk`, which holds `bytes` bytes to write, and wakes the thread if it must.
+    private func queue(_ chunk: Chunk, bytes: Int) {
         let wakes = state.withLock { state -> Bool in
-            state.chunks.append(.write(fd, bytes))
-            state.queuedBytes += bytes.count
+            state.chunks.append(chunk)
+            state.queuedBytes += bytes
             return state.wake()
         }
         if wakes { wakeup.signal() }
@@ -101,21 +106,12 @@ final class LogWriter: Sendable {
     /// Queues `bytes` for the file `fd` (opened for reading and writing) as the start of a line:
     /// after a newline of jobtop's own if what was written before them did not end with one.
     func writeStartingLine(_ bytes: [UInt8], to fd: Int32) {
-        let wakes = state.withLock { state -> Bool in
-            state.chunks.append(.writeLine(fd, bytes))
-            state.queuedBytes += bytes.count
-            return state.wake()
-        }
-        if wakes { wakeup.signal() }
+        queue(.writeLine(fd, bytes), bytes: bytes.count)
     }
 
     /// Queues closing `fd` after what was queued for it.
     func close(_ fd: Int32) {
-        let wakes = state.withLock { state -> Bool in
-            state.chunks.append(.close(fd))
-            return state.wake()
-        }
-        if wakes { wakeup.signal() }
+        queue(.close(fd), bytes: 0)
     }
 
     /// Whether stdout broke (`jobtop ... | head -1`): the log was cut short.

@@ -175,24 +175,34 @@ struct SlurmEndToEndTests {
         #expect(order == ["urgent", "middle", "low"])
     }
 
+    /// Starts jobtop on one job whose command ends in a comment with a marker of its own (in a
+    /// job file, so that only the job's processes have it in their command line); returns it
+    /// once the job runs in Slurm, with the marker.
+    private static func runningMarkedJob(
+        _ command: String, grace: String, scratch: Scratch, logsOutput: Bool = false, ready: String? = nil
+    ) async throws -> (jobtop: JobtopProcess, marker: String) {
+        let marker = "jobtop-slurm-\(UUID().uuidString.prefix(8))"
+        let file = try scratch.write("jobs.toml", """
+            [[job]]
+            name = "marked"
+            command = "\(command) # \(marker)"
+            """)
+        let jobtop = try JobtopProcess(
+            [file, "--slurm", "--grace", grace, "--slurm-poll", "300ms", "--log-format", "json", "--slurm-dir", scratch.file("slurm")]
+                + (logsOutput ? ["--log-output"] : []),
+            directory: scratch.path)
+        if let ready { _ = await jobtop.firstLine { $0.contains("\"text\":\"\(ready)\"") } }
+        // Running in Slurm: the job's processes are on the node.
+        let running = await eventually(within: .seconds(60)) { await offThePool { SlurmCluster.hasProcess(marker) } }
+        try #require(running, "the job never ran in Slurm: \(jobtop.output)")
+        return (jobtop, marker)
+    }
+
     @Test("A cancel ends the Slurm job and leaves no process of it running")
     func cancel() async throws {
         try SlurmCluster.require()
         let scratch = try Scratch()
-        let marker = "jobtop-slurm-cancel-\(UUID().uuidString.prefix(8))"
-        // In a job file, so that only the job's own processes have the marker in their command line.
-        let file = try scratch.write("jobs.toml", """
-            [[job]]
-            name = "long"
-            command = "sleep 300 # \(marker)"
-            """)
-        let jobtop = try JobtopProcess(
-            [file, "--slurm", "--grace", "1s", "--slurm-poll", "300ms", "--log-format", "json",
-             "--slurm-dir", scratch.file("slurm")],
-            directory: scratch.path)
-        // Running in Slurm: the sleep is on the node.
-        let running = await eventually(within: .seconds(60)) { await offThePool { SlurmCluster.hasProcess(marker) } }
-        try #require(running, "the job never ran in Slurm: \(jobtop.output)")
+        let (jobtop, marker) = try await Self.runningMarkedJob("sleep 300", grace: "1s", scratch: scratch)
         jobtop.send(SIGINT)
         let outcome = try #require(await jobtop.wait(atMost: .seconds(60)), "jobtop did not end after SIGINT")
         let log = JSONLog(outcome.lines)
@@ -205,21 +215,11 @@ struct SlurmEndToEndTests {
     func secondSignalKillsNow() async throws {
         try SlurmCluster.require()
         let scratch = try Scratch()
-        let marker = "jobtop-slurm-again-\(UUID().uuidString.prefix(8))"
-        let file = try scratch.write("jobs.toml", """
-            [[job]]
-            name = "stubborn"
-            command = "trap '' TERM; echo ready; sleep 300 # \(marker)"
-            """)
-        let jobtop = try JobtopProcess(
-            [file, "--slurm", "--grace", "120s", "--slurm-poll", "300ms", "--log-format", "json", "--log-output",
-             "--slurm-dir", scratch.file("slurm")],
-            directory: scratch.path)
-        // jobtop has seen it running: it reads a job's output once Slurm says it runs (a job it
-        // still takes for pending is cancelled outright, with no grace period to cut short).
-        _ = await jobtop.firstLine { $0.contains("\"text\":\"ready\"") }
-        let running = await eventually(within: .seconds(60)) { await offThePool { SlurmCluster.hasProcess(marker) } }
-        try #require(running, "the job never ran in Slurm: \(jobtop.output)")
+        // jobtop has seen it running once its first line is logged: it reads a job's output once
+        // Slurm says it runs (a job it still takes for pending is cancelled outright, with no
+        // grace period to cut short).
+        let (jobtop, marker) = try await Self.runningMarkedJob(
+            "trap '' TERM; echo ready; sleep 300", grace: "120s", scratch: scratch, logsOutput: true, ready: "ready")
         jobtop.send(SIGINT)
         // The first one's stop is under way (SIGTERM, ignored; SIGKILL due in 120 s) ...
         _ = await jobtop.firstLine { $0.contains("\"event\":\"stopping\"") }
