@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Splits one output stream of a job into lines, keeping every byte.
 ///
 /// A line ends at `\n`, `\r\n` or a lone `\r` (so `\r`-style progress counters are seen as they
@@ -96,6 +100,15 @@ package struct LineSplitter {
         let lead = bytes[start]
         let length = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1
         return bytes.count - start < length ? start : bytes.count
+    }
+
+    /// Whether the file open (for reading) at `fd` ends in the middle of a line: not empty, and
+    /// its last byte is not a newline. What a separator line of jobtop's own checks before it is
+    /// written, so that it starts a line of its own (serve's output files, `--output-dir`).
+    package static func fileEndsMidLine(_ fd: Int32) -> Bool {
+        var info = stat()
+        var last: UInt8 = 0x0A
+        return fstat(fd, &info) == 0 && info.st_size > 0 && pread(fd, &last, 1, info.st_size - 1) == 1 && last != 0x0A
     }
 
     /// The stream ended: hands on what is left, without a line end.

@@ -564,13 +564,13 @@ public struct SchedulerCore: Sendable {
     /// time; the caller has checked its priority and group and handles a coalescing key).
     private mutating func queue(
         _ spec: JobSpec, id: JobID, batch: BatchID?, now: SchedulerTime, attempts: Int = 0, lastFailure: FailureReason? = nil,
-        group known: Int32? = nil
+        group known: Int32? = nil, submittedAt: SchedulerTime? = nil
     ) -> (JobHandle, JobInfo) {
         let group = known ?? spec.group.map { groupHandle(named: $0) } ?? 0
         var info = JobInfo(
             id: id, name: spec.name, command: spec.work.description, priority: spec.priority,
             state: .queued, attempts: attempts, maxAttempts: spec.retry.maxAttempts, progress: nil,
-            submittedAt: now, startedAt: nil, finishedAt: nil, lastFailure: lastFailure, key: spec.coalescingKey,
+            submittedAt: submittedAt ?? now, startedAt: nil, finishedAt: nil, lastFailure: lastFailure, key: spec.coalescingKey,
             group: groups[Int(group)].info.name)
         if !spec.environment.isEmpty || spec.workingDirectory != nil { info.describe(spec) }
         let handle = jobs.insert(for: id) {
@@ -586,8 +586,8 @@ public struct SchedulerCore: Sendable {
 
     /// Puts jobs back as a store recorded them before a restart, in submission order, with no
     /// start until the last is in (dispatch runs once, at the end). A finished job joins the
-    /// finished history with the times recorded (``RestoredJob/finishedAt``; now if none); one that was waiting for a retry
-    /// waits again until its ``RestoredJob/retryAt`` (queued if that has passed); any other is
+    /// finished history with the times recorded (``RestoredJob/finishedAt``; now if none); one
+    /// that was waiting for a retry waits again until its ``RestoredJob/retryAt`` (queued if that has passed); any other is
     /// queued, blocked or scheduled as its dependencies and start time say, with the attempts it
     /// already used.
     ///
@@ -606,6 +606,8 @@ public struct SchedulerCore: Sendable {
         var collected: [Action] = []
         reserveRecords(restored.count)
         for job in restored {
+            // When it was submitted, on this clock (before its zero: a negative time).
+            let submittedAt = job.submittedAt.map { pastTime(of: $0, now: now) }
             if jobs.handle(of: job.id) != nil || droppedOutcome(of: job.id) != nil {
                 refused.append((job.id, SchedulerError(.invalidArgument, "job \(job.id.short) is restored twice")))
                 continue
@@ -616,7 +618,7 @@ public struct SchedulerCore: Sendable {
                     continue
                 }
                 let finishedAt = job.finishedAt.map { pastTime(of: $0, now: now) } ?? now
-                let handle = restoreRecord(job, in: ending, lastFailure: job.lastFailure, finishedAt: finishedAt, now: now)
+                let handle = restoreRecord(job, in: ending, lastFailure: job.lastFailure, submittedAt: submittedAt, finishedAt: finishedAt, now: now)
                 if let started = job.startedAt { jobs[handle].info.history.startedAt = min(pastTime(of: started, now: now), finishedAt) }
                 // A job restored later may name it: its outcome outlives its record.
                 jobs[handle].isDependency = true
@@ -634,15 +636,14 @@ public struct SchedulerCore: Sendable {
                 let reason = job.lastFailure ?? .error("failed")
                 let handle = restoreRecord(
                     job, in: .waitingForRetry(until: due, failedAttempt: job.attempts, reason: reason), lastFailure: reason,
-                    finishedAt: nil, now: now)
+                    submittedAt: submittedAt, finishedAt: nil, now: now)
                 timers.insert(Timer(time: due, handle: handle, id: job.id, attempt: job.attempts, purpose: .retry))
                 continue
             }
             if isPlain, spec.notBefore == nil {
                 // Most of a restart: straight to the queue, with the attempts it used (no
                 // submission of one, with its arrays and event, per job).
-                let (handle, _) = queue(spec, id: job.id, batch: nil, now: now, attempts: job.attempts, lastFailure: job.lastFailure)
-                if let submitted = job.submittedAt { jobs[handle].info.submittedAt = pastTime(of: submitted, now: now) }
+                _ = queue(spec, id: job.id, batch: nil, now: now, attempts: job.attempts, lastFailure: job.lastFailure, submittedAt: submittedAt)
                 continue
             }
             do {
@@ -661,7 +662,7 @@ public struct SchedulerCore: Sendable {
             if let handle = jobs.handle(of: job.id) {
                 jobs[handle].info.history.attempts = job.attempts
                 jobs[handle].info.history.lastFailure = job.lastFailure
-                if let submitted = job.submittedAt { jobs[handle].info.submittedAt = pastTime(of: submitted, now: now) }
+                if let submittedAt { jobs[handle].info.submittedAt = submittedAt }
             }
         }
         isDispatchHeld = wasHeld
@@ -675,13 +676,14 @@ public struct SchedulerCore: Sendable {
     /// holds no coalescing key (a finished job's may be taken by another; a job with one is not
     /// put back waiting).
     private mutating func restoreRecord(
-        _ job: RestoredJob, in state: JobState, lastFailure: FailureReason?, finishedAt: SchedulerTime?, now: SchedulerTime
+        _ job: RestoredJob, in state: JobState, lastFailure: FailureReason?, submittedAt: SchedulerTime?, finishedAt: SchedulerTime?,
+        now: SchedulerTime
     ) -> JobHandle {
         let group = job.spec.group.map { groupHandle(named: $0) } ?? 0
         var info = JobInfo(
             id: job.id, name: job.spec.name, command: job.spec.work.description, priority: job.spec.priority,
             state: state, attempts: job.attempts, maxAttempts: job.spec.retry.maxAttempts, progress: nil,
-            submittedAt: job.submittedAt.map { pastTime(of: $0, now: now) } ?? now, startedAt: nil, finishedAt: finishedAt, lastFailure: lastFailure,
+            submittedAt: submittedAt ?? now, startedAt: nil, finishedAt: finishedAt, lastFailure: lastFailure,
             key: nil, group: groups[Int(group)].info.name)
         if !job.spec.environment.isEmpty || job.spec.workingDirectory != nil { info.describe(job.spec) }
         let firstDependency = keepDependencies(job.spec.dependencies.compactMap { if case .job(let id) = $0 { id } else { nil } })
@@ -726,13 +728,13 @@ public struct SchedulerCore: Sendable {
         if let key { keys[key] = id }
     }
 
-    /// The time on this clock a start time stands for.
     /// The time on this clock of a `date` a store recorded: before the clock's zero after a
     /// restart (a negative time), never after `now` (a wall clock set back since).
     private func pastTime(of date: Date, now: SchedulerTime) -> SchedulerTime {
         min(dueTime(of: .date(date), submittedAt: now), now)
     }
 
+    /// The time on this clock a start time stands for.
     private func dueTime(of start: JobSpec.StartTime, submittedAt now: SchedulerTime) -> SchedulerTime {
         switch start {
         case .delay(let delay): now + delay

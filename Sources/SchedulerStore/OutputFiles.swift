@@ -83,8 +83,7 @@ final class OutputFiles: Sendable {
         let size = Int(info.st_size)
         guard size < cap else { return nil }
         var chunk = bytes
-        var last: UInt8 = 0x0A
-        if startsLine, size > 0, pread(fd, &last, 1, off_t(size - 1)) == 1, last != 0x0A { chunk.insert(0x0A, at: 0) }
+        if startsLine && LineSplitter.fileEndsMidLine(fd) { chunk.insert(0x0A, at: 0) }
         if size + chunk.count > cap {
             chunk = Array(chunk.prefix(cap - size))
             chunk.append(contentsOf: Array("\n[jobtop: output beyond \(cap >> 20) MiB is not kept]\n".utf8))

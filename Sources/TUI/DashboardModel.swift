@@ -564,15 +564,9 @@ struct DashboardModel: Sendable {
             }
             // Signals reach only the process groups of local jobs: said before the menu, not
             // after a signal is chosen from it.
-            var remote: (id: JobID, worker: String)?
-            for id in running {
-                guard case .running(let worker, _, _, _)? = board.jobs[id]?.state,
-                      let descriptor = board.mirror.worker(worker), descriptor.kind != .local else { continue }
-                remote = (id, descriptor.name)
-                break
-            }
-            if running.count == 1, let remote {
-                message = Segment("signals reach only local jobs; job \(remote.id.short) runs on worker \(remote.worker)", .error)
+            if running.count == 1, case .running(let worker, _, _, _)? = board.jobs[running[0]]?.state,
+               let descriptor = board.mirror.worker(worker), descriptor.kind != .local {
+                message = Segment("signals reach only local jobs; job \(running[0].short) runs on worker \(descriptor.name)", .error)
                 return []
             }
             mode = .signalMenu(SignalMenu(targets: running))

@@ -70,7 +70,9 @@ extension Jobtop {
                 from stdin. --priority, --group and --after apply to -c and list jobs; a job file's \
                 jobs keep what the file says. --retries, --backoff, --timeout and --delay (or --at) \
                 apply to every job that does not set its own (a job file's included). --name names the one \
-                -c job. --after takes ids (or unique prefixes) and names of jobs the serve knows.                 Jobs run in the directory submit was run in (a job file's relative cwd is taken from                 there); with --connect, in the serve's, unless their cwd says otherwise.
+                -c job. --after takes ids (or unique prefixes) and names of jobs the serve knows. \
+                Jobs run in the directory submit was run in (a job file's relative cwd is taken from \
+                there); with --connect, in the serve's, unless their cwd says otherwise.
 
                 Exit status: 0 submitted (with --wait: every job succeeded); 1 refused by the \
                 serve (with --wait: some job failed, was cancelled or skipped); 2 bad usage or \

@@ -185,11 +185,7 @@ final class LogWriter: Sendable {
             case .writeLine(let fd, let bytes):
                 flush()
                 pendingFD = fd
-                var info = stat()
-                var last: UInt8 = 0x0A
-                if fstat(fd, &info) == 0, info.st_size > 0, pread(fd, &last, 1, info.st_size - 1) == 1, last != 0x0A {
-                    pending.append(0x0A)
-                }
+                if LineSplitter.fileEndsMidLine(fd) { pending.append(0x0A) }
                 pending.append(contentsOf: bytes)
             case .close(let fd):
                 if fd == pendingFD { flush() }

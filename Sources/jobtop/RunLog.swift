@@ -93,8 +93,6 @@ final class RunLog {
     static let queuedForPause = 16
 
     private var sinceRoomCheck = 0
-    /// The jobs in ``Result/failures``.
-    private var listedFailures: Set<JobID> = []
 
     private func take(_ event: SchedulerEvent, batch: BatchID, client: some SchedulerClient, endsWithBatch: Bool) async {
         // Bounded: while the writer has a full queue, no more events are taken, so they wait
@@ -109,10 +107,9 @@ final class RunLog {
         let name = event.kind.jobID.flatMap { mirror.jobs[$0]?.displayName }
         mirror.apply(event)
         if event.kind.isFinal { result.lastFinish = event.time }
-        if !listedFailures.isEmpty, let id = event.kind.jobID, listedFailures.contains(id),
-           let state = mirror.jobs[id]?.state.kind, state != .failed && state != .skipped {
+        if !result.failures.isEmpty, let id = event.kind.jobID, let state = mirror.jobs[id]?.state.kind,
+           state != .failed && state != .skipped {
             // Retried (by hand, or by a retry of what it waited for): no longer a failure.
-            listedFailures.remove(id)
             result.failures.removeAll { $0.id == id }
         }
         switch event.kind {
@@ -137,12 +134,10 @@ final class RunLog {
             outputDirectory?.jobEnded(id, writer: writer)
             if result.failures.count < Self.shownFailures {
                 result.failures.append(Failure(id: id, name: name ?? id.short, reason: reason.description))
-                listedFailures.insert(id)
             }
         case .skipped(let id, let reason):
             if result.failures.count < Self.shownFailures {
                 result.failures.append(Failure(id: id, name: name ?? id.short, reason: reason.description, outcome: "skipped"))
-                listedFailures.insert(id)
             }
         case .batchHalted(batch, let failed):
             // The failure itself was the event just before this one (the first failure of
