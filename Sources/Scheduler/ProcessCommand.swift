@@ -61,11 +61,19 @@ struct ProcessCommand {
                 return .failure(Failure(termination: .error("working directory '\(directory)' does not exist")))
             }
         }
+        var environment = spec.environment
+        // The shell's `pwd` (and `$PWD`) name the directory as given, a symbolic link's path
+        // included, as they do in the directory a user started from: an inherited PWD names
+        // another directory, and the shell falls back to the physical path.
+        if let directory = spec.workingDirectory, environment["PWD"] == nil, let plain = plainAbsolutePath(directory) {
+            environment["PWD"] = plain
+        }
         return .success(ProcessCommand(
             path: path, arguments: arguments,
-            environment: spec.environment.isEmpty ? nil : mergedEnvironment(spec.environment),
+            environment: environment.isEmpty ? nil : mergedEnvironment(environment),
             directory: spec.workingDirectory))
     }
+
 
     /// Spawns the process with its pipes: with `spawner` (its I/O thread's, which keeps the
     /// spawn's set-up and makes the next pipes ahead) unless the command has a working directory.
@@ -163,4 +171,15 @@ struct ProcessCommand {
         guard let strings else { return body(nil) }
         return withCStrings(strings) { body($0) }
     }
+}
+
+/// `path` as a shell takes it for `PWD`, if it is one it takes: absolute, with no `.`, `..` or
+/// empty component; a trailing `/` is dropped (a shell's `pwd` would print it). `nil` for any
+/// other path (a shell ignores such a `PWD` and works the directory's path out itself).
+public func plainAbsolutePath(_ path: String) -> String? {
+    guard path.hasPrefix("/") else { return nil }
+    if path == "/" { return path }
+    let trimmed = path.hasSuffix("/") ? String(path.dropLast()) : path
+    let components = trimmed.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+    return components.contains { $0.isEmpty || $0 == "." || $0 == ".." } ? nil : trimmed
 }

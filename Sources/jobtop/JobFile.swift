@@ -31,7 +31,10 @@ enum JobFile {
     /// - Throws: ``JobInputError`` for anything that cannot be used.
     static func load(path: String, overrides: JobFields = JobFields()) throws(JobInputError) -> Contents {
         let text = try TextFile.read(path)
-        let directory = URL(fileURLWithPath: path).standardizedFileURL.deletingLastPathComponent().path
+        // Relative to the directory as the user's shell names it (through a symbolic link, that
+        // path): a job's `cwd` is then what the user typed it from, and so is its `pwd`.
+        let absolute = path.hasPrefix("/") ? path : (logicalCurrentDirectory() as NSString).appendingPathComponent(path)
+        let directory = URL(fileURLWithPath: absolute).standardizedFileURL.deletingLastPathComponent().path
         return try parse(text, file: path, directory: directory, overrides: overrides)
     }
 

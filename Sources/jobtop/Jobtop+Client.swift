@@ -44,7 +44,7 @@ extension Jobtop {
                     title: "jobtop attach: \(client.endpoint)", isAttached: true,
                     // A job typed with `n` runs here, as one given to `submit` does (not over
                     // --connect: the serve may be on another machine).
-                    workingDirectory: connection.connect == nil ? FileManager.default.currentDirectoryPath : nil))
+                    workingDirectory: connection.connect == nil ? logicalCurrentDirectory() : nil))
             continuation.finish()
             signals.stop()
             // Not awaited: with the serve gone there is nothing to close politely, and the
@@ -186,7 +186,7 @@ extension Jobtop {
                     // On this machine a job runs where it was submitted from, as pueue's do and as
                     // `jobtop run` runs them (they ran in the serve's own directory); a relative
                     // `cwd` is taken from there too.
-                    let here = FileManager.default.currentDirectoryPath
+                    let here = logicalCurrentDirectory()
                     for index in specs.indices {
                         let cwd = specs[index].workingDirectory
                         if cwd == nil || cwd?.hasPrefix("/") == false {
@@ -945,4 +945,16 @@ private func writeOut(_ bytes: [UInt8]) {
         }
         offset += written
     }
+}
+
+/// The directory this process runs in as the user's shell names it: `$PWD` when it is that
+/// directory (a path through a symbolic link stays one), else the physical path. A job submitted
+/// from here runs there, and its `pwd` prints what the user's did.
+func logicalCurrentDirectory() -> String {
+    let physical = FileManager.default.currentDirectoryPath
+    guard let pwd = ProcessInfo.processInfo.environment["PWD"].flatMap(plainAbsolutePath) else { return physical }
+    var here = stat()
+    var there = stat()
+    guard stat(".", &here) == 0, stat(pwd, &there) == 0, here.st_dev == there.st_dev, here.st_ino == there.st_ino else { return physical }
+    return pwd
 }

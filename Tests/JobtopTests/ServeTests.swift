@@ -227,6 +227,34 @@ struct ServeTests {
         try await fixture.stop()
     }
 
+    @Test("submitted from a directory reached through a symbolic link, a job's pwd prints the link's path, as the user's shell did (it printed the physical one)")
+    func jobsRunWhereSubmittedThroughALink() async throws {
+        let fixture = try await ServeFixture()
+        let real = fixture.scratch.file("real")
+        try FileManager.default.createDirectory(atPath: real + "/deeper", withIntermediateDirectories: true)
+        let link = fixture.scratch.file("link")
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: real)
+        _ = try fixture.scratch.write("real/jobs.toml", """
+            [[job]]
+            name = "in-deeper"
+            cwd = "deeper"
+            command = "pwd"
+            """)
+        var environment = fixture.environment
+        environment["PWD"] = link
+        let plain = try await JobtopProcess(["submit", "-c", "pwd"], directory: link, environment: environment).wait()
+        let file = try await JobtopProcess(["submit", "jobs.toml"], directory: link, environment: environment).wait()
+        // A PWD that names another directory is not believed: the physical path.
+        environment["PWD"] = fixture.scratch.file("")
+        let stale = try await JobtopProcess(["submit", "-c", "pwd"], directory: link, environment: environment).wait()
+        for (submit, expected) in [(plain, link), (file, link + "/deeper"), (stale, URL(fileURLWithPath: real).resolvingSymlinksInPath().path)] {
+            #expect(submit.status == 0, "\(submit.stderr)")
+            try await fixture.waitFor(submit.lines[0], "succeeded")
+            #expect(try await fixture.run(["log", submit.lines[0]]).lines == [expected])
+        }
+        try await fixture.stop()
+    }
+
     @Test("a job file's [groups] table without parallel leaves the limit set with 'jobtop limit'; one with parallel sets it")
     func fileGroupsKeepTheServesLimit() async throws {
         let fixture = try await ServeFixture()
