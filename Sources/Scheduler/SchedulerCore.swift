@@ -1261,11 +1261,14 @@ public struct SchedulerCore: Sendable {
     }
 
     /// Halts `batch`, whose job `failed` just failed for good, if the batch halts on failure: in
-    /// this same step every other unfinished job of the batch is cancelled.
+    /// this same step every other unfinished job of the batch is cancelled. The jobs that wait for
+    /// the failed one (and theirs) are skipped first, for it, as without a halt: they could never
+    /// have run, and "cancelled" would hide why.
     private mutating func haltIfNeeded(after failed: JobID, in batch: BatchID?, now: SchedulerTime) {
         guard let id = batch, let record = batches[id], record.haltsOnFailure, record.haltedBy == nil else { return }
         batches[id]!.haltedBy = failed
         actions.append(.emit(.batchHalted(id, failedJob: failed)))
+        if !endedDependencies.isEmpty { settleDependents() }
         let others = jobs.values.filter { $0.batch == id && !$0.info.state.isFinished }
         for other in others.sorted(by: { $0.info.submittedAt < $1.info.submittedAt }) {
             _ = try? cancelInPlace(other.handle, now: now)

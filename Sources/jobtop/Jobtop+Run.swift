@@ -66,7 +66,7 @@ extension Jobtop {
         @Option(help: ArgumentHelp("Also write each job's stdout and stderr to DIR/<name-or-id>.log.", valueName: "dir"))
         var outputDir: String?
 
-        @Flag(help: "Stop dispatching after the first job that fails for good; cancel the rest.")
+        @Flag(help: "Stop dispatching after the first job that fails for good; cancel the rest (the jobs that wait for it are skipped).")
         var haltOnFailure = false
 
         @Option(

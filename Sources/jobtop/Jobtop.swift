@@ -33,7 +33,7 @@ struct Jobtop: AsyncParsableCommand {
               --output-dir DIR    also write each job's stdout+stderr to
                                   DIR/<name-or-id>.log
               --halt-on-failure   after the first job that fails for good,
-                                  cancel the rest
+                                  cancel the rest (skip those waiting for it)
               --group-limit NAME=N  at most N of group NAME's jobs at once
                                   (repeatable; overrides the file's parallel)
 

@@ -109,6 +109,31 @@ import Testing
         #expect(throws: SchedulerError.self) { try submit(["more"], batch: batch) }
     }
 
+    @Test mutating func haltOnFailureSkipsTheFailedJobsDependentsAndCancelsTheRest() throws {
+        // Given a batch that halts on failure: a job, one that waits for it, one that waits for
+        // that one, and one that waits for nothing
+        _ = core.workerJoined(Self.w1, now: .zero)
+        let batch = core.openBatch(haltsOnFailure: true)
+        var specs = (0..<4).map { JobSpec.shell("step \($0)") }
+        specs[1].dependencies = [.earlier(0)]
+        specs[2].dependencies = [.earlier(1)]
+        let fresh = specs.map { _ in ids.nextJobID() }
+        let jobs = try core.submit(contentsOf: specs, ids: fresh, batch: batch, now: .zero).ids
+        _ = core.sealBatch(batch, now: .zero)
+        // When the first fails for good
+        let failed = core.jobFinished(jobs[0], attempt: 1, worker: Self.w1.id, termination: .exit(1), now: .seconds(1))
+        // Then its dependents are skipped for it (they were cancelled), the other is cancelled
+        #expect(Self.events(failed) == ["failed", "halted", "skipped", "skipped", "cancelled", "settled"])
+        guard case .skipped(let reason)? = core.state(of: jobs[1]), case .skipped(let second)? = core.state(of: jobs[2]) else {
+            Issue.record("\(String(describing: core.state(of: jobs[1]))), \(String(describing: core.state(of: jobs[2])))")
+            return
+        }
+        #expect(reason.dependency == jobs[0] && reason.outcome == .failed)
+        #expect(second.dependency == jobs[1] && second.outcome == .skipped)
+        #expect(core.state(of: jobs[3]) == .cancelled)
+        #expect(Self.started(failed).isEmpty)
+    }
+
     @Test mutating func haltingOneBatchLeavesOtherJobsAlone() throws {
         _ = core.workerJoined(Self.w1, now: .zero)
         let batch = core.openBatch(haltsOnFailure: true)
