@@ -263,6 +263,7 @@ final class DashboardController {
             reply = try await client.perform(request)
         } catch {
             if case .reprioritize(let id, _) = command { model.priorityRefused(id) }
+            if case .setLocalSlots = command { model.slotsRefused() }
             return Segment(error.description, .error)
         }
         switch (command, reply) {

@@ -179,6 +179,9 @@ struct DashboardModel: Sendable {
     /// Priorities asked for and not yet reported back: `++++` typed in one burst counts four
     /// steps, not one (each key starts from what the last one asked for).
     private var pendingPriorities: [JobID: Int] = [:]
+    /// The local slots asked for and not yet reported back: `>>>` in one burst adds three, as
+    /// `+++` raises a priority three steps (each key counted from what the last asked for).
+    private var pendingLocalSlots: Int?
     /// The first table row shown.
     private(set) var top = 0
     /// Rows the table shows; set by ``prepare(tableRows:)``.
@@ -230,6 +233,7 @@ struct DashboardModel: Sendable {
                 mode = .confirm(.quit(active: active))
             }
         }
+        if let pending = pendingLocalSlots, board.localSlots == pending { pendingLocalSlots = nil }
         if !pendingPriorities.isEmpty, let id = event.kind.jobID, let pending = pendingPriorities[id] {
             if case .reprioritized(_, _, let to) = event.kind, to == pending { pendingPriorities[id] = nil }
             if board.jobs[id].map({ $0.state.isFinished }) ?? true { pendingPriorities[id] = nil }
@@ -248,6 +252,12 @@ struct DashboardModel: Sendable {
     /// A priority change the scheduler refused: the next `+`/`-` starts from the job's own.
     mutating func priorityRefused(_ id: JobID) {
         pendingPriorities[id] = nil
+    }
+
+    /// A change of the local slots the scheduler refused: the next `<`/`>` starts from the
+    /// count it reports.
+    mutating func slotsRefused() {
+        pendingLocalSlots = nil
     }
 
     /// Replaces the board with a fresh snapshot (after an event named an unknown job).
@@ -527,17 +537,21 @@ struct DashboardModel: Sendable {
             let limit = board.mirror.groups[job.group]?.limit.map(String.init) ?? ""
             mode = .prompt(Prompt(kind: .groupLimit(job.group), command: LineEditor(limit, selected: true), priority: LineEditor()))
         case .fewerSlots:
-            guard board.localSlots > 1 else {
+            let current = pendingLocalSlots ?? board.localSlots
+            guard current > 1 else {
                 message = Segment("at least one local slot is needed", .error)
                 return []
             }
-            return [.setLocalSlots(board.localSlots - 1)]
+            pendingLocalSlots = current - 1
+            return [.setLocalSlots(current - 1)]
         case .moreSlots:
-            let (more, overflow) = board.localSlots.addingReportingOverflow(1)
+            let current = pendingLocalSlots ?? board.localSlots
+            let (more, overflow) = current.addingReportingOverflow(1)
             guard !overflow else {
                 message = Segment("no more local slots can be added", .error)
                 return []
             }
+            pendingLocalSlots = more
             return [.setLocalSlots(more)]
         case .filter:
             mode = .prompt(Prompt(kind: .filter, command: LineEditor(filter), priority: LineEditor()))

@@ -23,6 +23,22 @@ struct PowerUserControllerTests {
         await harness.finish()
     }
 
+    @Test(">>> and <<<<< typed in bursts change the local slots by three and five (each burst counted once)")
+    func slotsBurst() async throws {
+        // Given eight local slots
+        let harness = Harness(slots: 8)
+        await harness.terminal.frame(showing: "workers 8 local")
+        // When three > arrive in one read, then five <
+        harness.terminal.type(">>>")
+        await harness.terminal.frame(showing: "slots: 11 local")
+        let eleven = await harness.scheduler.currentSnapshot().localSlots
+        #expect(eleven == 11, "\(harness.terminal.lines.joined(separator: "\n"))")
+        harness.terminal.type("<<<<<")
+        await harness.terminal.frame(showing: "slots: 6 local")
+        #expect(await harness.scheduler.currentSnapshot().localSlots == 6)
+        await harness.finish()
+    }
+
     @Test("w writes the selected job's output to the file named, byte for byte")
     func saveOutput() async throws {
         let harness = Harness(slots: 1)
