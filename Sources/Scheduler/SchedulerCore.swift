@@ -393,7 +393,8 @@ public struct SchedulerCore: Sendable {
     /// a job with a start time waits for it (``JobState/scheduled(until:)``).
     ///
     /// - Throws: ``SchedulerError`` `.invalidArgument` for a priority outside
-    ///   ``JobSpec/priorityRange``, a group name that is empty or has control characters, or a
+    ///   ``JobSpec/priorityRange``, a group name that is empty or has control characters, an
+    ///   environment variable name that is empty or has an `=` (``validateEnvironment(_:)``), or a
     ///   dependency that is not an earlier spec of the submission nor a known job;
     ///   `.notAllowed` for a batch that is unknown, sealed or halted.
     public mutating func submit(
@@ -411,6 +412,7 @@ public struct SchedulerCore: Sendable {
             if !JobSpec.priorityRange.contains(priority) {
                 throw SchedulerError(.invalidArgument, "priority \(priority) is out of range (\(JobSpec.priorityRange.lowerBound) to \(JobSpec.priorityRange.upperBound))")
             }
+            if !specs[index].environment.isEmpty { try Self.validateEnvironment(specs[index].environment) }
             if let group = specs[index].group {
                 if specGroups.isEmpty { specGroups = Array(repeating: 0, count: specs.count) }
                 if let existing = existingGroup(named: group) {
@@ -755,6 +757,23 @@ public struct SchedulerCore: Sendable {
         }
         if let bad = name.unicodeScalars.first(where: { $0.properties.generalCategory == .control || $0 == " " }) {
             throw SchedulerError(.invalidArgument, "group name \(name.debugDescription) has a \(bad == " " ? "space" : "control character")")
+        }
+    }
+
+    /// Checks the names of the variables a spec adds to the environment: a process's
+    /// environment is `NAME=value` strings, so a name with `=` would set another variable (`A=B`
+    /// set `A` to `B=…`), and an empty one or one with a NUL byte none at all.
+    ///
+    /// - Throws: ``SchedulerError`` `.invalidArgument` naming the first bad name.
+    public static func validateEnvironment(_ environment: [String: String]) throws(SchedulerError) {
+        for (name, value) in environment {
+            if name.isEmpty { throw SchedulerError(.invalidArgument, "an environment variable's name cannot be empty") }
+            if name.utf8.contains(UInt8(ascii: "=")) {
+                throw SchedulerError(.invalidArgument, "environment variable name \(name.debugDescription) has an '=' (it would set another variable)")
+            }
+            if name.utf8.contains(0) || value.utf8.contains(0) {
+                throw SchedulerError(.invalidArgument, "environment variable \(name.debugDescription) has a NUL byte")
+            }
         }
     }
 

@@ -2,7 +2,7 @@ import Foundation
 
 /// Splits a plain job list into commands as its bytes arrive: one shell command per line;
 /// blank lines and lines starting with `#` are skipped; spaces, tabs and a `\r` around a
-/// command are trimmed.
+/// command are trimmed, and a UTF-8 byte order mark at the start of the list is dropped.
 ///
 /// It holds at most one partial line, and that is bounded: a line longer than the kernel lets a
 /// command be is refused as soon as it is seen, not read to its end. Every refusal names the
@@ -63,6 +63,8 @@ struct CommandListParser {
         lineNumber += 1
         var low = 0
         var high = raw.count
+        // A UTF-8 byte order mark (an editor's, on Windows) starts the list, not its first command.
+        if lineNumber == 1, high >= 3, raw[0] == 0xEF, raw[1] == 0xBB, raw[2] == 0xBF { low = 3 }
         while low < high, Self.isBlank(raw[low]) { low += 1 }
         while high > low, Self.isBlank(raw[high - 1]) { high -= 1 }
         guard low < high, raw[low] != UInt8(ascii: "#") else { return }

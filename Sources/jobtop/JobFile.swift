@@ -352,6 +352,11 @@ enum JobFile {
                         guard let variable = env[name] else { continue }
                         variables[name] = try string(variable, "\(at): variable '\(name)'")
                     }
+                    do {
+                        try SchedulerCore.validateEnvironment(variables)
+                    } catch {
+                        throw JobInputError(.invalidValue, "\(at): \(error.message)")
+                    }
                     fields.env = variables
                 case "group":
                     let group = try string(value, at)

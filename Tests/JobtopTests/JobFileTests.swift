@@ -109,6 +109,37 @@ struct JobFileTests {
         #expect(try CommandListParser.commands(in: text) == ["echo one", "echo two", "echo four"])
     }
 
+    @Test("A UTF-8 byte order mark starting a list is dropped: a comment after it stays a comment (it ran as a command)")
+    func byteOrderMark() throws {
+        #expect(try CommandListParser.commands(in: "\u{FEFF}# comment\necho real\n") == ["echo real"])
+        #expect(try CommandListParser.commands(in: "\u{FEFF}echo bom") == ["echo bom"])
+        // In pieces: the mark cut by a read.
+        let bytes = Array("\u{FEFF}# c\necho x\n".utf8)
+        var parser = CommandListParser(source: "x")
+        var commands: [String] = []
+        try Array(bytes[..<1]).withRawBytes { (raw) throws(JobInputError) in try parser.feed(raw) { commands.append($0) } }
+        try Array(bytes[1...]).withRawBytes { (raw) throws(JobInputError) in try parser.feed(raw) { commands.append($0) } }
+        #expect(commands == ["echo x"])
+    }
+
+    @Test("An env name with '=' or an empty one is refused with the job (A=B set A to 'B=x'); nothing is submitted")
+    func badEnvironmentNames() {
+        for (name, problem) in [("A=B", "has an '='"), ("", "cannot be empty")] {
+            let text = "[[job]]\ncommand = \"true\"\nenv = { \"\(name)\" = \"x\", OK = \"y\" }\n"
+            #expect {
+                try JobFile.parse(text, file: "j.toml", directory: "/")
+            } throws: { error in
+                guard let error = error as? JobInputError else { return false }
+                return error.message.hasPrefix("j.toml") && error.message.contains("env") && error.message.contains(problem)
+            }
+        }
+        var core = SchedulerCore()
+        #expect(throws: SchedulerError.self) {
+            try core.submit(contentsOf: [.shell("ok"), JobSpec(work: .shell("x"), environment: ["A=B": "x"])], ids: [JobID(uuid: UUID()), JobID(uuid: UUID())], now: .zero)
+        }
+        #expect(core.counts.values.reduce(0, +) == 0)
+    }
+
     @Test("A plain list split anywhere across reads gives the same commands")
     func plainListInPieces() throws {
         let text = Array("a 1\n\nb 22\r\n# c\n  d 333\ne".utf8)
