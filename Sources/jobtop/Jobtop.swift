@@ -62,7 +62,24 @@ struct Jobtop: AsyncParsableCommand {
     /// Unlike ArgumentParser's own `main`, bad usage exits with status 2 (not 64), like bad
     /// input, so scripts see one status for "nothing was started".
     static func main() async {
+        // Swift reads each argument as UTF-8 with any other byte made U+FFFD: a `-c` command
+        // with a Latin-1 file name would run another command, and a file name would name another
+        // file. Refused instead, as a list line that is not UTF-8 is.
+        if let bad = firstArgumentNotUTF8() {
+            StandardError.write("jobtop: argument \(bad) is not UTF-8 text (jobtop reads commands, names and paths as UTF-8; put such a command in a script file)\n")
+            Foundation.exit(ExitStatus.usage)
+        }
         await main(Array(CommandLine.arguments.dropFirst()))
+    }
+
+    /// The position (from 1) of the first argument whose bytes are not UTF-8, if any.
+    static func firstArgumentNotUTF8() -> Int? {
+        for index in 1..<Int(CommandLine.argc) {
+            guard let pointer = CommandLine.unsafeArgv[index] else { continue }
+            let bytes = UnsafeRawBufferPointer(start: pointer, count: strlen(pointer))
+            if String(validating: bytes, as: UTF8.self) == nil { return index }
+        }
+        return nil
     }
 
     /// Runs `jobtop` with `arguments` (without the program name) and exits.

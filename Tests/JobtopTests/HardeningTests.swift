@@ -57,6 +57,18 @@ struct HardeningTests {
         #expect(lines.filter { $0["event"] as? String == "shutdown" }.count == 1)
     }
 
+    @Test("A -c command whose bytes are not UTF-8 is refused with status 2, not run changed (\\xff became U+FFFD)")
+    func anArgumentNotUTF8() async throws {
+        let scratch = try Scratch()
+        // The bytes reach jobtop through a shell: a Swift string cannot hold them.
+        let run = try await JobtopProcess(
+            ["-c", "exec \"$0\" run -c \"$(printf 'echo \\377 > out')\" < /dev/null", JobtopProcess.binary],
+            directory: scratch.path, executable: "/bin/sh").wait()
+        #expect(run.status == 2, "\(run.stderr)")
+        #expect(run.stderr == "jobtop: argument 3 is not UTF-8 text (jobtop reads commands, names and paths as UTF-8; put such a command in a script file)\n")
+        #expect(!FileManager.default.fileExists(atPath: scratch.file("out")))
+    }
+
     @Test("An empty list on a pipe: status 2, one line on stderr, nothing on stdout")
     func anEmptyPipe() async throws {
         for arguments in [["--headless"], ["-", "--log-format", "json"]] {
