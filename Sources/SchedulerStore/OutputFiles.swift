@@ -81,12 +81,15 @@ final class OutputFiles: Sendable {
         var info = stat()
         guard fstat(fd, &info) == 0 else { return StoreError("cannot read \(path): \(String(cString: strerror(errno)))") }
         let size = Int(info.st_size)
-        guard size < cap else { return nil }
+        // Past the cap the note has been written (it ends the file beyond the cap); at the cap
+        // exactly the output so far fit, and these bytes are the first that do not.
+        guard size <= cap else { return nil }
         var chunk = bytes
         if startsLine && LineSplitter.fileEndsMidLine(fd) { chunk.insert(0x0A, at: 0) }
         if size + chunk.count > cap {
             chunk = Array(chunk.prefix(cap - size))
-            chunk.append(contentsOf: Array("\n[jobtop: output beyond \(cap >> 20) MiB is not kept]\n".utf8))
+            let endsMidLine = chunk.last.map { $0 != 0x0A } ?? LineSplitter.fileEndsMidLine(fd)
+            chunk.append(contentsOf: Array("\(endsMidLine ? "\n" : "")[jobtop: output beyond \(cap >> 20) MiB is not kept]\n".utf8))
         }
         var offset = 0
         while offset < chunk.count {

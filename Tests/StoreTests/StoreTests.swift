@@ -11,13 +11,13 @@ import Glibc
 /// Runs a durable scheduler on `directory` until `body` is done, then shuts it down gracefully
 /// and waits for the journal.
 private func withDurable<R: Sendable>(
-    _ directory: StateDirectory, slots: Int = 2, history: Int = 10_000,
+    _ directory: StateDirectory, slots: Int = 2, history: Int = 10_000, outputCap: Int = 16 << 20,
     _ body: (DurableScheduler) async throws -> R
 ) async throws -> R {
     let durable = try DurableScheduler.open(
         directory: directory,
         configuration: .init(localSlots: slots, gracePeriod: .seconds(2)),
-        storeConfiguration: .init(finishedHistory: history))
+        storeConfiguration: .init(finishedHistory: history, outputCap: outputCap))
     async let running: Void = durable.scheduler.run()
     await durable.restored()
     do {
@@ -139,6 +139,29 @@ struct StoreTests {
         // Read once the serve has closed: its journal (the files) is written by then.
         #expect(try String(contentsOf: files[0], encoding: .utf8) == "x\n--- jobtop: attempt 2 of 2 ---\nx")
         #expect(try String(contentsOf: files[1], encoding: .utf8) == "half a line, and the rest\n")
+    }
+
+    @Test("output past the cap ends with the note, also when the cap falls at a line's end (the rest was dropped without it)")
+    func theCapsNoteIsWrittenWhereverTheCapFalls() async throws {
+        let scratch = try Scratch()
+        let directory = StateDirectory(path: scratch.file("state"))
+        // 1,024 lines of 1,024 bytes fill 1 MiB exactly; lines of 1,000 bytes cross it mid-line.
+        let exact = "awk 'BEGIN { for (i = 0; i < 1024; i++) printf \"%01023d\\n\", i; print \"more\" }'"
+        let across = "awk 'BEGIN { for (i = 0; i < 1100; i++) printf \"%0999d\\n\", i }'"
+        let fits = "awk 'BEGIN { for (i = 0; i < 1024; i++) printf \"%01023d\\n\", i }'"
+        let files = try await withDurable(directory, slots: 1, outputCap: 1 << 20) { durable in
+            let reply = try await durable.perform(.submit([exact, across, fits].map { JobSpec(work: .shell($0)) }, batch: nil))
+            guard case .submitted(let ids) = reply else { throw SpawnError(message: "no ids") }
+            _ = await waitForEnds(ids, on: durable)
+            return ids.map { directory.outputFile(of: $0.description) }
+        }
+        let note = "[jobtop: output beyond 1 MiB is not kept]\n"
+        let texts = try files.map { try String(contentsOf: $0, encoding: .utf8) }
+        #expect(texts[0].utf8.count == (1 << 20) + note.utf8.count && texts[0].hasSuffix("\n" + note))
+        #expect(!texts[0].contains("more"))
+        #expect(texts[1].utf8.count == (1 << 20) + 1 + note.utf8.count && texts[1].hasSuffix("\n" + note))
+        // All of it fits: no note.
+        #expect(texts[2].utf8.count == 1 << 20 && !texts[2].contains("jobtop"))
     }
 
     @Test("finished jobs keep their run times and end order after a restart, and every job its submission time")
