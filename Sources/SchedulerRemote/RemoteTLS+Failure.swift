@@ -17,7 +17,7 @@ extension RemoteTLS.Client {
     public func handshakeFailure(
         in error: any Error, connectingTo address: RemoteAddress, peer: String = "the coordinator", client: String = "worker"
     ) -> String? {
-        guard let ssl = Self.sslError(in: error) else { return nil }
+        guard let ssl = Self.sslError(in: error), !Self.closedDuringHandshake(ssl) else { return nil }
         if let seen = lastRejectedFingerprint, case .fingerprint(let pin) = trust {
             return "\(peer) at \(address) showed a certificate with fingerprint \(seen), not the pinned \(RemoteTLS.Flag.fingerprint) \(pin)"
         }
@@ -43,6 +43,18 @@ extension RemoteTLS.Client {
             return "\(peer) at \(address) refused this \(client)'s certificate (not signed by its \(RemoteTLS.Flag.clientCA))"
         }
         return "TLS with \(peer) at \(address) failed: \(PeerText.escaped(text, limit: 300))"
+    }
+
+    /// Whether `error` is the listener closing the connection in the middle of the handshake,
+    /// with no TLS alert: what a coordinator with too many connections waiting does (and a
+    /// restarting one), not a set-up problem. A client tries again.
+    public static func wasClosedDuringHandshake(_ error: any Error) -> Bool {
+        sslError(in: error).map(closedDuringHandshake) ?? false
+    }
+
+    private static func closedDuringHandshake(_ ssl: any Error) -> Bool {
+        if let nio = ssl as? NIOSSLError, case .uncleanShutdown = nio { return true }
+        return String(describing: ssl).contains("EOF during handshake")
     }
 
     /// The NIOSSL error inside `error` (a gRPC error's causes, followed down), if any.

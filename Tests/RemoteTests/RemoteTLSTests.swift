@@ -137,6 +137,39 @@ struct RemoteTLSTests {
         await plain.stop()
     }
 
+    @Test("A listener that closes the connection during the handshake (a coordinator with too many waiting) is retried, not given up on")
+    func closedDuringTheHandshakeIsRetried() async throws {
+        // Given a port whose listener closes every connection as soon as it has it, and a TLS
+        // worker agent (it exited 1 on the first, as if its CA were wrong).
+        let files = try TLSFiles()
+        let authority = try files.authority("ca")
+        let closer = try ClosingListener()
+        defer { closer.stop() }
+        let agent = WorkerAgent(configuration: .init(
+            coordinator: RemoteAddress(host: "127.0.0.1", port: closer.port), name: "tls", slots: 1, token: "t",
+            tls: try RemoteTLS.Client(trust: .certificateAuthority(file: authority.certificate)), log: { _ in }))
+        let events = agent.events
+        let running = Task { () -> String? in
+            do throws(RemoteError) { try await agent.run() } catch { return error.message }
+            return nil
+        }
+        // When it tries twice
+        var seen: [WorkerAgent.Event] = []
+        for await event in events {
+            seen.append(event)
+            if seen.filter({ if case .unreachable = $0 { true } else { false } }).count == 2 { break }
+        }
+        agent.stop()
+        // Then each try was unreachable, said so plainly, and the agent never gave up.
+        guard case .unreachable(let why)? = seen.first else {
+            Issue.record("\(seen)")
+            return
+        }
+        #expect(why.contains("closed the connection during the TLS handshake"), "\(why)")
+        let error = await running.value
+        #expect(error == nil, "\(String(describing: error))")
+    }
+
     @Test("Mutual TLS: a worker without a certificate, or with one of another CA, is refused; one the client CA signed joins")
     func mutualTLS() async throws {
         // Given a coordinator that wants client certificates signed by its client CA.
@@ -304,5 +337,42 @@ struct RemoteTLSTests {
         #expect(!secure.stderr.contains("WARNING"))
         let fingerprint = try RemoteTLS.parseFingerprint(files.fingerprint(pair))
         #expect(secure.stderr.contains("with TLS; certificate \(fingerprint)"), "\(secure.stderr)")
+    }
+}
+
+/// A TCP listener on loopback that closes each connection as soon as it accepts it.
+final class ClosingListener: Sendable {
+    let port: Int
+    private let fd: Int32
+
+    init() throws {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(descriptor, 64) == 0 else { throw SpawnError(message: "cannot listen: \(errno)") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
+        port = Int(UInt16(bigEndian: address.sin_port))
+        fd = descriptor
+        Thread.detachNewThread {
+            while true {
+                let connection = accept(descriptor, nil, nil)
+                if connection < 0 { return }
+                close(connection)
+            }
+        }
+    }
+
+    /// Stops accepting (the thread's accept fails once the socket is shut down).
+    func stop() {
+        shutdown(fd, Int32(SHUT_RDWR))
+        close(fd)
     }
 }
