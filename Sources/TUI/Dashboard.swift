@@ -13,13 +13,20 @@ public struct DashboardOptions: Sendable {
     /// Where the jobs typed with `n` run; `nil`: where the scheduler runs jobs by default (its
     /// own directory). `jobtop attach` on this machine gives its own directory, as `submit` does.
     public var workingDirectory: String?
+    /// What the caller has to tell the user while the dashboard runs (a line of the job list it
+    /// refused, and so stopped the run): each shown in the status line and the events pane.
+    public var notices: AsyncStream<String>?
 
     /// Creates options.
-    public init(title: String = "jobtop", frameStatsPath: String? = nil, isAttached: Bool = false, workingDirectory: String? = nil) {
+    public init(
+        title: String = "jobtop", frameStatsPath: String? = nil, isAttached: Bool = false, workingDirectory: String? = nil,
+        notices: AsyncStream<String>? = nil
+    ) {
         self.title = title
         self.frameStatsPath = frameStatsPath
         self.isAttached = isAttached
         self.workingDirectory = workingDirectory
+        self.notices = notices
     }
 }
 

@@ -31,6 +31,7 @@ final class DashboardController {
     private var result: DashboardExit?
 
     private var signalConsumer: Task<Void, Never>?
+    private var noticeConsumer: Task<Void, Never>?
     private var consumer: Task<Void, Never>?
     private var commandRunner: Task<Void, Never>?
     private var commands: AsyncStream<DashboardCommand>.Continuation?
@@ -91,6 +92,15 @@ final class DashboardController {
     private func start() {
         let signals = signals
         signalConsumer = Task { await self.consumeSignals(signals) }
+        if let notices = options.notices {
+            noticeConsumer = Task {
+                for await notice in notices {
+                    guard self.result == nil else { return }
+                    self.model.notice(notice)
+                    self.markDirty()
+                }
+            }
+        }
         terminal.watchInput { [weak self] in self?.drainKeys() }
 
         let (stream, continuation) = AsyncStream<DashboardCommand>.makeStream()
@@ -113,6 +123,7 @@ final class DashboardController {
 
     private func stop() {
         signalConsumer?.cancel()
+        noticeConsumer?.cancel()
         consumer?.cancel()
         ticker?.cancel()
         outputFollower?.cancel()

@@ -249,6 +249,13 @@ struct DashboardModel: Sendable {
         return table.inOrder(tagged.filter { board.jobs[$0] != nil })
     }
 
+    /// A notice from whoever runs the dashboard (a list line refused, say): shown in the status
+    /// line and kept in the events pane, where a later message cannot push it away.
+    mutating func notice(_ text: String) {
+        message = Segment(text, .error)
+        board.note(text, role: .error)
+    }
+
     /// A priority change the scheduler refused: the next `+`/`-` starts from the job's own.
     mutating func priorityRefused(_ id: JobID) {
         pendingPriorities[id] = nil

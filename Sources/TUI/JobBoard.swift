@@ -379,6 +379,12 @@ struct JobBoard: Sendable {
         while let first = finishTimes.first, first <= time - .seconds(5) { finishTimes.removeFirst() }
     }
 
+    /// A line of the dashboard's own for the events pane (not a scheduler event): what its
+    /// caller has to say, such as why the run stopped reading its list.
+    mutating func note(_ text: String, role: Role) {
+        append(lastTime, text, role)
+    }
+
     private mutating func append(_ time: SchedulerTime, _ text: String, _ role: Role) {
         log.append(LogEntry(time: time, text: text, role: role))
         if log.count > logLimit { log.removeFirst(log.count - logLimit) }

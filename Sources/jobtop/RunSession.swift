@@ -120,7 +120,17 @@ struct RunSession {
         let reader = plan.list.map { CommandListReader(fd: $0.fd, source: $0.source) }
         reader?.start()
         let requiresJobs = !isScreen
-        let feeding = Task { await Self.feed(plan, reader: reader, to: client, batch: batch, requiresJobs: requiresJobs) }
+        // Under the dashboard a refused list line is said on the screen at once (the run is
+        // cancelled; on the terminal it shows only after the dashboard ends).
+        let (notices, noticeSender) = AsyncStream<String>.makeStream()
+        let feeding = Task {
+            let outcome = await Self.feed(plan, reader: reader, to: client, batch: batch, requiresJobs: requiresJobs)
+            if case .refused(let error) = outcome {
+                noticeSender.yield("\(error.message): the run is cancelled; q quits (exit status 2)")
+            }
+            noticeSender.finish()
+            return outcome
+        }
         // Once the scheduler has stopped (a signal, a halt, the dashboard quit), nothing more is
         // read: a list whose writer keeps the pipe open (`tail -f queue | jobtop`) must not hold
         // the run open.
@@ -128,7 +138,8 @@ struct RunSession {
 
         var dashboardSignal: Int32?
         if case .screen(let title) = presenter, let screenSignals {
-            let exit = await Dashboard.run(client: client, signals: screenSignals.stream, options: DashboardOptions(title: title))
+            let exit = await Dashboard.run(
+                client: client, signals: screenSignals.stream, options: DashboardOptions(title: title, notices: notices))
             screenSignals.continuation.finish()
             if case .signal(let number) = exit { dashboardSignal = number }
             let running = await client.currentSnapshot().count(.running)

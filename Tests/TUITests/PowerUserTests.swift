@@ -56,6 +56,15 @@ struct PowerUserTests {
         #expect(screen(model).lines[1].contains("FOLLOW"))
     }
 
+    @Test("A notice from the run (a refused list line) shows in the status line and stays in the events pane")
+    func noticeShows() {
+        var model = busyBoard().prepared(rows: 10)
+        model.notice("standard input:2: the command contains a NUL byte: the run is cancelled")
+        let lines = screen(model, rows: 30, columns: 140).lines
+        #expect(lines.contains { $0.contains("│") && $0.contains("standard input:2: the command contains a NUL byte") }, "\(lines.joined(separator: "\n"))")
+        #expect(lines.suffix(2).contains { $0.contains("standard input:2: the command contains a NUL byte") })
+    }
+
     @Test("Every key of a burst counts: ++++ asks for four steps up, --- then three down")
     func priorityBurst() {
         // Given a queued job selected
