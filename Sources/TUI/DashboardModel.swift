@@ -427,6 +427,13 @@ struct DashboardModel: Sendable {
     mutating func handle(_ key: Key) -> [DashboardCommand] {
         clampSelection()
         if key != .control("c") { message = nil }
+        if case .paste(let text) = key {
+            guard case .prompt = mode else {
+                message = Segment("pasted text goes into a prompt (n, /, e, w): it is never read as keys", .message)
+                return []
+            }
+            return paste(text)
+        }
         switch mode {
         case .table: return handleTable(key)
         case .help:
@@ -730,6 +737,26 @@ struct DashboardModel: Sendable {
     private mutating func interrupt() -> [DashboardCommand] {
         if case .confirm(.quit) = mode { return [.forceQuit] }
         return quit()
+    }
+
+    /// Pasted text typed into the open prompt, one character at a time: a line break or a tab
+    /// is a space (a prompt is one line, and a pasted newline must not submit it), other
+    /// control characters are dropped.
+    private mutating func paste(_ text: String) -> [DashboardCommand] {
+        var commands: [DashboardCommand] = []
+        for character in text {
+            guard case .prompt(let prompt) = mode else { break }
+            let typed: Character
+            if character == "\n" || character == "\r" || character == "\r\n" || character == "\t" {
+                typed = " "
+            } else if character.unicodeScalars.allSatisfy({ $0.properties.generalCategory == .control }) {
+                continue
+            } else {
+                typed = character
+            }
+            commands += handlePrompt(.char(typed), prompt)
+        }
+        return commands
     }
 
     private mutating func handlePrompt(_ key: Key, _ prompt: Prompt) -> [DashboardCommand] {

@@ -24,6 +24,9 @@ final class NcursesTerminal: Terminal {
     private var cursorShown = false
     /// Wakes the dashboard when stdin has keys to read.
     private var inputSource: (any DispatchSourceRead)?
+    /// The text of a bracketed paste read so far (`nil`: not in one). A paste read in several
+    /// drains goes on where the last left off.
+    private var pasted: String?
 
     /// Why the terminal on stdout cannot show the dashboard (`TERM=dumb draws everything on
     /// one line`), or `nil` when it can. Takes nothing over.
@@ -68,7 +71,8 @@ final class NcursesTerminal: Terminal {
         }
         let leave = capability("rmcup")
         // Mouse reporting off (X10/normal, button-event and SGR modes): not a terminfo string.
-        let mouseOff = Array("\u{1b}[?1000l\u{1b}[?1002l\u{1b}[?1006l".utf8CString.dropLast())
+        // And bracketed paste off (the dashboard turns it on).
+        let mouseOff = Array("\u{1b}[?1000l\u{1b}[?1002l\u{1b}[?1006l\u{1b}[?2004l".utf8CString.dropLast())
         return capability("sgr0") + capability("cnorm") + capability("rmkx") + mouseOff + (leave.isEmpty ? capability("clear") : leave)
     }
 
@@ -110,6 +114,10 @@ final class NcursesTerminal: Terminal {
         // A lone Esc is told from the start of an escape sequence by this pause (ms): 25 unless
         // the user set ESCDELAY, as for any ncurses program (a slow link may split a sequence).
         if getenv("ESCDELAY") == nil { set_escdelay(25) }
+        // Bracketed paste: the terminal marks pasted text (ESC [200~ … ESC [201~), which then
+        // goes into a prompt as text; unmarked, a pasted line's newline submitted the prompt and
+        // the rest ran as the dashboard's keys (c cancels, r retries…).
+        Self.writeRaw("\u{1b}[?2004h")
         curs_set(0)
         size = TerminalSize(rows: Int(cn_lines()), columns: Int(cn_cols()))
         colorMode = Self.setUpColors()
@@ -125,6 +133,7 @@ final class NcursesTerminal: Terminal {
         jt_crash_guard_disarm_terminal()
         curs_set(1)
         endwin()
+        Self.writeRaw("\u{1b}[?2004l")
         jt_crash_guard_release_stderr()
     }
 
@@ -158,14 +167,87 @@ final class NcursesTerminal: Terminal {
     func readKey() -> Key? {
         guard isOpen else { return nil }
         while true {
-            var character: wint_t = 0
-            let result = wget_wch(cn_stdscr(), &character)
-            if result == ERR { return nil }
-            let code = Int32(bitPattern: character)
-            let key = result == KEY_CODE_YES ? Self.functionKey(code) : Self.textKey(code)
+            guard let (isFunction, code) = nextCode() else { return nil }
+            if pasted != nil {
+                // Inside a paste everything is text, up to the closing marker.
+                if !isFunction && code == 27 {
+                    if readSequence() == "[201~" {
+                        let text = pasted ?? ""
+                        pasted = nil
+                        return .paste(text)
+                    }
+                } else if !isFunction, let scalar = Unicode.Scalar(UInt32(bitPattern: code)) {
+                    pasted?.unicodeScalars.append(scalar)
+                }
+                continue
+            }
+            if !isFunction && code == 27 {
+                // Esc alone, or a sequence ncurses does not know for this TERM (tmux's Home is
+                // ESC [1~ where xterm's terminfo says ESC OH): known ones are keys, the rest are
+                // skipped whole (their tail ran as keys, and the Esc closed a prompt).
+                guard let sequence = readSequence() else { return .escape }
+                if sequence == "[200~" {
+                    pasted = ""
+                    continue
+                }
+                if let key = Self.sequenceKey(sequence) { return key }
+                continue
+            }
+            let key = isFunction ? Self.functionKey(code) : Self.textKey(code)
             // Keys we do not know are skipped rather than ending the drain.
             if let key { return key }
         }
+    }
+
+    /// The next code from ncurses, and whether it is a function key; `nil` when none waits.
+    private func nextCode() -> (isFunction: Bool, code: Int32)? {
+        var character: wint_t = 0
+        let result = wget_wch(cn_stdscr(), &character)
+        if result == ERR { return nil }
+        return (result == KEY_CODE_YES, Int32(bitPattern: character))
+    }
+
+    /// After an Esc: the rest of an escape sequence (`[1~`, `OH`), read at once (a sequence
+    /// arrives whole); `nil` for an Esc on its own, whose next key (Alt with a key) is put back.
+    private func readSequence() -> String? {
+        guard let (isFunction, code) = nextCode() else { return nil }
+        guard !isFunction, code == 0x5B || code == 0x4F else {
+            if isFunction { _ = ungetch(code) } else { _ = unget_wch(wchar_t(code)) }
+            return nil
+        }
+        var sequence = String(UnicodeScalar(UInt8(code)))
+        if code == 0x4F {
+            if let (_, last) = nextCode(), let scalar = Unicode.Scalar(UInt32(bitPattern: last)) { sequence.unicodeScalars.append(scalar) }
+            return sequence
+        }
+        // A control sequence: parameter and intermediate bytes, then one final byte.
+        while let (isFunction, next) = nextCode(), !isFunction, let scalar = Unicode.Scalar(UInt32(bitPattern: next)) {
+            sequence.unicodeScalars.append(scalar)
+            if (0x40...0x7E).contains(next) { break }
+        }
+        return sequence
+    }
+
+    /// The key an escape sequence ncurses did not map stands for, as terminals send them.
+    static func sequenceKey(_ sequence: String) -> Key? {
+        switch sequence {
+        case "[1~", "[7~", "[H", "OH": .home
+        case "[4~", "[8~", "[F", "OF": .end
+        case "[3~": .delete
+        case "[5~": .pageUp
+        case "[6~": .pageDown
+        case "[A", "OA": .up
+        case "[B", "OB": .down
+        case "[C", "OC": .right
+        case "[D", "OD": .left
+        default: nil
+        }
+    }
+
+    /// Writes `text` to the terminal, around ncurses (a mode it has no capability for).
+    private static func writeRaw(_ text: String) {
+        var bytes = Array(text.utf8)
+        _ = bytes.withUnsafeMutableBytes { write(STDOUT_FILENO, $0.baseAddress, $0.count) }
     }
 
     func updateSize() {

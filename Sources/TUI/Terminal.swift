@@ -12,6 +12,8 @@ enum Key: Hashable, Sendable {
     case resize
     /// A click or a turn of the wheel.
     case mouse(MouseEvent)
+    /// Text the user pasted (the terminal marked it): goes into a prompt, never read as keys.
+    case paste(String)
 }
 
 /// A mouse event at a cell (rows and columns from 0).

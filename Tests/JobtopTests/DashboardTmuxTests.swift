@@ -412,6 +412,12 @@ final class TmuxSession: Sendable {
         _ = try? Self.tmux(["send-keys", "-t", "0", "-l", text], socket: socket)
     }
 
+    /// Pastes `text` as a terminal does, in bracketed-paste markers when the program asked for them.
+    func paste(_ text: String) {
+        _ = try? Self.tmux(["set-buffer", "-b", "jobtop-paste", text], socket: socket)
+        _ = try? Self.tmux(["paste-buffer", "-p", "-b", "jobtop-paste", "-t", "0"], socket: socket)
+    }
+
     func resize(columns: Int, rows: Int) {
         _ = try? Self.tmux(["resize-window", "-t", "0", "-x", "\(columns)", "-y", "\(rows)"], socket: socket)
     }

@@ -41,4 +41,29 @@ struct PipedListDashboardTests {
         let after = try await tmux.waitFor("the exit status") { $0.contains { $0.hasPrefix("exit=") } }
         #expect(after.contains { $0 == "exit=2" }, "\(after.joined(separator: "\n"))")
     }
+
+    @Test("A pasted block goes into the prompt as one line (its newline ran the rest as keys: e, c, r act on jobs); outside a prompt it is not read as keys; tmux's Home works under xterm's terminfo")
+    func pasteIsText() async throws {
+        let tmux = try TmuxSession(shape: DashboardTmuxTests.Shape(columns: 120, rows: 30))
+        defer { tmux.close() }
+        try await tmux.run("TERM=xterm-256color \(TmuxSession.binary) -j 1 -c 'sleep 300'; echo \"exit=$?\"")
+        try await tmux.waitForDashboard("the job running") { $0.contains { $0.contains("sleep 300") && $0.contains("running") } }
+        // In the table a paste holding c and y is not a cancel confirmed.
+        tmux.paste("cy\ncy")
+        try await tmux.waitFor("the paste refused") { $0.contains { $0.contains("pasted text goes into a prompt") } }
+        tmux.keys("n")
+        try await tmux.waitFor("the prompt") { $0.contains { $0.contains("New job:") } }
+        tmux.paste("echo one\necho two")
+        try await tmux.waitFor("one line") { $0.contains { $0.contains("New job: echo one echo two") } }
+        // ESC [1~ (tmux's Home) is Home, not an Esc that closes the prompt.
+        tmux.keys("Home")
+        tmux.literal("X")
+        let screen = try await tmux.waitFor("the X at the start") { $0.contains { $0.contains("New job: Xecho one echo two") } }
+        #expect(screen.contains { $0.contains("sleep 300") && $0.contains("running") })
+        tmux.keys("Escape")
+        tmux.keys("q")
+        try await tmux.waitFor("the quit question") { $0.contains { $0.contains("Cancel them and quit?") } }
+        tmux.keys("y")
+        _ = try await tmux.waitFor("the exit status") { $0.contains { $0.hasPrefix("exit=") } }
+    }
 }

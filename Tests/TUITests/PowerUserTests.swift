@@ -65,6 +65,23 @@ struct PowerUserTests {
         #expect(lines.suffix(2).contains { $0.contains("standard input:2: the command contains a NUL byte") })
     }
 
+    @Test("A paste goes into the prompt as text, its line breaks as spaces; outside a prompt it does nothing")
+    func pasteGoesIntoThePrompt() {
+        var model = busyBoard().prepared(rows: 10)
+        let before = model.selectedID
+        #expect(model.handle(.paste("cy\nrq")).isEmpty)
+        #expect(model.mode == .table && model.selectedID == before)
+        _ = model.handle(.char("n"))
+        #expect(model.handle(.paste("make\r\ntest\tall\u{07}")).isEmpty)
+        guard case .prompt(let prompt) = model.mode else {
+            Issue.record("the prompt closed: \(model.mode)")
+            return
+        }
+        #expect(prompt.command.text == "make test all")
+        #expect(NcursesTerminal.sequenceKey("[1~") == .home && NcursesTerminal.sequenceKey("[4~") == .end)
+        #expect(NcursesTerminal.sequenceKey("[200~") == nil)
+    }
+
     @Test("Every key of a burst counts: ++++ asks for four steps up, --- then three down")
     func priorityBurst() {
         // Given a queued job selected
