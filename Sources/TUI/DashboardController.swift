@@ -223,6 +223,11 @@ final class DashboardController {
         switch command {
         case .quit: finish(.quit)
         case .forceQuit: finish(.signal(SIGINT))
+        case .suspend:
+            // As the terminal would: the whole process group (a `cat list | jobtop` pipeline
+            // too). ncurses' handler gives the terminal back, and on `fg` takes it again.
+            kill(0, SIGTSTP)
+            markDirty()
         case .showOutput(let id): showOutput(of: id)
         default: commands?.yield(command)
         }
@@ -267,7 +272,7 @@ final class DashboardController {
         case .signal(let ids, let signal):
             return await send(signal, to: ids)
         case .edit(let id, let command): request = .edit(id, command: command)
-        case .showOutput, .quit, .forceQuit: return nil
+        case .showOutput, .quit, .forceQuit, .suspend: return nil
         }
         let reply: SchedulerReply
         do {

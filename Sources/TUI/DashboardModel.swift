@@ -38,6 +38,8 @@ enum DashboardCommand: Equatable, Sendable {
     case quit
     /// Quit at once (a second Ctrl-C).
     case forceQuit
+    /// Ctrl-Z: stop jobtop as a shell's job (its jobs run on); `fg` brings the screen back.
+    case suspend
     /// Attached: shut `jobtop serve` down (its running jobs finish, queued ones stay).
     case shutdownServe
     /// Send a signal to these running jobs' process groups.
@@ -427,6 +429,8 @@ struct DashboardModel: Sendable {
     mutating func handle(_ key: Key) -> [DashboardCommand] {
         clampSelection()
         if key != .control("c") { message = nil }
+        // Ctrl-Z in any view, as in htop: the terminal is raw, so the key must do it.
+        if key == .control("z") { return [.suspend] }
         if case .paste(let text) = key {
             guard case .prompt = mode else {
                 message = Segment("pasted text goes into a prompt (n, /, e, w): it is never read as keys", .message)

@@ -82,6 +82,18 @@ struct PowerUserTests {
         #expect(NcursesTerminal.sequenceKey("[200~") == nil)
     }
 
+    @Test("Ctrl-Z suspends from any view, a prompt's included (it did nothing: the terminal is raw)")
+    func ctrlZSuspends() {
+        var model = busyBoard().prepared(rows: 10)
+        #expect(model.handle(.control("z")) == [.suspend])
+        _ = model.handle(.char("n"))
+        #expect(model.handle(.control("z")) == [.suspend])
+        guard case .prompt = model.mode else {
+            Issue.record("the prompt closed")
+            return
+        }
+    }
+
     @Test("Every key of a burst counts: ++++ asks for four steps up, --- then three down")
     func priorityBurst() {
         // Given a queued job selected
