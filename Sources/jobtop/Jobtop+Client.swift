@@ -240,8 +240,16 @@ extension Jobtop {
             var open = ids
             var failed = false
             var resyncing = false
+            // A serve stopping with its jobs cancelled (a second Ctrl-C, `shutdown` cancelling)
+            // does not end them on disk: its next start runs them on. Their `cancelled` is the
+            // serve going away, not how they ended (`wait` said 1 for a job that then succeeded).
+            var serveIsStopping = false
             for await event in events {
                 switch event.kind {
+                case .shuttingDown(.cancelRunning):
+                    serveIsStopping = true
+                case .cancelled where serveIsStopping:
+                    continue
                 case .lagged:
                     // The serve skipped events this client was too slow to read; the snapshot
                     // that follows says where every job is.

@@ -677,6 +677,27 @@ struct ServeTests {
         #expect(!FileManager.default.fileExists(atPath: fixture.socketPath))
     }
 
+    @Test("wait and submit --wait say the serve went away (3) when a second SIGINT stops it: its cancel is not the job's end (they said 1 for a job its next start then ran)")
+    func waitThroughAServeStoppedTwice() async throws {
+        let fixture = try await ServeFixture()
+        let id = try await fixture.run(["submit", "-c", "sleep 300"]).lines[0]
+        try await fixture.waitFor(id, "running")
+        let wait = try fixture.start(["wait", id])
+        let submitWait = try fixture.start(["submit", "--wait", "-c", "sleep 300"])
+        #expect(await eventually { wait.output.contains("waiting for 1 job") })
+        // Both jobs running (the second submitted and waited for).
+        #expect(await eventually { ((try? await fixture.jobs()) ?? []).filter { $0["state"] as? String == "running" }.count == 2 })
+        fixture.serve.send(SIGINT)
+        #expect(await eventually { fixture.serve.output.contains("starting nothing new") })
+        fixture.serve.send(SIGINT)
+        for client in [wait, submitWait] {
+            let outcome = await client.wait()
+            #expect(outcome.status == 3, "\(outcome.stderr)")
+            #expect(outcome.stderr.contains("jobtop serve went away before the jobs ended"), "\(outcome.stderr)")
+        }
+        _ = await fixture.serve.wait(atMost: .seconds(60))
+    }
+
     @Test("the socket is private: 0700 directory, 0600 socket; another user cannot connect")
     func otherUserRefused() async throws {
         let fixture = try await ServeFixture()
