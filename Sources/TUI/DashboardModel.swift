@@ -176,6 +176,9 @@ struct DashboardModel: Sendable {
     private var selectedKind: JobStateKind?
     /// `F`: the cursor follows the selected job wherever it moves.
     private(set) var isFollowing = false
+    /// The next placing of the cursor follows the selected job once: the user moved it (a new
+    /// priority, reported back; a new sort order).
+    private var followsOnce = false
     /// Jobs tagged with Space: `c`, `+`, `-` and `r` act on all of them.
     private(set) var tagged: Set<JobID> = []
     /// Priorities asked for and not yet reported back: `++++` typed in one burst counts four
@@ -236,6 +239,8 @@ struct DashboardModel: Sendable {
             }
         }
         if let pending = pendingLocalSlots, board.localSlots == pending { pendingLocalSlots = nil }
+        // A priority the user asked for the selected job, reported: the cursor goes with it.
+        if case .reprioritized(let id, _, _) = event.kind, id == selectedID, pendingPriorities[id] != nil { followsOnce = true }
         if !pendingPriorities.isEmpty, let id = event.kind.jobID, let pending = pendingPriorities[id] {
             if case .reprioritized(_, _, let to) = event.kind, to == pending { pendingPriorities[id] = nil }
             if board.jobs[id].map({ $0.state.isFinished }) ?? true { pendingPriorities[id] = nil }
@@ -326,15 +331,18 @@ struct DashboardModel: Sendable {
     }
 
     private mutating func clampSelection() {
+        let follows = isFollowing || followsOnce
+        followsOnce = false
         if let id = selectedID, selectedIndex < table.count, table[selectedIndex] == id {
             // Unchanged.
-        } else if let id = selectedID, isFollowing || board.jobs[id]?.state.kind == selectedKind,
+        } else if let id = selectedID, follows, board.jobs[id]?.state.kind == selectedKind || isFollowing,
                   let index = table.position(of: id) {
-            // Moved within its part of the table (a new priority, a new sort): the cursor goes
-            // with it.
+            // Moved by what the user did to it or to the order (a new priority, a new sort), or
+            // followed (F): the cursor goes with it.
             selectedIndex = index
         } else {
-            // It changed state (or left): the cursor stays on its row.
+            // Rows above it came or went, or it changed state (or left): the cursor stays on its
+            // row, as htop's does (it drifted to the top of a busy table, row by row).
             selectedIndex = min(selectedIndex, max(0, table.count - 1))
         }
         selectedID = table.isEmpty ? nil : table[selectedIndex]
@@ -577,6 +585,7 @@ struct DashboardModel: Sendable {
             let all = SortKey.allCases
             sort = all[(all.firstIndex(of: sort)! + 1) % all.count]
             resort()
+            followsOnce = true
             clampSelection()
             message = Segment("sorted by \(sort.rawValue)", .message)
         case .help:

@@ -58,11 +58,35 @@ struct KeyTableTests {
         #expect(model.selectedID == jobID(4))
         _ = model.handle(.home)
         #expect(model.selectedID == jobID(1))
+        // A priority the user gives the selected job moves the cursor with it, once reported.
         select(2, in: &model)
-        model.apply(SchedulerEvent(seq: 100, time: .seconds(6), kind: .reprioritized(jobID(2), from: 0, to: 9)))
+        let at = model.selectedIndex
+        for step in 1...6 { #expect(model.handle(.char("+")) == [.reprioritize(jobID(2), to: step)]) }
+        for step in 1...6 {
+            model.apply(SchedulerEvent(seq: 99 + UInt64(step), time: .seconds(6), kind: .reprioritized(jobID(2), from: step - 1, to: step)))
+            // A frame may come between the reports.
+            model.prepare(tableRows: 14)
+        }
+        #expect(model.selectedID == jobID(2))
+        #expect(model.selectedIndex == 1 && at != 1)
+    }
+
+    @Test("Without F the cursor keeps its row as jobs above it move away (it drifted with its job to the top); with F it follows the job")
+    func theCursorKeepsItsRow() {
+        var model = board()
+        select(2, in: &model)
+        let row = model.selectedIndex
+        // Another client gives the selected job a higher priority: its row moves, the cursor not.
+        model.apply(SchedulerEvent(seq: 110, time: .seconds(6), kind: .reprioritized(jobID(2), from: 0, to: 9)))
+        model.prepare(tableRows: 14)
+        #expect(model.selectedIndex == row)
+        #expect(model.selectedID != jobID(2))
+        // Following, the cursor goes where the job goes.
+        select(2, in: &model)
+        _ = model.handle(.char("F"))
+        model.apply(SchedulerEvent(seq: 101, time: .seconds(7), kind: .reprioritized(jobID(2), from: 9, to: -5)))
         model.prepare(tableRows: 14)
         #expect(model.selectedID == jobID(2))
-        #expect(model.selectedIndex == 1)
     }
 
     @Test("c asks to confirm; y cancels the selected job, n keeps it")
@@ -121,6 +145,8 @@ struct KeyTableTests {
     func slots() {
         var model = board()
         #expect(model.handle(.char(">")) == [.setLocalSlots(3)])
+        // Counted from what the last key asked for (a burst counts every key).
+        #expect(model.handle(.char("<")) == [.setLocalSlots(2)])
         #expect(model.handle(.char("<")) == [.setLocalSlots(1)])
         var single = ModelBuilder(slots: 1).prepared()
         #expect(single.handle(.char("<")).isEmpty)
