@@ -103,7 +103,7 @@ enum DashboardView {
         }
         if case .signalMenu(let menu) = model.mode {
             // The menu over the table (htop's F9): rows from the table's first on.
-            let menuLines = signalMenu(menu, model: model, width: width)
+            let menuLines = signalMenu(menu, model: model, width: width, rows: layout.statusRow - 3)
             for (offset, line) in menuLines.enumerated() where 3 + offset < layout.statusRow {
                 lines[3 + offset] = line
             }
@@ -673,15 +673,28 @@ enum DashboardView {
 
     /// The `x` menu's lines: a title naming the jobs, then one line per signal, the chosen one
     /// in reverse video.
-    static func signalMenu(_ menu: DashboardModel.SignalMenu, model: DashboardModel, width: Int) -> [ScreenLine] {
+    /// The `x` menu in `rows` rows (at most): a title, then the signals, in as many columns as
+    /// it takes to show every one (a small window hid the last three, which `8` still sent).
+    static func signalMenu(_ menu: DashboardModel.SignalMenu, model: DashboardModel, width: Int, rows: Int = .max) -> [ScreenLine] {
         let jobs = menu.targets.count == 1
             // Its name, else its command (a job with neither showed its id twice).
             ? "\(menu.targets[0].short) (\(TextWidth.truncate(TextWidth.sanitize(model.board.tag(menu.targets[0])), to: 24)))"
             : "\(menu.targets.count) tagged jobs"
         var lines = [fitted([Segment(" Send a signal to \(jobs)", .panelTitle)], width: width)]
-        for (index, signal) in SignalName.common.enumerated() {
-            let text = " \(index + 1)  SIG\(signal.name)" + String(repeating: " ", count: max(1, 6 - signal.name.count)) + "\(signal.number) "
-            lines.append(fitted([Segment(" "), Segment(TextWidth.fit(text, to: 18), index == menu.index ? .selected : .normal)], width: width))
+        let signals = SignalName.common
+        let perColumn = max(1, min(signals.count, rows - 1))
+        let columns = (signals.count + perColumn - 1) / perColumn
+        for row in 0..<perColumn {
+            var segments = [Segment(" ")]
+            for column in 0..<columns {
+                let index = column * perColumn + row
+                guard index < signals.count else { break }
+                let signal = signals[index]
+                let text = " \(index + 1)  SIG\(signal.name)" + String(repeating: " ", count: max(1, 6 - signal.name.count)) + "\(signal.number) "
+                if column > 0 { segments.append(Segment(" ")) }
+                segments.append(Segment(TextWidth.fit(text, to: 18), index == menu.index ? .selected : .normal))
+            }
+            lines.append(fitted(segments, width: width))
         }
         return lines
     }

@@ -16,6 +16,17 @@ struct SignalMenuTests {
         return builder
     }
 
+    @Test("At the smallest size (50×12) every signal shows, in columns, and the one chosen is marked (8 and 9 were off screen)")
+    func everySignalShowsInASmallWindow() {
+        var model = board().prepared()
+        _ = model.handle(.char("x"))
+        for _ in 0..<8 { _ = model.handle(.down) }
+        let terminal = screen(model, rows: DashboardView.minimumSize.rows, columns: DashboardView.minimumSize.columns)
+        for name in ["SIGTERM", "SIGKILL", "SIGINT", "SIGHUP", "SIGSTOP", "SIGCONT", "SIGUSR1", "SIGUSR2", "SIGQUIT"] {
+            #expect(terminal.lines.contains { $0.contains(name) }, "\(name) is on screen:\n\(terminal.lines.joined(separator: "\n"))")
+        }
+    }
+
     @Test("x on a running job shows the signals; ↓ Enter sends the one chosen to that job")
     func menuSendsTheChosenSignal() {
         var model = board().prepared()
