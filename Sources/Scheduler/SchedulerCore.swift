@@ -1931,11 +1931,12 @@ public struct SchedulerCore: Sendable {
     ///
     /// - Returns: How many jobs were forgotten.
     public mutating func forgetFinished() -> Int {
-        let count = finishedOrder.count
-        while let oldest = finishedOrder.popFirst() {
-            stateCounts[jobs[oldest].info.state.kind] -= 1
-            dropFinishedRecord(oldest)
-        }
+        // Those beyond the retention are counted too, with no record: all of them go (their
+        // counts stayed, and `clean` left "5 succeeded" that no later `clean` could clear).
+        let finishedKinds = JobStateKind.allCases.filter(\.isFinished)
+        let count = finishedKinds.reduce(0) { $0 + stateCounts[$1] }
+        while let oldest = finishedOrder.popFirst() { dropFinishedRecord(oldest) }
+        for kind in finishedKinds { stateCounts[kind] = 0 }
         return count
     }
 }

@@ -134,6 +134,21 @@ import Testing
         #expect(Self.started(failed).isEmpty)
     }
 
+    @Test mutating func forgettingFinishedJobsForgetsThoseBeyondTheRetentionToo() throws {
+        // Given five finished jobs, three kept listed
+        core = SchedulerCore(configuration: .init(finishedRetention: 3, seed: 7))
+        _ = core.workerJoined(Self.w1, now: .zero)
+        let (jobs, _) = try submit((0..<5).map { "job \($0)" })
+        for (index, id) in jobs.enumerated() {
+            _ = core.jobFinished(id, attempt: 1, worker: Self.w1.id, termination: .exit(index == 0 ? 1 : 0), now: .seconds(index))
+        }
+        #expect(core.counts[.succeeded] == 4 && core.counts[.failed] == 1)
+        // When they are forgotten, then all five are, counts included (two stayed counted)
+        #expect(core.forgetFinished() == 5)
+        #expect(core.counts.values.allSatisfy { $0 == 0 }, "\(core.counts)")
+        #expect(core.forgetFinished() == 0)
+    }
+
     @Test mutating func haltingOneBatchLeavesOtherJobsAlone() throws {
         _ = core.workerJoined(Self.w1, now: .zero)
         let batch = core.openBatch(haltsOnFailure: true)
