@@ -238,6 +238,8 @@ final class DashboardController {
         for await command in stream {
             let note = await execute(command)
             if let note {
+                // A file not written: the prompt comes back for another name (it closed).
+                if case .saveOutput(let id, let path) = command, note.role == .error { model.saveRefused(id, path: path) }
                 model.message = note
                 markDirty()
             }

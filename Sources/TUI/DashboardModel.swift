@@ -268,6 +268,13 @@ struct DashboardModel: Sendable {
         pendingPriorities[id] = nil
     }
 
+    /// The `w` prompt's file could not be written (a file is there, a directory is missing):
+    /// the prompt comes back with the name, to be mended, unless another view was opened since.
+    mutating func saveRefused(_ id: JobID, path: String) {
+        guard mode == .table else { return }
+        mode = .prompt(Prompt(kind: .saveOutput(id), command: LineEditor(path), priority: LineEditor()))
+    }
+
     /// A change of the local slots the scheduler refused: the next `<`/`>` starts from the
     /// count it reports.
     mutating func slotsRefused() {

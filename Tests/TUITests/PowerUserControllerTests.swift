@@ -67,12 +67,14 @@ struct PowerUserControllerTests {
         harness.terminal.type(.enter)
         await harness.terminal.frame(showing: "nothing written: a file is there")
         #expect(try String(contentsOfFile: path, encoding: .utf8) == "first line\nsecond line\n")
+        // The prompt is back with the name, to be mended (it closed)
+        await harness.terminal.frame(showing: "Write the output of")
         // A path that cannot be written says why
-        harness.terminal.type("w")
         harness.terminal.type(.control("u"))
         harness.terminal.type("/nonexistent-dir/x.log")
         harness.terminal.type(.enter)
         await harness.terminal.frame(showing: "nothing written: cannot write /nonexistent-dir/x.log")
+        harness.terminal.type(.escape)
         printer.finish()
         await harness.finish()
     }
