@@ -1072,7 +1072,11 @@ struct DashboardModel: Sendable {
             view.showsDetails.toggle()
             mode = .output(view)
             return []
-        case .right, .char("l"): view.left += 20
+        case .right, .char("l"):
+            // Not past the longest line: its last 20 cells stay in view (it scrolled on into
+            // an empty pane).
+            let widest = view.lines.lazy.map { TextWidth.width($0.text) }.max() ?? 0
+            view.left = min(view.left + 20, max(0, widest - 20))
         case .left, .char("h"): view.left = max(0, view.left - 20)
         default: return []
         }

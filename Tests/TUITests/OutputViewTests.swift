@@ -48,6 +48,11 @@ struct OutputViewTests {
         #expect(screen(model).lines[0].contains("→20"))
         _ = model.handle(.left)
         #expect(!screen(model).lines.contains { $0.contains("END") })
+        // Not past the longest line (it went on into an empty pane): 93 cells, at most 73 left.
+        for _ in 0..<10 { _ = model.handle(.right) }
+        guard case .output(let view) = model.mode else { return }
+        #expect(view.left == 73)
+        #expect(screen(model).lines.contains { $0.contains("END") })
     }
 
     @Test("Colors become roles, a bell is dropped, a \\r redraw replaces its line, pieces join")
