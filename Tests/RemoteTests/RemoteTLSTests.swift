@@ -165,7 +165,8 @@ struct RemoteTLSTests {
             Issue.record("\(seen)")
             return
         }
-        #expect(why.contains("closed the connection during the TLS handshake"), "\(why)")
+        // (On a loaded machine the close can come before the hello is out: a reset, retried too.)
+        #expect(why.contains("closed the connection during the TLS handshake") || why.contains("reset"), "\(why)")
         let error = await running.value
         #expect(error == nil, "\(String(describing: error))")
     }
