@@ -223,6 +223,17 @@ extension Jobtop {
             var id: String
             var short: String
             var name: String?
+
+            /// `name` as null for a job without one (the synthesized encoding left the key out,
+            /// where `status --json` and the README give it).
+            func encode(to encoder: any Encoder) throws {
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                try container.encode(id, forKey: .id)
+                try container.encode(short, forKey: .short)
+                try container.encode(name, forKey: .name)
+            }
+
+            private enum CodingKeys: String, CodingKey { case id, short, name }
         }
 
         /// Reads the whole list with the parser `jobtop run` uses, so the same lines are refused

@@ -567,6 +567,10 @@ struct ServeTests {
             """)
         let named = try await fixture.run(["submit", file, "--json"])
         #expect(named.status == 0, "\(named.stderr)")
+        // Every key, a missing name as null (it was left out).
+        let unnamed = try await fixture.run(["submit", "--json", "-c", "true"])
+        let record = try #require((try JSONSerialization.jsonObject(with: Data(unnamed.stdout.utf8)) as? [[String: Any]])?.first)
+        #expect(Set(record.keys) == ["id", "short", "name"] && record["name"] is NSNull, "\(unnamed.stdout)")
         let waited = try await fixture.run(["submit", "--after", "build", "--wait", "-c", "exit 0"])
         #expect(waited.status == 0, "\(waited.stderr)")
         let failed = try await fixture.run(["submit", "--wait", "-c", "exit 5"])
