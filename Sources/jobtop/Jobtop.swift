@@ -62,6 +62,7 @@ struct Jobtop: AsyncParsableCommand {
     /// Unlike ArgumentParser's own `main`, bad usage exits with status 2 (not 64), like bad
     /// input, so scripts see one status for "nothing was started".
     static func main() async {
+        openClosedStandardDescriptors()
         // Swift reads each argument as UTF-8 with any other byte made U+FFFD: a `-c` command
         // with a Latin-1 file name would run another command, and a file name would name another
         // file. Refused instead, as a list line that is not UTF-8 is.
@@ -70,6 +71,20 @@ struct Jobtop: AsyncParsableCommand {
             Foundation.exit(ExitStatus.usage)
         }
         await main(Array(CommandLine.arguments.dropFirst()))
+    }
+
+    /// Opens `/dev/null` on standard input, output or error if the caller closed them (`>&-`),
+    /// as gnulib's `stdopen` does: else the next descriptor jobtop opens takes the number, and
+    /// the log went into its own epoll descriptor, stderr into an eventfd.
+    static func openClosedStandardDescriptors() {
+        for descriptor in Int32(0)...2 where fcntl(descriptor, F_GETFD) == -1 && errno == EBADF {
+            // The lowest free number: this one, the lower ones being open by now.
+            let opened = open("/dev/null", descriptor == 0 ? O_RDONLY : O_WRONLY)
+            if opened >= 0, opened != descriptor {
+                _ = dup2(opened, descriptor)
+                close(opened)
+            }
+        }
     }
 
     /// The position (from 1) of the first argument whose bytes are not UTF-8, if any.

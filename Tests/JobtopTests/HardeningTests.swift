@@ -69,6 +69,18 @@ struct HardeningTests {
         #expect(!FileManager.default.fileExists(atPath: scratch.file("out")))
     }
 
+    @Test("Standard output or input closed (>&-, <&-): the run goes on as with /dev/null (the log went into jobtop's own epoll descriptor)")
+    func closedStandardDescriptors() async throws {
+        let closedOut = try await JobtopProcess(
+            ["-c", "exec \"$0\" run -c true >&- < /dev/null", JobtopProcess.binary], executable: "/bin/sh").wait()
+        #expect(closedOut.status == 0, "\(closedOut.stderr)")
+        #expect(closedOut.stderr.isEmpty, "\(closedOut.stderr)")
+        let closedIn = try await JobtopProcess(
+            ["-c", "exec \"$0\" run -c 'echo hi' --log-format json --log-output <&-", JobtopProcess.binary], executable: "/bin/sh").wait()
+        #expect(closedIn.status == 0, "\(closedIn.stderr)")
+        #expect(closedIn.stdout.contains("\"text\":\"hi\""), "\(closedIn.stdout)")
+    }
+
     @Test("An empty list on a pipe: status 2, one line on stderr, nothing on stdout")
     func anEmptyPipe() async throws {
         for arguments in [["--headless"], ["-", "--log-format", "json"]] {
