@@ -28,7 +28,7 @@ extension RemoteTLS.Client {
         if text.contains("CERTIFICATE_VERIFY_FAILED") {
             switch trust {
             case .certificateAuthority(let file):
-                return "\(peer) at \(address) showed a certificate not signed by \(RemoteTLS.Flag.certificateAuthority) \(file)"
+                return "\(peer) at \(address) showed a certificate that does not verify against \(RemoteTLS.Flag.certificateAuthority) \(file): not signed by it, or outside its validity dates (see 'openssl x509 -noout -dates')"
             case .fingerprint:
                 return "\(peer) at \(address) showed a certificate that does not match \(RemoteTLS.Flag.fingerprint)"
             }

@@ -90,6 +90,8 @@ public enum RemoteTLS {
         private let chain: [UInt8]
         private let key: [UInt8]
         private let clientCA: [UInt8]?
+        private let notValidBefore: Date
+        private let notValidAfter: Date
 
         /// Reads and checks the files.
         ///
@@ -109,10 +111,25 @@ public enum RemoteTLS {
             self.key = key
             clientCA = try clientCAFile.map { file throws(RemoteError) in try RemoteTLS.readCertificates(file, flag: Flag.clientCA).pem }
             fingerprint = RemoteTLS.fingerprint(der: leaf.der)
+            notValidBefore = leaf.certificate.notValidBefore
+            notValidAfter = leaf.certificate.notValidAfter
         }
 
         /// Whether clients must show a certificate.
         public var isMutual: Bool { clientCA != nil }
+
+        /// When the certificate is outside its validity dates at `now`, what to say: every
+        /// client refuses it (and can only say it did not verify), so the listener says why.
+        public func validityWarning(at now: Date = Date(), program: String = "jobtop") -> String? {
+            let formatter = ISO8601DateFormatter()
+            if now > notValidAfter {
+                return "\(program): warning: the certificate in \(certificateFile) expired on \(formatter.string(from: notValidAfter)): every client will refuse it"
+            }
+            if now < notValidBefore {
+                return "\(program): warning: the certificate in \(certificateFile) is not valid until \(formatter.string(from: notValidBefore)): every client will refuse it"
+            }
+            return nil
+        }
 
         /// The gRPC server transport's security for this set-up.
         public var transportSecurity: HTTP2ServerTransport.Posix.TransportSecurity {

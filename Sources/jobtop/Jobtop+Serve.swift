@@ -277,6 +277,7 @@ extension Jobtop {
                     where_ += " with TLS; certificate \(security.fingerprint) (clients: --tls-fingerprint \(security.fingerprint) or --tls-ca)"
                     if security.isMutual { where_ += "; mutual: clients need a certificate" }
                 }
+                if let warning = security?.validityWarning(program: "jobtop serve") { StandardError.write(warning + "\n") }
                 if let warning = RemoteTLS.plaintextWarning(listeningOn: tcp, hasTLS: security != nil, program: "jobtop serve") {
                     StandardError.write(warning + "\n")
                 }

@@ -149,6 +149,7 @@ struct WorkerPoolOptions: ParsableArguments {
         if let warning = RemoteTLS.plaintextWarning(listeningOn: bound, hasTLS: tls != nil, program: program) {
             StandardError.write(warning + "\n")
         }
+        if let warning = tls?.validityWarning(program: program) { StandardError.write(warning + "\n") }
         if let tls {
             log("\(program): accepting workers on \(bound) with TLS\(tls.isMutual ? " (mutual: workers need a certificate)" : ""); certificate \(tls.fingerprint) ('jobtop worker --connect \(bound) --tls-fingerprint \(tls.fingerprint)' or --tls-ca)")
         } else {

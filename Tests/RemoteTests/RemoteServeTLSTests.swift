@@ -84,7 +84,7 @@ struct RemoteServeTLSTests {
         // A client trusting another CA is refused before it sends anything: one line, status 3.
         let wrongCA = try await serve.run(["status", "--tls-ca", stranger.certificate])
         #expect(wrongCA.status == 3, "\(wrongCA.stderr)")
-        #expect(wrongCA.stderr.contains("not signed by --tls-ca"), "\(wrongCA.stderr)")
+        #expect(wrongCA.stderr.contains("does not verify against --tls-ca"), "\(wrongCA.stderr)")
         #expect(wrongCA.stderr.split(separator: "\n").count == 1, "\(wrongCA.stderr)")
         // A wrong pin likewise.
         let wrongPin = try await serve.run(["status", "--tls-fingerprint", "sha256:" + String(repeating: "ab", count: 32)])

@@ -73,7 +73,7 @@ struct RemoteTLSTests {
 
         let outcome = try #require(await worker.wait(atMost: .seconds(60)))
         #expect(outcome.status == 1)
-        #expect(outcome.stderr.contains("not signed by --tls-ca \(stranger.certificate)"), "\(outcome.stderr)")
+        #expect(outcome.stderr.contains("does not verify against --tls-ca \(stranger.certificate): not signed by it, or outside its validity dates"), "\(outcome.stderr)")
         #expect(outcome.stderr.contains("giving up (nothing was sent in the clear)"))
         #expect(!log.all.contains { $0.contains("joined") })
         await coordinator.stop()
@@ -169,6 +169,18 @@ struct RemoteTLSTests {
         #expect(why.contains("closed the connection during the TLS handshake") || why.contains("reset"), "\(why)")
         let error = await running.value
         #expect(error == nil, "\(String(describing: error))")
+    }
+
+    @Test("A listener whose certificate is outside its validity dates says so at start (clients only see that it does not verify)")
+    func validityWarning() throws {
+        let files = try TLSFiles()
+        let pair = try files.selfSigned("coordinator")
+        let server = try RemoteTLS.Server(certificateFile: pair.certificate, keyFile: pair.key)
+        #expect(server.validityWarning() == nil)
+        let expired = try #require(server.validityWarning(at: Date().addingTimeInterval(200 * 365 * 86_400), program: "jobtop serve"))
+        #expect(expired.hasPrefix("jobtop serve: warning: the certificate in \(pair.certificate) expired on "), "\(expired)")
+        let early = try #require(server.validityWarning(at: Date(timeIntervalSince1970: 0)))
+        #expect(early.contains("is not valid until"), "\(early)")
     }
 
     @Test("Mutual TLS: a worker without a certificate, or with one of another CA, is refused; one the client CA signed joins")
