@@ -39,6 +39,15 @@ public enum RemoteToken {
         return nil
     }
 
+    /// A warning when the token file can be read by others than its owner (a token written
+    /// with `echo … > file` is, under the usual umask): the token lets anyone run commands.
+    public static func permissionWarning(file: String?) -> String? {
+        guard let file else { return nil }
+        var info = stat()
+        guard stat(file, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_mode & 0o077 != 0 else { return nil }
+        return "warning: --token-file \(file) can be read by other users (mode \(String(info.st_mode & 0o777, radix: 8))): 'chmod 600 \(file)'"
+    }
+
     /// Compares in time that depends only on the lengths, so the comparison leaks nothing
     /// about how much of a guess was right.
     public static func matches(_ given: String, _ expected: String) -> Bool {

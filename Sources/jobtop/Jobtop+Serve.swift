@@ -158,6 +158,7 @@ extension Jobtop {
             }
             let token: String?
             do { token = address == nil && workers == nil ? nil : try RemoteToken.load(file: tokenFile) } catch { throw ValidationError("\(error)") }
+            if let warning = RemoteToken.permissionWarning(file: tokenFile) { StandardError.write("jobtop serve: \(warning)\n") }
             let security: RemoteTLS.Server?
             do { security = try tls.server() } catch { throw ValidationError(error.message) }
 

@@ -47,12 +47,9 @@ extension Jobtop {
         var tls: ConnectTLSOptions
 
         func validate() throws {
-            do {
-                _ = try RemoteAddress(parsing: connect)
-                _ = try RemoteToken.load(file: tokenFile)
-            } catch {
-                throw ValidationError("--connect/--token-file: \(error.message)")
-            }
+            do { _ = try RemoteAddress(parsing: connect) } catch { throw ValidationError("--connect: \(error.message)") }
+            do { _ = try RemoteToken.load(file: tokenFile) } catch { throw ValidationError("\(error.message)") }
+            if let warning = RemoteToken.permissionWarning(file: tokenFile) { StandardError.write("jobtop worker: \(warning)\n") }
             if let slots, !(1...4096).contains(slots) {
                 throw ValidationError("--slots must be from 1 to 4096, not \(slots)")
             }

@@ -33,6 +33,7 @@ struct RemoteOptions: ParsableArguments {
         do {
             let address = try RemoteAddress(parsing: listen)
             let token = try RemoteToken.load(file: tokenFile)
+            if let warning = RemoteToken.permissionWarning(file: tokenFile) { StandardError.write("jobtop: \(warning)\n") }
             if !address.isLoopback && token == nil {
                 throw RemoteError(
                     .tokenRequired,

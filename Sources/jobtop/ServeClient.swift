@@ -26,6 +26,7 @@ struct ConnectOptions: ParsableArguments {
         if let connect {
             do { _ = try RemoteAddress(parsing: connect) } catch { throw ValidationError("--connect: \(error)") }
             do { _ = try RemoteToken.load(file: tokenFile) } catch { throw ValidationError("\(error)") }
+            if let warning = RemoteToken.permissionWarning(file: tokenFile) { StandardError.write("jobtop: \(warning)\n") }
         }
     }
 

@@ -6,6 +6,17 @@ import Testing
 /// `--token-file`: what it reads, and how it says what is wrong with the file.
 @Suite("Token files")
 struct RemoteTokenTests {
+    @Test("A token file others can read is warned about (echo > file leaves it 0644); 0600 is not")
+    func permissionWarning() throws {
+        let scratch = try Scratch()
+        let file = try scratch.write("token", "secret\n")
+        chmod(file, 0o644)
+        #expect(RemoteToken.permissionWarning(file: file) == "warning: --token-file \(file) can be read by other users (mode 644): 'chmod 600 \(file)'")
+        chmod(file, 0o600)
+        #expect(RemoteToken.permissionWarning(file: file) == nil)
+        #expect(RemoteToken.permissionWarning(file: nil) == nil)
+    }
+
     @Test("a token file is read trimmed; an empty one (or /dev/null), an endless one and a missing one are named with the problem")
     func tokenFiles() throws {
         let scratch = try Scratch()
