@@ -35,6 +35,10 @@ final class EventLogFormatter {
         var isDependency = false
         var attemptStartedAt: SchedulerTime?
         var lastProgressAt: SchedulerTime?
+        /// The last progress tick the interval held back: logged before the attempt's end, so
+        /// the log's last progress is the job's (10% then 20% and 30% within the interval logged
+        /// only 10%).
+        var heldProgress: SchedulerEvent?
     }
 
     /// Creates a formatter.
@@ -50,9 +54,33 @@ final class EventLogFormatter {
     /// The job's display name, if the formatter has seen it.
     func name(of id: JobID) -> String? { jobs[id]?.name ?? dependencyNames[id] }
 
-    /// The log line for `event`, or `nil` when it is not logged (a snapshot, a rate-limited
-    /// progress tick, an output line without `--log-output`).
+    /// The log lines for `event`: none when it is not logged (a snapshot, a rate-limited
+    /// progress tick, an output line without `--log-output`); before an attempt's end, the
+    /// progress tick the interval held back, if any.
+    func lines(for event: SchedulerEvent) -> [String] {
+        var lines: [String] = []
+        if let id = event.kind.jobID, let held = jobs[id]?.heldProgress, Self.endsAttempt(event.kind) {
+            jobs[id]?.heldProgress = nil
+            if let line = eventLine(for: held, throttled: false) { lines.append(line) }
+        }
+        if let line = eventLine(for: event) { lines.append(line) }
+        return lines
+    }
+
+    /// ``lines(for:)`` as one string (lines joined by newlines), or `nil` for none.
     func line(for event: SchedulerEvent) -> String? {
+        let lines = lines(for: event)
+        return lines.isEmpty ? nil : lines.joined(separator: "\n")
+    }
+
+    private static func endsAttempt(_ kind: SchedulerEvent.Kind) -> Bool {
+        switch kind {
+        case .retryScheduled, .requeued: true
+        default: kind.isFinal
+        }
+    }
+
+    private func eventLine(for event: SchedulerEvent, throttled: Bool = true) -> String? {
         var line = Line(format: format, ts: timestamp(event.time), seq: event.seq, event: event.kind.name)
         switch event.kind {
         case .snapshot(let snapshot):
@@ -97,7 +125,11 @@ final class EventLogFormatter {
             line.string("worker", workers[worker] ?? worker.short)
             if let group = jobs[id]?.group { self.group(group, &line) }
         case .progress(let id, let fraction):
-            if fraction < 1, let last = jobs[id]?.lastProgressAt, event.time - last < progressInterval { return nil }
+            if throttled, fraction < 1, let last = jobs[id]?.lastProgressAt, event.time - last < progressInterval {
+                jobs[id]?.heldProgress = event
+                return nil
+            }
+            jobs[id]?.heldProgress = nil
             jobs[id]?.lastProgressAt = event.time
             job(id, &line)
             line.progress(fraction)

@@ -154,6 +154,7 @@ final class RunLog {
         // writer keeps its queue's order): when the log says a job waits for its retry, the
         // attempt's file is already closed.
         guard let formatter, let line = formatter.line(for: event) else { return }
+        // (Two lines when a progress tick the interval held back comes before an attempt's end.)
         if case .shuttingDown = event.kind, mirror.jobs.isEmpty, mirror.counts.values.reduce(0, +) == 0 {
             result.heldLine = line
             return

@@ -80,6 +80,22 @@ struct EventLogFormatterTests {
         #expect(logged.map { $0.split(separator: " ").last! } == ["progress=10%", "progress=40%", "progress=100%"])
     }
 
+    @Test("A progress tick the interval held back is logged before the attempt ends (10% 20% 30% logged only 10%)")
+    func heldProgressComesBeforeTheEnd() {
+        let formatter = EventLogFormatter(format: .text, logsOutput: false, epoch: 0)
+        _ = formatter.line(for: event(1, at: 0, .submitted(JobInfo(id: job, command: "x"))))
+        var logged: [String] = []
+        for (offset, tick) in [(0, 0.1), (100, 0.2), (200, 0.3)].enumerated() {
+            logged += formatter.lines(for: event(UInt64(offset + 2), at: tick.0, .progress(job, tick.1)))
+        }
+        logged += formatter.lines(for: event(9, at: 250, .succeeded(job, attempts: 1)))
+        #expect(logged.count == 3, "\(logged)")
+        #expect(logged.map { $0.split(separator: " ").last! }.prefix(2) == ["progress=10%", "progress=30%"])
+        #expect(logged.last?.contains("succeeded") == true)
+        // Nothing held: the end comes alone.
+        #expect(formatter.lines(for: event(10, at: 300, .cancelled(job))).count <= 1)
+    }
+
     @Test("Output lines are not logged unless asked")
     func quietByDefault() {
         let formatter = EventLogFormatter(format: .text, logsOutput: false, epoch: 0)
