@@ -358,7 +358,7 @@ public final class SchedulerStore: Sendable {
         // One pass over the rows, straight into what the scheduler restores (no intermediate
         // copy of 100,000 specs). The columns by index (see SpecColumns.spec(from:at:)): id,
         // state, attempts, reason, skip, retry_at, submitted_at, finished_at, the last attempt's
-        // started_at (a finished job's run time), then the spec's.
+        // started_at (a finished job's run time, or a cut-off one's), then the spec's.
         var jobs: [RestoredJob] = []
         if let count = try Int.fetchOne(db, sql: "SELECT count(*) FROM job") { jobs.reserveCapacity(count) }
         // Each job's id and whether it succeeded (for the dependencies, below), and where the
@@ -370,7 +370,7 @@ public final class SchedulerStore: Sendable {
         let cursor = try Row.fetchCursor(
             db, sql: """
                 SELECT id, state, attempts, reason, skip, retry_at, submitted_at, finished_at,
-                    CASE WHEN finished_at IS NULL THEN NULL
+                    CASE WHEN finished_at IS NULL AND state <> 'running' THEN NULL
                          ELSE (SELECT started_at FROM attempt WHERE attempt.job = job.id ORDER BY attempt.rowid DESC LIMIT 1) END,
                     \(SpecColumns.selection)
                 FROM job ORDER BY seq
@@ -418,8 +418,10 @@ public final class SchedulerStore: Sendable {
             case "running":
                 // Its attempt was cut short: it counts, as a failure (decided below).
                 running.append(jobs.count)
+                // Its start kept for the case it fails for good here: its run shows with its time.
                 jobs.append(RestoredJob(
-                    id: id, spec: spec, attempts: attempts, lastFailure: .error(Self.stoppedReason), submittedAt: times.submitted))
+                    id: id, spec: spec, attempts: attempts, lastFailure: .error(Self.stoppedReason),
+                    submittedAt: times.submitted, startedAt: times.started))
             case "waiting":
                 // It waits out the rest of its backoff (its retry is due at once if that time has
                 // passed, or was not recorded).
@@ -472,6 +474,8 @@ public final class SchedulerStore: Sendable {
                     arguments: [Self.stoppedReason, now, id.description])
                 jobs[index].lastFailure = nil
                 jobs[index].ending = .failed(reason: .error(Self.stoppedReason), attempts: attempts)
+                // It ended when it was found cut off (its TIME and attempt line were blank).
+                jobs[index].finishedAt = Date(timeIntervalSince1970: now)
             } else {
                 try db.execute(
                     sql: "UPDATE job SET state = 'queued', reason = ? WHERE id = ?",

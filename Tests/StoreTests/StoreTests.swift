@@ -446,6 +446,9 @@ struct StoreTests {
             let ends = await waitForEnds([again, once], on: durable)
             #expect(ends[again] == .succeeded(attempts: 2))
             #expect(ends[once] == .failed(reason: .error(SchedulerStore.stoppedReason), attempts: 1))
+            // The one that failed for good keeps its run's times (its TIME was blank).
+            let shown = await durable.scheduler.currentSnapshot().jobs.first { $0.id == once }
+            #expect(shown?.history.startedAt != nil && shown?.history.finishedAt != nil, "\(String(describing: shown?.history))")
             await durable.flush()
             let attempts = try await durable.store.attempts(of: again)
             #expect(attempts.map(\.outcome) == [SchedulerStore.stoppedReason, "succeeded"])
