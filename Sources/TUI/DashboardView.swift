@@ -957,7 +957,7 @@ enum DashboardView {
         let start = now - span
         var lines = [fitted([
             Segment(" Timeline", .title),
-            Segment(" · the last \(model.timelineMinutes) min, \(Formatting.compact(span / cells)) a cell · + zooms in, - out, any other key returns ", .title),
+            Segment(" · the last \(model.timelineMinutes) min, \(formatDuration(span / cells)) a cell · + zooms in, - out, any other key returns ", .title),
         ], width: width, padRole: .title)]
         // Lanes: each worker's slots; an attempt goes in the first lane of its worker free at its start.
         var lanes: [(label: String, cells: [(Character, Role)])] = []

@@ -406,6 +406,8 @@ extension PowerUserTests {
         let frame = DashboardView.render(model, size: TerminalSize(rows: 24, columns: 80), now: .seconds(120))
         let text = frame.lines.map(\.text)
         #expect(text[0].contains("Timeline") && text[0].contains("last 2 min"))
+        // 120 s over 66 cells: 1.8 s a cell (it said 1s, the seconds cut off)
+        #expect(text[0].contains("1.8s a cell"), "\(text[0])")
         // Lanes of 66 cells for 120 s: local-1 busy from cell 5 to 38, local-2 from 33 to the end
         let one = try! #require(frame.lines.first { $0.text.hasPrefix(" local-1") })
         let two = try! #require(frame.lines.first { $0.text.hasPrefix(" local-2") })
