@@ -76,6 +76,9 @@ public struct SchedulerCore: Sendable {
         var batch: BatchID?
         /// When it may start, if it was given a time.
         var notBefore: SchedulerTime?
+        /// Its place among the jobs of its priority when last queued: a job whose worker was
+        /// lost goes back to it, ahead of those queued after it (it went behind them).
+        var queueOrder: UInt64 = 0
 
         init(
             handle: JobHandle, info: JobInfo, batch: BatchID?, group: Int32,
@@ -1315,11 +1318,19 @@ public struct SchedulerCore: Sendable {
         return nil
     }
 
-    /// Queues the job at `handle` in its group, behind every queued job of its priority.
-    private mutating func enqueue(_ handle: JobHandle) {
+    /// Queues the job at `handle` in its group, behind every queued job of its priority, or
+    /// (`keepingPlace`) where it was when it was last queued.
+    private mutating func enqueue(_ handle: JobHandle, keepingPlace: Bool = false) {
         let group = jobs[handle].group
-        groups[Int(group)].queue.insert(handle, priority: jobs[handle].info.priority, order: nextOrder, positions: &queuePositions)
-        nextOrder &+= 1
+        let order: UInt64
+        if keepingPlace {
+            order = jobs[handle].queueOrder
+        } else {
+            order = nextOrder
+            nextOrder &+= 1
+            jobs[handle].queueOrder = order
+        }
+        groups[Int(group)].queue.insert(handle, priority: jobs[handle].info.priority, order: order, positions: &queuePositions)
         // The heads order groups by their first job: a job queued behind it changes nothing
         // there (a workflow's jobs, released into ten groups, mostly queue behind others).
         if groups[Int(group)].queue.first == handle { refreshHead(group) }
@@ -1816,7 +1827,8 @@ public struct SchedulerCore: Sendable {
                 // The attempt did not really happen: give it back.
                 guard transition(handle, to: .queued) else { return }
                 jobs[handle].info.history.attempts = attempt - 1
-                enqueue(handle)
+                // Not its fault: it goes back to its place, ahead of the jobs queued after it.
+                enqueue(handle, keepingPlace: true)
                 actions.append(.emit(.requeued(id, reason: .workerLost(why))))
                 return
             }

@@ -267,6 +267,24 @@ import Testing
         #expect(core.state(of: id) == .failed(reason: .workerLost(.heartbeatMissed(.seconds(3))), attempts: 1))
     }
 
+    @Test mutating func aLostWorkersJobsGoBackToTheirPlaceInTheQueue() {
+        // Given jobs 1 and 2 running on a worker that is lost, 3 and 4 queued after them
+        var core = SchedulerCore(configuration: .init(seed: 1))
+        var ids = IdentifierGenerator(seed: 3)
+        let jobs = (0..<4).map { _ in ids.nextJobID() }
+        let two = WorkerDescriptor(id: WorkerID(), name: "two", kind: .remote, slots: 2)
+        _ = core.workerJoined(two, now: .zero)
+        _ = try! core.submit(contentsOf: (0..<4).map { JobSpec.shell("job \($0)") }, ids: jobs, now: .zero)
+        #expect(core.queuedInOrder == [jobs[2], jobs[3]])
+        // When it is lost, then 1 and 2 queue ahead of 3 and 4 again (they went behind them)
+        _ = core.workerLost(two.id, reason: .connectionLost("dropped"), now: .seconds(1))
+        #expect(core.queuedInOrder == jobs)
+        let started = core.workerJoined(Self.w1, now: .seconds(2)).compactMap { action -> JobID? in
+            if case .start(let id, _, _) = action { id } else { nil }
+        }
+        #expect(started == [jobs[0]])
+    }
+
     @Test mutating func anAttemptThatNeverReachedItsLostWorkerIsNotHeldAgainstTheJob() {
         // A stalled coordinator's workers all went away at once: each requeue handed the job to
         // the next, whose connection had closed already. Those losses do not count.

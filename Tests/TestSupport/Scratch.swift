@@ -12,13 +12,15 @@ public final class Scratch: Sendable {
 
     deinit { try? FileManager.default.removeItem(atPath: path) }
 
-    /// Writes `text` to `name` inside it and returns the full path.
+    /// Writes `text` to `name` inside it, readable by its owner only (a token file others can
+    /// read is warned about), and returns the full path.
     @discardableResult
     public func write(_ name: String, _ text: String) throws -> String {
         let file = (path as NSString).appendingPathComponent(name)
         try FileManager.default.createDirectory(
             atPath: (file as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         try text.write(toFile: file, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file)
         return file
     }
 
