@@ -246,8 +246,7 @@ final class NcursesTerminal: Terminal {
 
     /// Writes `text` to the terminal, around ncurses (a mode it has no capability for).
     private static func writeRaw(_ text: String) {
-        var bytes = Array(text.utf8)
-        _ = bytes.withUnsafeMutableBytes { write(STDOUT_FILENO, $0.baseAddress, $0.count) }
+        _ = Array(text.utf8).withUnsafeBytes { write(STDOUT_FILENO, $0.baseAddress, $0.count) }
     }
 
     func updateSize() {

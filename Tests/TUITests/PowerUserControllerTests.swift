@@ -23,7 +23,7 @@ struct PowerUserControllerTests {
         await harness.finish()
     }
 
-    @Test(">>> and <<<<< typed in bursts change the local slots by three and five (each burst counted once)")
+    @Test(">>> and <<<<< typed in bursts change the local slots by three and five (a burst changed them by one)")
     func slotsBurst() async throws {
         // Given eight local slots
         let harness = Harness(slots: 8)
