@@ -62,6 +62,10 @@ public struct SchedulerCore: Sendable {
         /// array per job, which would be freed when the record is dropped, out of submission
         /// order in a DAG.
         var firstDependency: Int32 = -1
+        /// Its place among the jobs of its priority when last queued: a job whose worker was
+        /// lost goes back to it, ahead of those queued after it (it went behind them). With the
+        /// small fields: queueing a job writes it, and reads `group` beside it.
+        var queueOrder: UInt64 = 0
         /// The worker it runs on while it runs (its state names the worker's id).
         var worker: WorkerHandle?
         /// Whether a job named it as a dependency: its outcome is kept once its record is dropped.
@@ -76,9 +80,6 @@ public struct SchedulerCore: Sendable {
         var batch: BatchID?
         /// When it may start, if it was given a time.
         var notBefore: SchedulerTime?
-        /// Its place among the jobs of its priority when last queued: a job whose worker was
-        /// lost goes back to it, ahead of those queued after it (it went behind them).
-        var queueOrder: UInt64 = 0
 
         init(
             handle: JobHandle, info: JobInfo, batch: BatchID?, group: Int32,
