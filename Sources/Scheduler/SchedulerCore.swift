@@ -988,6 +988,19 @@ public struct SchedulerCore: Sendable {
         return takeActions()
     }
 
+    /// Raises the local slots towards `slots` by keeping the local workers that were to leave
+    /// once their job ended (``reduceLocalSlots(to:now:)`` on busy ones); the caller adds new
+    /// workers for the rest (``workerJoined(_:holdsAttempts:now:)``).
+    ///
+    /// - Returns: How many slots were kept, and the actions.
+    public mutating func keepLocalSlots(upTo slots: Int, now: SchedulerTime) -> (kept: Int, actions: [Action]) {
+        let kept = pool.keepLeavingLocalWorkers(upTo: slots)
+        guard kept > 0 else { return (0, []) }
+        actions.append(.emit(.slotsChanged(local: localCapacity, total: capacity)))
+        dispatch(now: now)
+        return (kept, takeActions())
+    }
+
     /// A worker takes no new jobs and leaves when its running ones end (at once when idle): a
     /// remote worker that drains, say. Its jobs are not requeued.
     public mutating func retireWorker(_ worker: WorkerID, reason: WorkerLeaveReason, now: SchedulerTime) -> [Action] {

@@ -114,8 +114,9 @@ struct SchedulerEngine: Sendable {
         let now = clock.now()
         let current = core.localCapacity
         if slots > current {
-            var actions: [SchedulerCore.Action] = []
-            for _ in current..<slots {
+            // Busy workers still to leave from a lowering come back first.
+            var actions = core.keepLocalSlots(upTo: slots, now: now).actions
+            for _ in core.localCapacity..<max(core.localCapacity, slots) {
                 localWorkersMade += 1
                 let worker = LocalWorker(name: "local-\(localWorkersMade)", gracePeriod: configuration.gracePeriod)
                 workers[worker.descriptor.id] = worker

@@ -191,6 +191,23 @@ public struct WorkerPool: Sendable {
         return false
     }
 
+    /// Local workers marked to leave when their job ends because the slots were lowered stay
+    /// instead, oldest first, until the local slots come to `slots`: raising the slots again
+    /// takes them back before any is made (a new one beside them ran more jobs than slots).
+    /// Returns how many slots were kept.
+    mutating func keepLeavingLocalWorkers(upTo slots: Int) -> Int {
+        var kept = 0
+        for handle in order where localCapacity < slots {
+            let index = Int(handle.index)
+            guard let member = members[index], member.descriptor.kind == .local, member.retireReason == .slotsReduced else { continue }
+            members[index]!.retireReason = nil
+            count(member.descriptor, 1)
+            for _ in member.running.count..<max(member.running.count, member.descriptor.slots) { freeSlots.append(handle) }
+            kept += member.descriptor.slots
+        }
+        return kept
+    }
+
     /// The workers in join order.
     var orderedMembers: [Member] { order.compactMap { members[Int($0.index)] } }
 }

@@ -267,6 +267,29 @@ import Testing
         #expect(core.state(of: id) == .failed(reason: .workerLost(.heartbeatMissed(.seconds(3))), attempts: 1))
     }
 
+    @Test mutating func slotsRaisedAgainKeepTheBusyWorkerThatWasToLeave() {
+        // Given two local one-slot workers running jobs 1 and 2, job 3 queued
+        var core = SchedulerCore(configuration: .init(seed: 1))
+        var ids = IdentifierGenerator(seed: 3)
+        let jobs = (0..<3).map { _ in ids.nextJobID() }
+        let one = WorkerDescriptor(id: WorkerID(), name: "local-1", kind: .local, slots: 1)
+        let two = WorkerDescriptor(id: WorkerID(), name: "local-2", kind: .local, slots: 1)
+        _ = core.workerJoined(one, now: .zero)
+        _ = core.workerJoined(two, now: .zero)
+        _ = try! core.submit(contentsOf: (0..<3).map { JobSpec.shell("job \($0)") }, ids: jobs, now: .zero)
+        // When the slots go to 1 (a busy worker is to leave once its job ends) and back to 2
+        _ = core.reduceLocalSlots(to: 1, now: .seconds(1))
+        #expect(core.localCapacity == 1)
+        let (kept, actions) = core.keepLocalSlots(upTo: 2, now: .seconds(2))
+        // Then that worker stays: 2 slots, no new worker needed, nothing more starts
+        #expect(kept == 1 && core.localCapacity == 2)
+        #expect(!actions.contains { if case .start = $0 { true } else { false } })
+        // and when its job ends it takes the queued one (it would have left)
+        let ended = core.jobFinished(jobs[1], attempt: 1, worker: two.id, termination: .exit(0), now: .seconds(3))
+        #expect(ended.contains { if case .start(jobs[2], _, two.id) = $0 { true } else { false } })
+        #expect(!ended.contains { if case .removeWorker = $0 { true } else { false } })
+    }
+
     @Test mutating func aLostWorkersJobsGoBackToTheirPlaceInTheQueue() {
         // Given jobs 1 and 2 running on a worker that is lost, 3 and 4 queued after them
         var core = SchedulerCore(configuration: .init(seed: 1))
