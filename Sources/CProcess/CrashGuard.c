@@ -192,6 +192,11 @@ int jt_crash_guard_arm_terminal(const char *reset, size_t length) {
 
 void jt_crash_guard_disarm_terminal(void) { atomic_store_explicit(&jt_terminal_armed, 0, memory_order_release); }
 
+int jt_crash_guard_restore_terminal_modes(void) {
+    if (jt_terminal_fd < 0) return -1;
+    return tcsetattr(jt_terminal_fd, TCSANOW, &jt_saved_modes) == 0 ? 0 : errno;
+}
+
 // --- Standard error while the dashboard draws -------------------------------------------------
 
 #define JT_REPLAY_LIMIT (64 * 1024)

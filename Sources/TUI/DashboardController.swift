@@ -224,9 +224,7 @@ final class DashboardController {
         case .quit: finish(.quit)
         case .forceQuit: finish(.signal(SIGINT))
         case .suspend:
-            // As the terminal would: the whole process group (a `cat list | jobtop` pipeline
-            // too). ncurses' handler gives the terminal back, and on `fg` takes it again.
-            kill(0, SIGTSTP)
+            terminal.suspend()
             markDirty()
         case .showOutput(let id): showOutput(of: id)
         default: commands?.yield(command)

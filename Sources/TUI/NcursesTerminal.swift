@@ -133,6 +133,10 @@ final class NcursesTerminal: Terminal {
         jt_crash_guard_disarm_terminal()
         curs_set(1)
         endwin()
+        // The modes from before the dashboard, whatever ncurses took for the shell's when it
+        // resumed from a stop (it takes them again then: a shell that put back raw modes for
+        // the job would leave raw output after endwin).
+        _ = jt_crash_guard_restore_terminal_modes()
         Self.writeRaw("\u{1b}[?2004l")
         jt_crash_guard_release_stderr()
     }
@@ -242,6 +246,16 @@ final class NcursesTerminal: Terminal {
         case "[D", "OD": .left
         default: nil
         }
+    }
+
+    /// Stops jobtop as a shell job (Ctrl-Z): bracketed paste off while the shell has the
+    /// terminal, and on again once it is back (ncurses puts back its own modes itself).
+    func suspend() {
+        Self.writeRaw("\u{1b}[?2004l")
+        // To the process group, as the terminal would (a `cat list | jobtop` pipeline stops
+        // whole); ncurses' handler gives the terminal back and returns after `fg`.
+        kill(0, SIGTSTP)
+        Self.writeRaw("\u{1b}[?2004h")
     }
 
     /// Writes `text` to the terminal, around ncurses (a mode it has no capability for).

@@ -93,4 +93,6 @@ protocol Terminal: AnyObject {
     var isInputClosed: Bool { get }
     /// Gives the terminal back as it was; stops watching the input. Called on every way out.
     func close()
+    /// Stops the program as a shell job (Ctrl-Z) and returns once it is continued (`fg`).
+    func suspend()
 }

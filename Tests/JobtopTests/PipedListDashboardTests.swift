@@ -66,4 +66,33 @@ struct PipedListDashboardTests {
         tmux.keys("y")
         _ = try await tmux.waitFor("the exit status") { $0.contains { $0.hasPrefix("exit=") } }
     }
+
+    @Test("Ctrl-Z stops jobtop as a shell job (it did nothing) and fg brings the screen back; after quitting, its lines and the prompt start at the left edge")
+    func suspendAndResume() async throws {
+        let tmux = try TmuxSession(shape: DashboardTmuxTests.Shape(columns: 120, rows: 30))
+        defer { tmux.close() }
+        // An interactive bash: job control, and the tty modes it keeps for a stopped job.
+        try await tmux.run("exec bash --norc")
+        try await tmux.waitFor("bash's prompt") { $0.contains { $0.hasPrefix("READY$") } }
+        tmux.literal("\(TmuxSession.binary) -j 1 -c 'sleep 300'")
+        tmux.keys("Enter")
+        try await tmux.waitForDashboard("the job running") { $0.contains { $0.contains("sleep 300") && $0.contains("running") } }
+        tmux.keys("C-z")
+        try await tmux.waitFor("the shell back") { $0.contains { $0.contains("Stopped") } }
+        tmux.literal("fg")
+        tmux.keys("Enter")
+        try await tmux.waitForDashboard("the screen back") { $0.contains { $0.contains("sleep 300") && $0.contains("running") } }
+        tmux.keys("q")
+        try await tmux.waitFor("the quit question") { $0.contains { $0.contains("Cancel them and quit?") } }
+        tmux.keys("y")
+        let after = try await tmux.waitFor("the summary") { $0.contains { $0.contains("jobtop: 1 job: ") } }
+        // Each line from the left edge, the prompt after them too.
+        #expect(after.contains { $0.hasPrefix("jobtop: 1 job: ") }, "\(after.joined(separator: "\n"))")
+        let prompt = try await tmux.waitFor("the prompt after it") { screen in
+            guard let summary = screen.lastIndex(where: { $0.contains("jobtop: 1 job: ") }) else { return false }
+            return screen[(summary + 1)...].contains { $0.contains("READY$") }
+        }
+        let summary = prompt.lastIndex { $0.contains("jobtop: 1 job: ") }!
+        #expect(prompt[(summary + 1)...].contains { $0.hasPrefix("READY$") }, "\(prompt.joined(separator: "\n"))")
+    }
 }

@@ -126,6 +126,11 @@ final class FakeTerminal: Terminal {
         onInput = nil
     }
 
+    /// Counts the suspends asked for (a fake terminal has no shell to stop for).
+    private(set) var suspendCount = 0
+
+    func suspend() { suspendCount += 1 }
+
     /// Types `keys`: they wait to be read, and the dashboard is told, as a readable stdin would.
     func type(_ keys: Key...) {
         self.keys.append(contentsOf: keys)

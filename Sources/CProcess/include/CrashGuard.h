@@ -80,6 +80,11 @@ int jt_crash_guard_arm_terminal(const char *reset, size_t length);
 /// Disarms the terminal restore (the dashboard is giving the terminal back itself).
 void jt_crash_guard_disarm_terminal(void);
 
+/// Puts back the terminal modes jt_crash_guard_capture_terminal saved (the shell's, from before
+/// the dashboard): ncurses takes its idea of them again when it resumes from a stop, when the
+/// terminal may be in the job's raw modes. Returns 0, or errno; -1 when nothing was captured.
+int jt_crash_guard_restore_terminal_modes(void);
+
 /// While the dashboard draws, standard error goes to an in-memory file instead of the screen
 /// (a message there would garble the screen, and the alternate screen would then swallow it):
 /// among others the Swift runtime's "Fatal error: ..." line before a trap. A crash writes the
