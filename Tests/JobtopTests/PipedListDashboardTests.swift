@@ -72,8 +72,8 @@ struct PipedListDashboardTests {
         let tmux = try TmuxSession(shape: DashboardTmuxTests.Shape(columns: 120, rows: 30))
         defer { tmux.close() }
         // An interactive bash: job control, and the tty modes it keeps for a stopped job.
-        try await tmux.run("exec bash --norc")
-        try await tmux.waitFor("bash's prompt") { $0.contains { $0.hasPrefix("READY$") } }
+        try await tmux.run("PS1='BASH$ ' exec bash --norc")
+        try await tmux.waitFor("bash's prompt") { $0.contains { $0.hasPrefix("BASH$") } }
         tmux.literal("\(TmuxSession.binary) -j 1 -c 'sleep 300'")
         tmux.keys("Enter")
         try await tmux.waitForDashboard("the job running") { $0.contains { $0.contains("sleep 300") && $0.contains("running") } }
@@ -90,9 +90,9 @@ struct PipedListDashboardTests {
         #expect(after.contains { $0.hasPrefix("jobtop: 1 job: ") }, "\(after.joined(separator: "\n"))")
         let prompt = try await tmux.waitFor("the prompt after it") { screen in
             guard let summary = screen.lastIndex(where: { $0.contains("jobtop: 1 job: ") }) else { return false }
-            return screen[(summary + 1)...].contains { $0.contains("READY$") }
+            return screen[(summary + 1)...].contains { $0.contains("BASH$") }
         }
         let summary = prompt.lastIndex { $0.contains("jobtop: 1 job: ") }!
-        #expect(prompt[(summary + 1)...].contains { $0.hasPrefix("READY$") }, "\(prompt.joined(separator: "\n"))")
+        #expect(prompt[(summary + 1)...].contains { $0.hasPrefix("BASH$") }, "\(prompt.joined(separator: "\n"))")
     }
 }
