@@ -448,7 +448,7 @@ struct DashboardModel: Sendable {
         if key == .control("z") { return [.suspend] }
         if case .paste(let text) = key {
             guard case .prompt = mode else {
-                message = Segment("pasted text goes into a prompt (n, /, e, w): it is never read as keys", .message)
+                message = Segment("pasted text goes into a prompt (n, /, e, w, L, =): it is never read as keys", .message)
                 return []
             }
             return paste(text)
@@ -767,7 +767,10 @@ struct DashboardModel: Sendable {
         for character in text {
             guard case .prompt(let prompt) = mode else { break }
             let typed: Character
-            if character == "\n" || character == "\r" || character == "\r\n" || character == "\t" {
+            if character.isWhitespace && Self.takesANumber(prompt) {
+                // A number's field: a pasted line break or space is no part of it.
+                continue
+            } else if character == "\n" || character == "\r" || character == "\r\n" || character == "\t" {
                 typed = " "
             } else if character.unicodeScalars.allSatisfy({ $0.properties.generalCategory == .control }) {
                 continue
@@ -777,6 +780,15 @@ struct DashboardModel: Sendable {
             commands += handlePrompt(.char(typed), prompt)
         }
         return commands
+    }
+
+    /// Whether the prompt's field being typed in holds a number (a priority, a group limit).
+    private static func takesANumber(_ prompt: Prompt) -> Bool {
+        switch prompt.kind {
+        case .groupLimit, .setPriority: true
+        case .newJob: prompt.field == .priority
+        default: false
+        }
     }
 
     private mutating func handlePrompt(_ key: Key, _ prompt: Prompt) -> [DashboardCommand] {

@@ -78,6 +78,11 @@ struct PowerUserTests {
             return
         }
         #expect(prompt.command.text == "make test all")
+        // In a number's field a pasted line break is dropped, not refused as a space.
+        _ = model.handle(.tab)
+        _ = model.handle(.paste("12\n3"))
+        guard case .prompt(let withPriority) = model.mode else { return }
+        #expect(withPriority.priority.text == "123" && model.message == nil, "\(String(describing: model.message))")
         #expect(NcursesTerminal.sequenceKey("[1~") == .home && NcursesTerminal.sequenceKey("[4~") == .end)
         #expect(NcursesTerminal.sequenceKey("[200~") == nil)
     }
