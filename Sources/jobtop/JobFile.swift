@@ -38,6 +38,17 @@ enum JobFile {
         return try parse(text, file: path, directory: directory, overrides: overrides)
     }
 
+    /// What is wrong with a job's name, if anything: one of blanks only cannot be told apart in
+    /// the table or given to `--after`, and a line break or another control character would
+    /// break a log line in two.
+    static func nameProblem(_ name: String) -> String? {
+        if name.allSatisfy(\.isWhitespace) { return "is blank" }
+        if name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            return "has a control character (a line break, a tab)"
+        }
+        return nil
+    }
+
     /// Reads jobs from TOML `text`; `file` names it in messages and `directory` anchors `cwd`.
     ///
     /// - Parameters:
@@ -103,6 +114,7 @@ enum JobFile {
             }
             if let name = own.name {
                 if name.isEmpty { throw JobInputError(.invalidValue, "\(file): \(place): 'name' is empty") }
+                if let problem = Self.nameProblem(name) { throw JobInputError(.invalidValue, "\(file): \(place): 'name' \(problem)") }
                 if let first = names[name] {
                     throw JobInputError(.duplicateName, "\(file): \(place): duplicate name '\(name)' (job \(first) has it too)")
                 }

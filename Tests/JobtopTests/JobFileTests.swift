@@ -140,6 +140,17 @@ struct JobFileTests {
         #expect(core.counts.values.reduce(0, +) == 0)
     }
 
+    @Test("A job name of blanks only, or with a line break or a tab, is refused with its place (they were taken)")
+    func badNames() {
+        for (name, problem) in [("   ", "'name' is blank"), ("a\\nb", "'name' has a control character"), ("a\\tb", "'name' has a control character")] {
+            #expect {
+                try JobFile.parse("[[job]]\nname = \"\(name)\"\ncommand = \"true\"\n", file: "j.toml", directory: "/")
+            } throws: { error in
+                (error as? JobInputError)?.message.contains("j.toml: job 1") == true && (error as? JobInputError)?.message.contains(problem) == true
+            }
+        }
+    }
+
     @Test("A plain list split anywhere across reads gives the same commands")
     func plainListInPieces() throws {
         let text = Array("a 1\n\nb 22\r\n# c\n  d 333\ne".utf8)
