@@ -74,7 +74,6 @@ struct ProcessCommand {
             directory: spec.workingDirectory))
     }
 
-
     /// Spawns the process with its pipes: with `spawner` (its I/O thread's, which keeps the
     /// spawn's set-up and makes the next pipes ahead) unless the command has a working directory.
     func spawn(using spawner: OpaquePointer?) -> SpawnResult {

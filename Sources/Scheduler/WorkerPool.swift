@@ -202,7 +202,7 @@ public struct WorkerPool: Sendable {
             guard let member = members[index], member.descriptor.kind == .local, member.retireReason == .slotsReduced else { continue }
             members[index]!.retireReason = nil
             count(member.descriptor, 1)
-            for _ in member.running.count..<max(member.running.count, member.descriptor.slots) { freeSlots.append(handle) }
+            for _ in 0..<max(0, member.descriptor.slots - member.running.count) { freeSlots.append(handle) }
             kept += member.descriptor.slots
         }
         return kept

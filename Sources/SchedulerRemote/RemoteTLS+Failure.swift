@@ -45,11 +45,13 @@ extension RemoteTLS.Client {
         return "TLS with \(peer) at \(address) failed: \(PeerText.escaped(text, limit: 300))"
     }
 
-    /// Whether `error` is the listener closing the connection in the middle of the handshake,
-    /// with no TLS alert: what a coordinator with too many connections waiting does (and a
-    /// restarting one), not a set-up problem. A client tries again.
-    public static func wasClosedDuringHandshake(_ error: any Error) -> Bool {
-        sslError(in: error).map(closedDuringHandshake) ?? false
+    /// Why the connection failed, for a person, when `error` is the listener closing it in the
+    /// middle of the handshake with no TLS alert: what a listener with too many connections
+    /// waiting does (and a restarting one), not a set-up problem (``handshakeFailure(in:connectingTo:peer:client:)``
+    /// says nil for it). A client tries again, or says to. `nil` for any other error.
+    public static func closedDuringHandshake(in error: any Error) -> String? {
+        guard let ssl = sslError(in: error), closedDuringHandshake(ssl) else { return nil }
+        return "it closed the connection during the TLS handshake (too many connections waiting for a hello, or a restart; or what listens there does not speak TLS)"
     }
 
     private static func closedDuringHandshake(_ ssl: any Error) -> Bool {

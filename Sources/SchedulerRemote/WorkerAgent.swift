@@ -603,9 +603,7 @@ public final class WorkerAgent: Sendable {
             return .tlsFailed(why)
         }
         var why = PeerText.escaped(Self.describe(error))
-        if configuration.tls != nil, RemoteTLS.Client.wasClosedDuringHandshake(error) {
-            why = "it closed the connection during the TLS handshake (too many connections waiting for a hello, or a restart; or what listens there does not speak TLS)"
-        }
+        if configuration.tls != nil, let closed = RemoteTLS.Client.closedDuringHandshake(in: error) { why = closed }
         if configuration.tls == nil, why.contains("before completing the HTTP/2 connection preface") {
             why += " (a coordinator with TLS needs --tls-ca or --tls-fingerprint here; or what listens there is not a jobtop coordinator; or it had too many connections waiting for a hello)"
         }

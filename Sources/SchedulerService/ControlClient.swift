@@ -154,6 +154,10 @@ public final class ControlClient: SchedulerClient {
         {
             return ControlError(.refused, why)
         }
+        if tls != nil, let closed = RemoteTLS.Client.closedDuringHandshake(in: error) {
+            // Not a set-up problem (it said "TLS … failed: handshakeFailed(…EOF…)" as a refusal).
+            return ControlError(.notRunning, "jobtop serve at \(endpoint): \(closed): try again")
+        }
         if let error = error as? RPCError {
             switch error.code {
             case .unauthenticated, .permissionDenied:

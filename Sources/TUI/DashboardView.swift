@@ -671,10 +671,9 @@ enum DashboardView {
         }
     }
 
-    /// The `x` menu's lines: a title naming the jobs, then one line per signal, the chosen one
-    /// in reverse video.
-    /// The `x` menu in `rows` rows (at most): a title, then the signals, in as many columns as
-    /// it takes to show every one (a small window hid the last three, which `8` still sent).
+    /// The `x` menu's lines, at most `rows`: a title naming the jobs, then the signals, the chosen
+    /// one in reverse video, in as many columns as it takes to show every one (a small window hid
+    /// the last three, which `8` still sent).
     static func signalMenu(_ menu: DashboardModel.SignalMenu, model: DashboardModel, width: Int, rows: Int = .max) -> [ScreenLine] {
         let jobs = menu.targets.count == 1
             // Its name, else its command (a job with neither showed its id twice).

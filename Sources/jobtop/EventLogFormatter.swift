@@ -67,12 +67,6 @@ final class EventLogFormatter {
         return lines
     }
 
-    /// ``lines(for:)`` as one string (lines joined by newlines), or `nil` for none.
-    func line(for event: SchedulerEvent) -> String? {
-        let lines = lines(for: event)
-        return lines.isEmpty ? nil : lines.joined(separator: "\n")
-    }
-
     private static func endsAttempt(_ kind: SchedulerEvent.Kind) -> Bool {
         switch kind {
         case .retryScheduled, .requeued: true

@@ -135,7 +135,7 @@ extension Jobtop {
             }
             try validateGroupOption(group)
             if let name {
-                if name.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { throw ValidationError("--name must not be empty") }
+                if name.isEmpty { throw ValidationError("--name must not be empty") }
                 if let problem = JobFile.nameProblem(name) { throw ValidationError("--name \(problem)") }
                 if command.count != 1 || file != nil {
                     throw ValidationError("--name names one job: give exactly one -c and no file or list (a job file names its jobs itself)")

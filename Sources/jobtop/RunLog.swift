@@ -153,16 +153,18 @@ final class RunLog {
         // The event's line is queued after what the event did to --output-dir files (the
         // writer keeps its queue's order): when the log says a job waits for its retry, the
         // attempt's file is already closed.
-        guard let formatter, let line = formatter.line(for: event) else { return }
         // (Two lines when a progress tick the interval held back comes before an attempt's end.)
+        guard let formatter else { return }
+        let lines = formatter.lines(for: event)
+        guard let last = lines.last else { return }
         if case .shuttingDown = event.kind, mirror.jobs.isEmpty, mirror.counts.values.reduce(0, +) == 0 {
-            result.heldLine = line
+            result.heldLine = last
             return
         }
         if let held = result.heldLine {
             result.heldLine = nil
             writer.line(held)
         }
-        writer.line(line)
+        for line in lines { writer.line(line) }
     }
 }

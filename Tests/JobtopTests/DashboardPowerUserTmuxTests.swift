@@ -37,9 +37,7 @@ struct DashboardPowerUserTmuxTests {
         defer { tmux.close() }
         try await tmux.run("\(TmuxSession.binary) --grace 600s \(Self.stubborn); echo \"exit=$?\"")
         try await tmux.waitForDashboard("the running job") { $0.contains { $0.contains("trap ''") && $0.contains("running") } }
-        tmux.keys("q")
-        try await tmux.waitFor("the quit question") { $0.contains { $0.contains("Cancel them and quit?") } }
-        tmux.keys("y")
+        try await tmux.quitCancellingJobs()
         // Not a blank screen for the grace period: it says what it waits for and how to cut it short.
         try await tmux.waitFor("the stopping line") { $0.contains { $0.contains("jobtop: stopping 1 job… (Ctrl-C again to kill now)") } }
         // Ctrl-C typed now would also end the script's shell around jobtop: the signal goes to

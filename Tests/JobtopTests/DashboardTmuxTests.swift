@@ -34,9 +34,7 @@ struct DashboardTmuxTests {
         #expect(screen.last!.contains("Quit"))
         #expect(screen.count == shape.rows)
 
-        tmux.keys("q")
-        try await tmux.waitFor("the quit question") { $0.contains { $0.contains("Cancel them and quit?") } }
-        tmux.keys("y")
+        try await tmux.quitCancellingJobs()
         let after = try await tmux.waitFor("the shell prompt after the summary") { screen in
             screen.contains { $0.hasPrefix("exit=") } && screen.last { !$0.isEmpty } == TmuxSession.prompt.trimmingCharacters(in: .whitespaces)
         }
@@ -69,9 +67,7 @@ struct DashboardTmuxTests {
                 return seconds >= 2
             }
         }
-        tmux.keys("q")
-        try await tmux.waitFor("the quit question") { $0.contains { $0.contains("Cancel them and quit?") } }
-        tmux.keys("y")
+        try await tmux.quitCancellingJobs()
         try await tmux.waitFor("the shell prompt") { $0.last { !$0.isEmpty } == TmuxSession.prompt.trimmingCharacters(in: .whitespaces) }
     }
 
@@ -113,9 +109,7 @@ struct DashboardTmuxTests {
         }
         #expect(after[try row(of: "last-queued", in: after)].contains(" 1 "))
         #expect(after.contains { $0.contains("priority 0 → 1") })
-        tmux.keys("q")
-        try await tmux.waitFor("the quit question") { $0.contains { $0.contains("Cancel them and quit?") } }
-        tmux.keys("y")
+        try await tmux.quitCancellingJobs()
         try await tmux.waitFor("the shell prompt") { $0.contains { $0.contains("jobtop: 3 jobs") } }
     }
 
@@ -192,9 +186,7 @@ struct DashboardTmuxTests {
             screen.count == shape.rows && screen.last!.contains("Quit") && screen.contains { $0.contains("sleep 300") }
         }
         #expect(!back.contains { $0.contains("too small") })
-        tmux.keys("q")
-        try await tmux.waitFor("the quit question") { $0.contains { $0.contains("Cancel them and quit?") } }
-        tmux.keys("y")
+        try await tmux.quitCancellingJobs()
         try await tmux.waitFor("the shell prompt") { $0.contains { $0.contains("jobtop: 2 jobs") } }
     }
 
@@ -405,6 +397,14 @@ final class TmuxSession: Sendable {
     /// Sends keys by tmux name (`Enter`, `Escape`, `End`, `q`).
     func keys(_ names: String...) {
         _ = try? Self.tmux(["send-keys", "-t", "0"] + names, socket: socket)
+    }
+
+    /// `q` on a dashboard with jobs active, and `y` to its question: the jobs are cancelled and it
+    /// quits.
+    func quitCancellingJobs() async throws {
+        keys("q")
+        try await waitFor("the quit question") { $0.contains { $0.contains("Cancel them and quit?") } }
+        keys("y")
     }
 
     /// Types text as it is.

@@ -126,3 +126,12 @@ struct LogEscapingTests {
         #expect(decoded?["name"] as? String == name)
     }
 }
+
+extension EventLogFormatter {
+    /// The lines for `event` as one string (joined by newlines), or `nil` for none: what most
+    /// tests compare.
+    func line(for event: SchedulerEvent) -> String? {
+        let lines = lines(for: event)
+        return lines.isEmpty ? nil : lines.joined(separator: "\n")
+    }
+}

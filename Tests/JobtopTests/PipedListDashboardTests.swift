@@ -17,9 +17,7 @@ struct PipedListDashboardTests {
             screen.contains { $0.contains("sleep 300") && $0.contains("running") }
                 && screen.contains { $0.contains("echo piped") && $0.contains("queued") }
         }
-        tmux.keys("q")
-        try await tmux.waitFor("the quit question") { $0.contains { $0.contains("Cancel them and quit?") } }
-        tmux.keys("y")
+        try await tmux.quitCancellingJobs()
         let after = try await tmux.waitFor("the exit status") { $0.contains { $0.hasPrefix("exit=") } }
         #expect(after.contains { $0 == "exit=1" })
         #expect(after.contains { $0.contains("jobtop: 2 jobs") && $0.contains("2 cancelled") })
@@ -61,9 +59,7 @@ struct PipedListDashboardTests {
         let screen = try await tmux.waitFor("the X at the start") { $0.contains { $0.contains("New job: Xecho one echo two") } }
         #expect(screen.contains { $0.contains("sleep 300") && $0.contains("running") })
         tmux.keys("Escape")
-        tmux.keys("q")
-        try await tmux.waitFor("the quit question") { $0.contains { $0.contains("Cancel them and quit?") } }
-        tmux.keys("y")
+        try await tmux.quitCancellingJobs()
         _ = try await tmux.waitFor("the exit status") { $0.contains { $0.hasPrefix("exit=") } }
     }
 
@@ -82,9 +78,7 @@ struct PipedListDashboardTests {
         tmux.literal("fg")
         tmux.keys("Enter")
         try await tmux.waitForDashboard("the screen back") { $0.contains { $0.contains("sleep 300") && $0.contains("running") } }
-        tmux.keys("q")
-        try await tmux.waitFor("the quit question") { $0.contains { $0.contains("Cancel them and quit?") } }
-        tmux.keys("y")
+        try await tmux.quitCancellingJobs()
         let after = try await tmux.waitFor("the summary") { $0.contains { $0.contains("jobtop: 1 job: ") } }
         // Each line from the left edge, the prompt after them too.
         #expect(after.contains { $0.hasPrefix("jobtop: 1 job: ") }, "\(after.joined(separator: "\n"))")

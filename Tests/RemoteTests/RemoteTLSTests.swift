@@ -171,6 +171,18 @@ struct RemoteTLSTests {
         #expect(error == nil, "\(String(describing: error))")
     }
 
+    @Test("A control client whose serve closes the connection mid-handshake is told to try again (status 3), not that TLS failed")
+    func controlClientClosedDuringTheHandshake() async throws {
+        let closer = try ClosingListener()
+        defer { closer.stop() }
+        let pin = "sha256:" + String(repeating: "ab", count: 32)
+        let status = try await JobtopProcess(["status", "--connect", "127.0.0.1:\(closer.port)", "--tls-fingerprint", pin]).wait()
+        #expect(status.status == 3, "\(status.stderr)")
+        // (On a loaded machine the close can come before the hello is out: a reset.)
+        #expect(status.stderr.contains("closed the connection during the TLS handshake") || status.stderr.contains("reset"), "\(status.stderr)")
+        #expect(!status.stderr.contains("handshakeFailed"), "\(status.stderr)")
+    }
+
     @Test("A listener whose certificate is outside its validity dates says so at start (clients only see that it does not verify)")
     func validityWarning() throws {
         let files = try TLSFiles()
