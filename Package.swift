@@ -188,7 +188,11 @@ let package = Package(
         // (Scripts/start-slurm.sh; skipped with a message where none runs, except in CI).
         .testTarget(
             name: "SlurmTests",
-            dependencies: ["Scheduler", "SchedulerSlurm", "SchedulerStore", "CProcess", "JobtopTestSupport", "jobtop"]
+            // GRDB: reading the serve's state database beside it (the store's lock is the serve's).
+            dependencies: [
+                "Scheduler", "SchedulerSlurm", "SchedulerStore", "CProcess", "JobtopTestSupport", "jobtop",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
         ),
         // End-to-end tests of the built binary (jobtop is a dependency so `swift test` builds it).
         .testTarget(

@@ -70,6 +70,9 @@ public struct SchedulerCore: Sendable {
         var worker: WorkerHandle?
         /// Whether a job named it as a dependency: its outcome is kept once its record is dropped.
         var isDependency = false
+        /// Whether its attempt on a worker that holds attempts began (``attemptBegan``); set
+        /// false at each start.
+        var hasBegun = false
         /// Its place in ``jobs`` (and in the queue, the pool and timers).
         let handle: JobHandle
         /// Its spec's timeout, kept here so that a start reads only the record.
@@ -927,7 +930,9 @@ public struct SchedulerCore: Sendable {
     /// - Parameter holdsAttempts: An attempt handed to it may wait there before it starts
     ///   (``Worker/holdsAttempts``): its timeout counts from ``attemptBegan(_:attempt:now:)``.
     public mutating func workerJoined(_ descriptor: WorkerDescriptor, holdsAttempts: Bool = false, now: SchedulerTime) -> [Action] {
-        pool.join(descriptor, holdsAttempts: holdsAttempts)
+        var descriptor = descriptor
+        descriptor.holdsAttempts = descriptor.holdsAttempts || holdsAttempts
+        pool.join(descriptor, holdsAttempts: descriptor.holdsAttempts)
         actions.append(.emit(.workerJoined(descriptor)))
         actions.append(.emit(.slotsChanged(local: localCapacity, total: capacity)))
         dispatch(now: now)
@@ -1153,14 +1158,23 @@ public struct SchedulerCore: Sendable {
         dispatch(now: now)
     }
 
-    /// A worker that holds attempts (``Worker/holdsAttempts``) started one: its timeout counts
-    /// from `now`. Nothing for an attempt that has ended or is being stopped, or without a timeout.
+    /// A worker that holds attempts (``Worker/holdsAttempts``) started one: it runs from `now`
+    /// (its state's `since`, its `began` event), and its timeout counts from here. Nothing for an
+    /// attempt that has ended or is being stopped, on another worker, or told twice.
     public mutating func attemptBegan(_ id: JobID, attempt: Int, now: SchedulerTime) -> [Action] {
-        guard let handle = jobs.handle(of: id), let timeout = jobs[handle].timeout,
-              case .running(_, attempt, _, nil) = jobs[handle].info.state,
-              let worker = jobs[handle].worker, pool[worker].holdsAttempts  // else it counts from dispatch
+        guard let handle = jobs.handle(of: id),
+              case .running(let workerID, attempt, _, nil) = jobs[handle].info.state,
+              let worker = jobs[handle].worker, pool[worker].holdsAttempts,  // else it began at dispatch
+              !jobs[handle].hasBegun
         else { return [] }
-        timers.insert(Timer(time: now + timeout, handle: handle, id: id, attempt: attempt, purpose: .timeout))
+        jobs[handle].hasBegun = true
+        // The same state with its real start: a running job stays running (no transition).
+        jobs[handle].info.state = .running(worker: workerID, attempt: attempt, since: now, stopping: nil)
+        jobs[handle].info.history.startedAt = now
+        if let timeout = jobs[handle].timeout {
+            timers.insert(Timer(time: now + timeout, handle: handle, id: id, attempt: attempt, purpose: .timeout))
+        }
+        actions.append(.emit(.began(id, attempt: attempt)))
         return takeActions()
     }
 
@@ -1793,6 +1807,7 @@ public struct SchedulerCore: Sendable {
                 continue
             }
             jobs[handle].worker = workerHandle
+            jobs[handle].hasBegun = false
             jobs[handle].info.history.attempts = attempt
             jobs[handle].info.history.startedAt = now
             jobs[handle].info.progress = nil

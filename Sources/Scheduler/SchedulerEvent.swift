@@ -32,8 +32,12 @@ public struct SchedulerEvent: Sendable, Codable {
         indirect case submitted(JobInfo)
         /// A submission matched the key of job `existing`, which was returned instead.
         case coalesced(existing: JobID, key: String)
-        /// An attempt started.
+        /// An attempt started: it was handed to its worker. On a worker that may hold it before
+        /// it runs (``WorkerDescriptor/holdsAttempts``: a remote worker's prefetch, a Slurm
+        /// queue), `began` follows when it does.
         case started(JobID, attempt: Int, maxAttempts: Int, worker: WorkerID)
+        /// An attempt that its worker held (see `started`) began to run.
+        case began(JobID, attempt: Int)
         /// A running job reported progress (0...1).
         case progress(JobID, Double)
         /// A running job printed a line.
@@ -106,6 +110,7 @@ public struct SchedulerEvent: Sendable, Codable {
             case .submitted: "submitted"
             case .coalesced: "coalesced"
             case .started: "started"
+            case .began: "began"
             case .progress: "progress"
             case .output: "output"
             case .placed: "placed"

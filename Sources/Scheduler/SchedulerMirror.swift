@@ -131,6 +131,12 @@ public struct SchedulerMirror: Sendable {
                 job.progress = nil
                 job.state = .running(worker: worker, attempt: attempt, since: time, stopping: nil)
             }
+        case .began(let id, let attempt):
+            return update(id) { job in
+                guard case .running(let worker, attempt, _, let stopping) = job.state else { return }
+                job.history.startedAt = time
+                job.state = .running(worker: worker, attempt: attempt, since: time, stopping: stopping)
+            }
         case .progress(let id, let fraction):
             return update(id) { $0.progress = fraction }
         case .placed(let id, let detail):

@@ -18,13 +18,30 @@ public struct WorkerDescriptor: Sendable, Equatable, Codable {
     public var kind: WorkerKind
     /// How many jobs it runs at once.
     public var slots: Int
+    /// Whether an attempt handed to it may wait there before it starts (a remote worker's
+    /// prefetch, a Slurm queue): its `began` event says when it did (``Worker/holdsAttempts``;
+    /// the scheduler sets it as the worker joins).
+    public var holdsAttempts: Bool
 
     /// Creates a descriptor.
-    public init(id: WorkerID, name: String, kind: WorkerKind, slots: Int) {
+    public init(id: WorkerID, name: String, kind: WorkerKind, slots: Int, holdsAttempts: Bool = false) {
         self.id = id
         self.name = name
         self.kind = kind
         self.slots = max(1, slots)
+        self.holdsAttempts = holdsAttempts
+    }
+
+    private enum CodingKeys: String, CodingKey { case id, name, kind, slots, holdsAttempts }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(WorkerID.self, forKey: .id)
+        name = try container.decode(String.self, forKey: .name)
+        kind = try container.decode(WorkerKind.self, forKey: .kind)
+        slots = try container.decode(Int.self, forKey: .slots)
+        // Absent from what a jobtop before it wrote.
+        holdsAttempts = try container.decodeIfPresent(Bool.self, forKey: .holdsAttempts) ?? false
     }
 }
 

@@ -85,7 +85,7 @@ public final class RemoteWorker: Worker {
             return .error("remote worker '\(descriptor.name)' runs an older jobtop that cannot keep background processes (keep_background); upgrade it")
         }
         let key = AttemptKey(assignment)
-        let reportsStart = holdsAttempts && assignment.spec.timeout != nil
+        let reportsStart = holdsAttempts
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 enum Next { case send, park, resume(Termination), wait }

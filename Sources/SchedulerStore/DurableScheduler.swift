@@ -14,7 +14,8 @@ import Scheduler
 /// - ``open(directory:configuration:storeConfiguration:clock:)`` restores what the previous
 ///   process left: it stops the process groups its jobs left running, counts each
 ///   attempt that was running as failed ("jobtop stopped") and queues it again if its retry
-///   budget allows (at-least-once), then puts every job back with its state.
+///   budget allows (at-least-once), gives back without counting an attempt that waited at a
+///   worker that holds attempts and had not begun, then puts every job back with its state.
 ///
 /// It is a ``SchedulerClient`` like the in-process ``Scheduler``: the dashboard, `jobtop serve`'s
 /// service and the tests cannot tell them apart.

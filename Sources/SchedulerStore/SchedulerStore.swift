@@ -34,6 +34,10 @@ public final class SchedulerStore: Sendable {
     private let database: DatabaseQueue
     private let lock: StateLock
     private let output: OutputFiles
+    /// The workers that may hold an attempt before it runs (``WorkerDescriptor/holdsAttempts``),
+    /// as the journal's events said: an attempt handed to one is written as held until its
+    /// `began` event.
+    private let holdingWorkers = Locked<Set<WorkerID>>([])
 
     /// Opens (or makes) the state in `directory`, taking its lock.
     ///
@@ -118,6 +122,11 @@ public final class SchedulerStore: Sendable {
             // out the rest of its backoff instead of running it at once.
             try db.execute(sql: "ALTER TABLE job ADD COLUMN retry_at REAL")
         }
+        migrator.registerMigration("v4") { db in
+            // 1 while an attempt waits at a worker that holds it (a remote worker's prefetch, a
+            // Slurm queue) and has not begun: a restart gives it back without counting it.
+            try db.execute(sql: "ALTER TABLE attempt ADD COLUMN held INTEGER NOT NULL DEFAULT 0")
+        }
         return migrator
     }
 
@@ -195,6 +204,25 @@ public final class SchedulerStore: Sendable {
     public func apply(_ events: [SchedulerEvent]) async throws(StoreError) -> [(JobID, StoreError)] {
         var hasRows = false
         var hasOutput = false
+        // Which starts go to a worker that holds attempts, by the events' order (a worker joins
+        // before it is handed a job).
+        var heldStarts: Set<UInt64> = []
+        holdingWorkers.withLock { holding in
+            for event in events {
+                switch event.kind {
+                case .snapshot(let snapshot):
+                    for worker in snapshot.workers where worker.descriptor.holdsAttempts { holding.insert(worker.descriptor.id) }
+                case .workerJoined(let descriptor) where descriptor.holdsAttempts:
+                    holding.insert(descriptor.id)
+                case .workerLeft(let id, _):
+                    holding.remove(id)
+                case .started(_, _, _, let worker) where holding.contains(worker):
+                    heldStarts.insert(event.seq)
+                default:
+                    break
+                }
+            }
+        }
         for event in events {
             switch event.kind {
             case .output: hasOutput = true
@@ -213,10 +241,11 @@ public final class SchedulerStore: Sendable {
             }
         }
         if hasRows {
+            let heldStarts = heldStarts
             let now = Date().timeIntervalSince1970
             do {
                 try await database.write { db in
-                    for event in events { try Self.apply(event, db: db, now: now) }
+                    for event in events { try Self.apply(event, held: heldStarts.contains(event.seq), db: db, now: now) }
                 }
             } catch {
                 throw StoreError("the state database refused the journal: \(error)")
@@ -225,13 +254,20 @@ public final class SchedulerStore: Sendable {
         return hasOutput ? await output.write(events: events) : []
     }
 
-    private static func apply(_ event: SchedulerEvent, db: Database, now: Double) throws {
+    /// Writes what `event` changes; `held`: a `started` that went to a worker that holds
+    /// attempts.
+    private static func apply(_ event: SchedulerEvent, held: Bool, db: Database, now: Double) throws {
         switch event.kind {
         case .started(let id, let attempt, _, let worker):
             try db.execute(sql: "UPDATE job SET state = 'running', attempts = ? WHERE id = ?", arguments: [attempt, id.description])
             try db.execute(
-                sql: "INSERT INTO attempt(job, number, worker, started_at) VALUES (?, ?, ?, ?)",
-                arguments: [id.description, attempt, worker.short, now])
+                sql: "INSERT INTO attempt(job, number, worker, started_at, held) VALUES (?, ?, ?, ?, ?)",
+                arguments: [id.description, attempt, worker.short, now, held])
+        case .began(let id, let attempt):
+            // It runs from now: its run time counts from here, and it is no longer held.
+            try db.execute(
+                sql: "UPDATE attempt SET held = 0, started_at = ? WHERE job = ? AND number = ? AND ended_at IS NULL",
+                arguments: [now, id.description, attempt])
         case .retryScheduled(let id, let failed, let reason, _, let due):
             // The due time as a date: as far after now as it is after the event.
             let retryAt = now + max(0, (due - event.time).seconds)
@@ -324,6 +360,9 @@ public final class SchedulerStore: Sendable {
         public var interrupted: [JobID]
         /// Jobs of those that had no attempt left and so failed.
         public var failedForGood: [JobID]
+        /// Jobs whose attempt was handed to a worker that holds attempts and had not begun there
+        /// (a remote worker's prefetch, a Slurm queue): queued again, the attempt not counted.
+        public var handedBack: [JobID] = []
         /// Where each of the ``interrupted`` attempts had been placed outside this machine, in
         /// its worker's words (``SchedulerEvent/Kind/placed(_:_:)``: a Slurm job id, perhaps
         /// with Slurm's reason after it): what a restart must stop there.
@@ -332,6 +371,8 @@ public final class SchedulerStore: Sendable {
 
     /// The reason an attempt that was running when serve stopped failed.
     public static let stoppedReason = "jobtop stopped"
+    /// How an attempt that waited at its worker, not begun, when serve stopped ended.
+    public static let handedBackOutcome = "jobtop stopped before it began"
 
     /// Reads everything back for a restart and counts the attempts that were running as failed
     /// (written in the same transaction); forgets the oldest finished jobs beyond the history.
@@ -358,7 +399,8 @@ public final class SchedulerStore: Sendable {
         // One pass over the rows, straight into what the scheduler restores (no intermediate
         // copy of 100,000 specs). The columns by index (see SpecColumns.spec(from:at:)): id,
         // state, attempts, reason, skip, retry_at, submitted_at, finished_at, the last attempt's
-        // started_at (a finished job's run time, or a cut-off one's), then the spec's.
+        // started_at (a finished job's run time, or a cut-off one's), whether a running job's
+        // attempt is held at its worker, then the spec's.
         var jobs: [RestoredJob] = []
         if let count = try Int.fetchOne(db, sql: "SELECT count(*) FROM job") { jobs.reserveCapacity(count) }
         // Each job's id and whether it succeeded (for the dependencies, below), and where the
@@ -367,18 +409,22 @@ public final class SchedulerStore: Sendable {
         outcomes.reserveCapacity(jobs.capacity)
         var withDependencies: [Int] = []
         var running: [Int] = []
+        var held: [Int] = []
         let cursor = try Row.fetchCursor(
             db, sql: """
                 SELECT id, state, attempts, reason, skip, retry_at, submitted_at, finished_at,
                     CASE WHEN finished_at IS NULL AND state <> 'running' THEN NULL
                          ELSE (SELECT started_at FROM attempt WHERE attempt.job = job.id ORDER BY attempt.rowid DESC LIMIT 1) END,
+                    CASE WHEN state = 'running'
+                         THEN (SELECT held FROM attempt WHERE attempt.job = job.id AND ended_at IS NULL ORDER BY attempt.rowid DESC LIMIT 1)
+                         ELSE 0 END,
                     \(SpecColumns.selection)
                 FROM job ORDER BY seq
                 """)
         while let row = try cursor.next() {
             let text: String = row[0]
             guard let id = JobID(parsing: text) else { continue }
-            let spec = try SpecColumns.spec(from: row, at: 9)
+            let spec = try SpecColumns.spec(from: row, at: 10)
             let submittedAt: Double? = row[6]
             let finishedAt: Double? = row[7]
             let startedAt: Double? = row[8]
@@ -415,6 +461,12 @@ public final class SchedulerStore: Sendable {
                 } else if withDependencies.last == jobs.count {
                     withDependencies.removeLast()
                 }
+            case "running" where (row[9] as Int?) == 1:
+                // Its attempt waited at its worker and never began: it goes back to the queue as
+                // it was before, that attempt not counted (written below).
+                held.append(jobs.count)
+                jobs.append(RestoredJob(
+                    id: id, spec: spec, attempts: max(0, attempts - 1), lastFailure: lastFailure, submittedAt: times.submitted))
             case "running":
                 // Its attempt was cut short: it counts, as a failure (decided below).
                 running.append(jobs.count)
@@ -453,17 +505,33 @@ public final class SchedulerStore: Sendable {
 
         var interrupted: [JobID] = []
         var failedForGood: [JobID] = []
+        var handedBack: [JobID] = []
         var placements: [JobID: String] = [:]
         let now = Date().timeIntervalSince1970
-        for index in running {
-            let id = jobs[index].id
-            let attempts = jobs[index].attempts
-            interrupted.append(id)
+        // Where an attempt cut off or held had been placed outside this machine: a pending Slurm
+        // job must be stopped there too, or it runs later for nobody.
+        func notePlacement(of id: JobID) throws {
             if let placement = try String.fetchOne(
                 db, sql: "SELECT placement FROM attempt WHERE job = ? AND ended_at IS NULL AND placement IS NOT NULL ORDER BY rowid DESC LIMIT 1",
                 arguments: [id.description]) {
                 placements[id] = placement
             }
+        }
+        for index in held {
+            let id = jobs[index].id
+            handedBack.append(id)
+            try notePlacement(of: id)
+            try db.execute(
+                sql: "UPDATE attempt SET ended_at = ?, outcome = ? WHERE job = ? AND ended_at IS NULL",
+                arguments: [now, Self.handedBackOutcome, id.description])
+            try db.execute(
+                sql: "UPDATE job SET state = 'queued', attempts = ? WHERE id = ?", arguments: [jobs[index].attempts, id.description])
+        }
+        for index in running {
+            let id = jobs[index].id
+            let attempts = jobs[index].attempts
+            interrupted.append(id)
+            try notePlacement(of: id)
             try db.execute(
                 sql: "UPDATE attempt SET ended_at = ?, outcome = ? WHERE job = ? AND ended_at IS NULL",
                 arguments: [now, Self.stoppedReason, id.description])
@@ -483,7 +551,8 @@ public final class SchedulerStore: Sendable {
             }
         }
         return Recovery(
-            jobs: jobs, groups: groups, isPaused: isPaused, interrupted: interrupted, failedForGood: failedForGood, placements: placements)
+            jobs: jobs, groups: groups, isPaused: isPaused, interrupted: interrupted, failedForGood: failedForGood,
+            handedBack: handedBack, placements: placements)
     }
 
     static func isFinished(_ state: String) -> Bool {

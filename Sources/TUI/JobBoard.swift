@@ -253,6 +253,11 @@ struct JobBoard: Sendable {
         switch event.kind {
         case .started(let id, let attempt, _, let worker):
             attempts[id, default: []].append(Attempt(number: attempt, worker: workerName(worker) ?? worker.short, start: event.time))
+        case .began(let id, let attempt):
+            // A held attempt's run starts now, not when it was handed to its worker.
+            guard var list = attempts[id], let last = list.indices.last, list[last].number == attempt, list[last].end == nil else { break }
+            list[last].start = event.time
+            attempts[id] = list
         case .retryScheduled(let id, _, let reason, _, _): close(id, reason.description)
         case .failed(let id, let reason, _): close(id, reason.description)
         case .succeeded(let id, _): close(id, "succeeded")
@@ -267,6 +272,10 @@ struct JobBoard: Sendable {
         let time = event.time
         switch event.kind {
         case .snapshot, .output, .progress, .placed, .batchSettled:
+            break
+        case .began:
+            // Its `started` line said where it went; the real start shows in its TIME and its
+            // attempt's line (one line per job is enough in this pane).
             break
         case .lagged(let missed):
             append(time, "fell behind: \(missed) events skipped, resynchronized", .dim)

@@ -118,6 +118,13 @@ final class EventLogFormatter {
             line.attempt(attempt, of: maxAttempts)
             line.string("worker", workers[worker] ?? worker.short)
             if let group = jobs[id]?.group { self.group(group, &line) }
+        case .began(let id, let attempt):
+            // A held attempt began at its worker: its duration counts from here.
+            let handedOver = jobs[id]?.attemptStartedAt
+            jobs[id]?.attemptStartedAt = event.time
+            job(id, &line)
+            line.attempt(attempt, of: jobs[id]?.maxAttempts ?? attempt)
+            if let handedOver { line.seconds("held", event.time - handedOver) }
         case .progress(let id, let fraction):
             if throttled, fraction < 1, let last = jobs[id]?.lastProgressAt, event.time - last < progressInterval {
                 jobs[id]?.heldProgress = event

@@ -22,8 +22,10 @@ extension Jobtop {
                 With --workers HOST:PORT it also accepts remote workers ('jobtop worker --connect \
                 HOST:PORT'), behind the same token and TLS certificate; -j 0 then leaves every job \
                 to them. A job a worker was running when serve stopped counts as failed ('jobtop \
-                stopped') and runs again as its retries allow; the worker stops it when the \
-                connection goes, and rejoins the next serve on the same address by itself.
+                stopped') and runs again as its retries allow; one it held (prefetched) and had \
+                not begun goes back to the queue, that attempt not counted. The worker stops its \
+                jobs when the connection goes, and rejoins the next serve on the same address by \
+                itself.
 
                 SIGINT or SIGTERM: start nothing new, let running jobs finish, then exit (a second \
                 one cancels the running jobs). 'jobtop shutdown' does the same from a client. \
@@ -260,6 +262,10 @@ extension Jobtop {
                 if !recovery.interrupted.isEmpty {
                     let count = recovery.interrupted.count
                     note += "; \(count) that \(count == 1 ? "was" : "were") running when the last serve stopped counted as failed ('jobtop stopped')"
+                }
+                if !recovery.handedBack.isEmpty {
+                    let count = recovery.handedBack.count
+                    note += "; \(count) that \(count == 1 ? "was" : "were") waiting at a worker, not begun, went back to the queue (not counted as an attempt)"
                 }
                 if backend.placedStopped > 0 {
                     let ids = leftovers?.cancelled.joined(separator: " ") ?? ""

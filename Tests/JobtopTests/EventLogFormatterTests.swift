@@ -27,6 +27,19 @@ struct EventLogFormatterTests {
             "retry     3f2a1b4c \"build all\" attempt=1/3 reason=\"exit 2\" exit_status=2 next_attempt=2 retry_in=1.25s retry_at=2026-11-18T11:06:43.250Z"))
     }
 
+    @Test("A held attempt's 'began' line says how long it was held, and the job's duration counts from it")
+    func beganLine() throws {
+        let formatter = EventLogFormatter(format: .text, logsOutput: false, epoch: 1_795_000_000)
+        let far = WorkerDescriptor(id: WorkerID(), name: "far", kind: .remote, slots: 2, holdsAttempts: true)
+        _ = formatter.line(for: event(1, at: 0, .workerJoined(far)))
+        _ = formatter.line(for: event(2, at: 0, .submitted(JobInfo(id: job, name: "build", command: "make"))))
+        _ = formatter.line(for: event(3, at: 1_000, .started(job, attempt: 1, maxAttempts: 1, worker: far.id)))
+        let began = try #require(formatter.line(for: event(4, at: 4_000, .began(job, attempt: 1))))
+        #expect(began.hasSuffix("began     3f2a1b4c build attempt=1/1 held=3s"), "\(began)")
+        let succeeded = try #require(formatter.line(for: event(5, at: 6_500, .succeeded(job, attempts: 1))))
+        #expect(succeeded.hasSuffix("attempts=1 duration=2.5s"), "\(succeeded)")
+    }
+
     @Test("Every JSON line parses, with ts, seq, event, job and name, and escapes what it must")
     func jsonLines() throws {
         let formatter = EventLogFormatter(format: .json, logsOutput: true, epoch: 0)
@@ -43,7 +56,7 @@ struct EventLogFormatterTests {
             .failed(job, reason: .signal(9), attempts: 2),
             .cancelled(job), .paused, .resumed, .slotsChanged(local: 2, total: 2), .shuttingDown(.cancelRunning),
             .workerLeft(worker.id, reason: .removed("gone")), .lagged(missed: 7), .reprioritized(job, from: 1, to: 2),
-            .coalesced(existing: job, key: "k"), .succeeded(job, attempts: 1),
+            .coalesced(existing: job, key: "k"), .began(job, attempt: 1), .succeeded(job, attempts: 1),
             .output(job, OutputLine(stream: .stdout, text: "Downloading... ", ending: .none)),
         ]
         var lines: [String] = []

@@ -19,10 +19,10 @@ struct RemoteServeWorkersTests {
         let scratch: Scratch
 
         /// Starts it, with its workers' listener on `port` (0: a free one).
-        static func start(in scratch: Scratch, port: Int = 0) async throws -> Serve {
+        static func start(in scratch: Scratch, port: Int = 0, options: [String] = []) async throws -> Serve {
             let environment = ["XDG_RUNTIME_DIR": scratch.file("run"), "XDG_STATE_HOME": scratch.file("state")]
             let process = try JobtopProcess(
-                ["serve", "-j", "0", "--workers", "127.0.0.1:\(port)", "--token-file", scratch.file("token")],
+                ["serve", "-j", "0", "--workers", "127.0.0.1:\(port)", "--token-file", scratch.file("token")] + options,
                 directory: scratch.path, environment: environment, newSession: true)
             let marker = "accepting workers on 127.0.0.1:"
             guard await eventually(within: .seconds(60), { process.output.contains("listening on") }),
@@ -111,6 +111,64 @@ struct RemoteServeWorkersTests {
         #expect(shutdown.status == 0, "\(shutdown.stderr)")
         let ended = await serve.process.wait(atMost: .seconds(60))
         #expect(ended?.status == 0, "serve: \(serve.process.output)")
+    }
+
+    @Test("Jobs prefetched to a worker and held there, not begun, when serve is killed go back to the queue uncounted: with no retries they still run, once each")
+    func heldJobsAreHandedBack() async throws {
+        let scratch = try Scratch()
+        try scratch.write("token", "serve-workers-\(UUID().uuidString)\n")
+        var serve = try await Serve.start(in: scratch, options: ["--prefetch", "2"])
+        defer { serve.process.send(SIGKILL) }
+        let worker = try JobtopProcess(
+            ["worker", "--connect", "127.0.0.1:\(serve.workersPort)", "--token-file", scratch.file("token"), "--slots", "1", "--name", "far"],
+            directory: scratch.path, newSession: true)
+        defer { worker.send(SIGKILL) }
+        let joined = await eventually(within: .seconds(60)) { serve.joins(of: "far") == 1 }
+        try #require(joined, "the worker never joined: \(serve.process.output)\n\(worker.output)")
+
+        // Given one slot busy with a job that runs until stopped (the first time), and two jobs
+        // with no retries prefetched behind it, held at the worker.
+        let ran = scratch.file("ran")
+        try scratch.write(
+            "job.toml",
+            """
+            [[job]]
+            name = "first"
+            retries = 1
+            command = "echo first >> '\(ran)'; if [ $(grep -c first '\(ran)') -ge 2 ]; then exit 0; fi; sleep 600"
+            [[job]]
+            name = "second"
+            command = "echo second >> '\(ran)'"
+            [[job]]
+            name = "third"
+            command = "echo third >> '\(ran)'"
+            """)
+        let submitted = try await serve.run(["submit", "job.toml"])
+        try #require(submitted.status == 0, "submit: \(submitted.stderr)")
+        let started = await eventually(within: .seconds(60)) { Self.lines(ran) == ["first"] }
+        try #require(started, "the first job never started: \(serve.process.output)")
+        let held = await eventually(within: .seconds(60)) {
+            let status = try? await serve.run(["status", "--json"])
+            return status?.stdout.components(separatedBy: "\"state\":\"running\"").count == 4
+        }
+        try #require(held, "the two others were not handed to the worker")
+
+        // When serve is killed and started again.
+        serve.process.send(SIGKILL)
+        _ = await serve.process.wait(atMost: .seconds(60))
+        serve = try await Serve.start(in: scratch, port: serve.workersPort, options: ["--prefetch", "2"])
+
+        // Then the two held jobs went back to the queue without using their one attempt, and
+        // every job runs to success: the held ones once each.
+        #expect(serve.process.output.contains("waiting at a worker, not begun, went back to the queue"), "\(serve.process.output)")
+        var status = try await serve.run(["status", "--all", "--json"])
+        for _ in 0..<300 where status.stdout.components(separatedBy: "\"state\":\"succeeded\"").count < 4 {
+            status = try await serve.run(["status", "--all", "--json"])
+        }
+        #expect(status.stdout.components(separatedBy: "\"state\":\"succeeded\"").count == 4, "status: \(status.stdout)")
+        #expect(Self.lines(ran).sorted() == ["first", "first", "second", "third"], "\(Self.lines(ran))")
+        let shutdown = try await serve.run(["shutdown"])
+        #expect(shutdown.status == 0, "\(shutdown.stderr)")
     }
 
     @Test("serve's worker flags are checked before anything starts: status 2, naming the flag", arguments: [

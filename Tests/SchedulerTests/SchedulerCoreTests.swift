@@ -176,11 +176,30 @@ import Testing
         #expect(core.nextDeadline == nil)
     }
 
+    @Test("A held attempt's start is announced with 'began', and it runs (its since, its startedAt) from then; the workerJoined event says the worker holds attempts")
+    mutating func aHeldAttemptBeginsWithAnEvent() throws {
+        let joined = core.workerJoined(Self.w1, holdsAttempts: true, now: .zero)
+        let descriptors = joined.compactMap { if case .emit(.workerJoined(let d)) = $0 { d } else { nil } }
+        #expect(descriptors.map(\.holdsAttempts) == [true])
+        let (id, _) = submit()
+        #expect(core.info(of: id)?.startedAt == .zero)
+        let began = core.attemptBegan(id, attempt: 1, now: .seconds(30))
+        #expect(Self.events(began) == ["began"])
+        #expect(began.contains { if case .emit(.began(id, attempt: 1)) = $0 { true } else { false } })
+        #expect(core.info(of: id)?.startedAt == .seconds(30))
+        #expect(core.state(of: id) == .running(worker: Self.w1.id, attempt: 1, since: .seconds(30), stopping: nil))
+        // Told twice (a repeated report), or for another attempt: nothing more.
+        #expect(core.attemptBegan(id, attempt: 1, now: .seconds(31)).isEmpty)
+        #expect(core.attemptBegan(id, attempt: 2, now: .seconds(31)).isEmpty)
+        #expect(core.info(of: id)?.startedAt == .seconds(30))
+    }
+
     @Test mutating func onAnOrdinaryWorkerTheTimeoutCountsFromDispatchAndAStartReportAddsNothing() {
         _ = core.workerJoined(Self.w1, now: .zero)
         let (id, _) = submit(timeout: .seconds(10))
         #expect(core.nextDeadline == .seconds(10))
-        _ = core.attemptBegan(id, attempt: 1, now: .seconds(5))
+        #expect(core.attemptBegan(id, attempt: 1, now: .seconds(5)).isEmpty, "no 'began': it began at dispatch")
+        #expect(core.info(of: id)?.startedAt == .zero)
         #expect(Self.stops(core.timersDue(now: .seconds(10))).map(\.1) == [.timeout])
         #expect(core.nextDeadline == nil, "no second timer from the start report")
     }

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import JobtopTestSupport
 import Scheduler
 import SchedulerSlurm
@@ -97,6 +98,15 @@ extension SlurmEndToEndTests {
             return await offThePool { Self.slurmState(id) == "RUNNING" && SlurmCluster.hasProcess(marker) }
         }
         try #require(placed, "the job never ran on Slurm: \(serve.output)")
+        // and the serve's store saw it begin (Slurm's queue is polled: an attempt still held in
+        // the store goes back uncounted after a crash, as one that never ran).
+        let database = try DatabaseQueue(path: daemon.stateDirectory.database.path)
+        let begun = await Self.until(within: .seconds(60)) {
+            try await database.read { db in
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM attempt WHERE ended_at IS NULL AND held = 0") == 1
+            }
+        }
+        try #require(begun, "the store never recorded the attempt's start")
         let status = try await daemon.client(["status"])
         // Its Slurm id, then its attempt (it may be retried once).
         #expect(status.stdout.contains("running (\(oldID); attempt 1 of 2)"), "\(status.stdout)")

@@ -458,6 +458,46 @@ struct StoreTests {
         #expect(outcome.status == 128 + SIGTERM)
     }
 
+    @Test("An attempt held at a worker that holds attempts (prefetch) and never begun goes back to the queue uncounted after a serve's death; one that began counts as cut off; 'began' moves an attempt's start")
+    func heldAttemptsAreHandedBack() async throws {
+        let scratch = try Scratch()
+        let directory = StateDirectory(path: scratch.file("state"))
+        let store = try SchedulerStore(directory: directory)
+        let (held, begun, local) = (JobID(uuid: UUID()), JobID(uuid: UUID()), JobID(uuid: UUID()))
+        try await store.insert([
+            .init(id: held, spec: JobSpec(name: "held", work: .shell("true"))),
+            .init(id: begun, spec: JobSpec(name: "begun", work: .shell("true"))),
+            .init(id: local, spec: JobSpec(name: "local", work: .shell("true"))),
+        ])
+        let far = WorkerDescriptor(id: WorkerID(), name: "far", kind: .remote, slots: 2, holdsAttempts: true)
+        let near = WorkerDescriptor(id: WorkerID(), name: "near", kind: .local, slots: 1)
+        try await store.apply([
+            SchedulerEvent(seq: 1, time: .zero, kind: .workerJoined(far)),
+            SchedulerEvent(seq: 2, time: .zero, kind: .workerJoined(near)),
+            SchedulerEvent(seq: 3, time: .zero, kind: .started(held, attempt: 1, maxAttempts: 1, worker: far.id)),
+            SchedulerEvent(seq: 4, time: .zero, kind: .started(begun, attempt: 1, maxAttempts: 1, worker: far.id)),
+            SchedulerEvent(seq: 5, time: .zero, kind: .started(local, attempt: 1, maxAttempts: 1, worker: near.id)),
+        ])
+        let handedOver = try await store.attempts(of: begun)[0].startedAt
+        try await store.apply([SchedulerEvent(seq: 6, time: .seconds(1), kind: .began(begun, attempt: 1))])
+        // Its run starts when it began (the store's clock: not before its hand-over).
+        #expect(try await store.attempts(of: begun)[0].startedAt >= handedOver)
+        store.close()
+
+        try await withDurable(directory) { durable in
+            #expect(durable.recovery.handedBack == [held])
+            #expect(durable.recovery.interrupted.sorted() == [begun, local].sorted())
+            #expect(durable.recovery.failedForGood.sorted() == [begun, local].sorted())
+            let ends = await waitForEnds([held], on: durable)
+            // Its one attempt was not used up: it runs, as attempt 1.
+            #expect(ends[held] == .succeeded(attempts: 1))
+            await durable.flush()
+            let attempts = try await durable.store.attempts(of: held)
+            #expect(attempts.map(\.outcome) == [SchedulerStore.handedBackOutcome, "succeeded"])
+            #expect(attempts.map(\.number) == [1, 1])
+        }
+    }
+
     @Test("an attempt's latest placement (a Slurm job id) is kept; a restart hands those of cut-off attempts to stopPlaced before anything runs")
     func placementsOfInterruptedAttempts() async throws {
         // Given a dead serve's store: one job placed in Slurm and still running, one placed and
