@@ -241,6 +241,8 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
     private let gate: ConnectionGate
     private struct State {
         var connections: [WorkerID: Connection] = [:]
+        /// Names given to workers still being admitted (not yet among the connections).
+        var admittingNames: Set<String> = []
         var isClosed = false
     }
     private let state = Locked(State())
@@ -489,7 +491,22 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
         // The pool sees the prefetched assignments as slots: the worker's own scheduler queues
         // what is beyond its real slots and starts it the moment one frees.
         let depth = configuration.prefetch.initialDepth
-        let descriptor = WorkerDescriptor(id: WorkerID(), name: name, kind: .remote, slots: Int(hello.slots) + depth)
+        // Two workers may give the same name (one command started on two hosts, a worker back
+        // before its old connection was found lost): the second is called `name#2`, so that
+        // every screen and log line tells them apart.
+        let unique = state.withLock { state in
+            let taken = Set(state.connections.values.map(\.worker.descriptor.name)).union(state.admittingNames)
+            var unique = name
+            var number = 2
+            while taken.contains(unique) {
+                unique = "\(name)#\(number)"
+                number += 1
+            }
+            state.admittingNames.insert(unique)
+            return unique
+        }
+        defer { state.withLock { _ = $0.admittingNames.remove(unique) } }
+        let descriptor = WorkerDescriptor(id: WorkerID(), name: unique, kind: .remote, slots: Int(hello.slots) + depth)
         let worker = RemoteWorker(
             descriptor: descriptor, workerSlots: Int(hello.slots), prefetch: configuration.prefetch, outbox: outbox,
             features: Set(hello.features), gracePeriod: scheduler.configuration.gracePeriod,
@@ -515,7 +532,8 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
             case .automatic: " (+\(depth) prefetched, sized to its link)"
             case .fixed(let depth): depth > 0 ? " (+\(depth) prefetched)" : ""
             }
-        configuration.log("jobtop: worker '\(name)' joined from \(peer) with \(hello.slots) slot\(hello.slots == 1 ? "" : "s")\(prefetched) (id \(descriptor.id.short))")
+        let renamed = unique == name ? "" : "; another worker has the name '\(name)'"
+        configuration.log("jobtop: worker '\(unique)' joined from \(peer) with \(hello.slots) slot\(hello.slots == 1 ? "" : "s")\(prefetched) (id \(descriptor.id.short)\(renamed))")
         publish(.joined(descriptor))
         return worker
     }

@@ -12,6 +12,23 @@ import Glibc
 /// Real `jobtop worker` processes against an in-process coordinator on 127.0.0.1.
 @Suite("Remote workers", .serialized, .timeLimit(.minutes(2)))
 struct RemoteWorkerTests {
+    @Test("Three workers that give the same name are told apart: 'far', 'far#2', 'far#3', and the join line says why")
+    func sameNameWorkersAreToldApart() async throws {
+        let log = LogLines()
+        let coordinator = try await Coordinator.start(log: log)
+        var workers: [JobtopProcess] = []
+        defer { for worker in workers { worker.send(SIGKILL) } }
+        var names: [String] = []
+        for _ in 0..<3 {
+            // One at a time, so the order of the names is known.
+            workers.append(try JobtopProcess.worker(for: coordinator, slots: 1, name: "far"))
+            names += await coordinator.joined(1).map(\.name)
+        }
+        #expect(names == ["far", "far#2", "far#3"])
+        #expect(log.all.contains { $0.contains("worker 'far#2' joined") && $0.hasSuffix("; another worker has the name 'far')") }, "\(log.all)")
+        await coordinator.stop()
+    }
+
     @Test("Two workers run 200 jobs: all succeed, both do work, both drain on SIGTERM")
     func twoWorkersRunTwoHundredJobs() async throws {
         // Given a coordinator with no local slots and two workers.
