@@ -54,7 +54,7 @@ let package = Package(
             dependencies: [
                 "Scheduler",
                 "CNcurses",
-                // The crash guard's terminal restore (CrashGuard.h).
+                // The crash guard's terminal restore (CrashGuard.h), stops as a shell job (JobStop.h).
                 "CProcess",
                 .product(name: "DequeModule", package: "swift-collections"),
             ]

@@ -24,6 +24,9 @@ final class NcursesTerminal: Terminal {
     private var cursorShown = false
     /// Wakes the dashboard when stdin has keys to read.
     private var inputSource: (any DispatchSourceRead)?
+    /// While jobtop runs in the background and could not be stopped there (see
+    /// ``waitForForeground(then:)``): the check that resumes the input once it is in front.
+    private var foregroundCheck: DispatchWorkItem?
     /// The text of a bracketed paste read so far (`nil`: not in one). A paste read in several
     /// drains goes on where the last left off.
     private var pasted: String?
@@ -40,6 +43,10 @@ final class NcursesTerminal: Terminal {
     /// Takes over the terminal, or returns `nil` (with the reason) when it cannot be used.
     static func open() -> Result<NcursesTerminal, TerminalError> {
         prepareLocale()
+        // Started as a background shell job (`jobtop jobs.toml &`): stopped until `fg`, as the
+        // terminal stops any job that uses it from the background, before anything is drawn
+        // over the shell's screen.
+        while isInBackground, jt_stop_as_job(SIGTTOU) == 1 {}
         // The modes the user's shell left the terminal in, for the crash guard to put back if
         // jobtop crashes while the dashboard has the terminal (ncurses saves them too, but a
         // signal handler cannot call endwin).
@@ -128,6 +135,10 @@ final class NcursesTerminal: Terminal {
     func close() {
         guard isOpen else { return }
         isOpen = false
+        foregroundCheck?.cancel()
+        // Suspended while a check is due: resumed first (a suspended source must not be let go).
+        if foregroundCheck != nil { inputSource?.resume() }
+        foregroundCheck = nil
         inputSource?.cancel()
         inputSource = nil
         jt_crash_guard_disarm_terminal()
@@ -143,6 +154,9 @@ final class NcursesTerminal: Terminal {
 
     func draw(_ frame: Frame) {
         guard isOpen else { return }
+        // Put in the background (`bg` after Ctrl-Z): stopped again, as any program that draws
+        // on the terminal from there is; nothing is drawn over the shell meanwhile.
+        guard holdUntilForeground(SIGTTOU) else { return }
         let screen = cn_stdscr()
         werase(screen)
         for (row, line) in frame.lines.enumerated() where row < size.rows {
@@ -248,14 +262,55 @@ final class NcursesTerminal: Terminal {
         }
     }
 
-    /// Stops jobtop as a shell job (Ctrl-Z): bracketed paste off while the shell has the
-    /// terminal, and on again once it is back (ncurses puts back its own modes itself).
+    /// Stops jobtop as a shell job (Ctrl-Z): the terminal given back as endwin leaves it (the
+    /// shell's modes, the normal screen, bracketed paste off), the group stopped as the terminal
+    /// would stop it (a `cat list | jobtop` pipeline stops whole), and the terminal taken again
+    /// once jobtop is continued in front (`fg`; after `bg` it stops again, see
+    /// ``holdUntilForeground(_:)``).
     func suspend() {
+        release()
+        if jt_stop_as_job(SIGTSTP) == 1, !Self.isInBackground { takeTerminalBack() }
+        // Continued in the background (`bg`): stopped again the next time it draws or reads.
+    }
+
+    /// Whether the terminal was given back (endwin) for a stop and not taken again yet.
+    private var isReleased = false
+
+    /// Gives the terminal back to the shell: its modes, the normal screen, no bracketed paste.
+    private func release() {
+        guard !isReleased else { return }
+        isReleased = true
+        def_prog_mode()
+        endwin()
         Self.writeRaw("\u{1b}[?2004l")
-        // To the process group, as the terminal would (a `cat list | jobtop` pipeline stops
-        // whole); ncurses' handler gives the terminal back and returns after `fg`.
-        kill(0, SIGTSTP)
+    }
+
+    /// Back from a stop: ncurses' modes and bracketed paste again, and the whole screen redrawn
+    /// (a SIGWINCH to itself: the dashboard's relayout, which also reads a size changed meanwhile).
+    private func takeTerminalBack() {
+        guard isReleased else { return }
+        isReleased = false
+        reset_prog_mode()
         Self.writeRaw("\u{1b}[?2004h")
+        clearok(cn_stdscr(), true)
+        doupdate()
+        kill(getpid(), SIGWINCH)
+    }
+
+    /// In the background (`jobtop … &`, or `bg` after Ctrl-Z), a program that draws on the
+    /// terminal or reads from it is stopped until `fg`: the terminal is given back, the group
+    /// stopped with `signal` (SIGTTOU, SIGTTIN), and the terminal taken again once in front.
+    ///
+    /// - Returns: Whether jobtop has the terminal: `false` while it stays in the background
+    ///   without being stopped (an orphaned process group, which the kernel never stops).
+    private func holdUntilForeground(_ signal: Int32) -> Bool {
+        if Self.isInBackground {
+            release()
+            while Self.isInBackground, jt_stop_as_job(signal) == 1 {}
+            if Self.isInBackground { return false }
+        }
+        takeTerminalBack()
+        return true
     }
 
     /// Writes `text` to the terminal, around ncurses (a mode it has no capability for).
@@ -278,11 +333,54 @@ final class NcursesTerminal: Terminal {
     func watchInput(_ onInput: @escaping @MainActor @Sendable () -> Void) {
         inputSource?.cancel()
         let source = DispatchSource.makeReadSource(fileDescriptor: STDIN_FILENO, queue: .main)
-        source.setEventHandler {
-            MainActor.assumeIsolated { onInput() }
+        source.setEventHandler { [weak self] in
+            MainActor.assumeIsolated {
+                // Input pending while in the background is the shell's: a read gets EIO, and
+                // the source fires again at once (a core spun, and `q` was never read).
+                if let self, Self.isInBackground || self.isReleased {
+                    self.waitForForeground(then: onInput)
+                    return
+                }
+                onInput()
+            }
         }
         source.resume()
         inputSource = source
+    }
+
+    /// Whether jobtop's process group is not the terminal's foreground one (a background shell
+    /// job). Asked of stdout, the dashboard's terminal (stdin may be a piped list).
+    private static var isInBackground: Bool {
+        let foreground = tcgetpgrp(STDOUT_FILENO)
+        return foreground > 0 && foreground != getpgrp()
+    }
+
+    /// Keys typed while in the background: stopped until `fg`; if that cannot be, the input is
+    /// not watched (nothing spins on it) and is looked at again every second until jobtop is in
+    /// front.
+    private func waitForForeground(then onInput: @escaping @MainActor @Sendable () -> Void) {
+        guard foregroundCheck == nil else { return }
+        if holdUntilForeground(SIGTTIN) {
+            onInput()
+            return
+        }
+        inputSource?.suspend()
+        scheduleForegroundCheck()
+    }
+
+    /// Looks again in a second whether jobtop is in front (the input's source is suspended
+    /// meanwhile); resumes the input and has the screen redrawn once it is.
+    private func scheduleForegroundCheck() {
+        let check = DispatchWorkItem { [weak self] in
+            MainActor.assumeIsolated {
+                guard let self, self.isOpen else { return }
+                guard self.holdUntilForeground(SIGTTIN) else { return self.scheduleForegroundCheck() }
+                self.foregroundCheck = nil
+                self.inputSource?.resume()
+            }
+        }
+        foregroundCheck = check
+        DispatchQueue.main.asyncAfter(deadline: .now() + 1, execute: check)
     }
 
     var isInputClosed: Bool {

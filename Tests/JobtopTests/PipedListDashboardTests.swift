@@ -89,4 +89,34 @@ struct PipedListDashboardTests {
         let summary = prompt.lastIndex { $0.contains("jobtop: 1 job: ") }!
         #expect(prompt[(summary + 1)...].contains { $0.hasPrefix("BASH$") }, "\(prompt.joined(separator: "\n"))")
     }
+
+    @Test("Started in the background (`&`), or put there with bg, the dashboard stops as a shell job until fg; it drew over the shell, and a key typed then made it spin a core")
+    func backgroundJobStops() async throws {
+        let tmux = try TmuxSession(shape: DashboardTmuxTests.Shape(columns: 120, rows: 30))
+        defer { tmux.close() }
+        try await tmux.run("PS1='BASH$ ' exec bash --norc")
+        try await tmux.waitFor("bash's prompt") { $0.contains { $0.hasPrefix("BASH$") } }
+        tmux.literal("\(TmuxSession.binary) -j 1 -c 'sleep 300' &")
+        tmux.keys("Enter")
+        // The shell says it stopped (with a key typed meanwhile, which is the shell's), and
+        // nothing of the dashboard is on its screen.
+        tmux.literal("echo typed; until jobs | grep -q Stopped; do sleep 0.1; done; echo the job stopped")
+        tmux.keys("Enter")
+        let stopped = try await tmux.waitFor("the job stopped") { $0.contains { $0 == "typed" } && $0.contains { $0 == "the job stopped" } }
+        #expect(!stopped.contains { $0.contains("NAME / COMMAND") }, "\(stopped.joined(separator: "\n"))")
+        // In front, it draws and takes keys; put back in the background, it stops again.
+        tmux.literal("fg")
+        tmux.keys("Enter")
+        try await tmux.waitForDashboard("the dashboard in front") { $0.contains { $0.contains("sleep 300") && $0.contains("running") } }
+        tmux.keys("C-z")
+        try await tmux.waitFor("the shell back") { $0.contains { $0.contains("Stopped") } }
+        tmux.literal("bg; until jobs | grep -q Stopped; do sleep 0.1; done; echo stopped again")
+        tmux.keys("Enter")
+        try await tmux.waitFor("stopped again in the background") { $0.contains { $0 == "stopped again" } }
+        tmux.literal("fg")
+        tmux.keys("Enter")
+        try await tmux.waitForDashboard("the dashboard in front again") { $0.contains { $0.contains("sleep 300") && $0.contains("running") } }
+        try await tmux.quitCancellingJobs()
+        try await tmux.waitFor("the summary") { $0.contains { $0.contains("jobtop: 1 job: ") } }
+    }
 }

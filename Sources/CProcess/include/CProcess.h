@@ -8,6 +8,8 @@
 // The fatal-signal handler and its table of job process groups (this header is the module's
 // umbrella: SwiftPM imports only what it includes).
 #include "CrashGuard.h"
+// Ctrl-Z and background stops of the dashboard.
+#include "JobStop.h"
 
 /// Spawns `path` with `argv` in a new session (so a new process group whose id is the pid),
 /// stdin from /dev/null, stdout/stderr onto the given write ends, in `cwd` when not NULL, with
