@@ -86,8 +86,15 @@ final class JobOutputStore: Sendable {
     }
 
     /// A later attempt starts: a separator line in the job's tail, before its output.
+    /// Not again right after itself (an attempt held at its worker, never begun, handed back)
+    /// or after the worker-lost line (a lost attempt runs again with its number, as that line
+    /// says).
     func attemptStarted(_ job: JobID, attempt: Int, of maxAttempts: Int) {
-        append(OutputLine(stream: .stdout, text: OutputLine.attemptSeparator(attempt, of: maxAttempts)), to: job, startsLine: true)
+        let header = OutputLine.attemptSeparator(attempt, of: maxAttempts)
+        if let last = state.withLock({ $0.tails[job]?.lines.last }), last.text == header || last.text == OutputLine.workerLostSeparator {
+            return
+        }
+        append(OutputLine(stream: .stdout, text: header), to: job, startsLine: true)
     }
 
     /// The job went back to the queue (retried by hand, its worker lost): a separator line after

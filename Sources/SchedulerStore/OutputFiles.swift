@@ -31,13 +31,21 @@ final class OutputFiles: Sendable {
         // Jobs whose bytes in this batch begin with a separator: the file's last byte decides
         // whether a newline goes first.
         var startsLines: Set<JobID> = []
-        /// A separator line for `id`, on a line of its own.
-        func separator(_ text: String, for id: JobID) {
+        // Jobs whose bytes in this batch begin with an attempt's header: left out if the file
+        // already ends with it or with the worker-lost line (see `separator`).
+        var leadingHeaders: [JobID: String] = [:]
+        /// A separator line for `id`, on a line of its own. An attempt's header is not written
+        /// again right after itself (an attempt held at its worker, never begun, that a restart
+        /// handed back) or after the worker-lost line (a lost attempt runs again with its number,
+        /// as that line says).
+        func separator(_ text: String, for id: JobID, isHeader: Bool = false) {
             if let bytes = pieces[id], !bytes.isEmpty {
+                if isHeader && (bytes.ends(withLine: text) || bytes.ends(withLine: OutputLine.workerLostSeparator)) { return }
                 if bytes.last != 0x0A { pieces[id]!.append(0x0A) }
             } else {
                 if pieces[id] == nil { order.append(id) }
                 startsLines.insert(id)
+                if isHeader { leadingHeaders[id] = text }
             }
             pieces[id, default: []].append(contentsOf: Array((text + "\n").utf8))
         }
@@ -48,7 +56,7 @@ final class OutputFiles: Sendable {
                 pieces[id, default: []].append(contentsOf: line.bytes ?? Array(line.text.utf8))
                 pieces[id, default: []].append(contentsOf: line.ending.bytes)
             case .started(let id, let attempt, let maxAttempts, _) where attempt > 1:
-                separator(OutputLine.attemptSeparator(attempt, of: maxAttempts), for: id)
+                separator(OutputLine.attemptSeparator(attempt, of: maxAttempts), for: id, isHeader: true)
             case .requeued(let id, let reason):
                 // Its attempts count from 1 again (retried by hand), or the lost one runs again
                 // with its number: the line marks where the new run begins.
@@ -59,21 +67,24 @@ final class OutputFiles: Sendable {
             }
         }
         guard !order.isEmpty else { return [] }
-        let work = order.map { ($0, pieces[$0]!, startsLines.contains($0)) }
+        let work = order.map { ($0, pieces[$0]!, startsLines.contains($0), leadingHeaders[$0]) }
         return await withCheckedContinuation { continuation in
             queue.async {
                 var lost: [(JobID, StoreError)] = []
-                for (id, bytes, startsLine) in work {
-                    if let error = self.append(bytes, to: id, startsLine: startsLine) { lost.append((id, error)) }
+                for (id, bytes, startsLine, header) in work {
+                    if let error = self.append(bytes, to: id, startsLine: startsLine, header: header) { lost.append((id, error)) }
                 }
                 continuation.resume(returning: lost)
             }
         }
     }
 
-    /// - Parameter startsLine: `bytes` begin a line: a newline goes first if the file ends
-    ///   in the middle of one.
-    private func append(_ bytes: [UInt8], to id: JobID, startsLine: Bool) -> StoreError? {
+    /// - Parameters:
+    ///   - startsLine: `bytes` begin a line: a newline goes first if the file ends in the middle
+    ///     of one.
+    ///   - header: `bytes` begin with this attempt's header line, which is left out when the file
+    ///     already ends with it or with the worker-lost line.
+    private func append(_ bytes: [UInt8], to id: JobID, startsLine: Bool, header: String? = nil) -> StoreError? {
         let path = directory.outputFile(of: id.description).path
         let fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return StoreError("cannot write \(path): \(String(cString: strerror(errno)))") }
@@ -85,6 +96,10 @@ final class OutputFiles: Sendable {
         // exactly the output so far fit, and these bytes are the first that do not.
         guard size <= cap else { return nil }
         var chunk = bytes
+        if let header, Self.lastLine(of: fd, size: size).map({ $0 == header || $0 == OutputLine.workerLostSeparator }) == true {
+            chunk.removeFirst(min(chunk.count, header.utf8.count + 1))
+            if chunk.isEmpty { return nil }
+        }
         if startsLine && LineSplitter.fileEndsMidLine(fd) { chunk.insert(0x0A, at: 0) }
         if size + chunk.count > cap {
             chunk = Array(chunk.prefix(cap - size))
@@ -101,5 +116,27 @@ final class OutputFiles: Sendable {
             offset += written
         }
         return nil
+    }
+
+    /// The last line of the file open at `fd` (`size` bytes), if it ends with a newline and is
+    /// short (a separator's length): what a header about to be written is checked against.
+    private static func lastLine(of fd: Int32, size: Int) -> String? {
+        let length = min(size, 256)
+        guard length > 1 else { return nil }
+        var tail = [UInt8](repeating: 0, count: length)
+        guard pread(fd, &tail, length, off_t(size - length)) == length, tail.last == 0x0A else { return nil }
+        tail.removeLast()
+        let start = tail.lastIndex(of: 0x0A).map { $0 + 1 } ?? (length == size ? 0 : nil)
+        guard let start else { return nil }
+        return String(decoding: tail[start...], as: UTF8.self)
+    }
+}
+
+extension [UInt8] {
+    /// Whether these bytes end with `line` and its newline, on a line of its own.
+    fileprivate func ends(withLine line: String) -> Bool {
+        let expected = Array((line + "\n").utf8)
+        guard count >= expected.count, self[(count - expected.count)...].elementsEqual(expected) else { return false }
+        return count == expected.count || self[count - expected.count - 1] == 0x0A
     }
 }

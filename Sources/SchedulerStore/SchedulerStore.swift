@@ -230,8 +230,8 @@ public final class SchedulerStore: Sendable {
                 hasRows = true
                 // Later attempts get a separator line in the output file.
                 if attempt > 1 { hasOutput = true }
-            case .requeued(_, .retriedByUser):
-                // So does a retry by hand (and the job's row changes).
+            case .requeued(_, .retriedByUser), .requeued(_, .workerLost):
+                // So does a retry by hand or a lost worker's attempt (and the job's row changes).
                 hasRows = true
                 hasOutput = true
             case .submitted, .coalesced, .progress, .snapshot, .lagged, .leftoverProcesses, .stopping,
@@ -305,13 +305,17 @@ public final class SchedulerStore: Sendable {
                 sql: "UPDATE job SET state = 'skipped', reason = ?, skip = ?, finished_at = ? WHERE id = ?",
                 arguments: [reason.description, skip, now, id.description])
         case .blocked(let id, _):
+            // Back from a skip (its dependency retried): the skip's reason goes with it, or a
+            // restart showed it as a failure of a job that never ran.
             try db.execute(
-                sql: "UPDATE job SET state = 'blocked', finished_at = NULL, skip = NULL WHERE id = ?", arguments: [id.description])
+                sql: "UPDATE job SET state = 'blocked', finished_at = NULL, skip = NULL, reason = NULL WHERE id = ?",
+                arguments: [id.description])
         case .released(let id):
             try db.execute(sql: "UPDATE job SET state = 'queued' WHERE id = ?", arguments: [id.description])
         case .scheduled(let id, _):
             try db.execute(
-                sql: "UPDATE job SET state = 'scheduled', finished_at = NULL, skip = NULL WHERE id = ?", arguments: [id.description])
+                sql: "UPDATE job SET state = 'scheduled', finished_at = NULL, skip = NULL, reason = NULL WHERE id = ?",
+                arguments: [id.description])
         case .edited(let id, let command):
             // A shell command now (work_kind 0, as SpecColumns writes it).
             try db.execute(sql: "UPDATE job SET work_kind = 0, command = ? WHERE id = ?", arguments: [command, id.description])

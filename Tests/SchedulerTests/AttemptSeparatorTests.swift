@@ -30,6 +30,23 @@ struct AttemptSeparatorTests {
         #expect(lines.suffix(4).allSatisfy { $0.ending == .newline })
     }
 
+    /// An attempt lost with its worker runs again with its number: the worker-lost line says so,
+    /// and its header is not written again (nor right after itself).
+    @Test func aLostAttemptRunningAgainGetsNoSecondHeader() {
+        let store = JobOutputStore(limits: .init(lines: 100, bytes: 1 << 20, finishedTails: 10))
+        let id = JobID(uuid: UUID())
+        store.append(OutputLine(stream: .stdout, text: "one"), to: id)
+        store.attemptStarted(id, attempt: 2, of: 3)
+        store.attemptStarted(id, attempt: 2, of: 3)
+        store.requeued(id, because: .workerLost(.heartbeatMissed(.seconds(3))))
+        store.attemptStarted(id, attempt: 2, of: 3)
+        store.append(OutputLine(stream: .stdout, text: "two"), to: id)
+        store.attemptStarted(id, attempt: 3, of: 3)
+        #expect(store.tail(of: id).lines.map(\.text) == [
+            "one", OutputLine.attemptSeparator(2, of: 3), OutputLine.workerLostSeparator, "two", OutputLine.attemptSeparator(3, of: 3),
+        ])
+    }
+
     @Test func laterAttemptsAreSetApartInTheTail() async throws {
         try await ShellJobTests.withScheduler { scheduler, reader in
             let marker = ShellJobTests.temporaryFile("tried")

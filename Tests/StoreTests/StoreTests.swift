@@ -498,6 +498,93 @@ struct StoreTests {
         }
     }
 
+    @Test("The output file marks a lost worker's attempt even when the loss comes with no output (it was missing), and an attempt's header is not written twice: after a restart that hands back a held attempt, or after the worker-lost line")
+    func outputFileSeparators() async throws {
+        let scratch = try Scratch()
+        let directory = StateDirectory(path: scratch.file("state"))
+        let (lost, held) = (JobID(uuid: UUID()), JobID(uuid: UUID()))
+        var store = try SchedulerStore(directory: directory)
+        try await store.insert([
+            .init(id: lost, spec: JobSpec(name: "lost", work: .shell("true"), retry: RetryPolicy(maxAttempts: 3))),
+            .init(id: held, spec: JobSpec(name: "held", work: .shell("true"), retry: RetryPolicy(maxAttempts: 3))),
+        ])
+        let worker = WorkerID()
+        func line(_ text: String) -> OutputLine { OutputLine(stream: .stdout, text: text) }
+        // A first attempt that prints, a loss on its own in a batch, the attempt again.
+        try await store.apply([
+            SchedulerEvent(seq: 1, time: .zero, kind: .started(lost, attempt: 1, maxAttempts: 3, worker: worker)),
+            SchedulerEvent(seq: 2, time: .zero, kind: .output(lost, line("first try"))),
+        ])
+        try await store.apply([SchedulerEvent(seq: 3, time: .zero, kind: .requeued(lost, reason: .workerLost(.heartbeatMissed(.seconds(3)))))])
+        // A second attempt that is lost too, then runs again: its header once, then the line.
+        try await store.apply([
+            SchedulerEvent(seq: 4, time: .zero, kind: .started(lost, attempt: 1, maxAttempts: 3, worker: worker)),
+            SchedulerEvent(seq: 5, time: .zero, kind: .output(lost, line("again"))),
+            SchedulerEvent(seq: 6, time: .zero, kind: .retryScheduled(lost, failedAttempt: 1, reason: .exitStatus(1), nextAttempt: 2, at: .zero)),
+            SchedulerEvent(seq: 7, time: .zero, kind: .requeued(lost, reason: .retryDue)),
+            SchedulerEvent(seq: 8, time: .zero, kind: .started(lost, attempt: 2, maxAttempts: 3, worker: worker)),
+        ])
+        try await store.apply([SchedulerEvent(seq: 9, time: .zero, kind: .requeued(lost, reason: .workerLost(.heartbeatMissed(.seconds(3)))))])
+        try await store.apply([
+            SchedulerEvent(seq: 10, time: .zero, kind: .started(lost, attempt: 2, maxAttempts: 3, worker: worker)),
+            SchedulerEvent(seq: 11, time: .zero, kind: .output(lost, line("second"))),
+        ])
+        // An attempt 2 handed out (its header written), then the serve dies; the next serve's
+        // store starts it again.
+        try await store.apply([
+            SchedulerEvent(seq: 12, time: .zero, kind: .started(held, attempt: 1, maxAttempts: 3, worker: worker)),
+            SchedulerEvent(seq: 13, time: .zero, kind: .output(held, line("one"))),
+            SchedulerEvent(seq: 14, time: .zero, kind: .retryScheduled(held, failedAttempt: 1, reason: .exitStatus(1), nextAttempt: 2, at: .zero)),
+            SchedulerEvent(seq: 15, time: .zero, kind: .requeued(held, reason: .retryDue)),
+            SchedulerEvent(seq: 16, time: .zero, kind: .started(held, attempt: 2, maxAttempts: 3, worker: worker)),
+        ])
+        store.close()
+        store = try SchedulerStore(directory: directory)
+        try await store.apply([
+            SchedulerEvent(seq: 1, time: .zero, kind: .started(held, attempt: 2, maxAttempts: 3, worker: worker)),
+            SchedulerEvent(seq: 2, time: .zero, kind: .output(held, line("two"))),
+        ])
+        store.close()
+        let read = { (id: JobID) in try String(contentsOf: directory.outputFile(of: id.description), encoding: .utf8) }
+        #expect(try read(lost) == """
+            first try
+            \(OutputLine.workerLostSeparator)
+            again
+            \(OutputLine.attemptSeparator(2, of: 3))
+            \(OutputLine.workerLostSeparator)
+            second
+
+            """)
+        #expect(try read(held) == """
+            one
+            \(OutputLine.attemptSeparator(2, of: 3))
+            two
+
+            """)
+    }
+
+    @Test("A skipped job brought back by a retry of its dependency loses the skip's reason in the store: a restart showed it twice, as a failure too")
+    func aSkipsReasonGoesWhenTheJobComesBack() async throws {
+        let scratch = try Scratch()
+        let directory = StateDirectory(path: scratch.file("state"))
+        let store = try SchedulerStore(directory: directory)
+        let (a, b) = (JobID(uuid: UUID()), JobID(uuid: UUID()))
+        try await store.insert([
+            .init(id: a, spec: JobSpec(name: "a", work: .shell("false"))),
+            .init(id: b, spec: JobSpec(name: "b", work: .shell("true"), dependencies: [.job(a)])),
+        ])
+        let reason = SkipReason(dependency: a, dependencyName: "a", outcome: .failed)
+        try await store.apply([
+            SchedulerEvent(seq: 1, time: .zero, kind: .skipped(b, reason: reason)),
+            SchedulerEvent(seq: 2, time: .zero, kind: .requeued(a, reason: .retriedByUser)),
+            SchedulerEvent(seq: 3, time: .zero, kind: .blocked(b, waitingFor: [a])),
+        ])
+        let stored = try await store.storedJobs().first { $0.id == b.description }
+        #expect(stored?.state == "blocked")
+        #expect(stored?.reason == nil)
+        store.close()
+    }
+
     @Test("an attempt's latest placement (a Slurm job id) is kept; a restart hands those of cut-off attempts to stopPlaced before anything runs")
     func placementsOfInterruptedAttempts() async throws {
         // Given a dead serve's store: one job placed in Slurm and still running, one placed and
