@@ -152,7 +152,13 @@ public final class DurableScheduler: SchedulerClient {
         while true {
             var batch = events
             if let last = await journal.frozenAfter {
-                batch.removeAll { $0.seq > last }
+                // Stopping twice: what jobs print while they stop (a trap's last words) is still
+                // their output; their ends, and the queue's cancel, are not written.
+                batch.removeAll { event in
+                    guard event.seq > last else { return false }
+                    if case .output = event.kind { return false }
+                    return true
+                }
                 if batch.isEmpty { return true }
             }
             do throws(StoreError) {
@@ -190,8 +196,8 @@ public final class DurableScheduler: SchedulerClient {
             return .submitted(try await submit(specs, batch: batch))
         }
         if case .shutdown(.cancelRunning) = command {
-            // Stop now: the running jobs are stopped, but their ends are not written, nor are
-            // the queued jobs cancelled on disk. The next serve counts each cut-off attempt as
+            // Stop now: the running jobs are stopped, but their ends are not written (their
+            // output while they stop is), nor are the queued jobs cancelled on disk. The next serve counts each cut-off attempt as
             // failed ("jobtop stopped") and runs the queue: a stop is not a cancel of the queue.
             await journal.freeze(after: await scheduler.lastEventSeq)
         }

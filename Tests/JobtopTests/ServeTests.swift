@@ -702,6 +702,25 @@ struct ServeTests {
         _ = await fixture.serve.wait(atMost: .seconds(60))
     }
 
+    @Test("What a job prints while a second SIGTERM stops the serve (its trap's last words) is in its output after the restart (it was lost)")
+    func outputWhileStoppedTwiceIsKept() async throws {
+        let fixture = try await ServeFixture()
+        let id = try await fixture.run(["submit", "-c", "trap 'echo bye; exit 1' TERM; echo hi; sleep 300 & wait"]).lines[0]
+        try await fixture.waitFor(id, "running")
+        #expect(await eventually { ((try? await fixture.run(["log", id]))?.stdout ?? "").contains("hi") })
+        fixture.serve.send(SIGTERM)
+        #expect(await eventually { fixture.serve.output.contains("starting nothing new") })
+        fixture.serve.send(SIGTERM)
+        _ = await fixture.serve.wait(atMost: .seconds(60))
+        let again = try JobtopProcess(["serve", "-j", "1"], environment: fixture.environment, newSession: true)
+        defer { again.send(SIGKILL) }
+        #expect(await eventually(within: .seconds(60)) { again.output.contains("listening on") })
+        let log = try await fixture.run(["log", id])
+        #expect(log.stdout == "hi\nbye\n", "\(log.stdout)")
+        _ = try await fixture.run(["shutdown"])
+        #expect(await again.wait(atMost: .seconds(60))?.status == 0)
+    }
+
     @Test("the socket is private: 0700 directory, 0600 socket; another user cannot connect")
     func otherUserRefused() async throws {
         let fixture = try await ServeFixture()
