@@ -203,10 +203,18 @@ extension Jobtop {
                     if let limit = planned.limit { _ = try await send(client, .setGroupLimit(planned.name, limit)) }
                     if planned.isPaused { _ = try await send(client, .pauseGroup(planned.name)) }
                 }
+                // `--group` naming a group the serve does not have yet makes it, with no limit: a
+                // misspelt `--group gpuu` would run its jobs unthrottled, so it is said (as
+                // `limit` and `pause --group` say it).
+                var isNewGroup = false
+                if let group, !plan.groups.contains(where: { $0.name == group }) {
+                    isNewGroup = try await !client.fetchSnapshot().groups.contains { $0.group.name == group }
+                }
                 guard case .submitted(let ids) = try await send(client, .submit(specs, batch: nil)) else {
                     StandardError.write("jobtop: the serve did not say which jobs it made\n")
                     throw ExitCode(ExitStatus.someFailed)
                 }
+                if isNewGroup, let group { sayGroupIsNew(group, "no limit or pause of its own ('jobtop limit', 'jobtop pause --group')") }
                 if json {
                     printJSON(zip(ids, specs).map { SubmittedRecord(id: $0.description, short: $0.short, name: $1.name) })
                 } else {
@@ -669,7 +677,7 @@ extension Jobtop {
                 // serve is in may be a typo.
                 let snapshot = try await client.fetchSnapshot()
                 if let now = snapshot.groups.first(where: { $0.group.name == group }) { print(Status.groupLine(now)) }
-                if !snapshot.jobs.contains(where: { $0.group == group }) { sayGroupIsNew(group, "the limit applies") }
+                if !snapshot.jobs.contains(where: { $0.group == group }) { sayGroupIsNew(group, "the limit applies to the jobs submitted to it") }
             }
         }
     }
@@ -901,7 +909,7 @@ private func validateGroupOption(_ group: String?) throws {
 
 /// Says that a group no job of the serve is in was made by a setting: the name may be a typo.
 private func sayGroupIsNew(_ group: String, _ what: String) {
-    StandardError.write("jobtop: group '\(group)' is new: no job of it yet; \(what) to the jobs submitted to it\n")
+    StandardError.write("jobtop: group '\(group)' is new: no job of it yet; \(what)\n")
 }
 
 /// The one value of a positional argument that takes every input no option takes (so that a
@@ -930,7 +938,7 @@ private func sendToGroup(
         }
         let isNew = try await !client.fetchSnapshot().groups.contains { $0.group.name == group }
         _ = try await send(client, groupCommand(group))
-        if isNew { sayGroupIsNew(group, "this applies") }
+        if isNew { sayGroupIsNew(group, "this applies to the jobs submitted to it") }
     }
 }
 

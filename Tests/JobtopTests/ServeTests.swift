@@ -423,6 +423,10 @@ struct ServeTests {
             #expect(refused.status == 2, "\(arguments): bad usage, \(refused.stderr)")
         }
         let grouped = try await fixture.run(["submit", "--group", "slow", "-c", "true"]).lines[0]
+        // A group the serve has (paused above) is not new; a misspelt one is said to be.
+        let misspelt = try await fixture.run(["submit", "--group", "slwo", "-c", "true"])
+        #expect(misspelt.stderr.contains("group 'slwo' is new: no job of it yet; no limit or pause of its own"), "\(misspelt.stderr)")
+        #expect(try await fixture.run(["submit", "--group", "slwo", "-c", "true"]).stderr.isEmpty)
         let other = try await fixture.run(["submit", "-c", "true"]).lines[0]
         try await fixture.waitFor(other, "succeeded")
         #expect(try await fixture.state(of: grouped) == "queued")
