@@ -148,16 +148,48 @@ enum DashboardView {
         let title = TextWidth.width(model.title) + 3
         let full = parts.reduce(title) { $0 + TextWidth.width("\(board.count($1.0)) \($1.1)") + 3 }
         if full > width { parts.removeAll { board.count($0.0) == 0 } }
-        // The counts are never cut: the title gives way first.
-        let counts = parts.reduce(0) { $0 + TextWidth.width("\(board.count($1.0)) \($1.1)") + 3 } - 3
-        let titleRoom = max(6, width - counts - 3)
-        segments += [Segment(" \(TextWidth.truncate(model.title, to: titleRoom - 2)) ", .title), Segment(" ")]
+        // The counts are never cut: the title gives way first (shortened, then gone), then the
+        // words shorten (`2 run · 1 fail`), then the separators narrow.
+        func countsWidth(separator: Int) -> Int {
+            parts.reduce(0) { $0 + TextWidth.width("\(board.count($1.0)) \($1.1)") + separator } - separator
+        }
+        var separator = " · "
+        var counts = countsWidth(separator: 3)
+        if counts + 1 > width {
+            parts = parts.map { ($0.0, Self.shortCountLabel($0.0), $0.2) }
+            counts = countsWidth(separator: 3)
+            if counts + 1 > width {
+                separator = "·"
+                counts = countsWidth(separator: 1)
+            }
+        }
+        let titleRoom = width - counts - 2
+        if titleRoom >= 6 {
+            segments += [Segment(" \(TextWidth.truncate(model.title, to: titleRoom - 2)) ", .title), Segment(" ")]
+        } else {
+            segments.append(Segment(" "))
+        }
         for (offset, part) in parts.enumerated() {
-            if offset > 0 { segments.append(Segment(" · ", .dim)) }
+            if offset > 0 { segments.append(Segment(separator, .dim)) }
             let count = board.count(part.0)
             segments.append(Segment("\(count) \(part.1)", count == 0 ? .dim : part.2))
         }
         return segments
+    }
+
+    /// A state's word in the header's counts when the whole words do not fit.
+    private static func shortCountLabel(_ kind: JobStateKind) -> String {
+        switch kind {
+        case .running: "run"
+        case .queued: "queue"
+        case .waiting: "wait"
+        case .blocked: "block"
+        case .scheduled: "sched"
+        case .succeeded: "done"
+        case .failed: "fail"
+        case .cancelled: "cancel"
+        case .skipped: "skip"
+        }
     }
 
     private static func headerStatus(_ model: DashboardModel, now: SchedulerTime, width: Int) -> [Segment] {
@@ -541,7 +573,13 @@ enum DashboardView {
         let nameWidth = groupNameWidth(width)
         let columns = groupColumns
         var lines: [[Segment]] = []
-        for status in groups.prefix(shown) {
+        // More groups than rows: the window keeps the selected job's group in sight (`P` and
+        // `L` act on it; it was below the fold, with no `>` shown).
+        var start = 0
+        if let selected, let index = groups.firstIndex(where: { $0.group.name == selected }), index >= shown {
+            start = index - shown + 1
+        }
+        for status in groups[start...].prefix(shown) {
             let group = status.group
             var line = [Segment(group.name == selected ? ">" : " ", .message)]
             let name = TextWidth.sanitize(group.name)

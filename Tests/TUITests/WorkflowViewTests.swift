@@ -27,6 +27,26 @@ struct WorkflowViewTests {
         return builder
     }
 
+    @Test("Seven states' counts fit the header at 80 columns (the title gives way) and at 60 and 52 (shorter words): none is cut")
+    func headerCountsWithEveryState() {
+        var builder = workflowBoard()
+        builder.model.title = "jobtop dash.toml"
+        builder.submit(7, "true", name: "quick", at: 1.7)
+        builder.start(7, on: localTwo, at: 1.7)
+        builder.apply(.succeeded(jobID(7), attempts: 1), at: 1.8)
+        let model = builder.prepared()
+        let wide = screen(model, rows: 24, columns: 80).lines[0]
+        for count in ["1 running", "1 queued", "1 blocked", "1 scheduled", "1 done", "1 failed", "1 skipped"] {
+            #expect(wide.contains(count), "\(wide)")
+        }
+        for columns in [60, 52] {
+            let narrow = screen(model, rows: 24, columns: columns).lines[0]
+            for count in ["1 run", "1 queue", "1 block", "1 sched", "1 done", "1 fail", "1 skip"] {
+                #expect(narrow.contains(count), "\(columns): \(narrow)")
+            }
+        }
+    }
+
     /// Moves the selection to job `n`.
     func select(_ n: Int, in model: inout DashboardModel) {
         _ = model.handle(.home)
@@ -192,6 +212,12 @@ struct WorkflowViewTests {
         #expect(!terminal.lines.contains { $0.contains(" g04 ") && $0.contains("0/∞") })
         #expect(terminal.lines.contains { $0.contains("… 7 more") })
         #expect(terminal.overflows.isEmpty)
+        // The selected job's group (g09, below the fold) comes into the panel with its `>`.
+        var model = builder.prepared()
+        select(9, in: &model)
+        let moved = screen(model, rows: 24, columns: 80)
+        #expect(moved.lines.contains { $0.contains(">g09") && $0.contains("0/∞") }, "\(moved.lines.joined(separator: "\n"))")
+        #expect(moved.lines.contains { $0.contains("… 7 more") })
     }
 
     @Test("> marks the selected job's group in the panel: the one P and L act on")
