@@ -632,7 +632,6 @@ public struct SchedulerCore: Sendable {
                 // A job restored later may name it: its outcome outlives its record.
                 jobs[handle].isDependency = true
                 finishedOrder.append(handle)
-                dropFinishedBeyondRetention()
                 continue
             }
             let spec = job.spec
@@ -674,6 +673,15 @@ public struct SchedulerCore: Sendable {
                 if let submittedAt { jobs[handle].info.submittedAt = submittedAt }
             }
         }
+        // The finished in the order they ended, as before the restart (they came in submission
+        // order: `status --all` and the dashboard listed them reversed), then the oldest beyond
+        // the retention dropped.
+        let ended = finishedOrder.enumerated().map { (order: $0.offset, handle: $0.element) }
+        finishedOrder = Deque(ended.sorted { a, b in
+            let (x, y) = (jobs[a.handle].info.history.finishedAt ?? now, jobs[b.handle].info.history.finishedAt ?? now)
+            return x != y ? x < y : a.order < b.order
+        }.map(\.handle))
+        dropFinishedBeyondRetention()
         isDispatchHeld = wasHeld
         dispatch(now: now)
         collected.append(contentsOf: takeActions())
@@ -875,7 +883,16 @@ public struct SchedulerCore: Sendable {
         }
         let (pending, failedDependency) = dependencyStatus(dependencies(of: handle))
         if let failedDependency {
-            throw SchedulerError(.notAllowed, "job \(id.short) cannot run: \(failedDependency); retry that one first")
+            // Through skipped ones to the job that really ended badly: the one a retry helps
+            // (`retry c` of a→b→c named b, which was refused too).
+            var root = failedDependency
+            var seen: Set<JobID> = [id]
+            while root.outcome == .skipped, seen.insert(root.dependency).inserted, let other = jobs.handle(of: root.dependency),
+                  case .skipped(let next) = jobs[other].info.state {
+                root = next
+            }
+            let which = root.dependency == failedDependency.dependency ? "that one" : "'\(root.dependencyName)'"
+            throw SchedulerError(.notAllowed, "job \(id.short) cannot run: \(failedDependency); retry \(which) first")
         }
         if let key = recordSpecs[Int(handle.index)]?.coalescingKey {
             if let other = keys[key], other != id {

@@ -50,7 +50,10 @@ extension RemoteTLS.Client {
     /// waiting does (and a restarting one), not a set-up problem (``handshakeFailure(in:connectingTo:peer:client:)``
     /// says nil for it). A client tries again, or says to. `nil` for any other error.
     public static func closedDuringHandshake(in error: any Error) -> String? {
-        guard let ssl = sslError(in: error), closedDuringHandshake(ssl) else { return nil }
+        // Closed before TLS said anything (a busy machine: the close came before the client's
+        // hello was out), gRPC tells it as a preface that never came: the same close.
+        let closedEarly = String(describing: error).contains("closed the connection before completing the HTTP/2 connection preface")
+        guard closedEarly || sslError(in: error).map(closedDuringHandshake) == true else { return nil }
         return "it closed the connection during the TLS handshake (too many connections waiting for a hello, or a restart; or what listens there does not speak TLS)"
     }
 

@@ -311,11 +311,26 @@ final class DashboardController {
     private func retry(_ ids: [JobID]) async -> Segment {
         var refusal: (JobID, String)?
         var retried = 0
-        for id in ids {
+        // Skipped ones last: retrying what they waited for may bring them back on its own (a
+        // tagged failed job and its skipped dependent said "retried 1 of 2; cannot run: dependency
+        // failed" while the dependent was back, blocked).
+        let isSkipped = { (id: JobID) in self.model.board.mirror.jobs[id]?.state.kind == .skipped }
+        let skipped = Set(ids.filter(isSkipped))
+        let ordered = ids.filter { !skipped.contains($0) } + ids.filter { skipped.contains($0) }
+        for id in ordered {
             do {
                 _ = try await client.perform(.retry(id))
                 retried += 1
             } catch {
+                if skipped.contains(id), retried > 0 {
+                    // Back already (it may have run since): the retry of what it waited for
+                    // brought it back. The screen may not show that yet; the engine says.
+                    let back = isSkipped(id) ? await client.currentSnapshot().jobs.first { $0.id == id }.map { $0.state.kind != .skipped } ?? false : true
+                    if back {
+                        retried += 1
+                        continue
+                    }
+                }
                 if refusal == nil { refusal = (id, error.description) }
             }
         }

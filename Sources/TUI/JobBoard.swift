@@ -342,7 +342,7 @@ struct JobBoard: Sendable {
         case .shuttingDown(let mode):
             append(time, "shutting down (\(mode.rawValue))", .dim)
         case .batchHalted(_, let failed):
-            append(time, "\(failed.short) failed: halting the run, cancelling the rest", .failed)
+            append(time, "\(tag(failed)) failed: halting the run, cancelling the rest", .failed)
         case .blocked(let id, let waitingFor):
             append(time, "\(tag(id)) blocked: waits for \(waitingFor.map(label(of:)).joined(separator: ", "))", .blocked)
         case .released(let id):

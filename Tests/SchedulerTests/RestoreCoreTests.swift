@@ -23,6 +23,22 @@ import Testing
         actions.compactMap { if case .start(let id, _, _) = $0 { id } else { nil } }
     }
 
+    @Test("Restored finished jobs keep the order they ended in: the retention drops the one that ended first, not the first submitted")
+    mutating func restoredHistoryKeepsTheOrderJobsEnded() {
+        // The scheduler's clock started now: the ends an hour ago are before its zero.
+        var core = SchedulerCore(configuration: .init(finishedRetention: 2, seed: 1, wallClockEpoch: Date()))
+        let (a, b, c) = (ids.nextJobID(), ids.nextJobID(), ids.nextJobID())
+        let epoch = Date(timeIntervalSinceNow: -3600)
+        let (refused, _) = core.restore([
+            RestoredJob(id: a, spec: Self.spec("a"), attempts: 1, ending: .succeeded(attempts: 1), finishedAt: epoch.addingTimeInterval(30)),
+            RestoredJob(id: b, spec: Self.spec("b"), attempts: 1, ending: .succeeded(attempts: 1), finishedAt: epoch.addingTimeInterval(10)),
+            RestoredJob(id: c, spec: Self.spec("c"), attempts: 1, ending: .succeeded(attempts: 1), finishedAt: epoch.addingTimeInterval(20)),
+        ], now: .seconds(5))
+        #expect(refused.isEmpty)
+        #expect(core.info(of: b) == nil, "b ended first: beyond the retention of 2")
+        #expect(core.info(of: a) != nil && core.info(of: c) != nil)
+    }
+
     @Test mutating func finishedJobsComeBackAsHistoryAndOpenOnesInTheirStateWithTheirAttempts() {
         var core = SchedulerCore(configuration: .init(seed: 1))
         _ = core.workerJoined(Self.worker(), now: .zero)

@@ -211,6 +211,19 @@ import Testing
         #expect(core.state(of: jobs[1])?.kind == .skipped)
     }
 
+    @Test("Retrying the end of a skipped chain names the job to retry at its root (it named the skipped one between, which was refused too)")
+    mutating func aSkippedChainsRefusalNamesItsRoot() throws {
+        let (jobs, _) = try submit([Self.spec("a"), Self.spec("b", after: [.earlier(0)]), Self.spec("c", after: [.earlier(1)])])
+        _ = try core.cancel(jobs[0], now: .zero)
+        #expect(core.state(of: jobs[2])?.kind == .skipped)
+        do {
+            _ = try core.retry(jobs[2], now: .zero)
+            Issue.record("c was retried")
+        } catch {
+            #expect(error.message.hasSuffix("dependency 'b' was skipped; retry 'a' first"), "\(error.message)")
+        }
+    }
+
     @Test mutating func aDependencyThatEndedBeforeCountsAtOnce() throws {
         _ = core.workerJoined(Self.worker("w"), now: .zero)
         let (done, _) = try submit([Self.spec("done")])

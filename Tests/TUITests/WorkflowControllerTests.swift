@@ -194,6 +194,34 @@ struct WorkflowControllerTests {
         await harness.finish()
     }
 
+    @Test("r on a tagged skipped job and its tagged failed dependency retries both, whatever their order: the dependency first (it said the dependent was refused while it came back)")
+    func taggedRetryOfAChain() async throws {
+        let harness = Harness(slots: 1)
+        // fetch fails its first run and succeeds its second.
+        let runs = Mutex(0)
+        let fetch = try await harness.submit(JobSpec(name: "fetch", work: .closure { _ in
+            let run = runs.withLock { count -> Int in
+                count += 1
+                return count
+            }
+            if run == 1 { throw CancellationError() }
+        }))
+        var spec = JobSpec.shell("true # after-fetch")
+        spec.dependencies = [.job(fetch)]
+        let dependent = try await harness.submit(spec)
+        await Self.frame(harness.terminal, row: "# after-fetch", showing: "skipped")
+        // Both tagged, the skipped dependent first (the newest finished job is the first row).
+        harness.terminal.type(.home)
+        harness.terminal.type(" ")
+        harness.terminal.type(" ")
+        harness.terminal.type("r")
+        await harness.terminal.frame(showing: "2 jobs retried")
+        // (Tagged rows start with `*`: the row helper does not find them.)
+        await harness.terminal.frame(showing: "# after-fetch", "succeeded")
+        #expect(await harness.scheduler.currentSnapshot().jobs.first { $0.id == dependent }?.state.kind == .succeeded)
+        await harness.finish()
+    }
+
     @Test("A delayed job shows scheduled with a countdown in TIME, and when it starts when selected")
     func scheduledCountdown() async throws {
         let harness = Harness(slots: 1)

@@ -47,6 +47,17 @@ struct WorkflowViewTests {
         }
     }
 
+    @Test("The events pane's halt line names the failed job, as every other line does (it gave the id)")
+    func haltLineNamesTheJob() {
+        var builder = ModelBuilder()
+        builder.submit(1, "make", name: "build", at: 0)
+        builder.start(1, at: 0)
+        builder.apply(.failed(jobID(1), reason: .exitStatus(2), attempts: 1), at: 1)
+        builder.apply(.batchHalted(BatchID(rawValue: 1), failedJob: jobID(1)), at: 1)
+        let lines = screen(builder.prepared(), rows: 24, columns: 100).lines
+        #expect(lines.contains { $0.contains("build failed: halting the run") }, "\(lines.joined(separator: "\n"))")
+    }
+
     /// Moves the selection to job `n`.
     func select(_ n: Int, in model: inout DashboardModel) {
         _ = model.handle(.home)
