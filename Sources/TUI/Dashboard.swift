@@ -71,6 +71,14 @@ public enum Dashboard {
         return await controller.run()
     }
 
+    /// Stops jobtop as a background shell job (SIGTTOU, the shell says "Stopped") until it is
+    /// in the foreground (`fg`); returns at once in front, or where the kernel will not stop it.
+    /// What a program that uses the terminal does when started with `&`, called before a run's
+    /// jobs start.
+    public nonisolated static func waitUntilInForeground() {
+        NcursesTerminal.waitUntilInForeground()
+    }
+
     /// Why the terminal on stdout cannot show the dashboard (`TERM is not set`, `TERM=dumb
     /// cannot move the cursor`), or `nil` when it can: asked before anything starts, so that
     /// the caller can run headless instead.

@@ -46,7 +46,7 @@ final class NcursesTerminal: Terminal {
         // Started as a background shell job (`jobtop jobs.toml &`): stopped until `fg`, as the
         // terminal stops any job that uses it from the background, before anything is drawn
         // over the shell's screen.
-        while isInBackground, jt_stop_as_job(SIGTTOU) == 1 {}
+        waitUntilInForeground()
         // The modes the user's shell left the terminal in, for the crash guard to put back if
         // jobtop crashes while the dashboard has the terminal (ncurses saves them too, but a
         // signal handler cannot call endwin).
@@ -348,9 +348,16 @@ final class NcursesTerminal: Terminal {
         inputSource = source
     }
 
+    /// Stops the group with SIGTTOU while jobtop is a background job, until `fg` (or at once
+    /// where the kernel will not stop it: then after at most 200 ms, once, on the caller's
+    /// thread). Signals and a terminal query only: any thread.
+    nonisolated static func waitUntilInForeground() {
+        while isInBackground, jt_stop_as_job(SIGTTOU) == 1 {}
+    }
+
     /// Whether jobtop's process group is not the terminal's foreground one (a background shell
     /// job). Asked of stdout, the dashboard's terminal (stdin may be a piped list).
-    private static var isInBackground: Bool {
+    private nonisolated static var isInBackground: Bool {
         let foreground = tcgetpgrp(STDOUT_FILENO)
         return foreground > 0 && foreground != getpgrp()
     }

@@ -78,6 +78,10 @@ struct RunSession {
                     "jobtop: the dashboard reads keys from a terminal, but stdin is not one and /dev/tty cannot be opened; use --headless\n")
                 return ExitStatus.usage
             }
+            // Started in the background (`jobtop jobs.toml &`): stopped until `fg` before any
+            // job starts (stopped with them dispatched, a job's timeout ran on and it timed out
+            // before it ran).
+            Dashboard.waitUntilInForeground()
             let (stream, continuation) = AsyncStream<Int32>.makeStream(bufferingPolicy: .bufferingNewest(64))
             screenSignals = (stream, continuation)
             signals = SignalWatcher(signals: Dashboard.signals) { number, _ in

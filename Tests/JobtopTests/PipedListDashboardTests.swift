@@ -96,7 +96,9 @@ struct PipedListDashboardTests {
         defer { tmux.close() }
         try await tmux.run("PS1='BASH$ ' exec bash --norc")
         try await tmux.waitFor("bash's prompt") { $0.contains { $0.hasPrefix("BASH$") } }
-        tmux.literal("\(TmuxSession.binary) -j 1 -c 'sleep 300' &")
+        // (The job leaves a mark when it starts.)
+        let mark = tmux.directory + "/started"
+        tmux.literal("\(TmuxSession.binary) -j 1 -c 'touch \(mark); sleep 300' &")
         tmux.keys("Enter")
         // The shell says it stopped (with a key typed meanwhile, which is the shell's), and
         // nothing of the dashboard is on its screen.
@@ -104,10 +106,13 @@ struct PipedListDashboardTests {
         tmux.keys("Enter")
         let stopped = try await tmux.waitFor("the job stopped") { $0.contains { $0 == "typed" } && $0.contains { $0 == "the job stopped" } }
         #expect(!stopped.contains { $0.contains("NAME / COMMAND") }, "\(stopped.joined(separator: "\n"))")
+        // No job started while it was stopped (a timeout counted from a start it had not made).
+        #expect(!FileManager.default.fileExists(atPath: mark))
         // In front, it draws and takes keys; put back in the background, it stops again.
         tmux.literal("fg")
         tmux.keys("Enter")
-        try await tmux.waitForDashboard("the dashboard in front") { $0.contains { $0.contains("sleep 300") && $0.contains("running") } }
+        try await tmux.waitForDashboard("the dashboard in front") { $0.contains { $0.contains("/started;") && $0.contains("running") } }
+        #expect(FileManager.default.fileExists(atPath: mark), "the job starts once jobtop is in front")
         tmux.keys("C-z")
         try await tmux.waitFor("the shell back") { $0.contains { $0.contains("Stopped") } }
         tmux.literal("bg; until jobs | grep -q Stopped; do sleep 0.1; done; echo stopped again")
@@ -115,7 +120,7 @@ struct PipedListDashboardTests {
         try await tmux.waitFor("stopped again in the background") { $0.contains { $0 == "stopped again" } }
         tmux.literal("fg")
         tmux.keys("Enter")
-        try await tmux.waitForDashboard("the dashboard in front again") { $0.contains { $0.contains("sleep 300") && $0.contains("running") } }
+        try await tmux.waitForDashboard("the dashboard in front again") { $0.contains { $0.contains("/started;") && $0.contains("running") } }
         try await tmux.quitCancellingJobs()
         try await tmux.waitFor("the summary") { $0.contains { $0.contains("jobtop: 1 job: ") } }
     }
