@@ -94,8 +94,10 @@ struct RemoteServeWorkersTests {
         // Counted as failed once the serve knew it began; a kill that comes before the worker's
         // `Started` is journaled (a loaded machine) finds it still held, and gives it back
         // uncounted. Either way it runs again below.
-        let said = serve.process.output
-        #expect(said.contains("counted as failed ('jobtop stopped')") || said.contains("not begun, went back to the queue"), "\(said)")
+        let restartLine = serve.process.output
+        #expect(
+            restartLine.contains("counted as failed ('jobtop stopped')") || restartLine.contains("not begun, went back to the queue"),
+            "\(restartLine)")
 
         // Then the worker rejoins, runs the second attempt, and the job ends once, succeeded.
         let rejoined = await eventually(within: .seconds(60)) { serve.joins(of: "far") == 1 }
