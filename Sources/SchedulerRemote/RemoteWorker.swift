@@ -113,7 +113,8 @@ public final class RemoteWorker: Worker {
                             $0.jobID = key.jobID
                             $0.attempt = key.attempt
                             $0.spec = spec
-                            // Only a timeout needs the real start: no extra message otherwise.
+                            // The real start: the attempt's run (and timeout) counts from it, and a held
+                            // attempt that never began is given back uncounted after a crash.
                             $0.reportStart = reportsStart
                         }
                     })
