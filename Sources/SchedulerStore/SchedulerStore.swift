@@ -512,22 +512,23 @@ public final class SchedulerStore: Sendable {
         var handedBack: [JobID] = []
         var placements: [JobID: String] = [:]
         let now = Date().timeIntervalSince1970
-        // Where an attempt cut off or held had been placed outside this machine: a pending Slurm
-        // job must be stopped there too, or it runs later for nobody.
-        func notePlacement(of id: JobID) throws {
+        // Ends the job's open attempt with `outcome`, noting where it had been placed outside
+        // this machine: a Slurm job, running or pending, must be stopped there too, or it runs
+        // later for nobody.
+        func endOpenAttempt(of id: JobID, outcome: String) throws {
             if let placement = try String.fetchOne(
                 db, sql: "SELECT placement FROM attempt WHERE job = ? AND ended_at IS NULL AND placement IS NOT NULL ORDER BY rowid DESC LIMIT 1",
                 arguments: [id.description]) {
                 placements[id] = placement
             }
+            try db.execute(
+                sql: "UPDATE attempt SET ended_at = ?, outcome = ? WHERE job = ? AND ended_at IS NULL",
+                arguments: [now, outcome, id.description])
         }
         for index in held {
             let id = jobs[index].id
             handedBack.append(id)
-            try notePlacement(of: id)
-            try db.execute(
-                sql: "UPDATE attempt SET ended_at = ?, outcome = ? WHERE job = ? AND ended_at IS NULL",
-                arguments: [now, Self.handedBackOutcome, id.description])
+            try endOpenAttempt(of: id, outcome: Self.handedBackOutcome)
             try db.execute(
                 sql: "UPDATE job SET state = 'queued', attempts = ? WHERE id = ?", arguments: [jobs[index].attempts, id.description])
         }
@@ -535,10 +536,7 @@ public final class SchedulerStore: Sendable {
             let id = jobs[index].id
             let attempts = jobs[index].attempts
             interrupted.append(id)
-            try notePlacement(of: id)
-            try db.execute(
-                sql: "UPDATE attempt SET ended_at = ?, outcome = ? WHERE job = ? AND ended_at IS NULL",
-                arguments: [now, Self.stoppedReason, id.description])
+            try endOpenAttempt(of: id, outcome: Self.stoppedReason)
             if attempts >= jobs[index].spec.retry.maxAttempts {
                 failedForGood.append(id)
                 try db.execute(
