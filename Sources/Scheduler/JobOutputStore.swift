@@ -91,9 +91,7 @@ final class JobOutputStore: Sendable {
     /// says).
     func attemptStarted(_ job: JobID, attempt: Int, of maxAttempts: Int) {
         let header = OutputLine.attemptSeparator(attempt, of: maxAttempts)
-        if let last = state.withLock({ $0.tails[job]?.lines.last }), last.text == header || last.text == OutputLine.workerLostSeparator {
-            return
-        }
+        if let last = state.withLock({ $0.tails[job]?.lines.last }), OutputLine.headerRepeats(header, after: last.text) { return }
         append(OutputLine(stream: .stdout, text: header), to: job, startsLine: true)
     }
 

@@ -949,7 +949,7 @@ public struct SchedulerCore: Sendable {
     public mutating func workerJoined(_ descriptor: WorkerDescriptor, holdsAttempts: Bool = false, now: SchedulerTime) -> [Action] {
         var descriptor = descriptor
         descriptor.holdsAttempts = descriptor.holdsAttempts || holdsAttempts
-        pool.join(descriptor, holdsAttempts: descriptor.holdsAttempts)
+        pool.join(descriptor)
         actions.append(.emit(.workerJoined(descriptor)))
         actions.append(.emit(.slotsChanged(local: localCapacity, total: capacity)))
         dispatch(now: now)

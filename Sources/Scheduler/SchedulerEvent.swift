@@ -277,6 +277,14 @@ extension OutputLine {
         }
     }
 
+    /// Whether an attempt's `header` (``attemptSeparator(_:of:)``) would repeat what the output
+    /// ends with, `lastLine`: the header itself (an attempt held at its worker, never begun,
+    /// handed back and started again) or the worker-lost line (a lost attempt runs again with
+    /// its number, as that line says). The kept tail and the durable output files both follow it.
+    public static func headerRepeats(_ header: String, after lastLine: String) -> Bool {
+        lastLine == header || lastLine == workerLostSeparator
+    }
+
     /// Whether `text` is one of jobtop's separator lines.
     public static func isSeparator(_ text: String) -> Bool {
         text.hasPrefix("--- jobtop: attempt ") || text == retrySeparator || text == workerLostSeparator

@@ -70,7 +70,7 @@ public struct WorkerPool: Sendable {
         /// Why it leaves as soon as its last job ends (it gets no new jobs); `nil` while it stays.
         var retireReason: WorkerLeaveReason?
         /// Whether an attempt may wait there before it starts (``Worker/holdsAttempts``).
-        var holdsAttempts = false
+        var holdsAttempts: Bool { descriptor.holdsAttempts }
         var isRetiring: Bool { retireReason != nil }
     }
 
@@ -105,10 +105,10 @@ public struct WorkerPool: Sendable {
     subscript(handle: WorkerHandle) -> Member { members[Int(handle.index)]! }
 
     /// Adds a worker with all its slots free.
-    mutating func join(_ descriptor: WorkerDescriptor, holdsAttempts: Bool = false) {
+    mutating func join(_ descriptor: WorkerDescriptor) {
         guard handles[descriptor.id] == nil else { return }
         let handle: WorkerHandle
-        let member = Member(descriptor: descriptor, holdsAttempts: holdsAttempts)
+        let member = Member(descriptor: descriptor)
         if let index = freeIndices.popLast() {
             handle = WorkerHandle(index: index)
             members[Int(index)] = member

@@ -197,8 +197,9 @@ public final class DurableScheduler: SchedulerClient {
         }
         if case .shutdown(.cancelRunning) = command {
             // Stop now: the running jobs are stopped, but their ends are not written (their
-            // output while they stop is), nor are the queued jobs cancelled on disk. The next serve counts each cut-off attempt as
-            // failed ("jobtop stopped") and runs the queue: a stop is not a cancel of the queue.
+            // output while they stop is), nor are the queued jobs cancelled on disk. The next
+            // serve counts each cut-off attempt as failed ("jobtop stopped") and runs the queue:
+            // a stop is not a cancel of the queue.
             await journal.freeze(after: await scheduler.lastEventSeq)
         }
         let reply = try await scheduler.perform(command)

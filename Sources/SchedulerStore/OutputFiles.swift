@@ -40,7 +40,7 @@ final class OutputFiles: Sendable {
         /// as that line says).
         func separator(_ text: String, for id: JobID, isHeader: Bool = false) {
             if let bytes = pieces[id], !bytes.isEmpty {
-                if isHeader && (bytes.ends(withLine: text) || bytes.ends(withLine: OutputLine.workerLostSeparator)) { return }
+                if isHeader, let last = bytes.lastLine, OutputLine.headerRepeats(text, after: last) { return }
                 if bytes.last != 0x0A { pieces[id]!.append(0x0A) }
             } else {
                 if pieces[id] == nil { order.append(id) }
@@ -96,7 +96,7 @@ final class OutputFiles: Sendable {
         // exactly the output so far fit, and these bytes are the first that do not.
         guard size <= cap else { return nil }
         var chunk = bytes
-        if let header, Self.lastLine(of: fd, size: size).map({ $0 == header || $0 == OutputLine.workerLostSeparator }) == true {
+        if let header, let last = Self.lastLine(of: fd, size: size), OutputLine.headerRepeats(header, after: last) {
             chunk.removeFirst(min(chunk.count, header.utf8.count + 1))
             if chunk.isEmpty { return nil }
         }
@@ -133,10 +133,11 @@ final class OutputFiles: Sendable {
 }
 
 extension [UInt8] {
-    /// Whether these bytes end with `line` and its newline, on a line of its own.
-    fileprivate func ends(withLine line: String) -> Bool {
-        let expected = Array((line + "\n").utf8)
-        guard count >= expected.count, self[(count - expected.count)...].elementsEqual(expected) else { return false }
-        return count == expected.count || self[count - expected.count - 1] == 0x0A
+    /// The last line of these bytes, when they end with its newline.
+    fileprivate var lastLine: String? {
+        guard last == 0x0A else { return nil }
+        let body = dropLast()
+        let start = body.lastIndex(of: 0x0A).map { $0 + 1 } ?? body.startIndex
+        return String(decoding: body[start...], as: UTF8.self)
     }
 }

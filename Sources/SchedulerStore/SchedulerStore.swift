@@ -210,34 +210,27 @@ public final class SchedulerStore: Sendable {
         holdingWorkers.withLock { holding in
             for event in events {
                 switch event.kind {
+                case .output: hasOutput = true
+                case .started(_, let attempt, _, let worker):
+                    hasRows = true
+                    if holding.contains(worker) { heldStarts.insert(event.seq) }
+                    // Later attempts get a separator line in the output file.
+                    if attempt > 1 { hasOutput = true }
+                case .requeued(_, .retriedByUser), .requeued(_, .workerLost):
+                    // So does a retry by hand or a lost worker's attempt (and the job's row changes).
+                    hasRows = true
+                    hasOutput = true
                 case .snapshot(let snapshot):
                     for worker in snapshot.workers where worker.descriptor.holdsAttempts { holding.insert(worker.descriptor.id) }
-                case .workerJoined(let descriptor) where descriptor.holdsAttempts:
-                    holding.insert(descriptor.id)
+                case .workerJoined(let descriptor):
+                    if descriptor.holdsAttempts { holding.insert(descriptor.id) }
                 case .workerLeft(let id, _):
                     holding.remove(id)
-                case .started(_, _, _, let worker) where holding.contains(worker):
-                    heldStarts.insert(event.seq)
-                default:
-                    break
+                case .submitted, .coalesced, .progress, .lagged, .leftoverProcesses, .stopping,
+                     .slotsChanged, .workerResized, .shuttingDown, .batchHalted, .batchSettled:
+                    continue
+                default: hasRows = true
                 }
-            }
-        }
-        for event in events {
-            switch event.kind {
-            case .output: hasOutput = true
-            case .started(_, let attempt, _, _):
-                hasRows = true
-                // Later attempts get a separator line in the output file.
-                if attempt > 1 { hasOutput = true }
-            case .requeued(_, .retriedByUser), .requeued(_, .workerLost):
-                // So does a retry by hand or a lost worker's attempt (and the job's row changes).
-                hasRows = true
-                hasOutput = true
-            case .submitted, .coalesced, .progress, .snapshot, .lagged, .leftoverProcesses, .stopping,
-                 .slotsChanged, .workerJoined, .workerLeft, .workerResized, .shuttingDown, .batchHalted, .batchSettled:
-                continue
-            default: hasRows = true
             }
         }
         if hasRows {

@@ -322,14 +322,11 @@ final class DashboardController {
                 _ = try await client.perform(.retry(id))
                 retried += 1
             } catch {
-                if skipped.contains(id), retried > 0 {
-                    // Back already (it may have run since): the retry of what it waited for
-                    // brought it back. The screen may not show that yet; the engine says.
-                    let back = isSkipped(id) ? await client.currentSnapshot().jobs.first { $0.id == id }.map { $0.state.kind != .skipped } ?? false : true
-                    if back {
-                        retried += 1
-                        continue
-                    }
+                // Back already (it may have run since): the retry of what it waited for brought
+                // it back. The screen may not show that yet; then the engine says.
+                if skipped.contains(id), retried > 0, await hasComeBack(id) {
+                    retried += 1
+                    continue
                 }
                 if refusal == nil { refusal = (id, error.description) }
             }
@@ -338,6 +335,12 @@ final class DashboardController {
             return Segment("\(ids.count > 1 ? "retried \(retried) of \(ids.count); " : "")\(id.short): \(text)", .error)
         }
         return Segment(ids.count == 1 ? "\(ids[0].short) retried" : "\(retried) jobs retried", .message)
+    }
+
+    /// Whether job `id`, skipped when its retry was asked for, is skipped no more.
+    private func hasComeBack(_ id: JobID) async -> Bool {
+        guard model.board.mirror.jobs[id]?.state.kind == .skipped else { return true }
+        return await client.currentSnapshot().jobs.first { $0.id == id }.map { $0.state.kind != .skipped } ?? false
     }
 
     /// Sends `signal` to each job; says to how many it went, or the first refusal.

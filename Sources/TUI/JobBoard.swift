@@ -271,11 +271,9 @@ struct JobBoard: Sendable {
     private mutating func describe(_ event: SchedulerEvent, workerName leavingName: String?, groupBefore: JobGroup?) {
         let time = event.time
         switch event.kind {
-        case .snapshot, .output, .progress, .placed, .batchSettled:
-            break
-        case .began:
-            // Its `started` line said where it went; the real start shows in its TIME and its
-            // attempt's line (one line per job is enough in this pane).
+        case .snapshot, .output, .progress, .placed, .batchSettled, .began:
+            // (A held attempt's `began`: its `started` line said where it went; the real start
+            // shows in its TIME and its attempt's line.)
             break
         case .lagged(let missed):
             append(time, "fell behind: \(missed) events skipped, resynchronized", .dim)

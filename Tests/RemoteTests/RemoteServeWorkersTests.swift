@@ -40,6 +40,17 @@ struct RemoteServeWorkersTests {
             try await JobtopProcess(arguments, directory: scratch.path, environment: environment).wait()
         }
 
+        /// A `jobtop worker` named `far` with `slots`, once the serve says it joined.
+        func joinedWorker(slots: Int) async throws -> JobtopProcess {
+            let worker = try JobtopProcess(
+                ["worker", "--connect", "127.0.0.1:\(workersPort)", "--token-file", scratch.file("token"), "--slots", "\(slots)", "--name", "far"],
+                directory: scratch.path, newSession: true)
+            let joined = await eventually(within: .seconds(60)) { joins(of: "far") == 1 }
+            if !joined { worker.send(SIGKILL) }
+            try #require(joined, "the worker never joined: \(process.output)\n\(worker.output)")
+            return worker
+        }
+
         /// How many times serve's log says worker `name` joined.
         func joins(of name: String) -> Int {
             process.outputLines.count { $0.contains("worker '\(name)' joined") }
@@ -52,12 +63,8 @@ struct RemoteServeWorkersTests {
         try scratch.write("token", "serve-workers-\(UUID().uuidString)\n")
         var serve = try await Serve.start(in: scratch)
         defer { serve.process.send(SIGKILL) }
-        let worker = try JobtopProcess(
-            ["worker", "--connect", "127.0.0.1:\(serve.workersPort)", "--token-file", scratch.file("token"), "--slots", "2", "--name", "far"],
-            directory: scratch.path, newSession: true)
+        let worker = try await serve.joinedWorker(slots: 2)
         defer { worker.send(SIGKILL) }
-        let joined = await eventually(within: .seconds(60)) { serve.joins(of: "far") == 1 }
-        try #require(joined, "the worker never joined: \(serve.process.output)\n\(worker.output)")
 
         // Given a job on the worker whose first attempt runs until stopped and whose second
         // succeeds at once (the attempts count their starts in a file).
@@ -125,12 +132,8 @@ struct RemoteServeWorkersTests {
         try scratch.write("token", "serve-workers-\(UUID().uuidString)\n")
         var serve = try await Serve.start(in: scratch, options: ["--prefetch", "2"])
         defer { serve.process.send(SIGKILL) }
-        let worker = try JobtopProcess(
-            ["worker", "--connect", "127.0.0.1:\(serve.workersPort)", "--token-file", scratch.file("token"), "--slots", "1", "--name", "far"],
-            directory: scratch.path, newSession: true)
+        let worker = try await serve.joinedWorker(slots: 1)
         defer { worker.send(SIGKILL) }
-        let joined = await eventually(within: .seconds(60)) { serve.joins(of: "far") == 1 }
-        try #require(joined, "the worker never joined: \(serve.process.output)\n\(worker.output)")
 
         // Given one slot busy with a job that runs until stopped (the first time), and two jobs
         // with no retries prefetched behind it, held at the worker.

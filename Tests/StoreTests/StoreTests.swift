@@ -482,6 +482,12 @@ struct StoreTests {
         try await store.apply([SchedulerEvent(seq: 6, time: .seconds(1), kind: .began(begun, attempt: 1))])
         // Its run starts when it began (the store's clock: not before its hand-over).
         #expect(try await store.attempts(of: begun)[0].startedAt >= handedOver)
+        // Held until it began: only the one handed to the holding worker and not begun is.
+        let database = try DatabaseQueue(path: directory.database.path)
+        let stillHeld = try await database.read { db in
+            try String.fetchAll(db, sql: "SELECT job FROM attempt WHERE held = 1 AND ended_at IS NULL")
+        }
+        #expect(stillHeld == [held.description])
         store.close()
 
         try await withDurable(directory) { durable in
