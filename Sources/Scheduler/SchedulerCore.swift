@@ -62,9 +62,11 @@ public struct SchedulerCore: Sendable {
         /// array per job, which would be freed when the record is dropped, out of submission
         /// order in a DAG.
         var firstDependency: Int32 = -1
-        /// Its place among the jobs of its priority when last queued: a job whose worker was
-        /// lost goes back to it, ahead of those queued after it (it went behind them). With the
-        /// small fields: queueing a job writes it, and reads `group` beside it.
+        /// Its place among the queued jobs of its priority: its serial, so submission order.
+        /// Whenever it is queued (submitted, released, due, retried, given back by a lost
+        /// worker) it takes this place, ahead of every job submitted after it: one rule, the
+        /// one the dashboard shows and pueue and HyperQueue follow. With the small fields:
+        /// queueing a job reads it, and `group` beside it.
         var queueOrder: UInt64 = 0
         /// The worker it runs on while it runs (its state names the worker's id).
         var worker: WorkerHandle?
@@ -224,9 +226,6 @@ public struct SchedulerCore: Sendable {
     /// Each queued job's place in its group's queue (by record index; -1: not queued), shared
     /// by the groups' queues.
     private var queuePositions: [Int32] = []
-    /// The order of the next job queued, shared by every group's queue (first in, first out
-    /// across groups within a priority).
-    private var nextOrder: UInt64 = 0
     /// Dependencies that ended in this step; their dependents are released or skipped before
     /// the step dispatches.
     private var endedDependencies: [EndedDependency] = []
@@ -234,7 +233,8 @@ public struct SchedulerCore: Sendable {
     private var edges = LinkArena<Dependent>()
     /// Per record index: its serial and, while it is held, its count of pending dependencies.
     private var heldCounts: [HeldCount] = []
-    /// The serial of the next record.
+    /// The serial of the next record, which is also its place in the queues (first submitted,
+    /// first out across groups within a priority).
     private var nextSerial: UInt64 = 1
     /// Every job's list of dependencies (by id).
     private var dependencyLinks = LinkArena<JobID>()
@@ -1363,19 +1363,11 @@ public struct SchedulerCore: Sendable {
         return nil
     }
 
-    /// Queues the job at `handle` in its group, behind every queued job of its priority, or
-    /// (`keepingPlace`) where it was when it was last queued.
-    private mutating func enqueue(_ handle: JobHandle, keepingPlace: Bool = false) {
+    /// Queues the job at `handle` in its group, at its place: by priority, then submission
+    /// order (``Job/queueOrder``).
+    private mutating func enqueue(_ handle: JobHandle) {
         let group = jobs[handle].group
-        let order: UInt64
-        if keepingPlace {
-            order = jobs[handle].queueOrder
-        } else {
-            order = nextOrder
-            nextOrder &+= 1
-            jobs[handle].queueOrder = order
-        }
-        groups[Int(group)].queue.insert(handle, priority: jobs[handle].info.priority, order: order, positions: &queuePositions)
+        groups[Int(group)].queue.insert(handle, priority: jobs[handle].info.priority, order: jobs[handle].queueOrder, positions: &queuePositions)
         // The heads order groups by their first job: a job queued behind it changes nothing
         // there (a workflow's jobs, released into ten groups, mostly queue behind others).
         if groups[Int(group)].queue.first == handle { refreshHead(group) }
@@ -1576,6 +1568,7 @@ public struct SchedulerCore: Sendable {
             heldCounts.append(contentsOf: repeatElement(HeldCount(), count: index - heldCounts.count + 1))
         }
         heldCounts[index] = HeldCount(serial: nextSerial, pending: -1)
+        jobs[handle].queueOrder = nextSerial
         nextSerial += 1
     }
 
@@ -1873,8 +1866,8 @@ public struct SchedulerCore: Sendable {
                 // The attempt did not really happen: give it back.
                 guard transition(handle, to: .queued) else { return }
                 jobs[handle].info.history.attempts = attempt - 1
-                // Not its fault: it goes back to its place, ahead of the jobs queued after it.
-                enqueue(handle, keepingPlace: true)
+                // Not its fault: it goes back to its place, ahead of the jobs submitted after it.
+                enqueue(handle)
                 actions.append(.emit(.requeued(id, reason: .workerLost(why))))
                 return
             }

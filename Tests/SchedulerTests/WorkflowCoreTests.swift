@@ -399,6 +399,29 @@ import Testing
         #expect(started == [jobs[1], jobs[2], jobs[0], jobs[3], jobs[4]])
     }
 
+    @Test mutating func aJobThatBecomesReadyTakesItsSubmissionPlaceAheadOfJobsSubmittedAfterIt() throws {
+        // Given one slot: a (fails once), b waiting for a, c due in 5 s, then d and e queued
+        _ = core.workerJoined(Self.worker("w"), now: .zero)
+        let (jobs, started) = try submit([
+            Self.spec("a", retries: 1), Self.spec("b", after: [.earlier(0)]), Self.spec("c", notBefore: .delay(.seconds(5))),
+            Self.spec("d"), Self.spec("e"),
+        ])
+        let (a, b, c, d, e) = (jobs[0], jobs[1], jobs[2], jobs[3], jobs[4])
+        #expect(Self.starts(started) == [a])
+        #expect(core.queuedInOrder == [d, e])
+        // When a fails, then d runs while a waits for its retry
+        #expect(Self.starts(end(a, .exit(1), at: .seconds(1))) == [d])
+        // When a's retry and c's start time come, they queue ahead of e, in submission order
+        _ = core.timersDue(now: .seconds(10))
+        #expect(core.queuedInOrder == [a, c, e])
+        #expect(Self.starts(end(d, at: .seconds(10))) == [a])
+        // and b, released by a's success, goes ahead of c and e too (it was submitted before them)
+        let released = end(a, at: .seconds(11))
+        #expect(Self.names(released) == ["succeeded", "released", "started"])
+        #expect(Self.starts(released) == [b])
+        #expect(core.queuedInOrder == [c, e])
+    }
+
     @Test mutating func aPausedGroupStartsNothingWhileOthersRunAndResumingStartsIt() throws {
         _ = core.workerJoined(Self.worker("w", slots: 2), now: .zero)
         let paused = try core.pauseGroup("batch", now: .zero)
