@@ -102,7 +102,7 @@ public final class DurableScheduler: SchedulerClient {
             var iterator = events.makeAsyncIterator()
             await ready.open()
             while let batch = await iterator.nextBatch() {
-                guard await Self.write(batch, to: store, journal: journal, clock: clock) else { break }
+                guard await Self.write(batch, to: store, journal: journal, clock: clock, epoch: scheduler.clock.wallClockEpoch) else { break }
             }
             await journal.ended()
         }
@@ -146,7 +146,7 @@ public final class DurableScheduler: SchedulerClient {
     /// - Returns: `false` when the journal stops: its task was cancelled, or the serve is
     ///   closing and the batch was refused once more.
     private static func write(
-        _ events: [SchedulerEvent], to store: SchedulerStore, journal: Journal, clock: SchedulerClock
+        _ events: [SchedulerEvent], to store: SchedulerStore, journal: Journal, clock: SchedulerClock, epoch: Date
     ) async -> Bool {
         var pause = Duration.milliseconds(50)
         while true {
@@ -162,7 +162,7 @@ public final class DurableScheduler: SchedulerClient {
                 if batch.isEmpty { return true }
             }
             do throws(StoreError) {
-                let lost = try await store.apply(batch)
+                let lost = try await store.apply(batch, epoch: epoch)
                 await journal.committed(through: batch[batch.count - 1].seq, outputLost: lost)
                 return true
             } catch {

@@ -200,8 +200,11 @@ public final class SchedulerStore: Sendable {
     ///   (their files are not retried: the lines are lost).
     /// - Throws: ``StoreError`` when the transaction failed (the disk is full, the database is
     ///   locked by another program): nothing of the batch is written, its output included.
+    /// - Parameter epoch: The wall-clock time of the scheduler's time zero
+    ///   (``SchedulerClock/wallClockEpoch``): each event is written at its own time, not at the
+    ///   batch's (a journal that fell behind wrote a 0.3 s job's start and end at one time).
     @discardableResult
-    public func apply(_ events: [SchedulerEvent]) async throws(StoreError) -> [(JobID, StoreError)] {
+    public func apply(_ events: [SchedulerEvent], epoch: Date) async throws(StoreError) -> [(JobID, StoreError)] {
         var hasRows = false
         var hasOutput = false
         // Which starts go to a worker that holds attempts, by the events' order (a worker joins
@@ -235,10 +238,12 @@ public final class SchedulerStore: Sendable {
         }
         if hasRows {
             let heldStarts = heldStarts
-            let now = Date().timeIntervalSince1970
+            let epoch = epoch.timeIntervalSince1970
             do {
                 try await database.write { db in
-                    for event in events { try Self.apply(event, held: heldStarts.contains(event.seq), db: db, now: now) }
+                    for event in events {
+                        try Self.apply(event, held: heldStarts.contains(event.seq), db: db, now: epoch + event.time.seconds)
+                    }
                 }
             } catch {
                 throw StoreError("the state database refused the journal: \(error)")
@@ -247,8 +252,8 @@ public final class SchedulerStore: Sendable {
         return hasOutput ? await output.write(events: events) : []
     }
 
-    /// Writes what `event` changes; `held`: a `started` that went to a worker that holds
-    /// attempts.
+    /// Writes what `event` changes, which happened at `now` (seconds since 1970); `held`: a
+    /// `started` that went to a worker that holds attempts.
     private static func apply(_ event: SchedulerEvent, held: Bool, db: Database, now: Double) throws {
         switch event.kind {
         case .started(let id, let attempt, _, let worker):

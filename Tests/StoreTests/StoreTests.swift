@@ -8,6 +8,18 @@ import Testing
 import Glibc
 #endif
 
+/// The wall-clock time the journals these tests write by hand put the scheduler's time zero at:
+/// a minute ago.
+private let journalEpoch = Date(timeIntervalSinceNow: -60)
+
+extension SchedulerStore {
+    /// ``apply(_:epoch:)`` with the scheduler's time zero at ``journalEpoch``.
+    @discardableResult
+    func apply(_ events: [SchedulerEvent]) async throws(StoreError) -> [(JobID, StoreError)] {
+        try await apply(events, epoch: journalEpoch)
+    }
+}
+
 /// Runs a durable scheduler on `directory` until `body` is done, then shuts it down gracefully
 /// and waits for the journal.
 private func withDurable<R: Sendable>(
@@ -189,6 +201,25 @@ struct StoreTests {
             #expect(finished < .zero)
             #expect(finished - started >= .milliseconds(250))
         }
+    }
+
+    @Test("Each event is written at its own time, not at its batch's: a journal that fell behind keeps a job's run time")
+    func eventsKeepTheirOwnTimes() async throws {
+        // Under load a 0.3 s job's start and end came to the journal in one batch, and both were
+        // written at the batch's time: it had run for no time at all.
+        let scratch = try Scratch()
+        let store = try SchedulerStore(directory: StateDirectory(path: scratch.file("state")))
+        defer { store.close() }
+        let job = JobID(uuid: UUID())
+        try await store.insert([.init(id: job, spec: JobSpec(name: "slow", work: .shell("sleep 0.3")))])
+        let epoch = Date(timeIntervalSince1970: 1_800_000_000)
+        try await store.apply([
+            SchedulerEvent(seq: 1, time: .seconds(2), kind: .started(job, attempt: 1, maxAttempts: 1, worker: WorkerID())),
+            SchedulerEvent(seq: 2, time: .milliseconds(2_300), kind: .succeeded(job, attempts: 1)),
+        ], epoch: epoch)
+        let attempt = try #require(try await store.attempts(of: job).first)
+        #expect(abs(attempt.startedAt.timeIntervalSince(epoch) - 2) < 0.001)
+        #expect(abs(try #require(attempt.endedAt).timeIntervalSince(epoch) - 2.3) < 0.001)
     }
 
     @Test("an output file's last lines: as many as asked for, the count of those before, a last line with no newline")
@@ -480,8 +511,8 @@ struct StoreTests {
         ])
         let handedOver = try await store.attempts(of: begun)[0].startedAt
         try await store.apply([SchedulerEvent(seq: 6, time: .seconds(1), kind: .began(begun, attempt: 1))])
-        // Its run starts when it began (the store's clock: not before its hand-over).
-        #expect(try await store.attempts(of: begun)[0].startedAt >= handedOver)
+        // Its run starts when it began: a second after its hand-over.
+        #expect(abs(try await store.attempts(of: begun)[0].startedAt.timeIntervalSince(handedOver) - 1) < 0.001)
         // Held until it began: only the one handed to the holding worker and not begun is.
         let database = try DatabaseQueue(path: directory.database.path)
         let stillHeld = try await database.read { db in
