@@ -125,6 +125,12 @@ public struct SchedulerCore: Sendable {
         var pending: Int32 = -1
     }
 
+    /// A dependency of a job being submitted that has a record, and whether it succeeded.
+    struct DependencyRecord: Sendable {
+        let handle: JobHandle
+        let hasSucceeded: Bool
+    }
+
     /// A group's place in ``groups``.
     struct GroupHandle: DenseHandle {
         let index: Int32
@@ -241,8 +247,8 @@ public struct SchedulerCore: Sendable {
     /// Lists of dropped or succeeded jobs, freed once the step's dependents are settled (a list
     /// may still be walked until then).
     private var listsToFree: [Int32] = []
-    /// A buffer `submit` reuses for each spec's dependencies.
-    private var scratchHandles: [JobHandle?] = []
+    /// A buffer `submit` reuses for each spec's dependencies that have a record.
+    private var scratchRecords: [DependencyRecord] = []
     /// Jobs that others named as dependencies and that did not succeed, once their records are
     /// dropped, with the name a skip reason shows. (Those that succeeded are only retired in
     /// ``jobs`` with ``droppedSuccess``: a job's outcome outlives its record.)
@@ -491,16 +497,22 @@ public struct SchedulerCore: Sendable {
         var dependencies: [JobID] = []
         dependencies.reserveCapacity(spec.dependencies.count)
         // A buffer reused from spec to spec (moved out and back: never shared, never copied).
-        var dependencyHandles: [JobHandle?] = []
-        swap(&dependencyHandles, &scratchHandles)
-        dependencyHandles.removeAll(keepingCapacity: true)
-        defer { swap(&dependencyHandles, &scratchHandles) }
+        var records: [DependencyRecord] = []
+        swap(&records, &scratchRecords)
+        records.removeAll(keepingCapacity: true)
+        defer { swap(&records, &scratchRecords) }
         // A long list (a fan-in of thousands) is checked for repeats with a set: a scan of the
         // list so far per dependency made it quadratic.
         var named: Set<JobID> = spec.dependencies.count > 16 ? Set(minimumCapacity: spec.dependencies.count) : []
+        var pending = 0
+        var failedDependency: SkipReason?
         for position in spec.dependencies.indices {
             let other: JobID
             var otherHandle: JobHandle?
+            // An earlier spec of this submission whose record is still its own has not ended:
+            // nothing runs until the submission is in, and one skipped in it is no longer
+            // listed (below). Its record is not read: in a long list it is a cache miss.
+            var hasNotEnded = false
             switch spec.dependencies[position] {
             case .job(let job):
                 other = job
@@ -509,6 +521,7 @@ public struct SchedulerCore: Sendable {
                 other = result[index]
                 if let handle = submittedHandles[index], jobs.handle(handle, matches: other) {
                     otherHandle = handle
+                    hasNotEnded = true
                 } else {
                     otherHandle = jobs.handle(of: other)
                 }
@@ -516,10 +529,15 @@ public struct SchedulerCore: Sendable {
             let isRepeat = spec.dependencies.count > 16 ? !named.insert(other).inserted : dependencies.contains(other)
             guard other != id, !isRepeat else { continue }
             dependencies.append(other)
-            dependencyHandles.append(otherHandle)
+            guard let outcome = hasNotEnded ? .queued : outcome(of: other, handle: otherHandle) else { continue }
+            if let otherHandle { records.append(DependencyRecord(handle: otherHandle, hasSucceeded: outcome == .succeeded)) }
+            if outcome == .succeeded { continue }
+            pending += 1
+            if outcome.isFinished && failedDependency == nil {
+                failedDependency = skipReason(other, handle: otherHandle, outcome: outcome)
+            }
         }
         let due = spec.notBefore.map { dueTime(of: $0, submittedAt: now) }.flatMap { $0 > now ? $0 : nil }
-        let (pending, failedDependency) = dependencyStatus(dependencies, handles: dependencyHandles)
         let state: JobState = if let due { .scheduled(until: due) } else if pending > 0 { .blocked } else { .queued }
         var info = JobInfo(
             id: id, name: spec.name, command: spec.work.description, priority: spec.priority,
@@ -544,11 +562,11 @@ public struct SchedulerCore: Sendable {
         joined(batch, key: spec.coalescingKey, id: id)
         if state.kind.isHeld { heldCounts[Int(handle.index)].pending = Int32(pending) }
         submittedHandles.append(handle)
-        for case let otherHandle? in dependencyHandles {
-            jobs[otherHandle].isDependency = true
+        for record in records {
+            jobs[record.handle].isDependency = true
             // Registered even with a dependency that failed: retrying it brings this job back.
-            if jobs[otherHandle].info.state.kind != .succeeded {
-                addDependent(Dependent(serial: heldCounts[Int(handle.index)].serial, handle: handle), to: otherHandle)
+            if !record.hasSucceeded {
+                addDependent(Dependent(serial: heldCounts[Int(handle.index)].serial, handle: handle), to: record.handle)
             }
         }
         switch state {
@@ -564,6 +582,8 @@ public struct SchedulerCore: Sendable {
         result.append(id)
         if let failedDependency {
             skip(handle, because: failedDependency, now: now)
+            // It ended: a later spec that names it reads its record.
+            submittedHandles[submittedHandles.count - 1] = nil
         } else if state == .queued {
             enqueue(handle)
         }
@@ -1401,34 +1421,32 @@ public struct SchedulerCore: Sendable {
 
     /// How many of `dependencies` have not succeeded, and the first that never will (failed
     /// for good, cancelled or skipped), if any. Hashed lookups: only for jobs that have
-    /// dependencies, when they are submitted, come due or come back.
+    /// dependencies, when they come due or come back (a submission finds its own).
     private func dependencyStatus(_ dependencies: [JobID]) -> (pending: Int, failed: SkipReason?) {
-        dependencyStatus(dependencies, handles: dependencies.map { jobs.handle(of: $0) })
-    }
-
-    /// ``dependencyStatus(_:)`` with each dependency's record handle already found (`nil`: its
-    /// record was dropped), as `submit` has them.
-    private func dependencyStatus(_ dependencies: [JobID], handles: [JobHandle?]) -> (pending: Int, failed: SkipReason?) {
         var pending = 0
         var failed: SkipReason?
-        for (other, handle) in zip(dependencies, handles) {
-            let outcome: JobStateKind
-            if let handle {
-                outcome = jobs[handle].info.state.kind
-            } else if let dropped = droppedOutcome(of: other) {
-                outcome = dropped.outcome
-            } else {
-                continue  // never: a dependency's outcome outlives its record
-            }
+        for other in dependencies {
+            let handle = jobs.handle(of: other)
+            guard let outcome = outcome(of: other, handle: handle) else { continue }
             if outcome == .succeeded { continue }
             pending += 1
-            if outcome.isFinished && failed == nil {
-                // The name only for the one reason given: a success needs none.
-                let name = handle.map { jobs[$0].info.displayName } ?? droppedOutcome(of: other)?.name ?? other.short
-                failed = SkipReason(dependency: other, dependencyName: name, outcome: outcome)
-            }
+            if outcome.isFinished && failed == nil { failed = skipReason(other, handle: handle, outcome: outcome) }
         }
         return (pending, failed)
+    }
+
+    /// How the dependency `other` stands: from its record at `handle`, else as it ended once
+    /// its record was dropped (`nil` never: a dependency's outcome outlives its record).
+    private func outcome(of other: JobID, handle: JobHandle?) -> JobStateKind? {
+        if let handle { return jobs[handle].info.state.kind }
+        return droppedOutcome(of: other)?.outcome
+    }
+
+    /// Why a job is skipped when its dependency `other` ended as `outcome`: the name only for
+    /// the one reason given (a success needs none).
+    private func skipReason(_ other: JobID, handle: JobHandle?, outcome: JobStateKind) -> SkipReason {
+        let name = handle.map { jobs[$0].info.displayName } ?? droppedOutcome(of: other)?.name ?? other.short
+        return SkipReason(dependency: other, dependencyName: name, outcome: outcome)
     }
 
     /// How a job whose record was dropped ended, if it was a dependency.
