@@ -1262,6 +1262,7 @@ public struct SchedulerCore: Sendable {
         var waiting: [(until: SchedulerTime, serial: UInt64, info: JobInfo)] = []
         var scheduled: [(until: SchedulerTime, serial: UInt64, info: JobInfo)] = []
         var blocked: [(serial: UInt64, info: JobInfo)] = []
+        var held: Set<JobID> = []
         jobs.forEachHandle { handle in
             let serial = heldCounts[Int(handle.index)].serial
             switch jobs[handle].info.state {
@@ -1269,6 +1270,7 @@ public struct SchedulerCore: Sendable {
                 var info = shownInfo(handle)
                 info.progress = progress(info.id) ?? info.progress
                 running.append((serial, info))
+                if let worker = jobs[handle].worker, pool[worker].holdsAttempts, !jobs[handle].hasBegun { held.insert(info.id) }
             case .waitingForRetry(let until, _, _): waiting.append((until, serial, shownInfo(handle)))
             case .scheduled(let until): scheduled.append((until, serial, shownInfo(handle)))
             case .blocked: blocked.append((serial, shownInfo(handle)))
@@ -1292,10 +1294,12 @@ public struct SchedulerCore: Sendable {
         let workers = pool.orderedMembers.map {
             WorkerStatus(descriptor: $0.descriptor, running: $0.running.map { jobs.id(at: $0) }.sorted(), isRetiring: $0.isRetiring)
         }
-        return SchedulerSnapshot(
+        var snapshot = SchedulerSnapshot(
             seq: seq, time: now, isPaused: isPaused, shutdown: shutdownMode, counts: stateCounts.dictionary,
             localSlots: localCapacity, totalSlots: capacity, finishedPerSecond: finishRate(now: now),
             workers: workers, groups: groupStatuses, jobs: list)
+        snapshot.heldAttempts = held
+        return snapshot
     }
 
     /// Jobs finished per second over the last five seconds.

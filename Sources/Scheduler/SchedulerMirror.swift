@@ -32,6 +32,9 @@ public struct SchedulerMirror: Sendable {
     /// Where the workers placed running jobs (``SchedulerEvent/Kind/placed(_:_:)``): until the
     /// attempt ends.
     public private(set) var placements: [JobID: String] = [:]
+    /// Running jobs sent to a worker that holds attempts and not begun there yet
+    /// (``SchedulerSnapshot/heldAttempts``): until their `began` or the attempt's end.
+    public private(set) var heldAttempts: Set<JobID> = []
     /// The workers by id: the dashboard names a worker on every start, and a search of
     /// ``workers`` would cost O(workers) per event (thousands with a big `-j`).
     private var workersByID: [WorkerID: WorkerDescriptor] = [:]
@@ -104,6 +107,21 @@ public struct SchedulerMirror: Sendable {
         }
         if case .snapshot(let snapshot) = event.kind, !snapshot.placements.isEmpty {
             placements = snapshot.placements
+        }
+        switch event.kind {
+        case .started(let id, _, _, let worker):
+            if workersByID[worker]?.holdsAttempts == true {
+                heldAttempts.insert(id)
+            } else if !heldAttempts.isEmpty {
+                heldAttempts.remove(id)
+            }
+        case .began(let id, _), .retryScheduled(let id, _, _, _, _), .requeued(let id, _), .succeeded(let id, _),
+             .failed(let id, _, _), .cancelled(let id):
+            if !heldAttempts.isEmpty { heldAttempts.remove(id) }
+        case .snapshot(let snapshot):
+            heldAttempts = snapshot.heldAttempts
+        default:
+            break
         }
         switch event.kind {
         case .snapshot(let snapshot):

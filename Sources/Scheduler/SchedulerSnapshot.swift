@@ -27,6 +27,10 @@ public struct SchedulerSnapshot: Sendable, Codable {
     /// Where the workers placed running jobs, in their words (a Slurm job id, with Slurm's
     /// reason while it waits): the latest ``SchedulerEvent/Kind/placed(_:_:)`` of each.
     public var placements: [JobID: String] = [:]
+    /// Running jobs whose worker holds attempts (``WorkerDescriptor/holdsAttempts``: a remote
+    /// worker's prefetch, a Slurm queue) and has not begun this one: sent, waiting there for a
+    /// slot. ``SchedulerEvent/Kind/began(_:attempt:)`` takes a job out.
+    public var heldAttempts: Set<JobID> = []
 
     /// Creates a snapshot (an empty one by default: what a client shows before it has one).
     public init(

@@ -328,7 +328,11 @@ enum DashboardView {
                 segments.append(Segment(TextWidth.fit(TextWidth.sanitize(job.group), to: w), paused ? .paused : .dim))
             case .state:
                 var name = job.state.name
-                if case .running(_, _, _, .some) = job.state { name = "stopping" }
+                if case .running(_, _, _, .some) = job.state {
+                    name = "stopping"
+                } else if model.board.isSent(job.id) {
+                    name = "sent"
+                }
                 segments.append(Segment(TextWidth.fit(name, to: w), stateRole(job.state)))
             case .priority:
                 segments.append(Segment(TextWidth.fit("\(job.priority)", to: w, alignRight: true)))
@@ -947,6 +951,7 @@ enum DashboardView {
             lines.append(line("after", after))
         }
         var state: [Segment] = [Segment(job.state.name, stateRole(job.state))]
+        if board.isSent(job.id) { state = [Segment("sent", stateRole(job.state)), Segment(": waiting at its worker for a free slot", .dim)] }
         if let reason = reasonText(job) { state.append(Segment(": " + TextWidth.sanitize(reason), stateRole(job.state))) }
         state.append(Segment(" · attempts \(job.attempts)/\(job.maxAttempts)", .dim))
         lines.append(line("state", state))

@@ -112,6 +112,10 @@ struct JobBoard: Sendable {
     /// Where the worker placed running job `id` (a Slurm job id and reason), if it said.
     func placement(_ id: JobID) -> String? { mirror.placements[id] }
 
+    /// Whether running job `id` was sent to a worker that holds it and has not begun there (a
+    /// remote worker's prefetch behind a busy slot, a Slurm queue): its STATE says `sent`.
+    func isSent(_ id: JobID) -> Bool { mirror.heldAttempts.contains(id) }
+
     /// The number of jobs in `kind`.
     func count(_ kind: JobStateKind) -> Int { mirror.count(kind) }
 

@@ -379,7 +379,7 @@ extension Jobtop {
                         workers: snapshot.workers.map {
                             WorkerRecord(name: $0.descriptor.name, kind: $0.descriptor.kind.rawValue, slots: $0.descriptor.slots, running: $0.running.count)
                         },
-                        jobs: jobs.map { JobRecord($0, workers: workers, placements: snapshot.placements) }))
+                        jobs: jobs.map { JobRecord($0, workers: workers, placements: snapshot.placements, sent: snapshot.heldAttempts) }))
                     return
                 }
                 let kinds = JobStateKind.allCases.filter { snapshot.count($0) > 0 }
@@ -399,7 +399,8 @@ extension Jobtop {
                 }
                 guard !jobs.isEmpty else { return }
                 let rows = jobs.map { job -> [String] in
-                    [job.id.short, Self.stateCell(of: job, placement: snapshot.placements[job.id], now: snapshot.time),
+                    [job.id.short, Self.stateCell(
+                        of: job, placement: snapshot.placements[job.id], sent: snapshot.heldAttempts.contains(job.id), now: snapshot.time),
                      String(job.priority), job.group, job.displayName]
                 }
                 for line in Self.table(header: ["ID", "STATE", "PRIO", "GROUP", "JOB"], rows: rows) { print(line) }
@@ -416,15 +417,24 @@ extension Jobtop {
             return "group \(group.group.name): \(limit)\(group.group.isPaused ? ", paused" : ""); \(group.running) running, \(group.queued) queued, \(group.held) held"
         }
 
-        static func stateCell(of job: JobInfo, placement: String?, now: SchedulerTime) -> String {
+        ///
+        /// `sent`: a running job that its worker holds and has not begun (a remote worker's
+        /// prefetch behind a busy slot, a Slurm queue) says so: `sent (waiting at its worker)`,
+        /// or with its placement, `sent (1234 Priority)`.
+        static func stateCell(of job: JobInfo, placement: String?, sent: Bool = false, now: SchedulerTime) -> String {
             var notes: [String] = []
+            var name = job.state.name
             if let failure = job.lastFailure, job.state.isFinished {
                 // A cancelled job's failure is an earlier attempt's, not what the cancel did
                 // (`cancelled (exit 1)` read as if the cancel had made it exit 1).
                 notes.append(job.state.kind == .cancelled ? "an earlier attempt: \(failure)" : "\(failure)")
             }
             switch job.state {
-            case .running(_, let attempt, _, _):
+            case .running(_, let attempt, _, let stopping):
+                if sent && stopping == nil {
+                    name = "sent"
+                    if placement == nil { notes.append("waiting at its worker") }
+                }
                 if let placement { notes.append(placement) }
                 if job.maxAttempts > 1 { notes.append("attempt \(attempt) of \(job.maxAttempts)") }
             case .scheduled(let until):
@@ -439,7 +449,7 @@ extension Jobtop {
             case .queued, .blocked:
                 break
             }
-            return notes.isEmpty ? job.state.name : "\(job.state.name) (\(notes.joined(separator: "; ")))"
+            return notes.isEmpty ? name : "\(name) (\(notes.joined(separator: "; ")))"
         }
 
         /// The rows as lines of aligned columns, each as wide as its widest cell (in terminal

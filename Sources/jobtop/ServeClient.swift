@@ -163,9 +163,11 @@ struct JobRecord: Encodable {
     var worker: String?
     /// Where the worker placed it (Slurm: the job id, and the reason while it waits).
     var placement: String?
+    /// Running, but sent to a worker that holds it and has not begun it.
+    var sent = false
 
     private enum CodingKeys: String, CodingKey {
-        case id, short, name, command, state, priority, group, attempts, maxAttempts, after, failure, worker, placement
+        case id, short, name, command, state, priority, group, attempts, maxAttempts, after, failure, worker, placement, sent
     }
 
     /// Every field the README lists, a missing one as null (the synthesized encoding leaves a
@@ -185,9 +187,10 @@ struct JobRecord: Encodable {
         try container.encode(failure, forKey: .failure)
         try container.encode(worker, forKey: .worker)
         try container.encode(placement, forKey: .placement)
+        try container.encode(sent, forKey: .sent)
     }
 
-    init(_ job: JobInfo, workers: [WorkerID: String] = [:], placements: [JobID: String] = [:]) {
+    init(_ job: JobInfo, workers: [WorkerID: String] = [:], placements: [JobID: String] = [:], sent: Set<JobID> = []) {
         id = job.id.description
         short = job.id.short
         name = job.name
@@ -202,6 +205,7 @@ struct JobRecord: Encodable {
         if case .running(let worker, _, _, _) = job.state {
             self.worker = workers[worker] ?? worker.short
             placement = placements[job.id]
+            self.sent = sent.contains(job.id)
         }
         if case .skipped(let reason) = job.state { failure = reason.description }
     }

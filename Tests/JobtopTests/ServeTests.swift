@@ -109,7 +109,7 @@ struct ServeTests {
         let report = try JSONSerialization.jsonObject(with: Data(try await fixture.run(["status", "--all", "--json"]).stdout.utf8)) as? [String: Any]
         #expect(report?["shuttingDown"] is NSNull)
         let listed = try #require(report?["jobs"] as? [[String: Any]])
-        #expect(listed.allSatisfy { Set($0.keys).isSuperset(of: ["name", "failure", "worker", "placement"]) })
+        #expect(listed.allSatisfy { Set($0.keys).isSuperset(of: ["name", "failure", "worker", "placement", "sent"]) })
 
         let log = try await fixture.run(["log", hello])
         #expect(log.status == 0)

@@ -67,6 +67,7 @@ import Testing
                 #expect(mirror.worker(worker.descriptor.id) == worker.descriptor, "\(step): worker \(worker.descriptor.name) by id")
             }
             #expect(mirror.runningJobs == Set(snapshot.workers.flatMap(\.running)), "\(step): running jobs")
+            #expect(mirror.heldAttempts == snapshot.heldAttempts, "\(step): held attempts")
             // No event says a busy worker began to retire: the mirror knows only what a snapshot
             // said, and never more than the engine.
             #expect(mirror.retiringWorkers.isSubset(of: Set(snapshot.workers.filter(\.isRetiring).map(\.descriptor.id))), "\(step): retiring")
@@ -86,7 +87,11 @@ import Testing
             switch choice {
             case 0..<8:
                 label = "worker joins"
-                let worker = WorkerDescriptor(id: WorkerID(), name: "w\(step)", kind: .local, slots: 1 + random.below(2))
+                // One in three holds attempts (a remote worker's prefetch): its starts are held
+                // until they begin.
+                let holds = random.chance(33)
+                let worker = WorkerDescriptor(
+                    id: WorkerID(), name: "w\(step)", kind: holds ? .remote : .local, slots: 1 + random.below(2), holdsAttempts: holds)
                 world.workers.append(worker)
                 world.take(world.core.workerJoined(worker, now: world.now))
             case 8..<30:
@@ -131,6 +136,10 @@ import Testing
             case 92..<95:
                 label = "slots reduced"
                 world.take(world.core.reduceLocalSlots(to: random.below(3), now: world.now))
+            case 95..<98 where !world.running.isEmpty:
+                label = "an attempt begins"
+                let (id, attempt, _) = world.running[random.below(world.running.count)]
+                world.take(world.core.attemptBegan(id, attempt: attempt, now: world.now))
             default:
                 label = "timers"
                 world.take(world.core.timersDue(now: world.now))

@@ -183,7 +183,10 @@ import Testing
         #expect(descriptors.map(\.holdsAttempts) == [true])
         let (id, _) = submit()
         #expect(core.info(of: id)?.startedAt == .zero)
+        // Until it begins, the snapshot says it was sent and is held there.
+        #expect(core.snapshot(seq: 0, now: .seconds(1), progress: { _ in nil }).heldAttempts == [id])
         let began = core.attemptBegan(id, attempt: 1, now: .seconds(30))
+        #expect(core.snapshot(seq: 0, now: .seconds(31), progress: { _ in nil }).heldAttempts.isEmpty)
         #expect(Self.events(began) == ["began"])
         #expect(began.contains { if case .emit(.began(id, attempt: 1)) = $0 { true } else { false } })
         #expect(core.info(of: id)?.startedAt == .seconds(30))
@@ -197,6 +200,7 @@ import Testing
     @Test mutating func onAnOrdinaryWorkerTheTimeoutCountsFromDispatchAndAStartReportAddsNothing() {
         _ = core.workerJoined(Self.w1, now: .zero)
         let (id, _) = submit(timeout: .seconds(10))
+        #expect(core.snapshot(seq: 0, now: .zero, progress: { _ in nil }).heldAttempts.isEmpty, "it runs at once: not held")
         #expect(core.nextDeadline == .seconds(10))
         #expect(core.attemptBegan(id, attempt: 1, now: .seconds(5)).isEmpty, "no 'began': it began at dispatch")
         #expect(core.info(of: id)?.startedAt == .zero)

@@ -62,6 +62,35 @@ struct PlacementViewTests {
 }
 
 extension PlacementViewTests {
+    @Test("A job sent to a worker that holds it says 'sent' until it begins there, in its row and its details")
+    func sentUntilItBegins() {
+        // Given a remote worker with one slot and one prefetched: two jobs handed to it
+        let far = WorkerDescriptor(
+            id: WorkerID(uuid: UUID(uuidString: "44444444-0000-4000-8000-000000000000")!), name: "far", kind: .remote, slots: 2,
+            holdsAttempts: true)
+        var board = ModelBuilder(slots: 1)
+        board.apply(.workerJoined(far))
+        board.submit(1, "sleep 100")
+        board.submit(2, "sleep 200")
+        board.start(1, on: far)
+        board.start(2, on: far)
+        board.apply(.began(jobID(1), attempt: 1), at: 0.1)
+        // Then the one that began runs, the other was sent and waits there
+        var lines = screen(board.model, columns: 120).lines
+        #expect(lines.contains { $0.contains("00000001") && $0.contains("running") }, "\(lines)")
+        #expect(lines.contains { $0.contains("00000002") && $0.contains("sent") && !$0.contains("running") }, "\(lines)")
+        let details = DashboardView.jobDetails(board.model.board.jobs[jobID(2)]!, board: board.model.board, width: 100, now: .seconds(1), rows: 20)
+        #expect(details.contains { $0.text.contains("sent: waiting at its worker for a free slot") }, "\(details.map(\.text))")
+        // When it begins, it runs
+        board.apply(.began(jobID(2), attempt: 1), at: 5)
+        lines = screen(board.model, columns: 120).lines
+        #expect(lines.contains { $0.contains("00000002") && $0.contains("running") }, "\(lines)")
+        // and a job on an ordinary worker never says sent
+        board.submit(3, "true")
+        board.start(3, on: localOne)
+        #expect(!screen(board.model, columns: 120).lines.contains { $0.contains("sent") })
+    }
+
     @Test("x on a job that runs on Slurm says signals reach only local jobs, and opens no menu")
     func signalRefusedBeforeTheMenu() {
         var board = ModelBuilder(slots: 1)
