@@ -545,6 +545,7 @@ public struct SchedulerCore: Sendable {
             submittedAt: now, startedAt: nil, finishedAt: nil, lastFailure: nil, key: spec.coalescingKey,
             group: groups[Int(group)].info.name)
         if !spec.environment.isEmpty || spec.workingDirectory != nil { info.describe(spec) }
+        info.order = nextSerial  // (its record's serial: registered below)
         let firstDependency = keepDependencies(dependencies)
         let handle = jobs.insert(for: id) {
             Job(
@@ -602,6 +603,7 @@ public struct SchedulerCore: Sendable {
             submittedAt: submittedAt ?? now, startedAt: nil, finishedAt: nil, lastFailure: lastFailure, key: spec.coalescingKey,
             group: groups[Int(group)].info.name)
         if !spec.environment.isEmpty || spec.workingDirectory != nil { info.describe(spec) }
+        info.order = nextSerial  // (its record's serial: registered below)
         let handle = jobs.insert(for: id) {
             Job(handle: $0, info: info, batch: batch, group: group, timeout: spec.timeout)
         }
@@ -723,6 +725,7 @@ public struct SchedulerCore: Sendable {
             submittedAt: submittedAt ?? now, startedAt: nil, finishedAt: finishedAt, lastFailure: lastFailure,
             key: nil, group: groups[Int(group)].info.name)
         if !job.spec.environment.isEmpty || job.spec.workingDirectory != nil { info.describe(job.spec) }
+        info.order = nextSerial  // (its record's serial: registered below)
         let firstDependency = keepDependencies(job.spec.dependencies.compactMap { if case .job(let id) = $0 { id } else { nil } })
         let handle = jobs.insert(for: job.id) {
             Job(handle: $0, info: info, batch: nil, group: group, timeout: job.spec.timeout, firstDependency: firstDependency)
@@ -1591,6 +1594,7 @@ public struct SchedulerCore: Sendable {
         }
         heldCounts[index] = HeldCount(serial: nextSerial, pending: -1)
         jobs[handle].queueOrder = nextSerial
+        assert(jobs[handle].info.order == nextSerial, "a record's info says its serial")
         nextSerial += 1
     }
 

@@ -133,6 +133,10 @@ public struct JobInfo: Sendable, Equatable, Codable {
     public var progress: Double?
     /// When it was submitted.
     public var submittedAt: SchedulerTime
+    /// Its place in submission order (from 1; 0 for a job no scheduler made): within a priority,
+    /// ready jobs run in this order however they became ready, so a screen lists them by it
+    /// (jobs of one submission share their ``submittedAt``).
+    public var order: UInt64 = 0
     /// Its coalescing key.
     public var key: String?
     /// The group it runs in.

@@ -116,6 +116,7 @@ struct ByteWriter {
         signed(Int64(job.maxAttempts))
         if let progress = job.progress { double(progress) }
         time(job.submittedAt)
+        varint(job.order)
         if let key = job.key { string(key) }
         if flags & JobFlags.group != 0 { string(job.group) }
         if flags & JobFlags.dependencies != 0 {
@@ -281,6 +282,7 @@ struct ByteReader {
         let maxAttempts = try int()
         let progress = flags & JobFlags.progress != 0 ? try double() : nil
         let submittedAt = try time()
+        let order = try varint()
         let key = flags & JobFlags.key != 0 ? try string() : nil
         let group = flags & JobFlags.group != 0 ? try string() : JobSpec.defaultGroup
         var dependencies: [JobID] = []
@@ -292,6 +294,7 @@ struct ByteReader {
         var job = JobInfo(
             id: jobID, name: name, command: command, priority: priority, state: state, maxAttempts: maxAttempts,
             progress: progress, submittedAt: submittedAt, key: key, group: group, dependencies: dependencies)
+        job.order = order
         if flags & JobFlags.history != 0 {
             let present = try byte()
             job.history.attempts = try int()

@@ -393,7 +393,9 @@ struct DashboardModel: Sendable {
         var id: JobID
 
         init(_ job: JobInfo, sort: SortKey, ordinal: Int) {
-            let submitted = Self.nanoseconds(job.submittedAt)
+            // Submission order: the scheduler's own (jobs of one submission share their time),
+            // else the time (a job no scheduler made, as a view test's).
+            let submitted = job.order > 0 ? Int64(truncatingIfNeeded: job.order) : Self.nanoseconds(job.submittedAt)
             let ordinal = Int64(truncatingIfNeeded: ordinal)
             let priority = Int64(truncatingIfNeeded: job.priority)
             id = job.id

@@ -30,6 +30,9 @@ struct SnapshotCodecTests {
                 group: "g\(index)", dependencies: [JobID(uuid: UUID()), JobID(uuid: UUID())],
                 workingDirectory: "/srv/ä \(index)", environment: ["B": "2 ü", "A": "", "PATH": "/bin:/usr/bin"]))
             jobs.append(JobInfo(id: JobID(uuid: UUID()), command: "", priority: Int.min, state: state, attempts: 1, startedAt: .seconds(1)))
+            // Its place in submission order, small and at the end of the range.
+            jobs[jobs.count - 2].order = UInt64(index + 1)
+            jobs[jobs.count - 1].order = .max
             jobs.append(JobInfo(id: JobID(uuid: UUID()), command: "env only", state: state, environment: ["X": "1"]))
             jobs.append(JobInfo(id: JobID(uuid: UUID()), command: "cwd only", state: state, workingDirectory: "/tmp"))
         }
@@ -63,7 +66,8 @@ struct SnapshotCodecTests {
     func everyField() {
         let fields = Mirror(reflecting: JobInfo(id: JobID(uuid: UUID()), command: "x")).children.compactMap(\.label)
         #expect(fields == [
-            "id", "name", "command", "priority", "state", "maxAttempts", "progress", "submittedAt", "key", "group", "dependencies", "history",
+            "id", "name", "command", "priority", "state", "maxAttempts", "progress", "submittedAt", "order", "key", "group", "dependencies",
+            "history",
             "workingDirectory", "environment",
         ])
         let history = Mirror(reflecting: JobInfo.History()).children.compactMap(\.label)

@@ -172,3 +172,28 @@ struct TableOrderTests {
         #expect(pending.all == indexed.all && pending[0] == jobID(10))
     }
 }
+
+extension TableOrderTests {
+    @Test("A job of one submission that becomes ready later is listed where the scheduler runs it: its submission place, ahead of the jobs after it (the list put it last when seen from a snapshot)")
+    func aJobReadyLaterIsListedInItsSubmissionPlace() throws {
+        // Given one submission seen by a dashboard from its snapshot (as attach sees it): z0 due
+        // in 2 s, then z1 and z2 queued, no slot to run them
+        var core = SchedulerCore(configuration: .init(seed: 1))
+        let jobs = (0..<3).map { _ in JobID(uuid: UUID()) }
+        var z0 = JobSpec.shell("echo z0", name: "z0")
+        z0.notBefore = .delay(.seconds(2))
+        _ = try core.submit(contentsOf: [z0, .shell("echo z1", name: "z1"), .shell("echo z2", name: "z2")], ids: jobs, now: .zero)
+        var model = DashboardModel(title: "jobtop")
+        model.apply(SchedulerEvent(seq: 1, time: .seconds(1), kind: .snapshot(core.snapshot(seq: 1, now: .seconds(1), progress: { _ in nil }))))
+        // When z0's time comes
+        var seq: UInt64 = 1
+        for case .emit(let kind) in core.timersDue(now: .seconds(2)) {
+            seq += 1
+            model.apply(SchedulerEvent(seq: seq, time: .seconds(2), kind: kind))
+        }
+        // Then it is listed first, as the scheduler queued it
+        model.prepare(tableRows: 10)
+        #expect(core.queuedInOrder == jobs)
+        #expect(model.orderedIDs == jobs)
+    }
+}
