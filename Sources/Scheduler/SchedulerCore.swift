@@ -1001,11 +1001,16 @@ public struct SchedulerCore: Sendable {
     ) -> [Action] {
         // A worker that already left (retired, say) is not lost again.
         guard let handle = pool.handle(of: worker) else { return [] }
+        let holdsAttempts = pool[handle].holdsAttempts
         let running = pool.remove(handle).sorted { jobs.id(at: $0) < jobs.id(at: $1) }
         for runningHandle in running {
             jobs[runningHandle].worker = nil
             guard case .running(_, let attempt, _, let stopping) = jobs[runningHandle].info.state else { continue }
-            let counts = delivered(jobs[runningHandle].info.id, attempt)
+            // A loss counts against the job only for an attempt that reached its worker and
+            // began there: one it held behind a busy slot never ran (a job held through four
+            // losses failed "worker lost" without ever running).
+            let began = !holdsAttempts || jobs[runningHandle].hasBegun
+            let counts = began && delivered(jobs[runningHandle].info.id, attempt)
             settle(runningHandle, attempt: attempt, stopping: stopping, termination: .workerLost(reason), countsAsLoss: counts, now: now)
         }
         actions.append(.emit(.workerLeft(worker, reason: reason)))

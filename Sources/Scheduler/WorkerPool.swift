@@ -22,17 +22,22 @@ public struct WorkerDescriptor: Sendable, Equatable, Codable {
     /// prefetch, a Slurm queue): its `began` event says when it did (``Worker/holdsAttempts``;
     /// the scheduler sets it as the worker joins).
     public var holdsAttempts: Bool
+    /// Of its slots, how many run attempts at once, when not all do: a remote worker with
+    /// prefetch runs this many and holds the rest of what it is given behind them. `nil`: all.
+    /// Dispatch fills every worker's running slots before it gives any worker more to hold.
+    public var ownSlots: Int?
 
     /// Creates a descriptor.
-    public init(id: WorkerID, name: String, kind: WorkerKind, slots: Int, holdsAttempts: Bool = false) {
+    public init(id: WorkerID, name: String, kind: WorkerKind, slots: Int, holdsAttempts: Bool = false, ownSlots: Int? = nil) {
         self.id = id
         self.name = name
         self.kind = kind
         self.slots = max(1, slots)
         self.holdsAttempts = holdsAttempts
+        self.ownSlots = ownSlots.map { max(1, $0) }
     }
 
-    private enum CodingKeys: String, CodingKey { case id, name, kind, slots, holdsAttempts }
+    private enum CodingKeys: String, CodingKey { case id, name, kind, slots, holdsAttempts, ownSlots }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -42,7 +47,11 @@ public struct WorkerDescriptor: Sendable, Equatable, Codable {
         slots = try container.decode(Int.self, forKey: .slots)
         // Absent from what a jobtop before it wrote.
         holdsAttempts = try container.decodeIfPresent(Bool.self, forKey: .holdsAttempts) ?? false
+        ownSlots = try container.decodeIfPresent(Int.self, forKey: .ownSlots)
     }
+
+    /// How many of its `slots` run attempts at once (the rest hold attempts behind them).
+    var runningSlots: Int { min(ownSlots ?? slots, slots) }
 }
 
 /// A worker's place in the pool: a dense index, so the core reaches a worker without hashing
@@ -58,7 +67,9 @@ struct WorkerHandle: Hashable, Sendable {
 /// A free slot is handed out at once; when none is free, jobs wait in the core's queue, and a
 /// slot that is returned goes straight to the first of them (the core asks for a slot in the
 /// same transition that returns one, so nothing can overtake the waiting job). Free slots are
-/// handed out first in, first out, so work spreads over the workers.
+/// handed out first in, first out, so work spreads over the workers; and every worker's running
+/// slots before any room to hold an attempt behind a busy one (``WorkerDescriptor/ownSlots``: a
+/// remote worker's prefetch), so no job waits at a busy worker while another has a slot free.
 ///
 /// Workers are reached by ``WorkerHandle`` (an array index); the one map from id to handle is
 /// for commands that name a worker by id.
@@ -78,6 +89,9 @@ public struct WorkerPool: Sendable {
     private var handles: [WorkerID: WorkerHandle] = [:]
     private var freeIndices: [Int32] = []
     private var freeSlots: Deque<WorkerHandle> = []
+    /// Free room to hold an attempt behind a busy slot (a worker's slots beyond its running
+    /// slots), handed out only when no running slot is free.
+    private var freeHoldingRoom: Deque<WorkerHandle> = []
     /// Join order, for stable display.
     private var order: [WorkerHandle] = []
 
@@ -96,7 +110,23 @@ public struct WorkerPool: Sendable {
     }
 
     /// The number of free slots.
-    public var freeCount: Int { freeSlots.count }
+    public var freeCount: Int { freeSlots.count + freeHoldingRoom.count }
+
+    /// Gives the worker at `handle`, which runs `running` jobs, its free slots and room, from
+    /// scratch: first takes every one it had.
+    private mutating func refillFree(_ handle: WorkerHandle, descriptor: WorkerDescriptor, running: Int) {
+        freeSlots.removeAll { $0 == handle }
+        freeHoldingRoom.removeAll { $0 == handle }
+        addFree(handle, descriptor: descriptor, running: running)
+    }
+
+    /// Adds the free slots and room of a worker that has none listed.
+    private mutating func addFree(_ handle: WorkerHandle, descriptor: WorkerDescriptor, running: Int) {
+        let free = max(0, descriptor.slots - running)
+        let freeRunning = min(free, max(0, descriptor.runningSlots - running))
+        for _ in 0..<freeRunning { freeSlots.append(handle) }
+        for _ in 0..<(free - freeRunning) { freeHoldingRoom.append(handle) }
+    }
 
     /// The handle of the worker `id`, if it is in the pool (retiring ones included).
     func handle(of id: WorkerID) -> WorkerHandle? { handles[id] }
@@ -119,12 +149,12 @@ public struct WorkerPool: Sendable {
         handles[descriptor.id] = handle
         count(descriptor, +1)
         order.append(handle)
-        for _ in 0..<descriptor.slots { freeSlots.append(handle) }
+        addFree(handle, descriptor: descriptor, running: 0)
     }
 
     /// Takes a free slot for `job`, or `nil` when none is free.
     mutating func checkOut(for job: JobHandle) -> WorkerHandle? {
-        guard let worker = freeSlots.popFirst() else { return nil }
+        guard let worker = freeSlots.popFirst() ?? freeHoldingRoom.popFirst() else { return nil }
         members[Int(worker.index)]!.running.append(job)
         return worker
     }
@@ -148,8 +178,14 @@ public struct WorkerPool: Sendable {
             return nil
         }
         // A worker whose slots were reduced below what it runs gets no slot back until it is
-        // under its new count.
-        if members[index]!.running.count < members[index]!.descriptor.slots { freeSlots.append(worker) }
+        // under its new count. Below its running slots it has one free to run (what it held
+        // behind the one that ended begins there); else room to hold one.
+        let running = members[index]!.running.count
+        if running < members[index]!.descriptor.runningSlots {
+            freeSlots.append(worker)
+        } else if running < members[index]!.descriptor.slots {
+            freeHoldingRoom.append(worker)
+        }
         return nil
     }
 
@@ -165,18 +201,7 @@ public struct WorkerPool: Sendable {
         count(old, -1)
         members[Int(handle.index)]!.descriptor.slots = slots
         count(members[Int(handle.index)]!.descriptor, +1)
-        let free = max(0, old.slots - member.running.count)
-        let wanted = max(0, slots - member.running.count)
-        if wanted > free {
-            for _ in free..<wanted { freeSlots.append(handle) }
-        } else if wanted < free {
-            var surplus = free - wanted
-            freeSlots.removeAll { token in
-                guard surplus > 0, token == handle else { return false }
-                surplus -= 1
-                return true
-            }
-        }
+        refillFree(handle, descriptor: members[Int(handle.index)]!.descriptor, running: member.running.count)
         return true
     }
 
@@ -190,6 +215,7 @@ public struct WorkerPool: Sendable {
         freeIndices.append(worker.index)
         if !member.isRetiring { count(member.descriptor, -1) }
         freeSlots.removeAll { $0 == worker }
+        freeHoldingRoom.removeAll { $0 == worker }
         order.removeAll { $0 == worker }
         return member.running
     }
@@ -205,6 +231,7 @@ public struct WorkerPool: Sendable {
         members[Int(handle.index)]!.retireReason = reason
         count(member.descriptor, -1)
         freeSlots.removeAll { $0 == handle }
+        freeHoldingRoom.removeAll { $0 == handle }
         return false
     }
 
@@ -219,7 +246,7 @@ public struct WorkerPool: Sendable {
             guard let member = members[index], member.descriptor.kind == .local, member.retireReason == .slotsReduced else { continue }
             members[index]!.retireReason = nil
             count(member.descriptor, 1)
-            for _ in 0..<max(0, member.descriptor.slots - member.running.count) { freeSlots.append(handle) }
+            addFree(handle, descriptor: member.descriptor, running: member.running.count)
             kept += member.descriptor.slots
         }
         return kept

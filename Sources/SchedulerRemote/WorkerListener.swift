@@ -506,7 +506,9 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
             return unique
         }
         defer { state.withLock { _ = $0.admittingNames.remove(unique) } }
-        let descriptor = WorkerDescriptor(id: WorkerID(), name: unique, kind: .remote, slots: Int(hello.slots) + depth)
+        // Its own slots run at once; the prefetch depth beyond them holds jobs behind busy ones.
+        let descriptor = WorkerDescriptor(
+            id: WorkerID(), name: unique, kind: .remote, slots: Int(hello.slots) + depth, ownSlots: Int(hello.slots))
         let worker = RemoteWorker(
             descriptor: descriptor, workerSlots: Int(hello.slots), prefetch: configuration.prefetch, outbox: outbox,
             features: Set(hello.features), gracePeriod: scheduler.configuration.gracePeriod,

@@ -448,7 +448,11 @@ enum DashboardView {
         }
         workerNameWidth = min(workerNameWidth, max(10, workerWidth - 22))
         for worker in board.workers.prefix(shownWorkers) {
-            let jobs = (jobsByWorker[worker.id] ?? []).sorted { ($0.startedAt ?? .zero) < ($1.startedAt ?? .zero) }
+            // Those it runs first, oldest first: a job sent to it and held there is named only
+            // when it runs nothing else.
+            let jobs = (jobsByWorker[worker.id] ?? []).sorted {
+                (board.isSent($0.id) ? 1 : 0, $0.startedAt ?? .zero) < (board.isSent($1.id) ? 1 : 0, $1.startedAt ?? .zero)
+            }
             let name = TextWidth.fit(TextWidth.sanitize(worker.name), to: workerNameWidth)
             let retiring = board.retiring.contains(worker.id) ? " (leaving)" : ""
             if let job = jobs.first {

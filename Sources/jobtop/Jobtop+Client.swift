@@ -390,8 +390,12 @@ extension Jobtop {
                 print("\(header); \(snapshot.totalSlots) slot\(snapshot.totalSlots == 1 ? "" : "s")")
                 let names = Dictionary(snapshot.jobs.map { ($0.id, $0.displayName) }, uniquingKeysWith: { a, _ in a })
                 let busy = snapshot.workers.map { worker in
-                    let running = worker.running.map { names[$0] ?? $0.short }
-                    return "\(worker.descriptor.name) " + (running.isEmpty ? "(idle)" : "(\(running.joined(separator: ", ")))")
+                    // What it runs, then what it was sent and holds behind that.
+                    let running = worker.running.filter { !snapshot.heldAttempts.contains($0) }.map { names[$0] ?? $0.short }
+                    let sent = worker.running.filter { snapshot.heldAttempts.contains($0) }.map { names[$0] ?? $0.short }
+                    var jobs = running.joined(separator: ", ")
+                    if !sent.isEmpty { jobs += (jobs.isEmpty ? "" : "; ") + "sent: " + sent.joined(separator: ", ") }
+                    return "\(worker.descriptor.name) " + (jobs.isEmpty ? "(idle)" : "(\(jobs))")
                 }
                 if !busy.isEmpty { print("workers: " + busy.joined(separator: "; ")) }
                 for group in snapshot.groups where group.group.name != JobSpec.defaultGroup || group.group.isPaused || group.group.limit != nil {

@@ -331,6 +331,69 @@ import Testing
         #expect(started == [jobs[0]])
     }
 
+    @Test("No job waits in a worker's prefetch behind a busy slot while any worker has a slot free: running slots first, then room to hold")
+    mutating func runningSlotsBeforePrefetchRoom() {
+        // Given two remote workers that run one job each and hold one more (prefetch 1)
+        var core = SchedulerCore(configuration: .init(seed: 1))
+        var ids = IdentifierGenerator(seed: 3)
+        let four = WorkerDescriptor(id: WorkerID(), name: "w4", kind: .remote, slots: 2, holdsAttempts: true, ownSlots: 1)
+        let five = WorkerDescriptor(id: WorkerID(), name: "w5", kind: .remote, slots: 2, holdsAttempts: true, ownSlots: 1)
+        _ = core.workerJoined(four, now: .zero)
+        _ = core.workerJoined(five, now: .zero)
+        func submit(_ count: Int, at seconds: Int) -> [(JobID, Int, WorkerID)] {
+            let jobs = (0..<count).map { _ in ids.nextJobID() }
+            return Self.starts(try! core.submit(contentsOf: jobs.map { _ in JobSpec.shell("sleep 2") }, ids: jobs, now: .seconds(seconds)).actions)
+        }
+        // When two jobs come, then one runs on each (the second went behind the first on w4)
+        let first = submit(2, at: 0)
+        #expect(first.map(\.2) == [four.id, five.id])
+        // and two more are held, one behind each
+        let held = Set(submit(2, at: 1).map(\.2))
+        #expect(held == [four.id, five.id])
+        // When w4's running job ends, its held one runs there: its room to hold goes to the next
+        _ = core.jobFinished(first[0].0, attempt: 1, worker: four.id, termination: .exit(0), now: .seconds(2))
+        #expect(submit(1, at: 2).map(\.2) == [four.id])
+
+        // Given a local slot beside a remote worker that runs one and holds one
+        var mixed = SchedulerCore(configuration: .init(seed: 1))
+        let local = WorkerDescriptor(id: WorkerID(), name: "local-1", kind: .local, slots: 1)
+        _ = mixed.workerJoined(four, now: .zero)
+        _ = mixed.workerJoined(local, now: .zero)
+        // When a job runs on the remote worker and ends, and a long one takes the local slot
+        // and ends, then each new job goes to a running slot, never behind a busy one
+        let a = ids.nextJobID(), b = ids.nextJobID(), c = ids.nextJobID()
+        var started = Self.starts(try! mixed.submit(contentsOf: [.shell("a"), .shell("b")], ids: [a, b], now: .zero).actions)
+        let workers = Set(started.map(\.2))
+        #expect(workers == [four.id, local.id])
+        let onLocal = started.first { $0.2 == local.id }!.0
+        _ = mixed.jobFinished(onLocal, attempt: 1, worker: local.id, termination: .exit(0), now: .seconds(1))
+        started = Self.starts(try! mixed.submit(contentsOf: [.shell("c")], ids: [c], now: .seconds(1)).actions)
+        #expect(started.map(\.2) == [local.id], "the local slot is free: not behind the remote worker's busy one")
+    }
+
+    @Test("An attempt a lost worker held and never began is not held against the job; one that began is")
+    mutating func aHeldAttemptLostBeforeItBeganDoesNotCount() {
+        var core = SchedulerCore(configuration: .init(maxWorkerLossRequeues: 1, seed: 1))
+        var ids = IdentifierGenerator(seed: 3)
+        let (running, held) = (ids.nextJobID(), ids.nextJobID())
+        _ = try! core.submit(contentsOf: [.shell("sleep 100"), .shell("sleep 1")], ids: [running, held], now: .zero)
+        // Five times: a worker that runs one and holds one takes both, begins the first, is lost
+        for number in 0..<5 {
+            let worker = WorkerDescriptor(id: WorkerID(), name: "far-\(number)", kind: .remote, slots: 2, holdsAttempts: true, ownSlots: 1)
+            let started = Self.starts(core.workerJoined(worker, now: .seconds(number))).map(\.0)
+            guard started.count == 2 else { break }
+            _ = core.attemptBegan(running, attempt: 1, now: .seconds(number))
+            _ = core.workerLost(worker.id, reason: .connectionLost("gone"), now: .seconds(number))
+        }
+        // The one that ran counts its losses (failed after the one requeue allowed); the held
+        // one never ran: given back each time, it runs now on the next worker, as attempt 1
+        #expect(core.state(of: running) == .failed(reason: .workerLost(.connectionLost("gone")), attempts: 1))
+        guard case .running(_, 1, _, nil) = core.state(of: held) else {
+            Issue.record("held: \(String(describing: core.state(of: held)))")
+            return
+        }
+    }
+
     @Test mutating func anAttemptThatNeverReachedItsLostWorkerIsNotHeldAgainstTheJob() {
         // A stalled coordinator's workers all went away at once: each requeue handed the job to
         // the next, whose connection had closed already. Those losses do not count.

@@ -79,6 +79,8 @@ extension PlacementViewTests {
         var lines = screen(board.model, columns: 120).lines
         #expect(lines.contains { $0.contains("00000001") && $0.contains("running") }, "\(lines)")
         #expect(lines.contains { $0.contains("00000002") && $0.contains("sent") && !$0.contains("running") }, "\(lines)")
+        // and the workers panel names the one it runs (the held one was handed over first)
+        #expect(lines.contains { $0.contains("far") && $0.contains("2/2 sleep 100") }, "\(lines)")
         let details = DashboardView.jobDetails(board.model.board.jobs[jobID(2)]!, board: board.model.board, width: 100, now: .seconds(1), rows: 20)
         #expect(details.contains { $0.text.contains("sent: waiting at its worker for a free slot") }, "\(details.map(\.text))")
         // When it begins, it runs
