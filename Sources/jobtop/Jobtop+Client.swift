@@ -165,6 +165,15 @@ extension Jobtop {
                 // Where jobs run is the serve's choice (serve --slurm and its flags), not a submission's.
                 StandardError.write("jobtop submit: the file's [slurm] tables are not used: the serve runs every job where it was started to ('jobtop serve --slurm' for Slurm)\n")
             }
+            // Options for -c and list jobs on a job file alone would apply to nothing: refused,
+            // not ignored (`--after f` on a file ran its jobs at once though f had failed).
+            if plan.list == nil && plan.commandJobs.isEmpty, let file {
+                let given = [priority.map { _ in "--priority" }, group.map { _ in "--group" }, after.isEmpty ? nil : "--after"].compactMap { $0 }
+                if !given.isEmpty {
+                    let keys = given.map { "`\($0.dropFirst(2))`" }.joined(separator: ", ")
+                    throw JobInputError(.invalidValue, "\(given.joined(separator: ", ")) \(given.count == 1 ? "applies" : "apply") to -c and list jobs, and \(file) is a job file: its jobs keep what it says (set \(keys) in the file)")
+                }
+            }
             var listJobs: [JobSpec] = []
             if let list = plan.list {
                 listJobs = try Self.readList(list).map(plan.spec(forListCommand:))

@@ -168,6 +168,13 @@ struct ServeTests {
         }
         let refusedName = try await fixture.run(["submit", "--name", "x", "-c", "a", "-c", "b"])
         #expect(refusedName.stderr.contains("--name names one job"), "\(refusedName.stderr)")
+        // Options for -c and list jobs on a job file alone: refused, not ignored (its job ran at
+        // once though the job named by --after had failed).
+        try fixture.scratch.write("one.toml", "[[job]]\nname = \"sfa\"\ncommand = \"true\"\n")
+        for arguments in [["--after", "second"], ["--group", "g", "--priority", "5"]] {
+            let refused = try await fixture.run(["submit", "one.toml"] + arguments)
+            #expect(refused.status == 2 && (refused.stderr.contains("apply to -c and list jobs") || refused.stderr.contains("applies to -c and list jobs")), "\(arguments): \(refused.stderr)")
+        }
         #expect(try await fixture.jobs().count == 4)
         _ = try await fixture.run(["cancel", laterID])
 
