@@ -444,7 +444,11 @@ extension Jobtop {
             }
             switch job.state {
             case .running(_, let attempt, _, let stopping):
-                if sent && stopping == nil {
+                if let stopping {
+                    // As the dashboard says it: SIGTERM sent, SIGKILL after the grace period.
+                    name = "stopping"
+                    notes.append(stopping == .cancel ? "cancelled" : "timed out")
+                } else if sent {
                     name = "sent"
                     if placement == nil { notes.append("waiting at its worker") }
                 }

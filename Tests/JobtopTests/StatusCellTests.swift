@@ -30,14 +30,16 @@ struct StatusCellTests {
         #expect(cell(.scheduled(until: .seconds(90)), now: .seconds(30)) == "scheduled (in 1m)")
     }
 
-    @Test("A job its worker holds and has not begun says 'sent', with its placement or else where it waits")
+    @Test("A job its worker holds and has not begun says 'sent', with its placement or else where it waits; one being stopped says 'stopping' and why, as the dashboard does")
     func sent() {
         let job = JobInfo(id: JobID(uuid: UUID()), command: "make", state: .running(worker: WorkerID(), attempt: 1, since: .zero, stopping: nil), maxAttempts: 3)
         #expect(Jobtop.Status.stateCell(of: job, placement: nil, sent: true, now: .zero) == "sent (waiting at its worker; attempt 1 of 3)")
         #expect(Jobtop.Status.stateCell(of: job, placement: "1234 Priority", sent: true, now: .zero) == "sent (1234 Priority; attempt 1 of 3)")
         var stopping = job
         stopping.state = .running(worker: WorkerID(), attempt: 1, since: .zero, stopping: .cancel)
-        #expect(Jobtop.Status.stateCell(of: stopping, placement: nil, sent: true, now: .zero) == "running (attempt 1 of 3)")
+        #expect(Jobtop.Status.stateCell(of: stopping, placement: nil, sent: true, now: .zero) == "stopping (cancelled; attempt 1 of 3)")
+        stopping.state = .running(worker: WorkerID(), attempt: 2, since: .zero, stopping: .timeout)
+        #expect(Jobtop.Status.stateCell(of: stopping, placement: nil, now: .zero) == "stopping (timed out; attempt 2 of 3)")
     }
 
     @Test("A cancelled job's failure is named as an earlier attempt's, not as what the cancel did")
