@@ -94,31 +94,23 @@ public struct SchedulerMirror: Sendable {
     public mutating func apply(_ event: SchedulerEvent, evicted: (JobID) -> Void) -> JobID? {
         lastSeq = max(lastSeq, event.seq)
         let time = event.time
-        if !placements.isEmpty {
-            switch event.kind {
-            case .started(let id, _, _, _), .retryScheduled(let id, _, _, _, _), .requeued(let id, _), .succeeded(let id, _),
-                 .failed(let id, _, _), .cancelled(let id):
-                placements[id] = nil
-            case .snapshot:
-                placements = [:]
-            default:
-                break
-            }
-        }
-        if case .snapshot(let snapshot) = event.kind, !snapshot.placements.isEmpty {
-            placements = snapshot.placements
-        }
+        // What a worker said of an attempt, and whether it holds it unbegun, last until the
+        // attempt ends (a new start says again where it is held).
         switch event.kind {
         case .started(let id, _, _, let worker):
+            if !placements.isEmpty { placements[id] = nil }
             if workersByID[worker]?.holdsAttempts == true {
                 heldAttempts.insert(id)
             } else if !heldAttempts.isEmpty {
                 heldAttempts.remove(id)
             }
-        case .began(let id, _), .retryScheduled(let id, _, _, _, _), .requeued(let id, _), .succeeded(let id, _),
-             .failed(let id, _, _), .cancelled(let id):
+        case .retryScheduled(let id, _, _, _, _), .requeued(let id, _), .succeeded(let id, _), .failed(let id, _, _), .cancelled(let id):
+            if !placements.isEmpty { placements[id] = nil }
+            if !heldAttempts.isEmpty { heldAttempts.remove(id) }
+        case .began(let id, _):
             if !heldAttempts.isEmpty { heldAttempts.remove(id) }
         case .snapshot(let snapshot):
+            placements = snapshot.placements
             heldAttempts = snapshot.heldAttempts
         default:
             break

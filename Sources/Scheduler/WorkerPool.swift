@@ -115,9 +115,14 @@ public struct WorkerPool: Sendable {
     /// Gives the worker at `handle`, which runs `running` jobs, its free slots and room, from
     /// scratch: first takes every one it had.
     private mutating func refillFree(_ handle: WorkerHandle, descriptor: WorkerDescriptor, running: Int) {
+        dropFree(handle)
+        addFree(handle, descriptor: descriptor, running: running)
+    }
+
+    /// Takes every free slot and room of the worker at `handle` out of the lists.
+    private mutating func dropFree(_ handle: WorkerHandle) {
         freeSlots.removeAll { $0 == handle }
         freeHoldingRoom.removeAll { $0 == handle }
-        addFree(handle, descriptor: descriptor, running: running)
     }
 
     /// Adds the free slots and room of a worker that has none listed.
@@ -214,8 +219,7 @@ public struct WorkerPool: Sendable {
         handles[member.descriptor.id] = nil
         freeIndices.append(worker.index)
         if !member.isRetiring { count(member.descriptor, -1) }
-        freeSlots.removeAll { $0 == worker }
-        freeHoldingRoom.removeAll { $0 == worker }
+        dropFree(worker)
         order.removeAll { $0 == worker }
         return member.running
     }
@@ -230,8 +234,7 @@ public struct WorkerPool: Sendable {
         }
         members[Int(handle.index)]!.retireReason = reason
         count(member.descriptor, -1)
-        freeSlots.removeAll { $0 == handle }
-        freeHoldingRoom.removeAll { $0 == handle }
+        dropFree(handle)
         return false
     }
 
