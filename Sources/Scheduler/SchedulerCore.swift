@@ -53,10 +53,6 @@ public struct SchedulerCore: Sendable {
         // per line it spans.
         /// Its group's place in ``groups``.
         var group: Int32 = 0
-        /// The jobs that wait for it: the first and last of its list in ``edges`` (-1: none).
-        /// A list in one shared array rather than an array per job: no allocation per job.
-        var firstDependent: Int32 = -1
-        var lastDependent: Int32 = -1
         /// The jobs it waits for: the first of its list in ``dependencyLinks`` (-1: none). Its
         /// `info.dependencies` stays empty (the list fills a copy that leaves the core): no
         /// array per job, which would be freed when the record is dropped, out of submission
@@ -70,8 +66,6 @@ public struct SchedulerCore: Sendable {
         var queueOrder: UInt64 = 0
         /// The worker it runs on while it runs (its state names the worker's id).
         var worker: WorkerHandle?
-        /// Whether a job named it as a dependency: its outcome is kept once its record is dropped.
-        var isDependency = false
         /// Whether its attempt on a worker that holds attempts began (``attemptBegan``); set
         /// false at each start.
         var hasBegun = false
@@ -114,15 +108,23 @@ public struct SchedulerCore: Sendable {
         let handle: JobHandle
     }
 
-    /// What a dependency's end needs to know of a dependent, kept apart from the job records in
-    /// a dense array (16 bytes a job where a record is about 370): most of a DAG's ends only
-    /// count a dependent down, and in a large table its record is a cache miss away.
-    struct HeldCount: Sendable {
+    /// What a job's steps read and change of *other* jobs (a submission of its dependencies, a
+    /// dependency's end of its dependents), kept apart from the job records in a dense array:
+    /// 24 bytes a job where a record is about 400. Those other records are, in a large table, a
+    /// cache miss away; most of a DAG's submissions only add to a dependency's list, and most
+    /// of its ends only count a dependent down.
+    struct JobLinks: Sendable {
         /// The record's serial (unique for the core's life), so a stale handle is recognized.
         var serial: UInt64 = 0
         /// While the job is blocked or scheduled, how many of its dependencies have not
         /// succeeded (counted afresh whenever it comes back from an end); -1 in any other state.
         var pending: Int32 = -1
+        /// The jobs that wait for it: the first and last of its list in ``edges`` (-1: none).
+        /// A list in one shared array rather than an array per job: no allocation per job.
+        var firstDependent: Int32 = -1
+        var lastDependent: Int32 = -1
+        /// Whether a job named it as a dependency: its outcome is kept once its record is dropped.
+        var isDependency = false
     }
 
     /// A dependency of a job being submitted that has a record, and whether it succeeded.
@@ -237,8 +239,9 @@ public struct SchedulerCore: Sendable {
     private var endedDependencies: [EndedDependency] = []
     /// Every job's list of dependents (16 bytes a link).
     private var edges = LinkArena<Dependent>()
-    /// Per record index: its serial and, while it is held, its count of pending dependencies.
-    private var heldCounts: [HeldCount] = []
+    /// Per record index: its serial, while it is held its count of pending dependencies, and
+    /// its list of dependents.
+    private var jobLinks: [JobLinks] = []
     /// The serial of the next record, which is also its place in the queues (first submitted,
     /// first out across groups within a priority).
     private var nextSerial: UInt64 = 1
@@ -499,7 +502,7 @@ public struct SchedulerCore: Sendable {
         // A buffer reused from spec to spec (moved out and back: never shared, never copied).
         var records: [DependencyRecord] = []
         swap(&records, &scratchRecords)
-        records.removeAll(keepingCapacity: true)
+        records.removeAllKeepingStorage()
         defer { swap(&records, &scratchRecords) }
         // A long list (a fan-in of thousands) is checked for repeats with a set: a scan of the
         // list so far per dependency made it quadratic.
@@ -509,9 +512,10 @@ public struct SchedulerCore: Sendable {
         for position in spec.dependencies.indices {
             let other: JobID
             var otherHandle: JobHandle?
-            // An earlier spec of this submission whose record is still its own has not ended:
-            // nothing runs until the submission is in, and one skipped in it is no longer
-            // listed (below). Its record is not read: in a long list it is a cache miss.
+            // An earlier spec of this submission that is still listed has not ended: nothing
+            // runs until the submission is in, and one skipped in it is no longer listed
+            // (below), so its record, and its handle, are still its own. Neither is read: in a
+            // long list each is a cache miss.
             var hasNotEnded = false
             switch spec.dependencies[position] {
             case .job(let job):
@@ -519,7 +523,8 @@ public struct SchedulerCore: Sendable {
                 otherHandle = jobs.handle(of: job)
             case .earlier(let index):
                 other = result[index]
-                if let handle = submittedHandles[index], jobs.handle(handle, matches: other) {
+                if let handle = submittedHandles[index] {
+                    assert(jobs.handle(handle, matches: other), "an earlier spec still listed keeps its record")
                     otherHandle = handle
                     hasNotEnded = true
                 } else {
@@ -561,13 +566,13 @@ public struct SchedulerCore: Sendable {
         registerRecord(handle)
         stateCounts[state.kind] += 1
         joined(batch, key: spec.coalescingKey, id: id)
-        if state.kind.isHeld { heldCounts[Int(handle.index)].pending = Int32(pending) }
+        if state.kind.isHeld { jobLinks[Int(handle.index)].pending = Int32(pending) }
         submittedHandles.append(handle)
         for record in records {
-            jobs[record.handle].isDependency = true
+            jobLinks[Int(record.handle.index)].isDependency = true
             // Registered even with a dependency that failed: retrying it brings this job back.
             if !record.hasSucceeded {
-                addDependent(Dependent(serial: heldCounts[Int(handle.index)].serial, handle: handle), to: record.handle)
+                addDependent(Dependent(serial: jobLinks[Int(handle.index)].serial, handle: handle), to: record.handle)
             }
         }
         switch state {
@@ -652,7 +657,7 @@ public struct SchedulerCore: Sendable {
                 let handle = restoreRecord(job, in: ending, lastFailure: job.lastFailure, submittedAt: submittedAt, finishedAt: finishedAt, now: now)
                 if let started = job.startedAt { jobs[handle].info.history.startedAt = min(pastTime(of: started, now: now), finishedAt) }
                 // A job restored later may name it: its outcome outlives its record.
-                jobs[handle].isDependency = true
+                jobLinks[Int(handle.index)].isDependency = true
                 finishedOrder.append(handle)
                 continue
             }
@@ -740,6 +745,7 @@ public struct SchedulerCore: Sendable {
     private mutating func reserveRecords(_ extra: Int) {
         jobs.reserve(extra)
         if recordSpecs.capacity < jobs.capacity { recordSpecs.reserveCapacity(jobs.capacity) }
+        if jobLinks.capacity < jobs.capacity { jobLinks.reserveCapacity(jobs.capacity) }
     }
 
     /// Keeps `spec` as the spec of the new record at `handle` (``recordSpecs``).
@@ -931,7 +937,7 @@ public struct SchedulerCore: Sendable {
         jobs[handle].info.history.attempts = 0
         jobs[handle].info.progress = nil
         jobs[handle].workerLosses = 0
-        if next.kind.isHeld { heldCounts[Int(handle.index)].pending = Int32(pending) }
+        if next.kind.isHeld { jobLinks[Int(handle.index)].pending = Int32(pending) }
         actions.append(.emit(.requeued(id, reason: .retriedByUser)))
         hold(handle, in: next)
         bringBackDependents(of: handle, now: now)
@@ -1243,7 +1249,7 @@ public struct SchedulerCore: Sendable {
                 }
                 let next: JobState = pending > 0 ? .blocked : .queued
                 guard transition(timer.handle, to: next) else { continue }
-                if next.kind.isHeld { heldCounts[Int(timer.handle.index)].pending = Int32(pending) }
+                if next.kind.isHeld { jobLinks[Int(timer.handle.index)].pending = Int32(pending) }
                 if next == .queued { actions.append(.emit(.released(timer.id))) }
                 hold(timer.handle, in: next)
             case (.timeout, .running(let worker, let attempt, let since, nil)) where attempt == timer.attempt:
@@ -1272,7 +1278,7 @@ public struct SchedulerCore: Sendable {
         var blocked: [(serial: UInt64, info: JobInfo)] = []
         var held: Set<JobID> = []
         jobs.forEachHandle { handle in
-            let serial = heldCounts[Int(handle.index)].serial
+            let serial = jobLinks[Int(handle.index)].serial
             switch jobs[handle].info.state {
             case .running:
                 var info = shownInfo(handle)
@@ -1511,7 +1517,7 @@ public struct SchedulerCore: Sendable {
             enqueue(handle)
         case .blocked:
             actions.append(.emit(.blocked(id, waitingFor: unfinishedDependencies(of: handle))))
-            if heldCounts[Int(handle.index)].pending == 0 { release(handle) }
+            if jobLinks[Int(handle.index)].pending == 0 { release(handle) }
         case .scheduled(let until):
             timers.insert(Timer(time: until, handle: handle, id: id, attempt: 0, purpose: .release))
             actions.append(.emit(.scheduled(id, at: until)))
@@ -1546,7 +1552,7 @@ public struct SchedulerCore: Sendable {
             while link >= 0 {
                 let dependent = edges.element(link)
                 let index = Int(dependent.handle.index)
-                heldCounts.withUnsafeBufferPointer { jt_prefetch($0.baseAddress! + index, MemoryLayout<HeldCount>.stride) }
+                jobLinks.withUnsafeBufferPointer { jt_prefetch($0.baseAddress! + index, MemoryLayout<JobLinks>.stride) }
                 // Only the part of the record a release reads (the small fields, the id, the
                 // priority, the state): more hints than the CPU can keep in flight make it wait.
                 jobs.prefetch(dependent.handle, bytes: Self.releasedBytes)
@@ -1564,10 +1570,10 @@ public struct SchedulerCore: Sendable {
                 // Not its job any more, or not held: nothing to settle. Only the dense counts are
                 // read here; the record only when the job is released or skipped.
                 let index = Int(dependent.handle.index)
-                guard heldCounts[index].serial == dependent.serial, heldCounts[index].pending >= 0 else { continue }
+                guard jobLinks[index].serial == dependent.serial, jobLinks[index].pending >= 0 else { continue }
                 if ended.outcome == .succeeded {
-                    heldCounts[index].pending -= 1
-                    if heldCounts[index].pending <= 0 && jobs[dependent.handle].info.state.kind == .blocked {
+                    jobLinks[index].pending -= 1
+                    if jobLinks[index].pending <= 0 && jobs[dependent.handle].info.state.kind == .blocked {
                         release(dependent.handle)
                     }
                 } else {
@@ -1576,9 +1582,9 @@ public struct SchedulerCore: Sendable {
                 }
             }
         }
-        endedDependencies.removeAll(keepingCapacity: true)
+        endedDependencies.removeAllKeepingStorage()
         for list in listsToFree { freeList(list) }
-        listsToFree.removeAll(keepingCapacity: true)
+        listsToFree.removeAllKeepingStorage()
     }
 
     /// How much of a record, from its start, a release reads: the small fields before `info`,
@@ -1587,17 +1593,20 @@ public struct SchedulerCore: Sendable {
 
     /// Whether `dependent`'s handle still names its job (its index may have been reused).
     private func holds(_ dependent: Dependent) -> Bool {
-        heldCounts[Int(dependent.handle.index)].serial == dependent.serial
+        jobLinks[Int(dependent.handle.index)].serial == dependent.serial
     }
 
     /// Gives a new record its serial, and its count of pending dependencies as not held (the
     /// caller sets it when the job is held).
     private mutating func registerRecord(_ handle: JobHandle) {
         let index = Int(handle.index)
-        if index >= heldCounts.count {
-            heldCounts.append(contentsOf: repeatElement(HeldCount(), count: index - heldCounts.count + 1))
+        if index < jobLinks.count {
+            jobLinks[index] = JobLinks(serial: nextSerial)
+        } else {
+            // Records take the table's indexes in turn: a new index is the next one.
+            if index > jobLinks.count { jobLinks.append(contentsOf: repeatElement(JobLinks(), count: index - jobLinks.count)) }
+            jobLinks.append(JobLinks(serial: nextSerial))
         }
-        heldCounts[index] = HeldCount(serial: nextSerial, pending: -1)
         jobs[handle].queueOrder = nextSerial
         assert(jobs[handle].info.order == nextSerial, "a record's info says its serial")
         nextSerial += 1
@@ -1606,12 +1615,12 @@ public struct SchedulerCore: Sendable {
     /// Appends `dependent` to the list of the job at `handle`.
     private mutating func addDependent(_ dependent: Dependent, to handle: JobHandle) {
         let link = edges.make(dependent)
-        if jobs[handle].lastDependent >= 0 {
-            edges.link(jobs[handle].lastDependent, to: link)
+        if jobLinks[Int(handle.index)].lastDependent >= 0 {
+            edges.link(jobLinks[Int(handle.index)].lastDependent, to: link)
         } else {
-            jobs[handle].firstDependent = link
+            jobLinks[Int(handle.index)].firstDependent = link
         }
-        jobs[handle].lastDependent = link
+        jobLinks[Int(handle.index)].lastDependent = link
     }
 
     /// The dependents in the list that starts at `link`.
@@ -1627,20 +1636,20 @@ public struct SchedulerCore: Sendable {
     /// Takes the dependents' list from the job at `handle`, to be freed once this step's
     /// dependents are settled.
     private mutating func dropDependents(of handle: JobHandle) {
-        guard jobs[handle].firstDependent >= 0 else { return }
-        listsToFree.append(jobs[handle].firstDependent)
-        jobs[handle].firstDependent = -1
-        jobs[handle].lastDependent = -1
+        guard jobLinks[Int(handle.index)].firstDependent >= 0 else { return }
+        listsToFree.append(jobLinks[Int(handle.index)].firstDependent)
+        jobLinks[Int(handle.index)].firstDependent = -1
+        jobLinks[Int(handle.index)].lastDependent = -1
         if endedDependencies.isEmpty {
             for list in listsToFree { freeList(list) }
-            listsToFree.removeAll(keepingCapacity: true)
+            listsToFree.removeAllKeepingStorage()
         }
     }
 
     /// The job at `handle` came back (a retry): the jobs skipped because of it come back too,
     /// blocked on it, and theirs in turn.
     private mutating func bringBackDependents(of handle: JobHandle, now: SchedulerTime) {
-        var work = dependents(from: jobs[handle].firstDependent)
+        var work = dependents(from: jobLinks[Int(handle.index)].firstDependent)
         var index = 0
         while index < work.count {
             let dependent = work[index]
@@ -1654,7 +1663,7 @@ public struct SchedulerCore: Sendable {
                 // comes back, and is skipped again for the other, as a user's view follows it.
                 guard skipped.dependency != failed.dependency, transition(dependent.handle, to: .blocked) else { continue }
                 reopen(dependent.handle)
-                heldCounts[Int(dependent.handle.index)].pending = Int32(pending)
+                jobLinks[Int(dependent.handle.index)].pending = Int32(pending)
                 hold(dependent.handle, in: .blocked)
                 skip(dependent.handle, because: failed, now: now)
                 continue
@@ -1664,9 +1673,9 @@ public struct SchedulerCore: Sendable {
             let next: JobState = if let due { .scheduled(until: due) } else { .blocked }
             guard transition(dependent.handle, to: next) else { continue }
             reopen(dependent.handle)
-            heldCounts[Int(dependent.handle.index)].pending = Int32(pending)
+            jobLinks[Int(dependent.handle.index)].pending = Int32(pending)
             hold(dependent.handle, in: next)
-            work.append(contentsOf: dependents(from: jobs[dependent.handle].firstDependent))
+            work.append(contentsOf: dependents(from: jobLinks[Int(dependent.handle.index)].firstDependent))
         }
     }
 
@@ -1766,7 +1775,7 @@ public struct SchedulerCore: Sendable {
         let old = job.info.state.kind
         guard Self.transition(&job, to: next, counts: &stateCounts, rejected: &rejectedTransitions) else { return false }
         if old != next.kind { countInGroup(job.group, from: old, to: next.kind) }
-        if old.isHeld != next.kind.isHeld { heldCounts[Int(job.handle.index)].pending = next.kind.isHeld ? 0 : -1 }
+        if old.isHeld != next.kind.isHeld { jobLinks[Int(job.handle.index)].pending = next.kind.isHeld ? 0 : -1 }
         return true
     }
 
@@ -1780,7 +1789,7 @@ public struct SchedulerCore: Sendable {
         if old != next.kind { countInGroup(jobs[handle].group, from: old, to: next.kind) }
         // The dense count says "held" exactly while the job is: callers set the real count
         // after a move into a held state.
-        if old.isHeld != next.kind.isHeld { heldCounts[Int(handle.index)].pending = next.kind.isHeld ? 0 : -1 }
+        if old.isHeld != next.kind.isHeld { jobLinks[Int(handle.index)].pending = next.kind.isHeld ? 0 : -1 }
         return true
     }
 
@@ -1950,15 +1959,15 @@ public struct SchedulerCore: Sendable {
             finishTimes.append((second, 1))
             while let first = finishTimes.first, first.second <= second - 6 { finishTimes.removeFirst() }
         }
-        if jobs[handle].firstDependent >= 0 {
+        if jobLinks[Int(handle.index)].firstDependent >= 0 {
             // Its first link is asked for now, and read when the step settles its dependents
             // (after dropping an old record, say): links were written when the dependents were
             // submitted, and a DAG's jobs end out of that order.
-            edges.prefetch(jobs[handle].firstDependent)
+            edges.prefetch(jobLinks[Int(handle.index)].firstDependent)
             // The name is for skip reasons: a success needs none.
             let name = state.kind == .succeeded ? "" : jobs[handle].info.displayName
             endedDependencies.append(EndedDependency(
-                id: id, name: name, outcome: state.kind, firstDependent: jobs[handle].firstDependent, time: now))
+                id: id, name: name, outcome: state.kind, firstDependent: jobLinks[Int(handle.index)].firstDependent, time: now))
             // A success is for good: nothing will ask for its dependents again.
             if state.kind == .succeeded { dropDependents(of: handle) }
         }
@@ -1994,7 +2003,7 @@ public struct SchedulerCore: Sendable {
         dropDependents(of: handle)
         forgetDependencies(of: handle)
         recordSpecs[Int(handle.index)] = nil
-        guard jobs[handle].isDependency else {
+        guard jobLinks[Int(handle.index)].isDependency else {
             jobs.remove(handle)
             return
         }
