@@ -411,7 +411,8 @@ public struct SchedulerCore: Sendable {
     /// - Throws: ``SchedulerError`` `.invalidArgument` for a priority outside
     ///   ``JobSpec/priorityRange``, a group name that is empty or has control characters, an
     ///   environment variable name that is empty or has an `=` (``validateEnvironment(_:)``), or a
-    ///   dependency that is not an earlier spec of the submission nor a known job;
+    ///   dependency that is not an earlier spec of the submission nor a known job, or a key that
+    ///   a job the spec waits for has (it would be coalesced into its own dependency);
     ///   `.notAllowed` for a batch that is unknown, sealed or halted.
     public mutating func submit(
         contentsOf specs: [JobSpec], ids: [JobID], batch: BatchID? = nil, now: SchedulerTime
@@ -448,6 +449,9 @@ public struct SchedulerCore: Sendable {
                 default: break
                 }
             }
+            if let key = specs[index].coalescingKey, !specs[index].dependencies.isEmpty {
+                try checkKey(key, of: specs, at: index)
+            }
         }
         if let batch {
             guard let record = batches[batch] else { throw SchedulerError(.notAllowed, "no batch \(batch)") }
@@ -473,6 +477,23 @@ public struct SchedulerCore: Sendable {
         }
         dispatch(now: now)
         return (result, takeActions())
+    }
+
+    /// Refuses a spec whose coalescing key is that of a job it waits for: it would be coalesced
+    /// into its own dependency (the active job with the key, or an earlier spec of the
+    /// submission with it) and never run, its `after` silently void.
+    private func checkKey(_ key: String, of specs: [JobSpec], at index: Int) throws(SchedulerError) {
+        let holder = keys[key]
+        for dependency in specs[index].dependencies {
+            let which: String? = switch dependency {
+            case .job(let id) where id == holder: id.short
+            case .earlier(let other) where specs[other].coalescingKey == key: "job \(other + 1) of the submission"
+            default: nil
+            }
+            if let which {
+                throw SchedulerError(.invalidArgument, "job \(index + 1) of the submission has the key '\(key)' of \(which), which it waits for: it would be coalesced into its own dependency and never run")
+            }
+        }
     }
 
     /// One spec of ``submit(contentsOf:ids:batch:now:)``, checked already, in its group (found).

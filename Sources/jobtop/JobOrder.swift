@@ -29,8 +29,9 @@ struct JobOrder: Sendable, Equatable {
     ///   - entries: The jobs in file order.
     ///   - names: Job names and the job number (from 1) that has each; names are unique.
     ///   - file: The file, for messages.
-    /// - Throws: ``JobInputError`` `.unknownDependency` for a name no job has, and
-    ///   `.dependencyCycle` naming every job of the first cycle found, in order.
+    /// - Throws: ``JobInputError`` `.unknownDependency` for a name no job has,
+    ///   `.invalidValue` for a job with the key of a job it waits for, and `.dependencyCycle`
+    ///   naming every job of the first cycle found, in order.
     static func resolve(_ entries: [JobEntry], names: [String: Int], file: String) throws(JobInputError) -> JobOrder {
         var dependencies: [[Int]] = []
         dependencies.reserveCapacity(entries.count)
@@ -47,6 +48,12 @@ struct JobOrder: Sendable, Equatable {
                         "\(file): \(entry.place): 'after': no job named '\(name)'\(JobFile.hint(name, known)) (\(list))")
                 }
                 if !indexes.contains(number - 1) { indexes.append(number - 1) }
+            }
+            // A job with the key of a job it waits for would be coalesced into it and never run.
+            if let key = entry.fields.key, let holder = indexes.first(where: { entries[$0].fields.key == key }) {
+                throw JobInputError(
+                    .invalidValue,
+                    "\(file): \(entry.place): 'key' \"\(key)\" is also the key of \(entries[holder].place), which it waits for ('after'): it would be coalesced into that job and never run")
             }
             dependencies.append(indexes)
         }

@@ -502,7 +502,9 @@ extension Jobtop {
                 // cancel freed, and then be killed.
                 let jobs = try await resolve(references, with: client)
                 guard case .refused(let refusals) = try await client.send(.cancelJobs(jobs.map(\.id))) else { return false }
-                for refusal in refusals { StandardError.write("jobtop: \(refusal.id.short): \(refusal.error.message)\n") }
+                for refusal in refusals {
+                    StandardError.write(refusalLine(refusal.error.message, id: refusal.id, name: jobs.first { $0.id == refusal.id }?.name))
+                }
                 return !refusals.isEmpty
             }
             if refused { throw ExitCode(ExitStatus.someFailed) }
@@ -969,6 +971,15 @@ private func sendToGroup(
     }
 }
 
+/// The line for a command the serve refused for one job. The serve's message names the job
+/// by its id ("job 1f2e3d4c has already ended"): the id is not said twice, and a named job's
+/// name, which the user may have typed, goes first.
+func refusalLine(_ message: String, id: JobID, name: String?) -> String {
+    let namesIt = message.contains(id.short)
+    let prefix = [name, namesIt ? nil : id.short].compactMap { $0 }.map { "\($0): " }.joined()
+    return "jobtop: \(prefix)\(message)\n"
+}
+
 private func perJob(_ references: [String], _ connection: ConnectOptions, _ command: @escaping (JobInfo) -> SchedulerCommand) async throws {
     let refused: Bool = try await withServe(connection) { client in
         // A job named twice (`cancel a a`, or its name and its id) gets the command once.
@@ -979,7 +990,7 @@ private func perJob(_ references: [String], _ connection: ConnectOptions, _ comm
             do {
                 _ = try await client.send(command(job))
             } catch let error as SchedulerError {
-                StandardError.write("jobtop: \(job.id.short): \(error.message)\n")
+                StandardError.write(refusalLine(error.message, id: job.id, name: job.name))
                 refused = true
             }
         }

@@ -77,7 +77,7 @@ struct RemoteOptions: ParsableArguments {
 /// with them.
 struct WorkerPoolOptions: ParsableArguments {
     @Option(
-        name: .customLong("prefetch"),
+        name: .customLong("prefetch"), parsing: .unconditional,
         help: ArgumentHelp(
             "Jobs each remote worker may hold beyond its slots, so a slot that frees starts the next one without a round trip: 'auto' (the default) sizes it to each worker's link and jobs, from 1 to 8 per slot; a number fixes it (0: off).",
             valueName: "auto|n"))
@@ -93,7 +93,7 @@ struct WorkerPoolOptions: ParsableArguments {
     }
 
     @Option(
-        name: .customLong("heartbeat"),
+        name: .customLong("heartbeat"), parsing: .unconditional,
         help: ArgumentHelp(
             "How often the coordinator and each worker say they are alive (default 1s, from 100ms to 60s). A worker silent for 5 of them plus --grace is lost; a worker gives up on a coordinator silent for 3. Longer: less idle CPU with many workers, slower to notice a cut link.",
             valueName: "duration"))
@@ -105,7 +105,7 @@ struct WorkerPoolOptions: ParsableArguments {
     }
 
     @Option(
-        name: .customLong("goodbye-grace"),
+        name: .customLong("goodbye-grace"), parsing: .unconditional,
         help: ArgumentHelp(
             "How long, at the end, the coordinator waits for remote workers to close their connections after saying goodbye (default 2s, up to 10m); a worker that has not by then (stopped, cut off) has its connection dropped. Ctrl-C ends the wait at once.",
             valueName: "duration"))

@@ -284,6 +284,11 @@ struct RunSession {
                 _ = try await client.perform(.submit(plan.commandJobs, batch: batch))
                 submitted += plan.commandJobs.count
             }
+        } catch where error.code == .invalidArgument {
+            // The scheduler refused jobs the command line had checked (a library rule it does
+            // not know): bad input all the same, said as such, not a run of nothing.
+            reader?.stop()
+            return .refused(JobInputError(.invalidValue, error.message))
         } catch {
             reader?.stop()
             return .stopped

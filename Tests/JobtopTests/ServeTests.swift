@@ -351,8 +351,14 @@ struct ServeTests {
         // Ended ones are refused by name, the others still cancelled: exit 1.
         let later = try await fixture.run(["submit", "-c", "sleep 100"]).lines[0]
         let mixed = try await fixture.run(["cancel", ids[1], later])
-        #expect(mixed.status == 1 && mixed.stderr.contains("\(String(ids[1].prefix(8))): job \(String(ids[1].prefix(8))) has already ended"), "\(mixed.stderr)")
+        // The message names the job once ("jobtop: 1f2e3d4c: job 1f2e3d4c has ..." said it twice).
+        #expect(mixed.status == 1 && mixed.stderr.contains("jobtop: job \(String(ids[1].prefix(8))) has already ended"), "\(mixed.stderr)")
         try await fixture.waitFor(later, "cancelled")
+        // A named job's name goes first: the user may have typed it.
+        let named = try await fixture.run(["submit", "--name", "nap", "-c", "true"]).lines[0]
+        try await fixture.waitFor(named, "succeeded")
+        let byName = try await fixture.run(["cancel", "nap"])
+        #expect(byName.status == 1 && byName.stderr == "jobtop: nap: job \(String(named.prefix(8))) has already ended (succeeded)\n", "\(byName.stderr)")
         try await fixture.stop()
     }
 

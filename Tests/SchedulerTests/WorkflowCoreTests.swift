@@ -295,6 +295,34 @@ import Testing
         #expect(core.counts.values.reduce(0, +) == 0, "nothing was submitted")
     }
 
+    @Test mutating func aJobWithTheKeyOfAJobItWaitsForIsRefusedNotCoalescedIntoIt() throws {
+        // It would be coalesced into its own dependency and never run: its `after` void.
+        func keyed(_ name: String, after: [JobSpec.Dependency] = []) -> JobSpec {
+            var spec = Self.spec(name, after: after)
+            spec.coalescingKey = "k"
+            return spec
+        }
+        do {
+            _ = try submit([keyed("a"), Self.spec("b"), keyed("c", after: [.earlier(1), .earlier(0)])])
+            Issue.record("taken")
+        } catch {
+            #expect(error.code == .invalidArgument)
+            #expect(error.message == "job 3 of the submission has the key 'k' of job 1 of the submission, which it waits for: it would be coalesced into its own dependency and never run")
+        }
+        #expect(core.counts.values.reduce(0, +) == 0, "nothing was submitted")
+        // The active job with the key, named by id.
+        let (active, _) = try submit([keyed("a")])
+        do {
+            _ = try submit([keyed("c", after: [.job(active[0])])])
+            Issue.record("taken")
+        } catch {
+            #expect(error.message.contains("has the key 'k' of \(active[0].short), which it waits for"), "\(error.message)")
+        }
+        // The same key with no dependency on its holder is coalesced, as before.
+        let (again, actions) = try submit([keyed("d")])
+        #expect(again == active && Self.names(actions) == ["coalesced"])
+    }
+
     @Test mutating func cancellingABlockedJobEndsItAndSkipsWhatWaitsForIt() throws {
         let (jobs, _) = try submit([Self.spec("a"), Self.spec("b", after: [.earlier(0)]), Self.spec("c", after: [.earlier(1)])])
         let actions = try core.cancel(jobs[1], now: .zero)
