@@ -208,9 +208,10 @@ extension Jobtop {
                 let events = wait ? client.events(bufferLimit: 100_000, includeOutput: false, delivery: .latest) : nil
                 for planned in plan.groups {
                     // Only what the file says: a `[groups.x]` table without `parallel` leaves the
-                    // limit the serve has (set with `jobtop limit`); it removed it.
-                    if let limit = planned.limit { _ = try await send(client, .setGroupLimit(planned.name, limit)) }
+                    // limit the serve has (set with `jobtop limit`); it removed it. Paused first,
+                    // as `run` does: no moment (and no event) of a new paused group unpaused.
                     if planned.isPaused { _ = try await send(client, .pauseGroup(planned.name)) }
+                    if let limit = planned.limit { _ = try await send(client, .setGroupLimit(planned.name, limit)) }
                 }
                 // `--group` naming a group the serve does not have yet makes it, with no limit: a
                 // misspelt `--group gpuu` would run its jobs unthrottled, so it is said (as

@@ -247,8 +247,10 @@ struct RunSession {
         do {
             for group in plan.groups {
                 // Either command makes the group; a paused group without a limit needs only one.
-                if group.limit != nil || !group.isPaused { _ = try await client.perform(.setGroupLimit(group.name, group.limit)) }
+                // A paused one is paused first: its limit set first, the log said `paused=false`
+                // of a group that never ran unpaused.
                 if group.isPaused { _ = try await client.perform(.pauseGroup(group.name)) }
+                if group.limit != nil || !group.isPaused { _ = try await client.perform(.setGroupLimit(group.name, group.limit)) }
             }
             if !plan.fileJobs.isEmpty {
                 _ = try await client.perform(.submit(plan.fileJobs, batch: batch))

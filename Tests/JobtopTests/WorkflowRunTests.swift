@@ -181,6 +181,7 @@ struct WorkflowRunTests {
         try scratch.write("w.toml", """
             [groups.held]
             paused = true
+            parallel = 2
             [[job]]
             name = "h"
             group = "held"
@@ -202,7 +203,11 @@ struct WorkflowRunTests {
         let run = await process.wait()
         #expect(run.status == 143)
         let objects = try Log.json(run.lines)
-        #expect(events("group", objects).contains { $0["group"] as? String == "held" && $0["paused"] as? Bool == true })
+        // Every `group` line of it says paused (its limit set first, the first one said
+        // paused=false of a group that never ran unpaused).
+        let held = events("group", objects).filter { $0["group"] as? String == "held" }
+        #expect(!held.isEmpty && held.allSatisfy { $0["paused"] as? Bool == true }, "\(held)")
+        #expect(held.last?["limit"] as? Int == 2)
         #expect(events("started", objects).map { $0["name"] as? String } == ["free"])
         #expect(scratch.read("h-ran") == nil && scratch.read("after-h-ran") == nil)
         #expect(run.stderr.contains("group 'held' starts paused"), "\(run.stderr)")
