@@ -327,13 +327,7 @@ enum DashboardView {
                 let paused = model.board.mirror.groups[job.group]?.isPaused == true
                 segments.append(Segment(TextWidth.fit(TextWidth.sanitize(job.group), to: w), paused ? .paused : .dim))
             case .state:
-                var name = job.state.name
-                if case .running(_, _, _, .some) = job.state {
-                    name = "stopping"
-                } else if model.board.isSent(job.id) {
-                    name = "sent"
-                }
-                segments.append(Segment(TextWidth.fit(name, to: w), stateRole(job.state)))
+                segments.append(Segment(TextWidth.fit(model.board.stateName(of: job), to: w), stateRole(job.state)))
             case .priority:
                 segments.append(Segment(TextWidth.fit("\(job.priority)", to: w, alignRight: true)))
             case .progress:
@@ -767,7 +761,7 @@ enum DashboardView {
                 if index > 0 { segments.append(Segment(", ")) }
                 segments.append(Segment(TextWidth.truncate(TextWidth.sanitize(board.label(of: id)), to: 24)))
                 segments.append(Segment(" ("))
-                segments.append(Segment(other.state.name, stateRole(other.state)))
+                segments.append(Segment(board.stateName(of: other), stateRole(other.state)))
                 segments.append(Segment(")"))
             }
             let done = job.dependencies.count - waiting.count
@@ -855,7 +849,7 @@ enum DashboardView {
         var title = " Output of \(view.id.short)"
         var reason = ""
         if let job {
-            title += " · \(TextWidth.sanitize(job.displayName)) · \(job.state.name)"
+            title += " · \(TextWidth.sanitize(job.displayName)) · \(model.board.stateName(of: job))"
             // Why it failed, said where its output is read.
             switch job.state {
             case .failed(let why, _): reason = ": \(why)"
@@ -949,7 +943,7 @@ enum DashboardView {
                 if index > 0 { after.append(Segment(", ")) }
                 after.append(Segment(TextWidth.sanitize(board.label(of: id))))
                 if let other = board.jobs[id] {
-                    after += [Segment(" ("), Segment(other.state.name, stateRole(other.state)), Segment(")")]
+                    after += [Segment(" ("), Segment(board.stateName(of: other), stateRole(other.state)), Segment(")")]
                 }
             }
             lines.append(line("after", after))

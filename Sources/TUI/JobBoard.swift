@@ -116,6 +116,13 @@ struct JobBoard: Sendable {
     /// remote worker's prefetch behind a busy slot, a Slurm queue): its STATE says `sent`.
     func isSent(_ id: JobID) -> Bool { mirror.heldAttempts.contains(id) }
 
+    /// The word for `job`'s state wherever the dashboard names it: its state's name, but
+    /// `stopping` for a running job being stopped and `sent` for one its worker holds.
+    func stateName(of job: JobInfo) -> String {
+        if case .running(_, _, _, .some) = job.state { return "stopping" }
+        return isSent(job.id) ? "sent" : job.state.name
+    }
+
     /// The number of jobs in `kind`.
     func count(_ kind: JobStateKind) -> Int { mirror.count(kind) }
 
@@ -275,10 +282,12 @@ struct JobBoard: Sendable {
     private mutating func describe(_ event: SchedulerEvent, workerName leavingName: String?, groupBefore: JobGroup?) {
         let time = event.time
         switch event.kind {
-        case .snapshot, .output, .progress, .placed, .batchSettled, .began:
-            // (A held attempt's `began`: its `started` line said where it went; the real start
-            // shows in its TIME and its attempt's line.)
+        case .snapshot, .output, .progress, .placed, .batchSettled:
             break
+        case .began(let id, _):
+            // A held attempt's run starts now: its `started` line said where it was sent.
+            guard case .running(let worker, _, _, _) = mirror.jobs[id]?.state else { break }
+            append(time, "\(tag(id)) started on \(workerName(worker) ?? worker.short)", .running)
         case .lagged(let missed):
             append(time, "fell behind: \(missed) events skipped, resynchronized", .dim)
         case .submitted(let info):
@@ -301,7 +310,10 @@ struct JobBoard: Sendable {
         case .started(let id, let attempt, let maxAttempts, let worker):
             let workerName = workerName(worker) ?? worker.short
             let suffix = maxAttempts > 1 ? " (attempt \(attempt)/\(maxAttempts))" : ""
-            append(time, "\(tag(id)) started on \(workerName)\(suffix)", .running)
+            // To a worker that holds it until a slot of its own is free (its `began` says when
+            // it starts there): sent, not started.
+            let verb = isSent(id) ? "sent to" : "started on"
+            append(time, "\(tag(id)) \(verb) \(workerName)\(suffix)", .running)
         case .leftoverProcesses(let id, let count, let stopped):
             let processes = count == 1 ? "1 process" : "\(count) processes"
             append(time, "\(tag(id)) left \(processes) in its group; \(stopped ? "stopped" : "kept") \(count == 1 ? "it" : "them")", .dim)

@@ -83,8 +83,20 @@ extension PlacementViewTests {
         #expect(lines.contains { $0.contains("far") && $0.contains("2/2 sleep 100") }, "\(lines)")
         let details = DashboardView.jobDetails(board.model.board.jobs[jobID(2)]!, board: board.model.board, width: 100, now: .seconds(1), rows: 20)
         #expect(details.contains { $0.text.contains("sent: waiting at its worker for a free slot") }, "\(details.map(\.text))")
+        // The events pane says each was sent, and started when it began (it said started on far
+        // for both at once)
+        #expect(board.model.board.log.map(\.text).suffix(3) == [
+            "sleep 100 sent to far", "sleep 200 sent to far", "sleep 100 started on far",
+        ], "\(board.model.board.log.map(\.text))")
+        // and its output view's title says sent (it said running)
+        var model = board.prepared()
+        _ = model.handle(.down)
+        #expect(model.selectedID == jobID(2))
+        _ = model.handle(.enter)
+        #expect(screen(model, columns: 120).lines[0].contains("sleep 200 · sent"), "\(screen(model, columns: 120).lines[0])")
         // When it begins, it runs
         board.apply(.began(jobID(2), attempt: 1), at: 5)
+        #expect(board.model.board.log.last?.text == "sleep 200 started on far")
         lines = screen(board.model, columns: 120).lines
         #expect(lines.contains { $0.contains("00000002") && $0.contains("running") }, "\(lines)")
         // and a job on an ordinary worker never says sent
