@@ -1038,7 +1038,7 @@ public struct SchedulerCore: Sendable {
             // losses failed "worker lost" without ever running).
             let began = !holdsAttempts || jobs[runningHandle].hasBegun
             let counts = began && delivered(jobs[runningHandle].info.id, attempt)
-            settle(runningHandle, attempt: attempt, stopping: stopping, termination: .workerLost(reason), countsAsLoss: counts, now: now)
+            settle(runningHandle, attempt: attempt, stopping: stopping, termination: .workerLost(reason), countsAsLoss: counts, began: began, now: now)
         }
         actions.append(.emit(.workerLeft(worker, reason: reason)))
         actions.append(.emit(.slotsChanged(local: localCapacity, total: capacity)))
@@ -1216,11 +1216,12 @@ public struct SchedulerCore: Sendable {
             runningWorker == worker, runningAttempt == attempt, let workerHandle = jobs[handle].worker
         else { return }
         jobs[handle].worker = nil
+        let began = !pool[workerHandle].holdsAttempts || jobs[handle].hasBegun
         let retiredReason = pool.checkIn(handle, from: workerHandle)
         if let stopping, !stopTookEffect {
             settleUnstopped(handle, attempt: attempt, requested: stopping, termination: termination, now: now)
         } else {
-            settle(handle, attempt: attempt, stopping: stopping, termination: termination, now: now)
+            settle(handle, attempt: attempt, stopping: stopping, termination: termination, began: began, now: now)
         }
         // The job's end comes first, then its retired worker leaves.
         if let reason = retiredReason {
@@ -1902,13 +1903,25 @@ public struct SchedulerCore: Sendable {
     }
 
     /// Decides what an ended attempt means for the job at `handle` (in place).
+    ///
+    /// - Parameter began: Whether the attempt began: false for one its worker held and never
+    ///   started. Cancelled so, the job never ran: the attempt does not count (as a loss of it
+    ///   does not), and `log` says it has not run.
     private mutating func settle(
-        _ handle: JobHandle, attempt: Int, stopping: StopReason?, termination: Termination, countsAsLoss: Bool = true, now: SchedulerTime
+        _ handle: JobHandle, attempt: Int, stopping: StopReason?, termination: Termination, countsAsLoss: Bool = true,
+        began: Bool = true, now: SchedulerTime
     ) {
         let id = jobs[handle].info.id
-        if stopping == .cancel {
+        func cancel() {
+            if !began {
+                jobs[handle].info.history.attempts = attempt - 1
+                if attempt == 1 { jobs[handle].info.history.startedAt = nil }
+            }
             finish(handle, as: .cancelled, now: now)
             actions.append(.emit(.cancelled(id)))
+        }
+        if stopping == .cancel {
+            cancel()
             return
         }
         let reason: FailureReason
@@ -1919,8 +1932,7 @@ public struct SchedulerCore: Sendable {
             if countsAsLoss { jobs[handle].workerLosses += 1 }
             if shutdownMode == .cancelRunning {
                 // Everything is being cancelled: the job ends here, with the attempt it had.
-                finish(handle, as: .cancelled, now: now)
-                actions.append(.emit(.cancelled(id)))
+                cancel()
                 return
             }
             if jobs[handle].workerLosses <= configuration.maxWorkerLossRequeues {

@@ -94,6 +94,9 @@ public struct SchedulerMirror: Sendable {
     public mutating func apply(_ event: SchedulerEvent, evicted: (JobID) -> Void) -> JobID? {
         lastSeq = max(lastSeq, event.seq)
         let time = event.time
+        // A job cancelled while its worker held it never ran: the attempt does not count.
+        var wasHeld = false
+        if case .cancelled(let id) = event.kind { wasHeld = heldAttempts.contains(id) }
         // What a worker said of an attempt, and whether it holds it unbegun, last until the
         // attempt ends (a new start says again where it is held).
         switch event.kind {
@@ -195,6 +198,10 @@ public struct SchedulerMirror: Sendable {
             defer { finished(id, evicted: evicted) }
             return update(id) { job in
                 job.history.finishedAt = time
+                if wasHeld, job.history.attempts > 0 {
+                    job.history.attempts -= 1
+                    if job.history.attempts == 0 { job.history.startedAt = nil }
+                }
                 job.state = .cancelled
             }
         case .reprioritized(let id, _, let to):

@@ -394,6 +394,25 @@ import Testing
         }
     }
 
+    @Test("A job cancelled while its worker held it never ran: no attempt, no start (one that began keeps its attempt)")
+    mutating func aHeldAttemptCancelledBeforeItBeganDoesNotCount() throws {
+        var core = SchedulerCore(configuration: .init(seed: 1))
+        var ids = IdentifierGenerator(seed: 4)
+        let (running, held) = (ids.nextJobID(), ids.nextJobID())
+        let worker = WorkerDescriptor(id: WorkerID(), name: "far", kind: .remote, slots: 2, holdsAttempts: true, ownSlots: 1)
+        _ = core.workerJoined(worker, now: .zero)
+        _ = try core.submit(contentsOf: [.shell("sleep 100"), .shell("sleep 1")], ids: [running, held], now: .zero)
+        _ = core.attemptBegan(running, attempt: 1, now: .seconds(1))
+        // Both cancelled; the worker reports both stopped
+        for id in [running, held] {
+            _ = try core.cancel(id, now: .seconds(2))
+            _ = core.jobFinished(id, attempt: 1, worker: worker.id, termination: .signal(15), now: .seconds(3))
+        }
+        #expect(core.state(of: held) == .cancelled && core.state(of: running) == .cancelled)
+        #expect(core.info(of: held)?.attempts == 0 && core.info(of: held)?.startedAt == nil)
+        #expect(core.info(of: running)?.attempts == 1 && core.info(of: running)?.startedAt == .seconds(1))
+    }
+
     @Test mutating func anAttemptThatNeverReachedItsLostWorkerIsNotHeldAgainstTheJob() {
         // A stalled coordinator's workers all went away at once: each requeue handed the job to
         // the next, whose connection had closed already. Those losses do not count.
