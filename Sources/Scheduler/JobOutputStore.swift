@@ -97,8 +97,13 @@ final class JobOutputStore: Sendable {
 
     /// The job went back to the queue (retried by hand, its worker lost): a separator line after
     /// the output it had, if it had any, where its reason needs one.
+    /// The worker-lost line only after output of the lost attempt (see
+    /// ``OutputLine/workerLostLineIsEmpty(after:hasOutput:)``).
     func requeued(_ job: JobID, because reason: RequeueReason) {
-        guard let separator = OutputLine.requeueSeparator(reason), state.withLock({ $0.tails[job] != nil }) else { return }
+        guard let separator = OutputLine.requeueSeparator(reason),
+              let last = state.withLock({ $0.tails[job].map { $0.lines.last } })
+        else { return }
+        if case .workerLost = reason, OutputLine.workerLostLineIsEmpty(after: last?.text, hasOutput: last != nil) { return }
         append(OutputLine(stream: .stdout, text: separator), to: job, startsLine: true)
     }
 

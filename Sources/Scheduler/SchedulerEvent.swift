@@ -285,6 +285,16 @@ extension OutputLine {
         lastLine == header || lastLine == workerLostSeparator
     }
 
+    /// Whether the worker-lost line, about to follow a job's output, marks nothing: it marks
+    /// where a lost attempt's output stops, so after no output at all (`lastLine` nil and
+    /// `hasOutput` false) or right after another separator line, the lost attempt printed
+    /// nothing (or never began: one its worker held) and the line would only say a loss that
+    /// left no trace. `lastLine` is nil too when the output ends mid-line.
+    public static func workerLostLineIsEmpty(after lastLine: String?, hasOutput: Bool) -> Bool {
+        guard hasOutput else { return true }
+        return lastLine.map(isSeparator) ?? false
+    }
+
     /// Whether `text` is one of jobtop's separator lines.
     public static func isSeparator(_ text: String) -> Bool {
         text.hasPrefix("--- jobtop: attempt ") || text == retrySeparator || text == workerLostSeparator

@@ -38,14 +38,17 @@ final class OutputFiles: Sendable {
         /// again right after itself (an attempt held at its worker, never begun, that a restart
         /// handed back) or after the worker-lost line (a lost attempt runs again with its number,
         /// as that line says).
+        /// The worker-lost line goes only after output of the lost attempt (see
+        /// `OutputLine.workerLostLineIsEmpty`), checked the same way.
         func separator(_ text: String, for id: JobID, isHeader: Bool = false) {
+            let isLeftOutIfRedundant = isHeader || text == OutputLine.workerLostSeparator
             if let bytes = pieces[id], !bytes.isEmpty {
-                if isHeader, let last = bytes.lastLine, OutputLine.headerRepeats(text, after: last) { return }
+                if isLeftOutIfRedundant, Self.isRedundant(text, after: bytes.lastLine, hasOutput: true) { return }
                 if bytes.last != 0x0A { pieces[id]!.append(0x0A) }
             } else {
                 if pieces[id] == nil { order.append(id) }
                 startsLines.insert(id)
-                if isHeader { leadingHeaders[id] = text }
+                if isLeftOutIfRedundant { leadingHeaders[id] = text }
             }
             pieces[id, default: []].append(contentsOf: Array((text + "\n").utf8))
         }
@@ -82,8 +85,9 @@ final class OutputFiles: Sendable {
     /// - Parameters:
     ///   - startsLine: `bytes` begin a line: a newline goes first if the file ends in the middle
     ///     of one.
-    ///   - header: `bytes` begin with this attempt's header line, which is left out when the file
-    ///     already ends with it or with the worker-lost line.
+    ///   - header: `bytes` begin with this separator line (an attempt's header, the worker-lost
+    ///     line), which is left out when what the file ends with makes it say nothing
+    ///     (`isRedundant`).
     private func append(_ bytes: [UInt8], to id: JobID, startsLine: Bool, header: String? = nil) -> StoreError? {
         let path = directory.outputFile(of: id.description).path
         let fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
@@ -96,7 +100,7 @@ final class OutputFiles: Sendable {
         // exactly the output so far fit, and these bytes are the first that do not.
         guard size <= cap else { return nil }
         var chunk = bytes
-        if let header, let last = Self.lastLine(of: fd, size: size), OutputLine.headerRepeats(header, after: last) {
+        if let header, Self.isRedundant(header, after: Self.lastLine(of: fd, size: size), hasOutput: size > 0) {
             chunk.removeFirst(min(chunk.count, header.utf8.count + 1))
             if chunk.isEmpty { return nil }
         }
@@ -116,6 +120,14 @@ final class OutputFiles: Sendable {
             offset += written
         }
         return nil
+    }
+
+    /// Whether separator line `text` says nothing after output whose last line is `lastLine`
+    /// (nil: none, or not a short whole line): an attempt's header right after itself or after
+    /// the worker-lost line; the worker-lost line after no output of the lost attempt.
+    private static func isRedundant(_ text: String, after lastLine: String?, hasOutput: Bool) -> Bool {
+        if text == OutputLine.workerLostSeparator { return OutputLine.workerLostLineIsEmpty(after: lastLine, hasOutput: hasOutput) }
+        return lastLine.map { OutputLine.headerRepeats(text, after: $0) } ?? false
     }
 
     /// The last line of the file open at `fd` (`size` bytes), if it ends with a newline and is

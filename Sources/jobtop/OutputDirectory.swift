@@ -14,6 +14,12 @@ final class OutputDirectory {
     /// Jobs retried by hand whose next attempt has not started: it appends, after a marker.
     /// The marker line each requeued job's next run begins with (retried by hand, worker lost).
     private var requeueMarkers: [JobID: String] = [:]
+    /// Jobs whose running attempt has printed something: a lost attempt that has not (or never
+    /// began: one its worker held) gets no worker-lost line, and its run again no second header.
+    private var printed: Set<JobID> = []
+    /// Jobs whose attempt was lost before it printed: its header is the file's last line, and
+    /// its run again (with its number) writes none.
+    private var headerStands: Set<JobID> = []
 
     /// Writes into `path`, which ``prepare(_:)`` has made.
     init(path: String) {
@@ -77,8 +83,10 @@ final class OutputDirectory {
             open[id] = fd
             made.insert(id)
         }
+        printed.remove(id)
         let requeueMarker = requeueMarkers.removeValue(forKey: id)
-        if attempt > 1 || requeueMarker != nil, let fd = open[id] {
+        let headerStands = headerStands.remove(id) != nil
+        if (attempt > 1 && !headerStands) || requeueMarker != nil, let fd = open[id] {
             // The marker is a line of its own, also after output that ended without a newline
             // (the file's last byte says, as it is written: also after a retry by hand of a job
             // that ended in the middle of a line). A retry by hand counts its attempts from 1
@@ -91,6 +99,7 @@ final class OutputDirectory {
     /// Appends a line the job printed, byte for byte as it wrote it.
     func output(_ id: JobID, _ line: OutputLine, writer: LogWriter) {
         guard let fd = open[id] else { return }
+        printed.insert(id)
         writer.write(line.rawBytes, to: fd)
     }
 
@@ -107,6 +116,12 @@ final class OutputDirectory {
         let name = fileNames[id] ?? id.description
         guard FileManager.default.fileExists(atPath: URL(fileURLWithPath: path).appendingPathComponent("\(name).log").path) else { return }
         made.insert(id)
+        if marker == OutputLine.workerLostSeparator && !printed.contains(id) {
+            // The lost attempt left no output to mark the end of (see
+            // `OutputLine.workerLostLineIsEmpty`).
+            headerStands.insert(id)
+            return
+        }
         requeueMarkers[id] = marker
     }
 

@@ -79,4 +79,49 @@ struct RunLogTests {
         // It was `nonl--- jobtop: retried by hand ---`.
         #expect(try String(contentsOfFile: out + "/glued.log", encoding: .utf8) == "nonl\n--- jobtop: retried by hand ---\nnonl")
     }
+
+    @Test("--output-dir: an attempt lost before it printed (or began: held at its worker) leaves no worker-lost line, and its header stands once; one that printed gets the line")
+    func workerLostLineOnlyAfterOutput() throws {
+        let scratch = try Scratch()
+        let out = scratch.file("out")
+        try OutputDirectory.prepare(out)
+        let directory = OutputDirectory(path: out)
+        let writer = LogWriter()
+        let lost = OutputLine.workerLostSeparator
+        let (held, quiet, chatty) = (JobID(uuid: UUID()), JobID(uuid: UUID()), JobID(uuid: UUID()))
+        for (id, name) in [(held, "held"), (quiet, "quiet"), (chatty, "chatty")] {
+            directory.jobSubmitted(JobInfo(id: id, name: name, command: "x"))
+        }
+        func line(_ text: String) -> OutputLine { OutputLine(stream: .stdout, text: text) }
+        // Held and lost before it began, then run
+        directory.attemptStarted(held, attempt: 1, writer: writer)
+        directory.attemptEnded(held, writer: writer)
+        directory.requeued(held, marker: lost)
+        directory.attemptStarted(held, attempt: 1, writer: writer)
+        directory.output(held, line("ran"), writer: writer)
+        directory.jobEnded(held, writer: writer)
+        // A second attempt lost before it printed, then run again
+        directory.attemptStarted(quiet, attempt: 1, writer: writer)
+        directory.output(quiet, line("one"), writer: writer)
+        directory.attemptEnded(quiet, writer: writer)
+        directory.attemptStarted(quiet, attempt: 2, writer: writer)
+        directory.attemptEnded(quiet, writer: writer)
+        directory.requeued(quiet, marker: lost)
+        directory.attemptStarted(quiet, attempt: 2, writer: writer)
+        directory.output(quiet, line("two"), writer: writer)
+        directory.jobEnded(quiet, writer: writer)
+        // Lost after it printed
+        directory.attemptStarted(chatty, attempt: 1, writer: writer)
+        directory.output(chatty, line("half"), writer: writer)
+        directory.attemptEnded(chatty, writer: writer)
+        directory.requeued(chatty, marker: lost)
+        directory.attemptStarted(chatty, attempt: 1, writer: writer)
+        directory.output(chatty, line("whole"), writer: writer)
+        directory.jobEnded(chatty, writer: writer)
+        writer.finish()
+        let read = { (name: String) in try String(contentsOfFile: "\(out)/\(name).log", encoding: .utf8) }
+        #expect(try read("held") == "ran\n")
+        #expect(try read("quiet") == "one\n--- jobtop: attempt 2 ---\ntwo\n")
+        #expect(try read("chatty") == "half\n\(lost)\nwhole\n")
+    }
 }

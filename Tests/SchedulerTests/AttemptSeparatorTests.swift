@@ -30,21 +30,45 @@ struct AttemptSeparatorTests {
         #expect(lines.suffix(4).allSatisfy { $0.ending == .newline })
     }
 
-    /// An attempt lost with its worker runs again with its number: the worker-lost line says so,
-    /// and its header is not written again (nor right after itself).
+    /// An attempt lost with its worker runs again with its number: the worker-lost line says so
+    /// after the output the lost attempt printed, and its header is not written again (nor right
+    /// after itself).
     @Test func aLostAttemptRunningAgainGetsNoSecondHeader() {
         let store = JobOutputStore(limits: .init(lines: 100, bytes: 1 << 20, finishedTails: 10))
         let id = JobID(uuid: UUID())
+        let lost = RequeueReason.workerLost(.heartbeatMissed(.seconds(3)))
         store.append(OutputLine(stream: .stdout, text: "one"), to: id)
         store.attemptStarted(id, attempt: 2, of: 3)
         store.attemptStarted(id, attempt: 2, of: 3)
-        store.requeued(id, because: .workerLost(.heartbeatMissed(.seconds(3))))
+        store.append(OutputLine(stream: .stdout, text: "half"), to: id)
+        store.requeued(id, because: lost)
         store.attemptStarted(id, attempt: 2, of: 3)
         store.append(OutputLine(stream: .stdout, text: "two"), to: id)
         store.attemptStarted(id, attempt: 3, of: 3)
         #expect(store.tail(of: id).lines.map(\.text) == [
-            "one", OutputLine.attemptSeparator(2, of: 3), OutputLine.workerLostSeparator, "two", OutputLine.attemptSeparator(3, of: 3),
+            "one", OutputLine.attemptSeparator(2, of: 3), "half", OutputLine.workerLostSeparator, "two", OutputLine.attemptSeparator(3, of: 3),
         ])
+    }
+
+    /// A lost attempt that printed nothing, or never began (its worker held it), leaves no
+    /// worker-lost line: it would mark the end of no output (a trial saw it as a held job's
+    /// first line).
+    @Test func anAttemptLostBeforeItPrintedLeavesNoWorkerLostLine() {
+        let store = JobOutputStore(limits: .init(lines: 100, bytes: 1 << 20, finishedTails: 10))
+        let (first, later) = (JobID(uuid: UUID()), JobID(uuid: UUID()))
+        let lost = RequeueReason.workerLost(.connectionLost("gone"))
+        // A first attempt held and lost: no output, only a placement (a Slurm queue)
+        store.setPlacement("4711 Priority", of: first)
+        store.requeued(first, because: lost)
+        store.append(OutputLine(stream: .stdout, text: "ran"), to: first)
+        #expect(store.tail(of: first).lines.map(\.text) == ["ran"])
+        // A second attempt lost before it printed: its header stands, once
+        store.append(OutputLine(stream: .stdout, text: "one"), to: later)
+        store.attemptStarted(later, attempt: 2, of: 2)
+        store.requeued(later, because: lost)
+        store.attemptStarted(later, attempt: 2, of: 2)
+        store.append(OutputLine(stream: .stdout, text: "two"), to: later)
+        #expect(store.tail(of: later).lines.map(\.text) == ["one", OutputLine.attemptSeparator(2, of: 2), "two"])
     }
 
     @Test func laterAttemptsAreSetApartInTheTail() async throws {

@@ -535,7 +535,7 @@ struct StoreTests {
         }
     }
 
-    @Test("The output file marks a lost worker's attempt even when the loss comes with no output (it was missing), and an attempt's header is not written twice: after a restart that hands back a held attempt, or after the worker-lost line")
+    @Test("The output file marks a lost worker's attempt even when the loss comes with no output in its batch (it was missing), but not one that printed nothing (its header stands, once), and an attempt's header is not written twice: after a restart that hands back a held attempt, or after the worker-lost line")
     func outputFileSeparators() async throws {
         let scratch = try Scratch()
         let directory = StateDirectory(path: scratch.file("state"))
@@ -553,7 +553,8 @@ struct StoreTests {
             SchedulerEvent(seq: 2, time: .zero, kind: .output(lost, line("first try"))),
         ])
         try await store.apply([SchedulerEvent(seq: 3, time: .zero, kind: .requeued(lost, reason: .workerLost(.heartbeatMissed(.seconds(3)))))])
-        // A second attempt that is lost too, then runs again: its header once, then the line.
+        // A second attempt lost before it printed, then run again: its header once, no
+        // worker-lost line (it would mark the end of no output).
         try await store.apply([
             SchedulerEvent(seq: 4, time: .zero, kind: .started(lost, attempt: 1, maxAttempts: 3, worker: worker)),
             SchedulerEvent(seq: 5, time: .zero, kind: .output(lost, line("again"))),
@@ -581,14 +582,28 @@ struct StoreTests {
             SchedulerEvent(seq: 1, time: .zero, kind: .started(held, attempt: 2, maxAttempts: 3, worker: worker)),
             SchedulerEvent(seq: 2, time: .zero, kind: .output(held, line("two"))),
         ])
+        // A held first attempt lost (in its own batch, and in one with its start) before it
+        // began: its file starts with what it printed when it ran
+        let never = JobID(uuid: UUID())
+        try await store.insert([.init(id: never, spec: JobSpec(name: "never", work: .shell("true")))])
+        try await store.apply([
+            SchedulerEvent(seq: 3, time: .zero, kind: .started(never, attempt: 1, maxAttempts: 1, worker: worker)),
+            SchedulerEvent(seq: 4, time: .zero, kind: .requeued(never, reason: .workerLost(.connectionLost("gone")))),
+        ])
+        try await store.apply([SchedulerEvent(seq: 5, time: .zero, kind: .started(never, attempt: 1, maxAttempts: 1, worker: worker))])
+        try await store.apply([SchedulerEvent(seq: 6, time: .zero, kind: .requeued(never, reason: .workerLost(.connectionLost("gone"))))])
+        try await store.apply([
+            SchedulerEvent(seq: 7, time: .zero, kind: .started(never, attempt: 1, maxAttempts: 1, worker: worker)),
+            SchedulerEvent(seq: 8, time: .zero, kind: .output(never, line("ran"))),
+        ])
         store.close()
         let read = { (id: JobID) in try String(contentsOf: directory.outputFile(of: id.description), encoding: .utf8) }
+        #expect(try read(never) == "ran\n")
         #expect(try read(lost) == """
             first try
             \(OutputLine.workerLostSeparator)
             again
             \(OutputLine.attemptSeparator(2, of: 3))
-            \(OutputLine.workerLostSeparator)
             second
 
             """)
