@@ -597,6 +597,9 @@ public actor Scheduler {
     /// ``SchedulerSnapshot/localSlots``, without copying every job.
     public var localSlots: Int { withEngine { $0.core.localCapacity } }
 
+    /// How many jobs are running now.
+    public var runningCount: Int { withEngine { $0.core.runningCount } }
+
     /// The present state.
     public func snapshot() -> SchedulerSnapshot {
         withEngine { $0.placedSnapshot(seq: bus.lastSeq, now: clock.now()) }

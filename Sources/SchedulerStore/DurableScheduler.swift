@@ -39,6 +39,11 @@ public final class DurableScheduler: SchedulerClient {
     public let placedStopped: Int
     private let journal: Journal
     private let journalTask: Task<Void, Never>
+    /// Notes every ``aliveInterval`` while jobs run that the serve is alive (see
+    /// ``SchedulerStore/markAlive(at:)``): the journal notes it only when it writes.
+    private let aliveTask: Task<Void, Never>
+    /// How often ``aliveTask`` notes it: a cut-off attempt's end is at most this early.
+    static let aliveInterval = Duration.seconds(5)
     private let restoreTask: Task<Int, Never>
 
     /// Opens the state in `directory` (taking its lock), stops what a previous serve left
@@ -106,6 +111,14 @@ public final class DurableScheduler: SchedulerClient {
             }
             await journal.ended()
         }
+        aliveTask = Task {
+            while !Task.isCancelled {
+                try? await clock.sleep(clock.now() + Self.aliveInterval)
+                if Task.isCancelled { break }
+                guard await scheduler.runningCount > 0 else { continue }
+                try? await store.markAlive(at: scheduler.clock.wallClockEpoch + clock.now().seconds)
+            }
+        }
         restoreTask = Task {
             await ready.wait()
             for group in recovery.groups {
@@ -134,6 +147,7 @@ public final class DurableScheduler: SchedulerClient {
 
     deinit {
         journalTask.cancel()
+        aliveTask.cancel()
     }
 
     /// Writes a batch of events to the store. A batch the database refuses (the disk full, the
@@ -177,6 +191,7 @@ public final class DurableScheduler: SchedulerClient {
     /// After the scheduler has shut down: waits for the journal to write the last events and
     /// lets go of the state directory (another serve may then open it).
     public func close() async {
+        aliveTask.cancel()
         await journal.close()
         await journalTask.value
         store.close()

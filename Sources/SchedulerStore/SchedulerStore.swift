@@ -244,12 +244,29 @@ public final class SchedulerStore: Sendable {
                     for event in events {
                         try Self.apply(event, held: heldStarts.contains(event.seq), db: db, now: epoch + event.time.seconds)
                     }
+                    try Self.markAlive(at: epoch + events[events.count - 1].time.seconds, db: db)
                 }
             } catch {
                 throw StoreError("the state database refused the journal: \(error)")
             }
         }
         return hasOutput ? await output.write(events: events) : []
+    }
+
+    /// Notes that the serve was alive at `date`, for the next one to end the attempts it finds
+    /// cut off then rather than at its own start (after a `kill -9` or a power cut, a cut-off
+    /// attempt's run time counted the downtime). The journal notes it with each batch it
+    /// writes; ``DurableScheduler`` also every few seconds while jobs run.
+    public func markAlive(at date: Date) async throws(StoreError) {
+        do {
+            try await database.write { db in try Self.markAlive(at: date.timeIntervalSince1970, db: db) }
+        } catch {
+            throw StoreError("the state database: \(error)")
+        }
+    }
+
+    private static func markAlive(at seconds: Double, db: Database) throws {
+        try db.execute(sql: "INSERT OR REPLACE INTO setting(key, value) VALUES ('alive', ?)", arguments: [String(seconds)])
     }
 
     /// Writes what `event` changes, which happened at `now` (seconds since 1970); `held`: a
@@ -509,7 +526,11 @@ public final class SchedulerStore: Sendable {
         var failedForGood: [JobID] = []
         var handedBack: [JobID] = []
         var placements: [JobID: String] = [:]
+        // Attempts found cut off end when the last serve was last known alive (not later than
+        // now: a clock set back), not now: their run time does not count the downtime.
         let now = Date().timeIntervalSince1970
+        let aliveAt = try String.fetchOne(db, sql: "SELECT value FROM setting WHERE key = 'alive'").flatMap(Double.init)
+        let cutOffAt = min(now, aliveAt ?? now)
         // Ends the job's open attempt with `outcome`, noting where it had been placed outside
         // this machine: a Slurm job, running or pending, must be stopped there too, or it runs
         // later for nobody.
@@ -520,8 +541,8 @@ public final class SchedulerStore: Sendable {
                 placements[id] = placement
             }
             try db.execute(
-                sql: "UPDATE attempt SET ended_at = ?, outcome = ? WHERE job = ? AND ended_at IS NULL",
-                arguments: [now, outcome, id.description])
+                sql: "UPDATE attempt SET ended_at = max(started_at, ?), outcome = ? WHERE job = ? AND ended_at IS NULL",
+                arguments: [cutOffAt, outcome, id.description])
         }
         for index in held {
             let id = jobs[index].id
@@ -539,11 +560,11 @@ public final class SchedulerStore: Sendable {
                 failedForGood.append(id)
                 try db.execute(
                     sql: "UPDATE job SET state = 'failed', reason = ?, finished_at = ? WHERE id = ?",
-                    arguments: [Self.stoppedReason, now, id.description])
+                    arguments: [Self.stoppedReason, cutOffAt, id.description])
                 jobs[index].lastFailure = nil
                 jobs[index].ending = .failed(reason: .error(Self.stoppedReason), attempts: attempts)
-                // It ended when it was found cut off (its TIME and attempt line were blank).
-                jobs[index].finishedAt = Date(timeIntervalSince1970: now)
+                // It ended when it was cut off (its TIME and attempt line were blank).
+                jobs[index].finishedAt = Date(timeIntervalSince1970: cutOffAt)
             } else {
                 try db.execute(
                     sql: "UPDATE job SET state = 'queued', reason = ? WHERE id = ?",

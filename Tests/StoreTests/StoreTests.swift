@@ -489,6 +489,37 @@ struct StoreTests {
         #expect(outcome.status == 128 + SIGTERM)
     }
 
+    @Test("An attempt cut off by a serve's death ends when the serve was last known alive, not at the restart: its run time does not count the downtime")
+    func cutOffAttemptsEndWhenTheServeWasLastAlive() async throws {
+        let scratch = try Scratch()
+        let directory = StateDirectory(path: scratch.file("state"))
+        let store = try SchedulerStore(directory: directory)
+        let (long, short) = (JobID(uuid: UUID()), JobID(uuid: UUID()))
+        try await store.insert([
+            .init(id: long, spec: JobSpec(name: "long", work: .shell("true"))),
+            .init(id: short, spec: JobSpec(name: "short", work: .shell("true"), retry: RetryPolicy(maxAttempts: 2))),
+        ])
+        // Started an hour ago; the serve was last alive 10 s later (a journal write), then
+        // 25 s later (the periodic note), then killed
+        let epoch = Date(timeIntervalSinceNow: -3600).timeIntervalSince1970.rounded()
+        let started = Date(timeIntervalSince1970: epoch)
+        try await store.apply([
+            SchedulerEvent(seq: 1, time: .zero, kind: .started(long, attempt: 1, maxAttempts: 1, worker: WorkerID())),
+        ], epoch: started)
+        try await store.apply([
+            SchedulerEvent(seq: 2, time: .seconds(10), kind: .started(short, attempt: 1, maxAttempts: 2, worker: WorkerID())),
+        ], epoch: started)
+        try await store.markAlive(at: started + 25)
+        store.close()
+        let next = try SchedulerStore(directory: directory)
+        defer { next.close() }
+        let recovery = try next.recover()
+        #expect(recovery.failedForGood == [long])
+        #expect(recovery.jobs.first { $0.id == long }?.finishedAt == started + 25)
+        #expect(try await next.attempts(of: long).map(\.endedAt) == [started + 25])
+        #expect(try await next.attempts(of: short).map(\.endedAt) == [started + 25])
+    }
+
     @Test("An attempt held at a worker that holds attempts (prefetch) and never begun goes back to the queue uncounted after a serve's death; one that began counts as cut off; 'began' moves an attempt's start")
     func heldAttemptsAreHandedBack() async throws {
         let scratch = try Scratch()
