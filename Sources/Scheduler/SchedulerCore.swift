@@ -479,20 +479,39 @@ public struct SchedulerCore: Sendable {
         return (result, takeActions())
     }
 
-    /// Refuses a spec whose coalescing key is that of a job it waits for: it would be coalesced
-    /// into its own dependency (the active job with the key, or an earlier spec of the
-    /// submission with it) and never run, its `after` silently void.
+    /// Refuses a spec whose coalescing key is that of a job it waits for, directly or through
+    /// others: it would be coalesced into its own dependency (the active job with the key, or
+    /// an earlier spec of the submission with it) and never run, its `after` silently void.
+    /// Only unfinished jobs are followed: a finished one's own dependencies have ended.
     private func checkKey(_ key: String, of specs: [JobSpec], at index: Int) throws(SchedulerError) {
         let holder = keys[key]
-        for dependency in specs[index].dependencies {
-            let which: String? = switch dependency {
-            case .job(let id) where id == holder: id.short
-            case .earlier(let other) where specs[other].coalescingKey == key: "job \(other + 1) of the submission"
-            default: nil
+        guard holder != nil || specs[..<index].contains(where: { $0.coalescingKey == key }) else { return }
+        var specsToSee = specs[index].dependencies
+        var seenSpecs: Set<Int> = []
+        var seenJobs: Set<JobID> = []
+        while let dependency = specsToSee.popLast() {
+            let which: String
+            switch dependency {
+            case .earlier(let other):
+                guard seenSpecs.insert(other).inserted else { continue }
+                guard specs[other].coalescingKey != key else {
+                    which = "job \(other + 1) of the submission"
+                    break
+                }
+                specsToSee.append(contentsOf: specs[other].dependencies)
+                continue
+            case .job(let id):
+                guard seenJobs.insert(id).inserted else { continue }
+                guard id != holder else {
+                    which = id.short
+                    break
+                }
+                if let handle = jobs.handle(of: id), !jobs[handle].info.state.isFinished {
+                    specsToSee.append(contentsOf: dependencies(of: handle).map { .job($0) })
+                }
+                continue
             }
-            if let which {
-                throw SchedulerError(.invalidArgument, "job \(index + 1) of the submission has the key '\(key)' of \(which), which it waits for: it would be coalesced into its own dependency and never run")
-            }
+            throw SchedulerError(.invalidArgument, "job \(index + 1) of the submission has the key '\(key)' of \(which), which it waits for: it would be coalesced into its own dependency and never run")
         }
     }
 
@@ -1915,7 +1934,9 @@ public struct SchedulerCore: Sendable {
         func cancel() {
             if !began {
                 jobs[handle].info.history.attempts = attempt - 1
-                if attempt == 1 { jobs[handle].info.history.startedAt = nil }
+                // No start to show if none of its attempts ever began (one that began on a
+                // worker lost since counts among its losses).
+                if attempt == 1 && jobs[handle].workerLosses == 0 { jobs[handle].info.history.startedAt = nil }
             }
             finish(handle, as: .cancelled, now: now)
             actions.append(.emit(.cancelled(id)))

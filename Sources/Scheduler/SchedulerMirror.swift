@@ -35,6 +35,9 @@ public struct SchedulerMirror: Sendable {
     /// Running jobs sent to a worker that holds attempts and not begun there yet
     /// (``SchedulerSnapshot/heldAttempts``): until their `began` or the attempt's end.
     public private(set) var heldAttempts: Set<JobID> = []
+    /// Unfinished jobs one of whose attempts began and was lost with its worker: they have run,
+    /// though their attempts say 0 (as the core's count of losses says).
+    private var lostAfterBeginning: Set<JobID> = []
     /// The workers by id: the dashboard names a worker on every start, and a search of
     /// ``workers`` would cost O(workers) per event (thousands with a big `-j`).
     private var workersByID: [WorkerID: WorkerDescriptor] = [:]
@@ -96,7 +99,12 @@ public struct SchedulerMirror: Sendable {
         let time = event.time
         // A job cancelled while its worker held it never ran: the attempt does not count.
         var wasHeld = false
-        if case .cancelled(let id) = event.kind { wasHeld = heldAttempts.contains(id) }
+        switch event.kind {
+        case .cancelled(let id), .requeued(let id, .workerLost):
+            wasHeld = heldAttempts.contains(id)
+        default:
+            break
+        }
         // What a worker said of an attempt, and whether it holds it unbegun, last until the
         // attempt ends (a new start says again where it is held).
         switch event.kind {
@@ -168,6 +176,10 @@ public struct SchedulerMirror: Sendable {
             }
         case .requeued(let id, let reason):
             if reason == .retriedByUser { finishedOrder.removeAll { $0 == id } }
+            // An attempt that began and was lost: the job has run (its start stays when a later
+            // held attempt is cancelled). A retry by hand starts its count afresh.
+            if case .workerLost = reason, !wasHeld { lostAfterBeginning.insert(id) }
+            if reason == .retriedByUser, !lostAfterBeginning.isEmpty { lostAfterBeginning.remove(id) }
             return update(id) { job in
                 switch reason {
                 case .retryDue: break
@@ -196,11 +208,12 @@ public struct SchedulerMirror: Sendable {
             }
         case .cancelled(let id):
             defer { finished(id, evicted: evicted) }
+            let hasRun = lostAfterBeginning.contains(id)
             return update(id) { job in
                 job.history.finishedAt = time
                 if wasHeld, job.history.attempts > 0 {
                     job.history.attempts -= 1
-                    if job.history.attempts == 0 { job.history.startedAt = nil }
+                    if job.history.attempts == 0 && !hasRun { job.history.startedAt = nil }
                 }
                 job.state = .cancelled
             }
@@ -288,6 +301,7 @@ public struct SchedulerMirror: Sendable {
     }
 
     private mutating func finished(_ id: JobID, evicted: (JobID) -> Void) {
+        if !lostAfterBeginning.isEmpty { lostAfterBeginning.remove(id) }
         guard jobs[id] != nil else { return }
         finishedOrder.append(id)
         while finishedOrder.count > finishedRetention, let oldest = finishedOrder.popFirst() {

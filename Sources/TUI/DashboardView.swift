@@ -955,9 +955,13 @@ enum DashboardView {
         lines.append(line("state", state))
         var attempts = board.attempts[job.id] ?? []
         if attempts.isEmpty, let started = job.startedAt {
-            // Started before the dashboard watched: what the job record says.
-            attempts = [JobBoard.Attempt(number: job.attempts, worker: "", start: started, end: job.finishedAt,
-                                         outcome: job.state.isFinished ? (reasonText(job) ?? job.state.name) : nil)]
+            // Started before the dashboard watched: what the job record says (the worker of a
+            // running one by name).
+            var worker = ""
+            if case .running(let id, _, _, _) = job.state { worker = board.workerName(id) ?? id.short }
+            attempts = [JobBoard.Attempt(number: job.attempts, worker: worker, start: started, end: job.finishedAt,
+                                         outcome: job.state.isFinished ? (reasonText(job) ?? job.state.name) : nil,
+                                         began: !board.isSent(job.id))]
         }
         let room = max(0, rows - lines.count)
         if attempts.count > room, room > 0 {
@@ -967,9 +971,12 @@ enum DashboardView {
         for attempt in attempts.suffix(room) {
             let duration = Formatting.compact(max(.zero, (attempt.end ?? now) - attempt.start))
             var text = "\(attempt.number)"
-            if !attempt.worker.isEmpty { text += " on \(TextWidth.sanitize(attempt.worker))" }
-            text += " at \(Formatting.clock(attempt.start)), \(duration)"
-            let outcome = attempt.outcome ?? "running"
+            // One its worker held and never began did not run: when it was sent, no run time.
+            if !attempt.worker.isEmpty { text += " \(attempt.began ? "on" : "sent to") \(TextWidth.sanitize(attempt.worker))" }
+            text += " at \(Formatting.clock(attempt.start))" + (attempt.began ? ", \(duration)" : "")
+            let outcome = attempt.began
+                ? attempt.outcome ?? "running"
+                : attempt.outcome.map { "\($0) before it began" } ?? "waiting at its worker for a free slot"
             let role: Role = attempt.outcome == nil ? .running : (outcome == "succeeded" ? .succeeded : .failed)
             lines.append(line("attempt", [Segment(text + ": "), Segment(TextWidth.sanitize(outcome), role)]))
         }

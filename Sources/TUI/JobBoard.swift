@@ -48,6 +48,8 @@ struct JobBoard: Sendable {
         var end: SchedulerTime?
         /// How it ended (`exit 1`, `succeeded`, `cancelled`), once it has.
         var outcome: String?
+        /// Whether it began: false while (and if ever) its worker only holds it.
+        var began = true
     }
 
     /// The attempts of each job seen starting while the dashboard watched (a snapshot gives
@@ -241,14 +243,17 @@ struct JobBoard: Sendable {
         let total = snapshot.jobs.count
         guard total > 0 else { return }
         let queued = mirror.count(.queued)
-        append(snapshot.time, "\(total) job\(total == 1 ? "" : "s") submitted, \(queued) queued", .queued)
         var running = snapshot.jobs.filter { $0.state.kind == .running }
         running.sort { ($0.startedAt ?? .zero) < ($1.startedAt ?? .zero) }
         for job in running.suffix(logLimit / 2) {
             guard case .running(let worker, let attempt, let since, _) = job.state else { continue }
             let suffix = job.maxAttempts > 1 ? " (attempt \(attempt)/\(job.maxAttempts))" : ""
-            append(since, "\(tag(job.id)) started on \(workerName(worker) ?? worker.short)\(suffix)", .running)
+            // One its worker holds was sent, not started (its `began` will say when it starts).
+            let verb = isSent(job.id) ? "sent to" : "started on"
+            append(since, "\(tag(job.id)) \(verb) \(workerName(worker) ?? worker.short)\(suffix)", .running)
         }
+        // The summary is of now: after the starts, which came before it.
+        append(snapshot.time, "\(total) job\(total == 1 ? "" : "s") submitted, \(queued) queued", .queued)
     }
 
     // MARK: - Internals
@@ -263,11 +268,13 @@ struct JobBoard: Sendable {
         }
         switch event.kind {
         case .started(let id, let attempt, _, let worker):
-            attempts[id, default: []].append(Attempt(number: attempt, worker: workerName(worker) ?? worker.short, start: event.time))
+            attempts[id, default: []].append(
+                Attempt(number: attempt, worker: workerName(worker) ?? worker.short, start: event.time, began: !isSent(id)))
         case .began(let id, let attempt):
             // A held attempt's run starts now, not when it was handed to its worker.
             guard var list = attempts[id], let last = list.indices.last, list[last].number == attempt, list[last].end == nil else { break }
             list[last].start = event.time
+            list[last].began = true
             attempts[id] = list
         case .retryScheduled(let id, _, let reason, _, _): close(id, reason.description)
         case .failed(let id, let reason, _): close(id, reason.description)

@@ -49,12 +49,6 @@ struct JobOrder: Sendable, Equatable {
                 }
                 if !indexes.contains(number - 1) { indexes.append(number - 1) }
             }
-            // A job with the key of a job it waits for would be coalesced into it and never run.
-            if let key = entry.fields.key, let holder = indexes.first(where: { entries[$0].fields.key == key }) {
-                throw JobInputError(
-                    .invalidValue,
-                    "\(file): \(entry.place): 'key' \"\(key)\" is also the key of \(entries[holder].place), which it waits for ('after'): it would be coalesced into that job and never run")
-            }
             dependencies.append(indexes)
         }
 
@@ -89,9 +83,37 @@ struct JobOrder: Sendable, Equatable {
                 }
             }
         }
+        try checkKeys(entries, dependencies: dependencies, sequence: sequence, file: file)
         var position = Array(repeating: 0, count: entries.count)
         for (at, index) in sequence.enumerated() { position[index] = at }
         return JobOrder(sequence: sequence, position: position, dependencies: dependencies)
+    }
+
+    /// Refuses a job with the key of a job it waits for, directly or through others: it would
+    /// be coalesced into that job (the first with the key) and never run, its `after` void.
+    /// Only keys two jobs share are followed, in submission order (each job's dependencies
+    /// first): per job, the shared keys among the jobs it waits for and which job has each.
+    private static func checkKeys(_ entries: [JobEntry], dependencies: [[Int]], sequence: [Int], file: String) throws(JobInputError) {
+        var uses: [String: Int] = [:]
+        for entry in entries { if let key = entry.fields.key { uses[key, default: 0] += 1 } }
+        guard uses.values.contains(where: { $0 > 1 }) else { return }
+        // Per job: shared key → (the job waited for that has it, the direct dependency it is
+        // reached through).
+        var reached = Array(repeating: [String: (holder: Int, via: Int)](), count: entries.count)
+        for job in sequence {
+            var keys: [String: (holder: Int, via: Int)] = [:]
+            for dependency in dependencies[job] {
+                if let key = entries[dependency].fields.key, uses[key]! > 1, keys[key] == nil { keys[key] = (dependency, dependency) }
+                for (key, found) in reached[dependency] where keys[key] == nil { keys[key] = (found.holder, dependency) }
+            }
+            if let key = entries[job].fields.key, let found = keys[key] {
+                let how = found.via == found.holder ? "('after')" : "(through \(entries[found.via].place))"
+                throw JobInputError(
+                    .invalidValue,
+                    "\(file): \(entries[job].place): 'key' \"\(key)\" is also the key of \(entries[found.holder].place), which it waits for \(how): it would be coalesced into that job and never run")
+            }
+            reached[job] = keys
+        }
     }
 
     /// The error for `cycle` (each job waits for the next, the last for the first), told from

@@ -802,9 +802,15 @@ extension Jobtop {
                 if count > 0 {
                     StandardError.write("jobtop: the serve no longer holds the first \(count) line\(count == 1 ? "" : "s") of \(job.id.short)'s output\n")
                 }
-                if !printed.withLock({ $0 }) && job.attempts == 0 {
+                if !printed.withLock({ $0 }) {
                     // Nothing to print because it never ran: say so, rather than print nothing.
-                    StandardError.write("jobtop: job \(job.id.short) has no output: it has not run (it \(Self.notRun(job.state)))\n")
+                    // Its attempts do not tell: one lost with its worker does not count, though
+                    // it ran. Its start does: none, or one its worker still holds.
+                    if job.startedAt == nil {
+                        StandardError.write("jobtop: job \(job.id.short) has no output: it has not run (it \(Self.notRun(job.state)))\n")
+                    } else if case .running = job.state, try await client.fetchSnapshot().heldAttempts.contains(job.id) {
+                        StandardError.write("jobtop: job \(job.id.short) has no output: it has not begun (it was sent to its worker and waits there for a free slot)\n")
+                    }
                 }
             }
         }

@@ -253,6 +253,8 @@ struct WorkflowRunTests {
             // Coalesced into the job it waits for, it would never run (it ran nothing, exit 0).
             ("[[job]]\nname = \"a\"\nkey = \"k\"\ncommand = \"true\"\n[[job]]\nkey = \"k\"\nafter = [\"a\"]\ncommand = \"true\"\n", [],
              "w.toml: job 3: 'key' \"k\" is also the key of job 2 ('a'), which it waits for ('after'): it would be coalesced into that job and never run"),
+            ("[[job]]\nname = \"a\"\nkey = \"k\"\ncommand = \"true\"\n[[job]]\nname = \"b\"\nafter = [\"a\"]\ncommand = \"true\"\n[[job]]\nkey = \"k\"\nafter = [\"b\"]\ncommand = \"true\"\n", [],
+             "w.toml: job 4: 'key' \"k\" is also the key of job 2 ('a'), which it waits for (through job 3 ('b')): it would be coalesced into that job and never run"),
             ("[groups.gpu]\nparallel = 0\n", [], "w.toml: [groups.gpu]: 'parallel' must be at least 1, not 0"),
             ("[groups.gpu]\nparallel = \"2\"\n", [], "w.toml: [groups.gpu]: 'parallel' must be an integer, not a string"),
             ("[[job]]\ndelay = \"1s\"\nat = \"02:00\"\ncommand = \"true\"\n", [], "w.toml: job 2: 'delay' and 'at' together"),

@@ -411,6 +411,22 @@ import Testing
         #expect(core.state(of: held) == .cancelled && core.state(of: running) == .cancelled)
         #expect(core.info(of: held)?.attempts == 0 && core.info(of: held)?.startedAt == nil)
         #expect(core.info(of: running)?.attempts == 1 && core.info(of: running)?.startedAt == .seconds(1))
+        // One that ran on a worker since lost, then was held at another and cancelled there,
+        // keeps its start: it has run (a trial's `log` said it had not)
+        core = SchedulerCore(configuration: .init(seed: 1))
+        let again = ids.nextJobID()
+        let first = WorkerDescriptor(id: WorkerID(), name: "first", kind: .remote, slots: 1, holdsAttempts: true, ownSlots: 1)
+        _ = try core.submit(contentsOf: [.shell("sleep 5")], ids: [again], now: .seconds(4))
+        _ = core.workerJoined(first, now: .seconds(4))
+        _ = core.attemptBegan(again, attempt: 1, now: .seconds(5))
+        _ = core.workerLost(first.id, reason: .connectionLost("gone"), now: .seconds(6))
+        #expect(core.info(of: again)?.attempts == 0)
+        let second = WorkerDescriptor(id: WorkerID(), name: "second", kind: .remote, slots: 1, holdsAttempts: true, ownSlots: 1)
+        _ = core.workerJoined(second, now: .seconds(7))
+        _ = try core.cancel(again, now: .seconds(8))
+        _ = core.jobFinished(again, attempt: 1, worker: second.id, termination: .signal(15), now: .seconds(9))
+        #expect(core.state(of: again) == .cancelled)
+        #expect(core.info(of: again)?.attempts == 0 && core.info(of: again)?.startedAt != nil)
     }
 
     @Test mutating func anAttemptThatNeverReachedItsLostWorkerIsNotHeldAgainstTheJob() {

@@ -310,10 +310,26 @@ import Testing
             #expect(error.message == "job 3 of the submission has the key 'k' of job 1 of the submission, which it waits for: it would be coalesced into its own dependency and never run")
         }
         #expect(core.counts.values.reduce(0, +) == 0, "nothing was submitted")
+        // Through another job it waits for, too (a trial's chain: c after b after a)
+        do {
+            _ = try submit([keyed("a"), Self.spec("b", after: [.earlier(0)]), keyed("c", after: [.earlier(1)])])
+            Issue.record("taken")
+        } catch {
+            #expect(error.message.hasPrefix("job 3 of the submission has the key 'k' of job 1 of the submission, which it waits for"), "\(error.message)")
+        }
+        #expect(core.counts.values.reduce(0, +) == 0, "nothing was submitted")
         // The active job with the key, named by id.
         let (active, _) = try submit([keyed("a")])
         do {
             _ = try submit([keyed("c", after: [.job(active[0])])])
+            Issue.record("taken")
+        } catch {
+            #expect(error.message.contains("has the key 'k' of \(active[0].short), which it waits for"), "\(error.message)")
+        }
+        // ...also through a submitted job that waits for it
+        let (middle, _) = try submit([Self.spec("m", after: [.job(active[0])])])
+        do {
+            _ = try submit([keyed("c", after: [.job(middle[0])])])
             Issue.record("taken")
         } catch {
             #expect(error.message.contains("has the key 'k' of \(active[0].short), which it waits for"), "\(error.message)")

@@ -94,6 +94,19 @@ extension PlacementViewTests {
         #expect(model.selectedID == jobID(2))
         _ = model.handle(.enter)
         #expect(screen(model, columns: 120).lines[0].contains("sleep 200 · sent"), "\(screen(model, columns: 120).lines[0])")
+        // Its details say where it was sent, and give it no run time
+        let held = DashboardView.jobDetails(board.model.board.jobs[jobID(2)]!, board: board.model.board, width: 100, now: .seconds(1), rows: 20)
+        #expect(held.contains { $0.text.contains("1 sent to far at 00:00: waiting at its worker for a free slot") }, "\(held.map(\.text))")
+        // A dashboard attached now says the held one was sent, not started (it said both started)
+        var attached = DashboardModel()
+        let mirror = board.model.board.mirror
+        var snapshot = SchedulerSnapshot(
+            seq: 99, time: .seconds(2), counts: [.running: 2], totalSlots: 2,
+            jobs: [jobID(1), jobID(2)].compactMap { mirror.jobs[$0] })
+        snapshot.heldAttempts = mirror.heldAttempts
+        attached.apply(snapshot: snapshot, seq: 99)
+        #expect(attached.board.log.map(\.text).contains { $0.hasPrefix("sleep 200 sent to ") }, "\(attached.board.log.map(\.text))")
+        #expect(attached.board.log.map(\.text).contains { $0.hasPrefix("sleep 100 started on ") }, "\(attached.board.log.map(\.text))")
         // When it begins, it runs
         board.apply(.began(jobID(2), attempt: 1), at: 5)
         #expect(board.model.board.log.last?.text == "sleep 200 started on far")

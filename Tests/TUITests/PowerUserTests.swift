@@ -223,8 +223,9 @@ extension PowerUserTests {
         model.apply(snapshot: snapshot, seq: snapshot.seq)
         // Then the pane says so at once, naming the jobs
         let texts = model.board.log.map(\.text)
-        #expect(texts.first == "3 jobs submitted, 1 queued")
-        #expect(Set(texts.dropFirst()) == ["first started on local-1", "second started on local-2"])
+        // (the summary last: it is of now, the starts came before it)
+        #expect(texts.last == "3 jobs submitted, 1 queued")
+        #expect(Set(texts.dropLast()) == ["first started on local-1", "second started on local-2"])
         await scheduler.shutdown(.cancelRunning)
         await running.value
     }
