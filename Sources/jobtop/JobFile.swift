@@ -41,10 +41,12 @@ enum JobFile {
     /// What is wrong with a job's name, if anything: one of blanks only cannot be told apart in
     /// the table or given to `--after`, and a line break or another control character would
     /// break a log line in two.
+    /// A right-to-left override would make it show as another name.
     static func nameProblem(_ name: String) -> String? {
         if name.allSatisfy(\.isWhitespace) { return "is blank" }
-        if name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
-            return "has a control character (a line break, a tab)"
+        if let bad = name.unicodeScalars.first(where: isUnprintable) {
+            let what = bad.properties.isBidiControl ? "a bidirectional control character" : "a control character"
+            return "has \(what) (\(printable(String(bad))))"
         }
         return nil
     }
@@ -101,7 +103,7 @@ enum JobFile {
             guard let table = jobs[index].table else {
                 throw JobInputError(.wrongType, "\(file): job \(number) must be a table ([[job]]), not \(describe(jobs[index].type))")
             }
-            let place = "job \(number)" + (table["name"]?.string.map { " ('\($0)')" } ?? "")
+            let place = "job \(number)" + (table["name"]?.string.map { " ('\(printable($0))')" } ?? "")
             let own = try reader.fields(of: table, allowed: JobFields.keys + ["slurm"], place: place)
             guard let command = own.command else {
                 throw JobInputError(.missingCommand, "\(file): \(place): missing 'command'")

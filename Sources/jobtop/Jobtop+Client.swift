@@ -398,7 +398,7 @@ extension Jobtop {
                 if snapshot.isPaused { header += "; paused" }
                 if let shutdown = snapshot.shutdown { header += "; shutting down (\(shutdown.rawValue))" }
                 print("\(header); \(snapshot.totalSlots) slot\(snapshot.totalSlots == 1 ? "" : "s")")
-                let names = Dictionary(snapshot.jobs.map { ($0.id, $0.displayName) }, uniquingKeysWith: { a, _ in a })
+                let names = Dictionary(snapshot.jobs.map { ($0.id, printable($0.displayName)) }, uniquingKeysWith: { a, _ in a })
                 let busy = snapshot.workers.map { worker in
                     // What it runs, then what it was sent and holds behind that.
                     let running = worker.running.filter { !snapshot.heldAttempts.contains($0) }.map { names[$0] ?? $0.short }
@@ -415,7 +415,7 @@ extension Jobtop {
                 let rows = jobs.map { job -> [String] in
                     [job.id.short, Self.stateCell(
                         of: job, placement: snapshot.placements[job.id], sent: snapshot.heldAttempts.contains(job.id), now: snapshot.time),
-                     String(job.priority), job.group, job.displayName]
+                     String(job.priority), job.group, printable(job.displayName)]
                 }
                 for line in Self.table(header: ["ID", "STATE", "PRIO", "GROUP", "JOB"], rows: rows) { print(line) }
             }

@@ -142,7 +142,12 @@ struct JobFileTests {
 
     @Test("A job name of blanks only, or with a line break or a tab, is refused with its place (they were taken)")
     func badNames() {
-        for (name, problem) in [("   ", "'name' is blank"), ("a\\nb", "'name' has a control character"), ("a\\tb", "'name' has a control character")] {
+        for (name, problem) in [
+            ("   ", "'name' is blank"), ("a\\nb", "'name' has a control character (\\n)"), ("a\\tb", "'name' has a control character (\\t)"),
+            // One that shows as another name, and an escape sequence (its place escaped too)
+            ("evil\\u202Eeman", "'name' has a bidirectional control character (\\u{202E})"),
+            ("esc\\u001b[31m", "job 1 ('esc\\u{1B}[31m'): 'name' has a control character (\\u{1B})"),
+        ] {
             #expect {
                 try JobFile.parse("[[job]]\nname = \"\(name)\"\ncommand = \"true\"\n", file: "j.toml", directory: "/")
             } throws: { error in

@@ -156,6 +156,11 @@ struct ServeTests {
         try await fixture.waitFor(thirdID, "skipped")
         let all = try await fixture.run(["status", "--all"])
         #expect(all.lines.contains { $0.hasPrefix(thirdID) && $0.contains("skipped (dependency 'second' failed)") }, "\(all.stdout)")
+        // A command's escape sequence is shown, not sent to the terminal (it cleared it)
+        let escaping = try await fixture.run(["submit", "-c", "true; : \u{1B}[2J"]).lines.first ?? ""
+        try await fixture.waitFor(escaping, "succeeded")
+        let shown = try await fixture.run(["status", "--all"])
+        #expect(!shown.stdout.contains("\u{1B}") && shown.stdout.contains("true; : \\u{1B}[2J"), "\(shown.stdout)")
         // Its log has nothing to print, and says why rather than print nothing.
         let log = try await fixture.run(["log", thirdID])
         #expect(log.status == 0 && log.stdout.isEmpty)
@@ -175,7 +180,7 @@ struct ServeTests {
             let refused = try await fixture.run(["submit", "one.toml"] + arguments)
             #expect(refused.status == 2 && (refused.stderr.contains("apply to -c and list jobs") || refused.stderr.contains("applies to -c and list jobs")), "\(arguments): \(refused.stderr)")
         }
-        #expect(try await fixture.jobs().count == 4)
+        #expect(try await fixture.jobs().count == 5)
         _ = try await fixture.run(["cancel", laterID])
 
         // --at: a moment (RFC 3339) three days and a bit ahead; status counts in days.
@@ -192,7 +197,7 @@ struct ServeTests {
             #expect(refused.status == 2, "\(arguments): \(refused.stderr)")
             #expect(refused.stderr.contains("--at"), "\(arguments): \(refused.stderr)")
         }
-        #expect(try await fixture.jobs().count == 5)
+        #expect(try await fixture.jobs().count == 6)
         _ = try await fixture.run(["cancel", atID])
         _ = try await fixture.stop()
     }
