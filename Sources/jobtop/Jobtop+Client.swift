@@ -562,8 +562,8 @@ extension Jobtop {
     struct Prio: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "prio",
-            abstract: "Set a queued job's priority (higher runs first).",
-            discussion: "Exit status: 0 done; 1 refused (the job is not waiting); 2 bad usage or unknown id; 3 no serve.")
+            abstract: "Set a job's priority (higher runs first): a queued job moves in the queue; a running or waiting one keeps it for its next attempt.",
+            discussion: "Exit status: 0 done; 1 refused (the job has ended); 2 bad usage or unknown id; 3 no serve.")
         @Argument(help: ArgumentHelp("The job: id, unique prefix or name.", valueName: "id"))
         var id: String
         // Every input no option takes, so that a negative priority (`prio build -5`) is the
