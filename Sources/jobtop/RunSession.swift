@@ -61,7 +61,8 @@ struct RunSession {
             for group in plan.groups where group.isPaused {
                 // Headless, nothing can resume it: say so rather than seem to hang (a group with
                 // no job holds nothing back).
-                let count = plan.fileJobs.count { $0.groupName == group.name }
+                // Its file jobs and its `-c` jobs (a list's come later: "and any" covers none).
+                let count = (plan.fileJobs + plan.commandJobs).count { $0.groupName == group.name }
                 guard count > 0 else { continue }
                 StandardError.write(
                     "jobtop: group '\(group.name)' starts paused (paused = true) and nothing resumes it headless: its \(count) job\(count == 1 ? "" : "s") (and any job after \(count == 1 ? "it" : "them")) will not start; the run ends when interrupted (Ctrl-C)\n")

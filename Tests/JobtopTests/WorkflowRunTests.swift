@@ -213,6 +213,17 @@ struct WorkflowRunTests {
         #expect(run.stderr.contains("group 'held' starts paused"), "\(run.stderr)")
     }
 
+    @Test("The paused-group notice counts the -c jobs in the group too (it said 1 job of 2)")
+    func pausedGroupNoticeCountsCommandJobs() async throws {
+        let scratch = try Scratch()
+        try scratch.write("w.toml", "[groups.default]\npaused = true\n[[job]]\ncommand = \"true\"\n")
+        let process = try JobtopProcess(["w.toml", "-c", "echo extra", "--log-format", "json"], directory: scratch.path)
+        _ = await process.firstLine { $0.contains("\"event\":\"submitted\"") }
+        process.send(SIGTERM)
+        let run = await process.wait()
+        #expect(run.stderr.contains("group 'default' starts paused (paused = true) and nothing resumes it headless: its 2 jobs"), "\(run.stderr)")
+    }
+
     @Test("--group-limit overrides the file's parallel")
     func groupLimitOverride() async throws {
         let scratch = try Scratch()
