@@ -191,7 +191,10 @@ public final class DurableScheduler: SchedulerClient {
     /// After the scheduler has shut down: waits for the journal to write the last events and
     /// lets go of the state directory (another serve may then open it).
     public func close() async {
+        // Ended before this returns: the task holds the store, and a store let go later, by
+        // the task, closes its database while the next serve (a test's restart) opens it.
         aliveTask.cancel()
+        await aliveTask.value
         await journal.close()
         await journalTask.value
         store.close()
