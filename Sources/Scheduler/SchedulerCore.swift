@@ -424,6 +424,8 @@ public struct SchedulerCore: Sendable {
         // copied: a copy retains each of its arrays, and a DAG's specs each have a dependency
         // array of their own (an atomic count change on a line of its own, several per job).
         var specGroups: [Int32] = []
+        // The keys of the specs so far, for a later spec's check (a scan per spec was quadratic).
+        var earlierKeys: Set<String> = []
         for index in specs.indices {
             let priority = specs[index].priority
             if !JobSpec.priorityRange.contains(priority) {
@@ -449,8 +451,9 @@ public struct SchedulerCore: Sendable {
                 default: break
                 }
             }
-            if let key = specs[index].coalescingKey, !specs[index].dependencies.isEmpty {
-                try checkKey(key, of: specs, at: index)
+            if let key = specs[index].coalescingKey {
+                if !specs[index].dependencies.isEmpty { try checkKey(key, of: specs, at: index, isEarlierKey: earlierKeys.contains(key)) }
+                earlierKeys.insert(key)
             }
         }
         if let batch {
@@ -483,9 +486,10 @@ public struct SchedulerCore: Sendable {
     /// others: it would be coalesced into its own dependency (the active job with the key, or
     /// an earlier spec of the submission with it) and never run, its `after` silently void.
     /// Only unfinished jobs are followed: a finished one's own dependencies have ended.
-    private func checkKey(_ key: String, of specs: [JobSpec], at index: Int) throws(SchedulerError) {
+    /// `isEarlierKey`: an earlier spec of the submission has the key.
+    private func checkKey(_ key: String, of specs: [JobSpec], at index: Int, isEarlierKey: Bool) throws(SchedulerError) {
         let holder = keys[key]
-        guard holder != nil || specs[..<index].contains(where: { $0.coalescingKey == key }) else { return }
+        guard holder != nil || isEarlierKey else { return }
         var specsToSee = specs[index].dependencies
         var seenSpecs: Set<Int> = []
         var seenJobs: Set<JobID> = []

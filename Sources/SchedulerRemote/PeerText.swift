@@ -38,18 +38,23 @@ public enum PeerText {
                 // Escaped too, so an escape the peer wrote cannot pass for one made here.
                 result += "\\\\"
             } else if isUnsafe(scalar) {
-                switch scalar {
-                case "\n": result += "\\n"
-                case "\r": result += "\\r"
-                case "\t": result += "\\t"
-                default: result += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
-                }
+                result += visible(scalar)
             } else {
                 result.unicodeScalars.append(scalar)
             }
         }
         if dropped > 0 { result += "…(\(dropped) more)" }
         return result
+    }
+
+    /// `scalar` as a visible escape: `\n`, `\r`, `\t`, else `\u{1B}`.
+    public static func visible(_ scalar: Unicode.Scalar) -> String {
+        switch scalar {
+        case "\n": "\\n"
+        case "\r": "\\r"
+        case "\t": "\\t"
+        default: "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+        }
     }
 
     /// Whether `scalar` must never reach a terminal raw: C0 and C1 controls and DEL (newlines,

@@ -1,8 +1,12 @@
+import SchedulerRemote
+
 /// `text` safe to print on one line of a terminal: control and line-separator characters and
 /// bidirectional controls (an escape sequence, a newline, a right-to-left override that
 /// reorders what is shown) as visible escapes
 /// (`\u{1B}`, `\n`), everything else as it is. A job's command and name are the user's, but
 /// printed raw by `status` an escape sequence in them acts on the terminal that reads it.
+/// Unlike ``PeerText/escaped(_:limit:)`` (a peer's text), a backslash stays as it is (a
+/// command's `printf 'a\n'` reads as written) and so does a zero-width joiner (an emoji name).
 func printable(_ text: String) -> String {
     guard text.unicodeScalars.contains(where: isUnprintable) else { return text }
     var result = ""
@@ -11,12 +15,7 @@ func printable(_ text: String) -> String {
             result.unicodeScalars.append(scalar)
             continue
         }
-        switch scalar {
-        case "\n": result += "\\n"
-        case "\r": result += "\\r"
-        case "\t": result += "\\t"
-        default: result += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
-        }
+        result += PeerText.visible(scalar)
     }
     return result
 }

@@ -92,32 +92,24 @@ struct RunLogTests {
         for (id, name) in [(held, "held"), (quiet, "quiet"), (chatty, "chatty")] {
             directory.jobSubmitted(JobInfo(id: id, name: name, command: "x"))
         }
-        func line(_ text: String) -> OutputLine { OutputLine(stream: .stdout, text: text) }
+        /// One attempt of `id`: it prints `lines`, then ends, lost with its worker or not.
+        func attempt(_ id: JobID, _ number: Int, printing lines: [String], lostAfter: Bool) {
+            directory.attemptStarted(id, attempt: number, writer: writer)
+            for text in lines { directory.output(id, OutputLine(stream: .stdout, text: text), writer: writer) }
+            directory.attemptEnded(id, writer: writer)
+            if lostAfter { directory.requeued(id, marker: lost) }
+        }
         // Held and lost before it began, then run
-        directory.attemptStarted(held, attempt: 1, writer: writer)
-        directory.attemptEnded(held, writer: writer)
-        directory.requeued(held, marker: lost)
-        directory.attemptStarted(held, attempt: 1, writer: writer)
-        directory.output(held, line("ran"), writer: writer)
-        directory.jobEnded(held, writer: writer)
+        attempt(held, 1, printing: [], lostAfter: true)
+        attempt(held, 1, printing: ["ran"], lostAfter: false)
         // A second attempt lost before it printed, then run again
-        directory.attemptStarted(quiet, attempt: 1, writer: writer)
-        directory.output(quiet, line("one"), writer: writer)
-        directory.attemptEnded(quiet, writer: writer)
-        directory.attemptStarted(quiet, attempt: 2, writer: writer)
-        directory.attemptEnded(quiet, writer: writer)
-        directory.requeued(quiet, marker: lost)
-        directory.attemptStarted(quiet, attempt: 2, writer: writer)
-        directory.output(quiet, line("two"), writer: writer)
-        directory.jobEnded(quiet, writer: writer)
+        attempt(quiet, 1, printing: ["one"], lostAfter: false)
+        attempt(quiet, 2, printing: [], lostAfter: true)
+        attempt(quiet, 2, printing: ["two"], lostAfter: false)
         // Lost after it printed
-        directory.attemptStarted(chatty, attempt: 1, writer: writer)
-        directory.output(chatty, line("half"), writer: writer)
-        directory.attemptEnded(chatty, writer: writer)
-        directory.requeued(chatty, marker: lost)
-        directory.attemptStarted(chatty, attempt: 1, writer: writer)
-        directory.output(chatty, line("whole"), writer: writer)
-        directory.jobEnded(chatty, writer: writer)
+        attempt(chatty, 1, printing: ["half"], lostAfter: true)
+        attempt(chatty, 1, printing: ["whole"], lostAfter: false)
+        for id in [held, quiet, chatty] { directory.jobEnded(id, writer: writer) }
         writer.finish()
         let read = { (name: String) in try String(contentsOfFile: "\(out)/\(name).log", encoding: .utf8) }
         #expect(try read("held") == "ran\n")
