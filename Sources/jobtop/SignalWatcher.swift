@@ -49,7 +49,9 @@ final class SignalWatcher {
     /// The second signal received (the one that forced a hard stop), if any.
     var secondSignal: Int32? { received.signal(2) }
 
-    /// Starts watching; the default actions of the signals stay off from now on.
+    /// Starts watching, and returns once every signal is watched: from then on each one reaches
+    /// `onSignal` and none has its default action. (Until then a signal keeps its default
+    /// action: jobtop ends of it before anything has started.)
     ///
     /// - Parameters:
     ///   - signals: The signals to watch.
@@ -58,16 +60,26 @@ final class SignalWatcher {
         let queue = DispatchQueue(label: "jobtop.signals")
         let received = Received(handler: onSignal)
         self.received = received
+        // On Linux a signal source is registered later, on libdispatch's manager thread, which
+        // then installs its own handler for the signal (it re-raises the signal to the thread
+        // that reads it from a signalfd). The signal was set to SIG_IGN here before: one that
+        // came before the registration was dropped, and a run interrupted right after it
+        // started waited forever (seen in CI). Now the default action stays until the handler
+        // is in, and the registration is waited for: at most a few microseconds on the
+        // manager thread and this private queue, neither of them a thread of the cooperative
+        // pool, so the wait cannot deadlock.
+        let registered = DispatchSemaphore(value: 0)
         sources = signals.map { number in
-            signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
             source.setEventHandler {
                 let (count, handler) = received.record(number)
                 handler(number, count)
             }
+            source.setRegistrationHandler { registered.signal() }
             source.resume()
             return source
         }
+        for _ in sources { registered.wait() }
     }
 
     /// Headless mode: the first of SIGINT, SIGTERM or SIGHUP calls `onFirst` (the caller cancels
@@ -93,7 +105,7 @@ final class SignalWatcher {
         received.replaceHandler(handler)
     }
 
-    /// Stops watching (the signals stay ignored: jobtop is about to exit).
+    /// Stops watching (the signals stay caught, and go nowhere: jobtop is about to exit).
     func stop() {
         for source in sources { source.cancel() }
     }
