@@ -6,14 +6,14 @@ import Darwin
 
 /// A bound, listening TCP socket with `SO_REUSEADDR`, for the gRPC server to adopt.
 ///
-/// The transport's own bootstrap does not set `SO_REUSEADDR`, so a coordinator restarted on
-/// the same port right after one that had workers failed with "address already in use" for as
-/// long as the old connections sat in TIME_WAIT.
-enum ListeningSocket {
+/// `SO_REUSEADDR` lets a coordinator restarted on its port listen while the old connections
+/// wait out their close (the transport's own bind sets it too, in the version used now);
+/// accepted connections inherit `TCP_NODELAY`; and a bind that fails is said in one line.
+public enum ListeningSocket {
     /// Creates the socket; the caller hands the descriptor to the transport, which owns it.
     ///
     /// - Throws: ``RemoteError`` (`.cannotListen`) with the system's reason.
-    static func make(_ address: RemoteAddress) throws(RemoteError) -> Int32 {
+    public static func make(_ address: RemoteAddress) throws(RemoteError) -> Int32 {
         let host = address.host == "localhost" ? "127.0.0.1" : address.host
         let family = address.isIPv6 ? AF_INET6 : AF_INET
         let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -57,6 +57,15 @@ enum ListeningSocket {
             throw error
         }
         return fd
+    }
+
+    /// Whether `address` can be listened on now: binds it and lets go at once. For a program
+    /// that must not make anything (a state directory) when it cannot listen, before it does.
+    /// (Another program may take the port in between; the real listen then still says so.)
+    ///
+    /// - Throws: ``RemoteError`` (`.cannotListen`) as ``make(_:)`` would.
+    public static func check(_ address: RemoteAddress) throws(RemoteError) {
+        close(try make(address))
     }
 
     private static func failure(_ address: RemoteAddress, _ call: String) -> RemoteError {

@@ -79,15 +79,20 @@ public final class ControlServer<Backend: SchedulerClient>: Sendable {
             services: [service])
         _ = try await run(server, describing: path)
         guard let (tcpAddress, tcpService, gate) = tcp else { return nil }
-        do {
+        do throws(ControlError) {
             var tcpConfig = Self.transportConfig()
             tcpConfig.channelDebuggingCallbacks.onAcceptTCPConnection = { channel in gate.accepted(channel) }
+            // Bound as the workers' port is (and as serve checks it before it opens its state):
+            // a port that cannot be bound is said in one line, where the transport's own bind
+            // said `transportError: "Server transport threw an error." (cause: …)`.
+            let socket: Int32
+            do throws(RemoteError) { socket = try ListeningSocket.make(tcpAddress) } catch {
+                throw ControlError(.cannotListen, error.message)
+            }
             let tcp = GRPCServer(
                 transport: .http2NIOPosix(
-                    address: tcpAddress.host.contains(":")
-                        ? .ipv6(host: tcpAddress.host, port: tcpAddress.port)
-                        : .ipv4(host: tcpAddress.host == "localhost" ? "127.0.0.1" : tcpAddress.host, port: tcpAddress.port),
-                    transportSecurity: tls?.transportSecurity ?? .plaintext, config: tcpConfig),
+                    listeningSocketDescriptor: Int(socket), transportSecurity: tls?.transportSecurity ?? .plaintext,
+                    config: tcpConfig),
                 services: [tcpService])
             return try await run(tcp, describing: tcpAddress.description) ?? tcpAddress
         } catch {

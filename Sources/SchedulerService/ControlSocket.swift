@@ -1,4 +1,5 @@
 import Foundation
+import SchedulerRemote
 
 #if canImport(Glibc)
 import Glibc
@@ -87,18 +88,9 @@ public enum ControlSocket {
     /// - Returns: The listening descriptor, for the gRPC server to adopt.
     static func listen(at path: String) throws(ControlError) -> Int32 {
         try prepareDirectory((path as NSString).deletingLastPathComponent)
-        var info = stat()
-        if lstat(path, &info) == 0 {
-            guard info.st_mode & S_IFMT == S_IFSOCK else {
-                throw ControlError(.cannotListen, "\(path) exists and is not a socket: move it away")
-            }
-            switch probe(path) {
-            case .answers:
-                throw ControlError(.alreadyRunning, "a jobtop serve is already running on \(path) (stop it with 'jobtop shutdown')")
-            case .absent, .refused:
-                // A serve that died left it: nothing listens there any more.
-                unlink(path)
-            }
+        if try isStale(path) {
+            // A serve that died left it: nothing listens there any more.
+            unlink(path)
         }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw ControlError(.cannotListen, "cannot make a socket: \(systemReason())") }
@@ -116,6 +108,23 @@ public enum ControlSocket {
             throw ControlError(.cannotListen, "cannot listen on \(path): \(reason)")
         }
         return fd
+    }
+
+    /// Whether `path` is a socket file no serve answers at any more (false when nothing is
+    /// there), refusing what must not be replaced: a socket a serve answers at, or a file that
+    /// is not a socket.
+    ///
+    /// - Throws: ``ControlError`` `.alreadyRunning` or `.cannotListen`.
+    static func isStale(_ path: String) throws(ControlError) -> Bool {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return false }
+        guard info.st_mode & S_IFMT == S_IFSOCK else {
+            throw ControlError(.cannotListen, "\(path) exists and is not a socket: move it away")
+        }
+        if probe(path) == .answers {
+            throw ControlError(.alreadyRunning, "a jobtop serve is already running on \(path) (stop it with 'jobtop shutdown')")
+        }
+        return true
     }
 
     /// What answers at a socket path.
@@ -138,8 +147,6 @@ public enum ControlSocket {
         return errno == ENOENT ? .absent : .refused
     }
 
-    /// Whether something answers at `path`, with the reason when not: what clients check before
-    /// they talk gRPC, so "no serve" is one clear line rather than a transport error.
     /// Whether anything (a socket, say) may be at `path`, without connecting to it: false only
     /// when nothing is there (a path we may not look into counts as there, so that connecting
     /// says why not).
@@ -148,6 +155,8 @@ public enum ControlSocket {
         return lstat(path, &info) == 0 || (errno != ENOENT && errno != ENOTDIR)
     }
 
+    /// Whether something answers at `path`, with the reason when not: what clients check before
+    /// they talk gRPC, so "no serve" is one clear line rather than a transport error.
     static func check(_ path: String) -> (Probe, String) {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return (.refused, systemReason()) }
@@ -176,5 +185,19 @@ public enum ControlSocket {
     static func systemReason() -> String {
         let reason = String(cString: strerror(errno))
         return reason.prefix(1).lowercased() + reason.dropFirst()
+    }
+}
+
+extension ControlSocket {
+    /// Checks, before anything is made, that a serve could listen at `socketPath` and `tcp`:
+    /// no serve answers at the socket (and the path is a socket or nothing), and the TCP
+    /// address can be bound. Nothing is left behind.
+    ///
+    /// - Throws: ``ControlError`` as ``ControlServer/start(socketPath:)`` would.
+    public static func checkCanListen(socketPath: String, tcp: RemoteAddress?) throws(ControlError) {
+        _ = try isStale(socketPath)
+        if let tcp {
+            do throws(RemoteError) { try ListeningSocket.check(tcp) } catch { throw ControlError(.cannotListen, error.message) }
+        }
     }
 }

@@ -36,8 +36,9 @@ extension Jobtop {
                 the last serve had running (the attempt counts as failed, 'jobtop stopped', and runs \
                 again as its retries allow), as it stops their process groups locally.
 
-                Exit status: 0 shut down; 1 cannot listen (a serve already runs on the socket, or \
-                the socket cannot be made); 2 bad usage (with --slurm: Slurm missing, not answering, \
+                Exit status: 0 shut down; 1 cannot listen (a serve already runs on the socket, \
+                the socket cannot be made, or a --listen or --workers port is taken: said before \
+                the state directory is made) or cannot use the state directory; 2 bad usage (with --slurm: Slurm missing, not answering, \
                 or refusing the partition or arguments).
                 """
         )
@@ -163,6 +164,21 @@ extension Jobtop {
             if let warning = RemoteToken.permissionWarning(file: tokenFile) { StandardError.write("jobtop serve: \(warning)\n") }
             let security: RemoteTLS.Server?
             do { security = try tls.server() } catch { throw ValidationError(error.message) }
+
+            // A serve that cannot listen (one already runs on the socket, a port is taken) says
+            // so before it makes or opens its state directory (exit 1).
+            do throws(ControlError) {
+                try ControlSocket.checkCanListen(socketPath: ControlSocket.path(), tcp: address)
+            } catch {
+                StandardError.write("jobtop serve: \(error)\n")
+                throw ExitCode(ExitStatus.someFailed)
+            }
+            if let workers, let workerAddress = try? RemoteAddress(parsing: workers) {
+                do throws(RemoteError) { try ListeningSocket.check(workerAddress) } catch {
+                    StandardError.write("jobtop serve: --workers \(workers): \(error.message)\n")
+                    throw ExitCode(ExitStatus.someFailed)
+                }
+            }
 
             // On Slurm: everything Slurm can refuse is refused before anything starts (exit 2).
             let slurmBase = StateDirectory(path: stateDir).url.appendingPathComponent("slurm", isDirectory: true).path

@@ -664,16 +664,23 @@ struct ServeTests {
         #expect(outcome.stderr == "jobtop: no jobtop serve answers at \(directory)/serve.sock (connection refused); start one with 'jobtop serve'\n")
     }
 
-    @Test("a second serve on the same socket is refused; a stale socket is replaced")
+    @Test("a second serve on the same socket is refused before it makes a state directory; a stale socket is replaced")
     func secondServe() async throws {
         let fixture = try await ServeFixture()
         let second = try await JobtopProcess(["serve"], environment: fixture.environment).wait()
         #expect(second.status == 1)
-        #expect(second.stderr.contains("another jobtop serve"), "the state directory's lock: \(second.stderr)")
+        #expect(second.stderr.contains("already running"), "the socket: \(second.stderr)")
         let otherState = try await JobtopProcess(
             ["serve", "--state-dir", fixture.scratch.file("other-state")], environment: fixture.environment).wait()
         #expect(otherState.status == 1)
         #expect(otherState.stderr.contains("already running"), "the socket: \(otherState.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: fixture.scratch.file("other-state")), "a refused serve made its state directory")
+        // On another socket, the state directory's lock refuses it.
+        var otherSocket = fixture.environment
+        otherSocket["XDG_RUNTIME_DIR"] = fixture.scratch.file("run-2")
+        let sameState = try await JobtopProcess(["serve"], environment: otherSocket).wait()
+        #expect(sameState.status == 1)
+        #expect(sameState.stderr.contains("another jobtop serve"), "the state directory's lock: \(sameState.stderr)")
         #expect(try await fixture.run(["status"]).status == 0, "the first one still serves")
 
         fixture.serve.send(SIGKILL)
@@ -781,5 +788,43 @@ struct ServeTests {
         #expect(none.status == 3)
         #expect(none.stderr.contains("requires a token"), "\(none.stderr)")
         try await fixture.stop()
+    }
+
+    @Test("A serve whose --listen port is taken says so in one line and makes nothing; one restarted on its port while a connection was open listens again")
+    func tcpPortTakenAndReused() async throws {
+        let fixture = try await ServeFixture(["-j", "1", "--listen", "127.0.0.1:0"])
+        let line = try #require(fixture.serve.output.split(separator: "\n").first { $0.contains("listening on") })
+        let address = try #require(line.split(separator: " ").first { $0.hasPrefix("127.0.0.1:") }.map(String.init))
+        let port = try #require(address.split(separator: ":").last.flatMap { UInt16($0) })
+
+        // Given the port taken, on another socket and state directory
+        var elsewhere = fixture.environment
+        elsewhere["XDG_RUNTIME_DIR"] = fixture.scratch.file("run-2")
+        elsewhere["XDG_STATE_HOME"] = fixture.scratch.file("state-2")
+        let taken = try await JobtopProcess(["serve", "--listen", address], environment: elsewhere).wait()
+        #expect(taken.status == 1)
+        #expect(taken.stderr == "jobtop serve: cannot listen on \(address): address already in use\n", "\(taken.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: fixture.scratch.file("state-2")), "a refused serve made its state directory")
+        #expect(!FileManager.default.fileExists(atPath: fixture.scratch.file("run-2/jobtop/serve.sock")))
+
+        // When a connection is open as the serve stops (serve closes it, and its end waits in
+        // FIN-WAIT-2 for the peer's), a serve started on the same port at once still listens
+        // there (SO_REUSEADDR).
+        let connection = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(connection) }
+        var peer = sockaddr_in()
+        peer.sin_family = sa_family_t(AF_INET)
+        peer.sin_addr.s_addr = inet_addr("127.0.0.1")
+        peer.sin_port = port.bigEndian
+        let connected = withUnsafePointer(to: &peer) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(connection, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        try #require(connected == 0)
+        #expect(try await fixture.stop()?.status == 0)
+        let again = try JobtopProcess(["serve", "--listen", address], environment: fixture.environment, newSession: true)
+        let listening = await eventually(within: .seconds(60)) { again.output.contains("listening on") || again.output.contains("cannot listen") }
+        #expect(listening && again.output.contains("listening on"), "\(again.output)")
+        _ = try await fixture.run(["shutdown"])
+        #expect(await again.wait(atMost: .seconds(60))?.status == 0)
     }
 }
