@@ -51,19 +51,20 @@ extension DurationParser {
     /// The value of a duration option, parsed and, with `limits`, checked: a usage error that
     /// names the option (`--heartbeat must be from 100ms to 60s, not 10ms`), `range` saying the
     /// limits in words.
+    ///
+    /// A negative one is refused in the same words as one out of `limits` when they start above
+    /// zero (`--heartbeat must be from 100ms to 60s, not -1s`), else as negative
+    /// (`--goodbye-grace must not be negative, not -1s`), as every duration flag says it.
     static func option(
         _ text: String, _ flag: String, within limits: ClosedRange<Duration>? = nil, range: String = ""
     ) throws(ValidationError) -> Duration {
+        if text.trimmingCharacters(in: .whitespaces).hasPrefix("-") {
+            if let limits, limits.lowerBound > .zero { throw ValidationError("\(flag) must be \(range), not \(text)") }
+            throw ValidationError("\(flag) must not be negative, not \(text)")
+        }
         let value: Duration
         do { value = try parse(text) } catch { throw ValidationError("\(flag): \(error.description)") }
         if let limits, !limits.contains(value) { throw ValidationError("\(flag) must be \(range), not \(text)") }
         return value
-    }
-
-    /// ``option(_:_:within:range:)`` for a duration flag with no other limit: a negative one is
-    /// refused as negative (`--timeout must not be negative, not -1s`).
-    static func nonNegativeOption(_ text: String, _ flag: String) throws(ValidationError) -> Duration {
-        if text.hasPrefix("-") { throw ValidationError("\(flag) must not be negative, not \(text)") }
-        return try option(text, flag)
     }
 }

@@ -10,12 +10,12 @@ struct JobDefaultOptions: ParsableArguments {
     @Option(
         parsing: .unconditional,
         help: ArgumentHelp("First retry delay (default 1s; doubles, with jitter, capped at 60s).", valueName: "duration"),
-        transform: { try DurationParser.nonNegativeOption($0, "--backoff") })
+        transform: { try DurationParser.option($0, "--backoff") })
     var backoff: Duration?
 
     @Option(
         parsing: .unconditional, help: ArgumentHelp("Per-attempt timeout (default: none).", valueName: "duration"),
-        transform: { try DurationParser.nonNegativeOption($0, "--timeout") })
+        transform: { try DurationParser.option($0, "--timeout") })
     var timeout: Duration?
 
     func validate() throws {

@@ -102,7 +102,7 @@ extension Jobtop {
 
         @Option(
             parsing: .unconditional, help: ArgumentHelp("Start the jobs this long after they are submitted (500ms, 10s, 5m, 1h).", valueName: "duration"),
-            transform: { try DurationParser.nonNegativeOption($0, "--delay") })
+            transform: { try DurationParser.option($0, "--delay") })
         var delay: Duration?
 
         @Option(
@@ -563,6 +563,9 @@ extension Jobtop {
         static let configuration = CommandConfiguration(
             commandName: "prio",
             abstract: "Set a job's priority (higher runs first): a queued job moves in the queue; a running or waiting one keeps it for its next attempt.",
+            // Its own usage line: the value is read as every input no option takes, which the
+            // generated line showed as `[<n> ...]`.
+            usage: "jobtop prio <id> <n> [<connection options>]",
             discussion: "Exit status: 0 done; 1 refused (the job has ended); 2 bad usage or unknown id; 3 no serve.")
         @Argument(help: ArgumentHelp("The job: id, unique prefix or name.", valueName: "id"))
         var id: String
@@ -663,6 +666,7 @@ extension Jobtop {
         static let configuration = CommandConfiguration(
             commandName: "limit",
             abstract: "Set how many of a group's jobs run at once ('none': no limit beyond the slots).",
+            usage: "jobtop limit <group> <n>|none [<connection options>]",
             discussion: """
                 Prints the group's line as status shows it. The group is made if it does not \
                 exist yet (its jobs may come later; a note on stderr says so). The serve keeps \

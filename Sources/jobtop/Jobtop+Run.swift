@@ -51,7 +51,7 @@ extension Jobtop {
         @Option(
             parsing: .unconditional,
             help: ArgumentHelp("SIGTERM to SIGKILL grace on cancel or timeout (default 5s).", valueName: "duration"),
-            transform: { try DurationParser.nonNegativeOption($0, "--grace") })
+            transform: { try DurationParser.option($0, "--grace") })
         var grace: Duration?
 
         @Flag(help: "No screen: log events (automatic when stdout is not a terminal).")

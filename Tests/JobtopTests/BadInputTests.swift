@@ -59,6 +59,8 @@ struct BadInputTests {
             (["--backoff", "-1s", "-c", "touch started"], nil, "--backoff must not be negative, not -1s"),
             (["--grace", "-1s", "-c", "touch started"], nil, "--grace must not be negative, not -1s"),
             (["--timeout", "-5s", "-c", "touch started"], nil, "--timeout must not be negative, not -5s"),
+            (["--listen", "127.0.0.1:0", "--heartbeat", "-1s", "-c", "touch started"], nil, "--heartbeat must be from 100ms to 60s, not -1s"),
+            (["--listen", "127.0.0.1:0", "--goodbye-grace", "-1s", "-c", "touch started"], nil, "--goodbye-grace must not be negative, not -1s"),
             (["nul.txt"], nil, "'nul.txt':2: the command contains a NUL byte"),
             (["big.txt"], nil, "'big.txt':2: the command is 200,005 bytes; the kernel passes at most 131,071 bytes"),
             (["-"], "touch started\necho \u{0}\n", "standard input:2: the command contains a NUL byte"),
