@@ -902,7 +902,12 @@ extension Jobtop {
         static let configuration = CommandConfiguration(
             commandName: "shutdown",
             abstract: "Stop jobtop serve: start nothing new, let running jobs finish (--drain: run the queue first).",
-            discussion: "Waits until the serve has stopped. Exit status: 0 stopped; 3 no serve.")
+            discussion: """
+                Waits until the serve has stopped. During a drain, jobs submitted or retried are \
+                still taken and run before it stops; during a plain shutdown they are refused.
+
+                Exit status: 0 stopped; 3 no serve.
+                """)
         @Flag(help: "Run every queued job first.")
         var drain = false
         @OptionGroup var connection: ConnectOptions
