@@ -147,13 +147,14 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
         let (wakes, wake) = AsyncStream<FollowWake>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let watcher = Task {
             var isFirst = true
+            var ending = EndWatch()
             for await event in events {
                 if isFirst, case .snapshot(let snapshot) = event.kind, !snapshot.jobs.contains(where: { $0.id == id }) {
                     wake.yield(.unknownJob)
                     return
                 }
                 isFirst = false
-                if let end = Self.end(of: id, in: event) {
+                if let end = ending.end(of: id, in: event) {
                     wake.yield(.ended(end))
                     return
                 }
@@ -183,25 +184,38 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
         let (lines, _) = await backend.outputTail(of: id)
         try await writer.write(.bytes(Data(lines.flatMap(\.rawBytes))))
         if job.state.isFinished { return try await writer.write(.ended(job.state.kind)) }
+        var ending = EndWatch()
         while let event = try await iterator.next() {
             switch event.kind {
             case .output(id, let line): try await writer.write(.bytes(Data(line.rawBytes)))
             case .lagged(let missed): try await writer.write(.lagged(missed: missed))
-            default: if let end = Self.end(of: id, in: event) { return try await writer.write(.ended(end)) }
+            default: if let end = ending.end(of: id, in: event) { return try await writer.write(.ended(end)) }
             }
         }
     }
 
-    /// How the event ends job `id`, if it does.
-    private static func end(of id: JobID, in event: SchedulerEvent) -> JobStateKind? {
-        switch event.kind {
-        case .succeeded(id, _): .succeeded
-        case .failed(id, _, _): .failed
-        case .cancelled(id): .cancelled
-        case .skipped(id, _): .skipped
-        case .snapshot(let snapshot):
-            snapshot.jobs.first(where: { $0.id == id }).flatMap { $0.state.isFinished ? $0.state.kind : nil }
-        default: nil
+    /// Tells from the events how a job ends, if it does.
+    private struct EndWatch {
+        /// A serve stopping with its jobs cancelled (a second SIGTERM, a shutdown that cancels)
+        /// does not end them on disk: its next start runs them on. Their `cancelled` then is the
+        /// serve going away, not how they ended (`follow` said 1, with nothing on stderr, for a
+        /// job that then succeeded), as `wait` reads it.
+        private var serveIsStopping = false
+
+        /// How `event` ends job `id`, if it does.
+        mutating func end(of id: JobID, in event: SchedulerEvent) -> JobStateKind? {
+            switch event.kind {
+            case .shuttingDown(.cancelRunning):
+                serveIsStopping = true
+                return nil
+            case .succeeded(id, _): return .succeeded
+            case .failed(id, _, _): return .failed
+            case .cancelled(id): return serveIsStopping ? nil : .cancelled
+            case .skipped(id, _): return .skipped
+            case .snapshot(let snapshot):
+                return snapshot.jobs.first(where: { $0.id == id }).flatMap { $0.state.isFinished ? $0.state.kind : nil }
+            default: return nil
+            }
         }
     }
 

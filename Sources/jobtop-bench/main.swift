@@ -403,6 +403,13 @@ func benchDAG() async {
     let (f, d) = (median(flatTimes), median(dagTimes))
     print("group limits: \(limits.map { $0.map(String.init) ?? "-" }.joined(separator: " "))")
     print("runs, in order (µs per job): flat \(runs(flatTimes, scale: 1e6)); DAG \(runs(dagTimes, scale: 1e6))")
+    if only == nil {
+        // The VM runs fast or slow by turns: a DAG run set against the flat run just before it
+        // (the same moment's speed) says less of the machine than two medians, which can fall in
+        // different modes.
+        let ratios = zip(dagTimes, flatTimes).map { $0 / $1 }
+        print("each pair's ratio (DAG run / the flat run before it): \(runs(ratios))×, median \(format(median(ratios)))×; least of each: \(format(dagTimes.min()! / flatTimes.min()!))×")
+    }
     print("CPU per job, median of \(pairs) after a warm-up pair: flat: \(format(f * 1e6, 3)) µs   DAG across 10 groups: \(format(d * 1e6, 3)) µs   ratio \(format(d / f))× (target ≤ 1.5×)")
     print()
 }

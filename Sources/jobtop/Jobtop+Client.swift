@@ -867,7 +867,11 @@ extension Jobtop {
                 }
                 switch end.withLock({ $0 }) {
                 case .ended(.succeeded): return ExitStatus.success
-                case .ended: return ExitStatus.someFailed
+                case .ended(let kind):
+                    // Said on stderr: the output alone does not say it (a skipped job has none).
+                    let how = kind == .skipped ? "was skipped ('jobtop log \(job.id.short)' says why)" : kind == .cancelled ? "was cancelled" : "failed"
+                    StandardError.write("jobtop: \(job.id.short) \(how)\n")
+                    return ExitStatus.someFailed
                 case .unknownJob:
                     StandardError.write("jobtop: \(job.id.short) is no longer listed by the serve\n")
                     return ExitStatus.usage

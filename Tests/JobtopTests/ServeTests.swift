@@ -574,6 +574,12 @@ struct ServeTests {
         let done = try await fixture.run(["follow", id])
         #expect(done.status == 1, "a job that has ended: its outcome at once")
         #expect(done.stdout == log, "and its whole output")
+        #expect(done.stderr == "jobtop: \(id) failed\n", "its end said on stderr")
+        // A skipped job has no output: stderr says why it ended (it said nothing).
+        let dependent = try await fixture.run(["submit", "--after", id, "-c", "true"]).lines[0]
+        let skipped = try await fixture.run(["follow", dependent])
+        #expect(skipped.status == 1)
+        #expect(skipped.stderr == "jobtop: \(dependent) was skipped ('jobtop log \(dependent)' says why)\n", "\(skipped.stderr)")
         let unknown = try await fixture.run(["follow", "zzzz"])
         #expect(unknown.status == 2)
         try await fixture.stop()
@@ -710,14 +716,16 @@ struct ServeTests {
         #expect(!FileManager.default.fileExists(atPath: fixture.socketPath))
     }
 
-    @Test("wait and submit --wait say the serve went away (3) when a second SIGINT stops it: its cancel is not the job's end (they said 1 for a job its next start then ran)")
+    @Test("wait, submit --wait and follow say the serve went away (3) when a second SIGINT stops it: its cancel is not the job's end (they said 1 for a job its next start then ran)")
     func waitThroughAServeStoppedTwice() async throws {
         let fixture = try await ServeFixture()
-        let id = try await fixture.run(["submit", "-c", "sleep 300"]).lines[0]
+        let id = try await fixture.run(["submit", "-c", "echo begun; sleep 300"]).lines[0]
         try await fixture.waitFor(id, "running")
         let wait = try fixture.start(["wait", id])
+        let follow = try fixture.start(["follow", id])
         let submitWait = try fixture.start(["submit", "--wait", "-c", "sleep 300"])
         #expect(await eventually { wait.output.contains("waiting for 1 job") })
+        #expect(await eventually { follow.output.contains("begun") })
         // Both jobs running (the second submitted and waited for).
         #expect(await eventually { ((try? await fixture.jobs()) ?? []).filter { $0["state"] as? String == "running" }.count == 2 })
         fixture.serve.send(SIGINT)
@@ -728,6 +736,9 @@ struct ServeTests {
             #expect(outcome.status == 3, "\(outcome.stderr)")
             #expect(outcome.stderr.contains("jobtop serve went away before the jobs ended"), "\(outcome.stderr)")
         }
+        let followed = await follow.wait()
+        #expect(followed.status == 3, "\(followed.stderr)")
+        #expect(followed.stderr.contains("jobtop serve went away before \(id.prefix(8)) ended"), "\(followed.stderr)")
         _ = await fixture.serve.wait(atMost: .seconds(60))
     }
 
