@@ -702,6 +702,13 @@ public struct SchedulerCore: Sendable {
                 if let started = job.startedAt { jobs[handle].info.history.startedAt = min(pastTime(of: started, now: now), finishedAt) }
                 // A job restored later may name it: its outcome outlives its record.
                 jobLinks[Int(handle.index)].isDependency = true
+                // Among the dependents of each of its dependencies that did not succeed, as a
+                // submission registers it: retrying that one brings a skipped job back (after a
+                // restart it stayed skipped, and its own retry was refused for the dependency).
+                for case .job(let dependency) in job.spec.dependencies {
+                    guard let record = jobs.handle(of: dependency), jobs[record].info.state.kind != .succeeded else { continue }
+                    addDependent(Dependent(serial: jobLinks[Int(handle.index)].serial, handle: handle), to: record)
+                }
                 finishedOrder.append(handle)
                 continue
             }

@@ -67,6 +67,35 @@ import Testing
         #expect(core.counts[.failed] == 1)
     }
 
+    @Test("A job skipped before the restart comes back when its dependency is retried after it, as without the restart (it stayed skipped)")
+    mutating func retryAfterRestartBringsBackSkippedDependents() throws {
+        var core = SchedulerCore(configuration: .init(seed: 1))
+        _ = core.workerJoined(Self.worker(), now: .zero)
+        let (parent, child, grandchild) = (ids.nextJobID(), ids.nextJobID(), ids.nextJobID())
+        let skip = SkipReason(dependency: parent, dependencyName: "parent", outcome: .cancelled)
+        let (refused, _) = core.restore([
+            RestoredJob(id: parent, spec: Self.spec("parent"), attempts: 1, ending: .cancelled),
+            RestoredJob(id: child, spec: Self.spec("child", after: [parent]), attempts: 0, ending: .skipped(skip)),
+            RestoredJob(
+                id: grandchild, spec: Self.spec("grandchild", after: [child]), attempts: 0,
+                ending: .skipped(SkipReason(dependency: child, dependencyName: "child", outcome: .skipped))),
+        ], now: .seconds(5))
+        #expect(refused.isEmpty)
+        // When the parent is retried
+        let actions = try core.retry(parent, now: .seconds(6))
+        // Then the skipped chain waits for it again, and the parent runs
+        #expect(Self.starts(actions) == [parent])
+        #expect(core.state(of: child) == .blocked)
+        #expect(core.state(of: grandchild) == .blocked)
+        // and runs after it, in order.
+        guard case .running(let worker, _, _, _) = core.state(of: parent) else {
+            Issue.record("parent is \(String(describing: core.state(of: parent)))")
+            return
+        }
+        let next = core.jobFinished(parent, attempt: 1, worker: worker, termination: .exit(0), now: .seconds(7))
+        #expect(Self.starts(next) == [child])
+    }
+
     /// After a restart the finished jobs keep their run times and their order, and every job
     /// its submission time: dates before the new clock's zero are negative times (the dashboard
     /// showed blank run times, `submitted 00:00`, and the oldest ended job first).
