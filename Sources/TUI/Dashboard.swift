@@ -39,6 +39,8 @@ public enum DashboardExit: Sendable, Equatable {
     case signal(Int32)
     /// Attached: the serve went away (the event stream ended without being asked to).
     case disconnected
+    /// The terminal could not be taken over (said on stderr): nothing was shown.
+    case cannotOpen
 }
 
 /// The full-screen dashboard: htop for jobs.
@@ -65,7 +67,7 @@ public enum Dashboard {
         case .success(let opened): terminal = opened
         case .failure(let error):
             FileOutput.standardError("jobtop: cannot open the dashboard: \(error)\n")
-            return .quit
+            return .cannotOpen
         }
         let controller = DashboardController(client: client, terminal: terminal, signals: signals, options: options)
         return await controller.run()

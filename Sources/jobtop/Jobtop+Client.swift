@@ -15,8 +15,9 @@ extension Jobtop {
                 attached at once. q detaches without asking; X shuts the serve down (asks y/n; \
                 running jobs finish first).
 
-                Exit status: 0 detached (or the serve was shut down from here); 3 no serve is \
-                running, or it went away while attached (the terminal is restored first).
+                Exit status: 0 detached (or the serve was shut down from here); 2 no terminal \
+                the dashboard can use (stdin, stdout, TERM); 3 no serve is running, or it went \
+                away while attached (the terminal is restored first).
                 """
         )
 
@@ -25,6 +26,17 @@ extension Jobtop {
         mutating func run() async throws {
             guard isatty(STDIN_FILENO) != 0 || FileManager.default.isReadableFile(atPath: "/dev/tty") else {
                 StandardError.write("jobtop: attach shows the dashboard and reads keys from a terminal; stdin is not one and /dev/tty cannot be opened\n")
+                throw ExitCode(ExitStatus.usage)
+            }
+            // A screen it cannot draw on is refused before anything, as `run` leaves it for
+            // headless (attach drew into a file and never ended, drew one garbled line for
+            // TERM=dumb, and exited 0 without TERM).
+            guard isatty(STDOUT_FILENO) != 0 else {
+                StandardError.write("jobtop: attach draws the dashboard on a terminal, and stdout is not one; 'jobtop status' and 'jobtop follow ID' print\n")
+                throw ExitCode(ExitStatus.usage)
+            }
+            if let problem = await Dashboard.terminalProblem() {
+                StandardError.write("jobtop: attach cannot draw the dashboard here (\(problem)); 'jobtop status' and 'jobtop follow ID' print\n")
                 throw ExitCode(ExitStatus.usage)
             }
             let client = try await connection.client()
@@ -52,6 +64,7 @@ extension Jobtop {
             client.beginClose()
             switch exit {
             case .quit: return
+            case .cannotOpen: throw ExitCode(ExitStatus.usage)
             case .signal(let number): throw ExitCode(ExitStatus.interrupted(by: number))
             case .disconnected:
                 StandardError.write("jobtop: jobtop serve at \(client.endpoint) went away; detached\n")

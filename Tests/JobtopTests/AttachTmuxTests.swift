@@ -38,6 +38,30 @@ struct AttachTmuxTests {
         try await fixture.stop()
     }
 
+    @Test("attach where it cannot draw (stdout a file, TERM=dumb, no TERM) says so in one line and exits 2 (it drew into the file and never ended, drew one garbled line, or exited 0)")
+    func attachWithoutAScreen() async throws {
+        let fixture = try await ServeFixture()
+        let tmux = try TmuxSession(shape: Self.shape)
+        defer { tmux.close() }
+        let output = fixture.scratch.file("attach.out")
+        let environment = "XDG_RUNTIME_DIR=\(fixture.runtimeDirectory)"
+        try await tmux.run("\(environment) \(TmuxSession.binary) attach > \(output); echo \"file-exit=$?\"")
+        let file = try await tmux.waitFor("attach into a file") { $0.contains { $0.hasPrefix("file-exit=") } }
+        try await tmux.run("\(environment) TERM=dumb \(TmuxSession.binary) attach; echo \"dumb-exit=$?\"")
+        let dumb = try await tmux.waitFor("attach on TERM=dumb") { $0.contains { $0.hasPrefix("dumb-exit=") } }
+        try await tmux.run("\(environment) env -u TERM \(TmuxSession.binary) attach; echo \"unset-exit=$?\"")
+        let unset = try await tmux.waitFor("attach without TERM") { $0.contains { $0.hasPrefix("unset-exit=") } }
+        let screen = unset.joined()
+        #expect(screen.contains("attach draws the dashboard on a terminal, and stdout is not one"), "\(unset)")
+        #expect(file.contains("file-exit=2"), "\(file)")
+        #expect(screen.contains("attach cannot draw the dashboard here (TERM=dumb cannot move the cursor)"), "\(unset)")
+        #expect(dumb.contains("dumb-exit=2"), "\(dumb)")
+        #expect(screen.contains("attach cannot draw the dashboard here (TERM is not set)"), "\(unset)")
+        #expect(unset.contains("unset-exit=2"), "\(unset)")
+        #expect(fixture.scratch.read("attach.out") == "", "nothing drawn into the file")
+        try await fixture.stop()
+    }
+
     @Test("two attaches at once both follow the jobs; X (confirmed) shuts the serve down and the other says it went away")
     func twoAttachesAndShutdown() async throws {
         let fixture = try await ServeFixture()
