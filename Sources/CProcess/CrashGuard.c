@@ -566,6 +566,9 @@ static void jt_lifeline_guard(int fd) {
         if (polled == 0) {
             if (stage == 0) {
                 jt_crash_guard_kill_groups(SIGTERM);
+                // A stopped job (SIGSTOP, the terminal's Ctrl-Z) gets its SIGTERM only once it
+                // runs again, as a shell's `kill` does it.
+                jt_crash_guard_kill_groups(SIGCONT);
                 stage = 1;
                 fired_at = jt_monotonic_ns();
             } else {

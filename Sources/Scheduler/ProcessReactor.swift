@@ -447,6 +447,9 @@ private final class ProcessLoopThread {
             return
         }
         kill(-process.pid, SIGTERM)
+        // A stopped job (`jobtop signal STOP`, the `x` menu) gets its SIGTERM only when it runs
+        // again: without this it waited out the grace and was killed, its `trap` never run.
+        kill(-process.pid, SIGCONT)
         let killAt = ContinuousClock.now + request.grace
         process.phase = .running(killAt: killAt)
         schedule(process, at: killAt)
@@ -626,6 +629,7 @@ private final class ProcessLoopThread {
                     finish(process, leftovers: (live, false))
                 } else {
                     kill(-process.pid, SIGTERM)
+                    kill(-process.pid, SIGCONT)  // (a stopped leftover gets it, as above)
                     let killAt = now + process.start.grace
                     process.phase = .emptying(Emptying(leftovers: live, killAt: killAt, killSentAt: nil))
                     schedule(process, at: min(killAt, now + .milliseconds(1)))

@@ -215,6 +215,35 @@ struct ShellJobTests {
         }
     }
 
+    @Test("Cancelling a stopped job (SIGSTOP) lets its SIGTERM trap run: SIGCONT follows the SIGTERM (it waited out the grace and was killed, its trap never run)")
+    func cancelOfAStoppedJobRunsItsTrap() async throws {
+        let pidFile = Self.temporaryFile("pids")
+        // A grace longer than the test: only a SIGTERM the job sees ends it in time.
+        try await Self.withScheduler(grace: .seconds(600)) { scheduler, reader in
+            let id = try await scheduler.submit(.shell(
+                "trap 'echo got-term; exit 0' TERM; echo $$ > \(pidFile); echo ready; while :; do sleep 0.05; done"))
+            let pids = await Self.pids(in: pidFile, count: 1, reader: &reader, job: id)
+            guard let pid = pids.first else { return }
+            try await scheduler.signal(id, SIGSTOP)
+            #expect(await eventually { Self.isStopped(pid) }, "the job did not stop")
+            try await scheduler.cancel(id)
+            var lines: [String] = []
+            let end = await reader.next { kind in
+                if case .output(id, let line) = kind { lines.append(line.text) }
+                return kind.isFinal && kind.jobID == id
+            }
+            #expect(end?.kind.name == "cancelled")
+            #expect(lines.contains("got-term"), "\(lines)")
+        }
+    }
+
+    /// Whether the process with this pid is stopped (state T).
+    static func isStopped(_ pid: pid_t) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return false }
+        return stat[stat.index(after: close)...].hasPrefix(" T")
+    }
+
     @Test func aGrandchildThatCleansUpOnSIGTERMKeepsTheGracePeriodAfterTheMainProcessDied() async throws {
         let pidFile = Self.temporaryFile("pids")
         let gate = Self.temporaryFile("gate")
