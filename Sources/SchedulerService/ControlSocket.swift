@@ -189,12 +189,15 @@ public enum ControlSocket {
 }
 
 extension ControlSocket {
-    /// Checks, before anything is made, that a serve could listen at `socketPath` and `tcp`:
-    /// no serve answers at the socket (and the path is a socket or nothing), and the TCP
-    /// address can be bound. Nothing is left behind.
+    /// Checks, before anything else is made, that a serve could listen at `socketPath` and
+    /// `tcp`: the socket's directory can be made (and is), no serve answers at the socket (and
+    /// the path is a socket or nothing), and the TCP address can be bound.
     ///
     /// - Throws: ``ControlError`` as ``ControlServer/start(socketPath:)`` would.
     public static func checkCanListen(socketPath: String, tcp: RemoteAddress?) throws(ControlError) {
+        // Its directory is made now (0700), as the listen would make it: one that cannot be made
+        // is said before the state directory is.
+        try prepareDirectory((socketPath as NSString).deletingLastPathComponent)
         _ = try isStale(socketPath)
         if let tcp {
             do throws(RemoteError) { try ListeningSocket.check(tcp) } catch { throw ControlError(.cannotListen, error.message) }

@@ -48,6 +48,7 @@ public final class SchedulerStore: Sendable {
         self.configuration = configuration
         try directory.create()
         lock = try StateLock(directory.lockFile)
+        directory.makePrivate()
         var config = GRDB.Configuration()
         config.journalMode = .wal
         config.label = "jobtop.state"

@@ -59,6 +59,21 @@ public struct StateDirectory: Sendable {
         }
     }
 
+    /// Makes what holds every job's command, environment and output this user's alone, in a
+    /// directory given that others may read (`--state-dir` of an existing 0755 one): the output
+    /// directory 0700, the database and its WAL files 0600 (made so before SQLite makes it with
+    /// the umask's 0644; SQLite gives the WAL files the database's mode). The directory itself
+    /// is the user's choice and stays as it is.
+    func makePrivate() {
+        var info = stat()
+        if stat(outputDirectory.path, &info) == 0, info.st_mode & 0o077 != 0 { chmod(outputDirectory.path, 0o700) }
+        let fd = open(database.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        if fd >= 0 { close(fd) }
+        for file in [database.path, database.path + "-wal", database.path + "-shm"] {
+            if stat(file, &info) == 0, info.st_mode & 0o077 != 0 { chmod(file, 0o600) }
+        }
+    }
+
     /// Why `url` could not be made, in words (Foundation's say "The operation could not be
     /// completed. (NSCocoaErrorDomain error 512.)" for a path under a file).
     private static func reason(making url: URL, _ error: any Error) -> String {

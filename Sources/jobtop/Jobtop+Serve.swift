@@ -86,6 +86,10 @@ extension Jobtop {
         var slurm: SlurmRunOptions
 
         func validate() throws {
+            // An empty path would put the state in the current directory, unasked.
+            if let stateDir, stateDir.trimmingCharacters(in: .whitespaces).isEmpty {
+                throw ValidationError("--state-dir needs a directory, not an empty path")
+            }
             if !slurm.slurm, slurm.partition != nil || !slurm.slurmArguments.isEmpty || slurm.poll != nil || slurm.directory != nil {
                 throw ValidationError("--partition, --slurm-arg, --slurm-poll and --slurm-dir need --slurm")
             }

@@ -801,6 +801,24 @@ struct ServeTests {
         try await fixture.stop()
     }
 
+    @Test("A serve whose socket directory cannot be made, or given an empty --state-dir, makes no state directory")
+    func refusedBeforeTheStateDirectory() async throws {
+        let scratch = try Scratch()
+        try scratch.write("runtime-file", "")
+        let noSocket = try await JobtopProcess(
+            ["serve", "--state-dir", scratch.file("state")], directory: scratch.path,
+            environment: ["XDG_RUNTIME_DIR": scratch.file("runtime-file"), "XDG_STATE_HOME": scratch.file("xdg-state")]).wait()
+        #expect(noSocket.status == 1)
+        #expect(noSocket.stderr.contains("cannot make the socket directory \(scratch.file("runtime-file"))/jobtop: not a directory"), "\(noSocket.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: scratch.file("state")))
+        let empty = try await JobtopProcess(
+            ["serve", "--state-dir", ""], directory: scratch.path,
+            environment: ["XDG_RUNTIME_DIR": scratch.file("run"), "XDG_STATE_HOME": scratch.file("xdg-state")]).wait()
+        #expect(empty.status == 2)
+        #expect(empty.stderr.contains("--state-dir needs a directory, not an empty path"), "\(empty.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: scratch.file("jobtop.db")), "the state went into the current directory")
+    }
+
     @Test("A serve whose --listen port is taken says so in one line and makes nothing; one restarted on its port while a connection was open listens again")
     func tcpPortTakenAndReused() async throws {
         let fixture = try await ServeFixture(["-j", "1", "--listen", "127.0.0.1:0"])

@@ -85,6 +85,35 @@ private func waitForEnds(_ ids: [JobID], on client: DurableScheduler) async -> [
 
 @Suite("Durable state")
 struct StoreTests {
+    @Test("In a state directory others may read (an existing 0755 one), the database, its WAL files and the output are this user's alone (they were 0644)")
+    func stateIsPrivateInAnOpenDirectory() async throws {
+        let scratch = try Scratch()
+        let path = scratch.file("open-state")
+        #expect(mkdir(path, 0o755) == 0)
+        chmod(path, 0o755)
+        let directory = StateDirectory(path: path)
+        let ids = try await withDurable(directory) { durable in
+            guard case .submitted(let ids) = try await durable.perform(.submit([JobSpec(work: .shell("echo secret"))], batch: nil)) else {
+                throw SpawnError(message: "no ids")
+            }
+            _ = await waitForEnds(ids, on: durable)
+            return ids
+        }
+        func mode(_ file: String) -> mode_t? {
+            var info = stat()
+            return stat(file, &info) == 0 ? info.st_mode & 0o777 : nil
+        }
+        #expect(mode(directory.database.path) == 0o600)
+        for suffix in ["-wal", "-shm"] {
+            if let walMode = mode(directory.database.path + suffix) { #expect(walMode == 0o600, "\(suffix)") }
+        }
+        #expect(mode(directory.outputDirectory.path) == 0o700)
+        let outputs = try FileManager.default.contentsOfDirectory(atPath: directory.outputDirectory.path)
+        #expect(outputs.count == ids.count)
+        for file in outputs { #expect(mode(directory.outputDirectory.appendingPathComponent(file).path) == 0o600, "\(file)") }
+        #expect(mode(path) == 0o755, "the directory given stays as it is")
+    }
+
     @Test("submitted jobs, their outcomes, attempts and output survive a restart")
     func outcomesSurviveARestart() async throws {
         let scratch = try Scratch()
