@@ -1010,7 +1010,7 @@ private func sendToGroup(
 func refusalLine(_ message: String, id: JobID, name: String?) -> String {
     let namesIt = message.contains(id.short)
     let prefix = [name, namesIt ? nil : id.short].compactMap { $0 }.map { "\($0): " }.joined()
-    return "jobtop: \(prefix)\(message)\n"
+    return "jobtop: \(printable(prefix + message))\n"
 }
 
 private func perJob(_ references: [String], _ connection: ConnectOptions, _ command: @escaping (JobInfo) -> SchedulerCommand) async throws {

@@ -114,10 +114,12 @@ struct Jobtop: AsyncParsableCommand {
             }
             exit(withError: nil)
         } catch let failure as ServeFailure {
-            StandardError.write("jobtop: \(failure.error.message)\n")
+            StandardError.write("jobtop: \(printable(failure.error.message))\n")
             Foundation.exit(ExitStatus.noServe)
         } catch let error as JobInputError {
-            StandardError.write("jobtop: \(error.message)\n")
+            // One line, whatever it quotes of the user's (an id with an escape sequence or a
+            // newline in it, echoed raw, acted on the terminal).
+            StandardError.write("jobtop: \(printable(error.message))\n")
             Foundation.exit(ExitStatus.usage)
         } catch {
             if exitCode(for: error) == .validationFailure {

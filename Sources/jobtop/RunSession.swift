@@ -160,7 +160,7 @@ struct RunSession {
             }
         }
         let fed = await feeding.value
-        if case .refused(let error) = fed { StandardError.write("jobtop: \(error.message)\n") }
+        if case .refused(let error) = fed { StandardError.write("jobtop: \(printable(error.message))\n") }
         reader?.stop()
         await running.value
         await readerStopper?.value

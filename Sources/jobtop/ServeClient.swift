@@ -128,7 +128,7 @@ func send(_ client: ControlClient, _ command: SchedulerCommand) async throws -> 
     do {
         return try await client.send(command)
     } catch let error as SchedulerError {
-        StandardError.write("jobtop: \(error.message)\n")
+        StandardError.write("jobtop: \(printable(error.message))\n")
         throw ExitCode(ExitStatus.someFailed)
     }
 }

@@ -582,6 +582,13 @@ struct ServeTests {
         #expect(skipped.stderr == "jobtop: \(dependent) was skipped ('jobtop log \(dependent)' says why)\n", "\(skipped.stderr)")
         let unknown = try await fixture.run(["follow", "zzzz"])
         #expect(unknown.status == 2)
+        // An id with an escape sequence and a newline is echoed as one line, escaped (it was
+        // written raw: the terminal acted on it).
+        for command in ["log", "cancel"] {
+            let odd = try await fixture.run([command, "ab\u{1B}[2J\ncd"])
+            #expect(odd.status == 2)
+            #expect(odd.stderr == "jobtop: no job 'ab\\u{1B}[2J\\ncd' (give its id, a unique prefix of it, or its name; see 'jobtop status --all')\n", "\(odd.stderr)")
+        }
         try await fixture.stop()
     }
 
