@@ -38,12 +38,16 @@ enum JobFile {
         return try parse(text, file: path, directory: directory, overrides: overrides)
     }
 
+    /// The longest name, in UTF-8 bytes.
+    static let maxNameBytes = 256
+
     /// What is wrong with a job's name, if anything: one of blanks only cannot be told apart in
     /// the table or given to `--after`, and a line break or another control character would
-    /// break a log line in two.
-    /// A right-to-left override would make it show as another name.
+    /// break a log line in two. A right-to-left override would make it show as another name.
     static func nameProblem(_ name: String) -> String? {
         if name.allSatisfy(\.isWhitespace) { return "is blank" }
+        // A name is something to type and read in a column (a 100,000-character one was taken).
+        if name.utf8.count > maxNameBytes { return "is \(name.utf8.count) bytes long; the most is \(maxNameBytes)" }
         if let bad = name.unicodeScalars.first(where: isUnprintable) {
             let what = bad.properties.isBidiControl ? "a bidirectional control character" : "a control character"
             return "has \(what) (\(printable(String(bad))))"
@@ -103,7 +107,10 @@ enum JobFile {
             guard let table = jobs[index].table else {
                 throw JobInputError(.wrongType, "\(file): job \(number) must be a table ([[job]]), not \(describe(jobs[index].type))")
             }
-            let place = "job \(number)" + (table["name"]?.string.map { " ('\(printable($0))')" } ?? "")
+            // (A name too long to be one is shown by its start.)
+            let place = "job \(number)" + (table["name"]?.string.map {
+                " ('\(printable($0.utf8.count > Self.maxNameBytes ? String($0.prefix(40)) + "…" : $0))')"
+            } ?? "")
             let own = try reader.fields(of: table, allowed: JobFields.keys + ["slurm"], place: place)
             guard let command = own.command else {
                 throw JobInputError(.missingCommand, "\(file): \(place): missing 'command'")

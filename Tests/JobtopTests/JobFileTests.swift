@@ -140,13 +140,15 @@ struct JobFileTests {
         #expect(core.counts.values.reduce(0, +) == 0)
     }
 
-    @Test("A job name of blanks only, or with a line break or a tab, is refused with its place (they were taken)")
+    @Test("A job name of blanks only, with a line break or a tab, or over 256 bytes is refused with its place (they were taken)")
     func badNames() {
         for (name, problem) in [
             ("   ", "'name' is blank"), ("a\\nb", "'name' has a control character (\\n)"), ("a\\tb", "'name' has a control character (\\t)"),
             // One that shows as another name, and an escape sequence (its place escaped too)
             ("evil\\u202Eeman", "'name' has a bidirectional control character (\\u{202E})"),
             ("esc\\u001b[31m", "job 1 ('esc\\u{1B}[31m'): 'name' has a control character (\\u{1B})"),
+            // One too long to read (shown by its start)
+            (String(repeating: "x", count: 257), "job 1 ('\(String(repeating: "x", count: 40))…'): 'name' is 257 bytes long; the most is 256"),
         ] {
             #expect {
                 try JobFile.parse("[[job]]\nname = \"\(name)\"\ncommand = \"true\"\n", file: "j.toml", directory: "/")
