@@ -43,6 +43,9 @@ enum DurationParser {
             total += value * unit.seconds
         }
         guard total.isFinite, total < 1e9 else { throw Failure(text: text, reason: "it is too long") }
+        // Times are kept and shown to the millisecond: `0.0001ms` passed as more than zero, then
+        // timed every job out "after 0ms".
+        if total > 0 && total < 0.001 { throw Failure(text: text, reason: "it is shorter than 1ms") }
         return .nanoseconds(Int64((total * 1e9).rounded()))
     }
 }

@@ -20,6 +20,7 @@ struct DurationParserTests {
         arguments: [
             ("", "empty"), ("10", "needs a unit"), ("5x", "unknown unit 'x'"), ("-1s", "negative"),
             ("s", "expected a number"), ("1.2.3s", "expected a number"), ("10 parsecs", "needs a unit"),
+            ("0.0001ms", "shorter than 1ms"), ("0.0005s", "shorter than 1ms"),
         ])
     func refused(text: String, reason: String) {
         #expect {
