@@ -602,6 +602,12 @@ public final class WorkerAgent: Sendable {
         {
             return .tlsFailed(why)
         }
+        if !welcome.isWelcomed, let rpc = error as? RPCError, rpc.code == .unimplemented {
+            // A gRPC server without the workers' service (a serve's --listen control port): no
+            // retry will find one there (it retried forever, saying "requested RPC isn't
+            // implemented by this server").
+            return .refused("what answers there is not a workers port (a jobtop serve's --listen control port? give the serve's --workers address)")
+        }
         var why = PeerText.escaped(Self.describe(error))
         if configuration.tls != nil, let closed = RemoteTLS.Client.closedDuringHandshake(in: error) { why = closed }
         if configuration.tls == nil, why.contains("before completing the HTTP/2 connection preface") {

@@ -162,6 +162,12 @@ public final class ControlClient: SchedulerClient {
             switch error.code {
             case .unauthenticated, .permissionDenied:
                 return ControlError(.refused, "jobtop serve at \(endpoint) refused us: \(error.message)")
+            case .unimplemented:
+                // A gRPC server without the control service: most likely the workers' port of a
+                // serve or a run (it said "Requested RPC isn't implemented by this server.").
+                return ControlError(
+                    .notRunning,
+                    "what answers at \(endpoint) is not a jobtop serve's control port (a workers port, for 'jobtop worker --connect'? the serve's own is its --listen)")
             case .unavailable:
                 var hint = ""
                 if tls == nil, case .tcp = endpoint, error.message.contains("before completing the HTTP/2 connection preface") {

@@ -119,7 +119,8 @@ extension Jobtop {
                     throw ValidationError("\(flag) \(value): \(error)")
                 }
             }
-            if let listen, let workers, listen == workers {
+            // (Port 0 twice is two ports, each the system's choice.)
+            if let listen, let workers, listen == workers, (try? RemoteAddress(parsing: listen))?.port != 0 {
                 throw ValidationError("--listen and --workers need two different addresses, not both \(listen)")
             }
         }

@@ -808,6 +808,24 @@ struct ServeTests {
         try await fixture.stop()
     }
 
+    @Test("A client given the workers' port, and a worker given the control port, each say which port it is in one line (a transport's words, and a worker that retried forever)")
+    func wrongPorts() async throws {
+        let fixture = try await ServeFixture(["-j", "1", "--listen", "127.0.0.1:0", "--workers", "127.0.0.1:0"])
+        func address(after marker: String) throws -> String {
+            let line = try #require(fixture.serve.output.split(separator: "\n").first { $0.contains(marker) })
+            return try #require(line.split(separator: " ").first { $0.hasPrefix("127.0.0.1:") }.map { String($0.trimmingCharacters(in: .punctuationCharacters.subtracting(.init(charactersIn: ":")))) })
+        }
+        let control = try address(after: "listening on")
+        let workers = try address(after: "accepting workers on")
+        let client = try await fixture.run(["status", "--connect", workers])
+        #expect(client.status == 3)
+        #expect(client.stderr == "jobtop: what answers at \(workers) is not a jobtop serve's control port (a workers port, for 'jobtop worker --connect'? the serve's own is its --listen)\n", "\(client.stderr)")
+        let worker = try await fixture.run(["worker", "--connect", control])
+        #expect(worker.status == 1)
+        #expect(worker.stderr.contains("what answers there is not a workers port"), "\(worker.stderr)")
+        try await fixture.stop()
+    }
+
     @Test("A serve whose socket directory cannot be made, or given an empty --state-dir, makes no state directory")
     func refusedBeforeTheStateDirectory() async throws {
         let scratch = try Scratch()
