@@ -51,7 +51,12 @@ public struct WorkerDescriptor: Sendable, Equatable, Codable {
     }
 
     /// How many of its `slots` run attempts at once (the rest hold attempts behind them).
-    var runningSlots: Int { min(ownSlots ?? slots, slots) }
+    /// Of its slots, how many run attempts at once (``ownSlots``, else all): what a person
+    /// calls its slots.
+    public var runningSlots: Int { min(ownSlots ?? slots, slots) }
+
+    /// How many attempts it may hold behind its running ones (a remote worker's prefetch).
+    public var prefetchDepth: Int { slots - runningSlots }
 }
 
 /// A worker's place in the pool: a dense index, so the core reaches a worker without hashing

@@ -351,7 +351,9 @@ struct JobBoard: Sendable {
             append(time, "slots: \(local) local, \(total) in all", .normal)
         case .workerJoined(let descriptor):
             if descriptor.kind == .remote {
-                append(time, "worker \(descriptor.name) joined (\(descriptor.slots) slots)", .normal)
+                let slots = descriptor.runningSlots
+                let prefetch = descriptor.prefetchDepth > 0 ? ", +\(descriptor.prefetchDepth) prefetched" : ""
+                append(time, "worker \(descriptor.name) joined (\(slots) slot\(slots == 1 ? "" : "s")\(prefetch))", .normal)
             }
         case .workerLeft(let id, let reason):
             // A local slot retired by lowering the slots: the slots line already says so.

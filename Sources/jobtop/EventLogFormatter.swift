@@ -193,7 +193,10 @@ final class EventLogFormatter {
             line.string("worker", descriptor.name)
             line.string("worker_id", descriptor.id.description)
             line.string("kind", descriptor.kind.rawValue)
-            line.int("slots", descriptor.slots)
+            // Its own slots, and what it may hold behind them apart (one `slots` said both: a
+            // 2-slot worker with a prefetch of 1 showed as 3 slots).
+            line.int("slots", descriptor.runningSlots)
+            if descriptor.prefetchDepth > 0 { line.int("prefetch", descriptor.prefetchDepth) }
         case .workerLeft(let id, let reason):
             line.string("worker", workers[id] ?? id.short)
             line.string("worker_id", id.description)

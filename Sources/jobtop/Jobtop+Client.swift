@@ -346,12 +346,13 @@ extension Jobtop {
             var shuttingDown: String?
             var counts: [String: Int]
             var slots: Int
+            var prefetch: Int
             var groups: [GroupRecord]
             var workers: [WorkerRecord]
             var jobs: [JobRecord]
 
             private enum CodingKeys: String, CodingKey {
-                case paused, shuttingDown, counts, slots, groups, workers, jobs
+                case paused, shuttingDown, counts, slots, prefetch, groups, workers, jobs
             }
 
             /// Every field, `shuttingDown` as null when no shutdown is under way (a script reads
@@ -362,6 +363,7 @@ extension Jobtop {
                 try container.encode(shuttingDown, forKey: .shuttingDown)
                 try container.encode(counts, forKey: .counts)
                 try container.encode(slots, forKey: .slots)
+                try container.encode(prefetch, forKey: .prefetch)
                 try container.encode(groups, forKey: .groups)
                 try container.encode(workers, forKey: .workers)
                 try container.encode(jobs, forKey: .jobs)
@@ -381,7 +383,10 @@ extension Jobtop {
             var name: String
             var kind: String
             var slots: Int
+            var prefetch: Int
             var running: Int
+            /// Sent to it and held behind its running jobs (its prefetch), not begun.
+            var sent: Int
         }
 
         mutating func run() async throws {
@@ -390,17 +395,25 @@ extension Jobtop {
                 let snapshot = try await client.fetchSnapshot()
                 let workers = Dictionary(snapshot.workers.map { ($0.descriptor.id, $0.descriptor.name) }, uniquingKeysWith: { a, _ in a })
                 let jobs = all ? snapshot.jobs : snapshot.jobs.filter { !$0.state.isFinished }
+                // The slots that run jobs, and apart from them what remote workers may hold
+                // behind theirs (one total said both: a 2-slot worker showed as 3 slots).
+                let prefetch = snapshot.workers.reduce(0) { $0 + $1.descriptor.prefetchDepth }
+                let slots = snapshot.totalSlots - prefetch
                 if json {
                     printJSON(Report(
                         paused: snapshot.isPaused, shuttingDown: snapshot.shutdown?.rawValue,
                         counts: Dictionary(uniqueKeysWithValues: snapshot.counts.map { ($0.key.rawValue, $0.value) }),
-                        slots: snapshot.totalSlots,
+                        slots: slots, prefetch: prefetch,
                         groups: snapshot.groups.map {
                             GroupRecord(name: $0.group.name, limit: $0.group.limit, paused: $0.group.isPaused,
                                         running: $0.running, queued: $0.queued, held: $0.held)
                         },
                         workers: snapshot.workers.map {
-                            WorkerRecord(name: $0.descriptor.name, kind: $0.descriptor.kind.rawValue, slots: $0.descriptor.slots, running: $0.running.count)
+                            WorkerRecord(
+                                name: $0.descriptor.name, kind: $0.descriptor.kind.rawValue, slots: $0.descriptor.runningSlots,
+                                prefetch: $0.descriptor.prefetchDepth,
+                                running: $0.running.count { !snapshot.heldAttempts.contains($0) },
+                                sent: $0.running.count { snapshot.heldAttempts.contains($0) })
                         },
                         jobs: jobs.map { JobRecord($0, workers: workers, placements: snapshot.placements, sent: snapshot.heldAttempts) }))
                     return
@@ -410,7 +423,7 @@ extension Jobtop {
                 if header.isEmpty { header = "no jobs" }
                 if snapshot.isPaused { header += "; paused" }
                 if let shutdown = snapshot.shutdown { header += "; shutting down (\(shutdown.rawValue))" }
-                print("\(header); \(snapshot.totalSlots) slot\(snapshot.totalSlots == 1 ? "" : "s")")
+                print("\(header); \(slots) slot\(slots == 1 ? "" : "s")\(prefetch > 0 ? " (+\(prefetch) prefetched)" : "")")
                 let names = Dictionary(snapshot.jobs.map { ($0.id, printable($0.displayName)) }, uniquingKeysWith: { a, _ in a })
                 let busy = snapshot.workers.map { worker in
                     // What it runs, then what it was sent and holds behind that.

@@ -27,6 +27,16 @@ struct EventLogFormatterTests {
             "retry     3f2a1b4c \"build all\" attempt=1/3 reason=\"exit 2\" exit_status=2 next_attempt=2 retry_in=1.25s retry_at=2026-11-18T11:06:43.250Z"))
     }
 
+    @Test("A worker with prefetch joins with its own slots and its prefetch apart (a 2-slot worker holding 1 more said slots=3)")
+    func workerJoinedWithPrefetch() throws {
+        let formatter = EventLogFormatter(format: .text, logsOutput: false, epoch: 1_795_000_000)
+        let far = WorkerDescriptor(id: WorkerID(), name: "far", kind: .remote, slots: 3, ownSlots: 2)
+        let line = try #require(formatter.line(for: event(1, at: 0, .workerJoined(far))))
+        #expect(line.hasSuffix("kind=remote slots=2 prefetch=1"), "\(line)")
+        let plain = try #require(formatter.line(for: event(2, at: 0, .workerJoined(worker))))
+        #expect(plain.hasSuffix("kind=local slots=1"), "\(plain)")
+    }
+
     @Test("A held attempt's 'began' line says how long it was held, and the job's duration counts from it")
     func beganLine() throws {
         let formatter = EventLogFormatter(format: .text, logsOutput: false, epoch: 1_795_000_000)

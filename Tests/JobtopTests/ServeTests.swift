@@ -826,6 +826,25 @@ struct ServeTests {
         try await fixture.stop()
     }
 
+    @Test("status counts a worker's own slots and its prefetch apart (a 2-slot worker with a prefetch of 1 showed as 3 slots)")
+    func statusSlotsAndPrefetch() async throws {
+        let fixture = try await ServeFixture(["-j", "0", "--workers", "127.0.0.1:0", "--prefetch", "1"])
+        let line = try #require(fixture.serve.output.split(separator: "\n").first { $0.contains("accepting workers on") })
+        let address = try #require(line.split(separator: " ").first { $0.hasPrefix("127.0.0.1:") }.map(String.init))
+        let worker = try fixture.start(["worker", "--connect", address, "--slots", "2", "--name", "w1"])
+        #expect(await eventually { ((try? await fixture.run(["status"]))?.stdout ?? "").contains("w1") })
+        let text = try await fixture.run(["status"])
+        #expect(text.lines.first?.hasSuffix("; 2 slots (+1 prefetched)") == true, "\(text.stdout)")
+        let json = try await fixture.run(["status", "--json"])
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        #expect(report["slots"] as? Int == 2 && report["prefetch"] as? Int == 1, "\(json.stdout)")
+        let workers = try #require(report["workers"] as? [[String: Any]])
+        #expect(workers.first?["slots"] as? Int == 2 && workers.first?["prefetch"] as? Int == 1, "\(workers)")
+        worker.send(SIGTERM)
+        _ = await worker.wait()
+        try await fixture.stop()
+    }
+
     @Test("A serve whose socket directory cannot be made, or given an empty --state-dir, makes no state directory")
     func refusedBeforeTheStateDirectory() async throws {
         let scratch = try Scratch()
