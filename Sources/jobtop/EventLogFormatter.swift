@@ -346,7 +346,11 @@ final class EventLogFormatter {
         mutating func strings(_ key: String, _ values: [String]) {
             switch format {
             case .json: raw(key, "[" + values.map(Line.jsonString).joined(separator: ",") + "]")
-            case .text: text += " \(key)=\(Line.textValue(values.joined(separator: ",")))"
+            case .text:
+                // Comma-separated while every value is plain and has no comma; else a JSON array
+                // (`after=a,b` was written both for one job named `a,b` and for `a` and `b`).
+                let plain = values.allSatisfy { !$0.contains(",") && Line.textValue($0) == $0 }
+                text += " \(key)=" + (plain ? values.joined(separator: ",") : "[" + values.map(Line.jsonString).joined(separator: ",") + "]")
             }
         }
 

@@ -37,6 +37,22 @@ struct EventLogFormatterTests {
         #expect(plain.hasSuffix("kind=local slots=1"), "\(plain)")
     }
 
+    @Test("A text line's after list is comma-separated, or a JSON array when a name has a comma or needs quoting (after=a,b was written for one job named 'a,b')")
+    func afterListInText() throws {
+        let formatter = EventLogFormatter(format: .text, logsOutput: false, epoch: 1_795_000_000)
+        let (one, two, three) = (JobID(uuid: UUID()), JobID(uuid: UUID()), JobID(uuid: UUID()))
+        for (id, name) in [(one, "a,b"), (two, "c d"), (three, "e")] {
+            _ = formatter.line(for: event(1, at: 0, .submitted(JobInfo(id: id, name: name, command: "true"))))
+        }
+        var info = JobInfo(id: job, name: "x", command: "true")
+        info.dependencies = [one, two]
+        let mixed = try #require(formatter.line(for: event(2, at: 0, .submitted(info))))
+        #expect(mixed.contains(#" after=["a,b","c d"]"#), "\(mixed)")
+        info.dependencies = [three, three]
+        let plain = try #require(formatter.line(for: event(3, at: 0, .submitted(info))))
+        #expect(plain.hasSuffix(" after=e,e"), "\(plain)")
+    }
+
     @Test("A held attempt's 'began' line says how long it was held, and the job's duration counts from it")
     func beganLine() throws {
         let formatter = EventLogFormatter(format: .text, logsOutput: false, epoch: 1_795_000_000)
