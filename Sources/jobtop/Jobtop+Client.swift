@@ -606,6 +606,10 @@ extension Jobtop {
         func validate() throws {
             let text = try singleValue(priorityArguments, "the new priority")
             guard Int(text) != nil else { throw ValidationError("the priority must be a whole number, not '\(text)'") }
+            // `+5` reads as a change (the dashboard's `+` raises it by one) but would set 5.
+            if text.hasPrefix("+") {
+                throw ValidationError("the priority is the new value, not a change: '\(text)' would set \(priority); write \(priority) if that is meant")
+            }
             if !JobSpec.priorityRange.contains(priority) {
                 throw ValidationError("the priority must be between \(JobSpec.priorityRange.lowerBound) and \(JobSpec.priorityRange.upperBound), not \(priority)")
             }

@@ -421,6 +421,10 @@ struct ServeTests {
             #expect(lowered.status == 0, "\(arguments): \(lowered.stderr)")
         }
         #expect(try await fixture.jobs().first { ($0["short"] as? String) == ids[1] }?["priority"] as? Int == -5)
+        // `+5` reads as a change but would set 5: refused, saying so.
+        let plus = try await fixture.run(["prio", ids[1], "+5"])
+        #expect(plus.status == 2)
+        #expect(plus.stderr.contains("the priority is the new value, not a change: '+5' would set 5"), "\(plus.stderr)")
         _ = try await fixture.run(["prio", ids[1], "10"])
 
         let pause = try await fixture.run(["pause"])
