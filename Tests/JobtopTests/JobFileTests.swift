@@ -180,7 +180,8 @@ struct JobFileTests {
             }
         }
         let dots = String(repeating: ".", count: 5_000)
-        let fine = "[[job]]\ncommand = \"echo \(dots)\" # \(dots)\nname = '\(dots)'\n[[job]]\ncommand = \"\"\"\n\(dots)\\\n\(dots)\"\"\"\n"
+        // (A name is at most 256 bytes: its dots are the most a name can have.)
+        let fine = "[[job]]\ncommand = \"echo \(dots)\" # \(dots)\nname = '\(dots.prefix(256))'\n[[job]]\ncommand = \"\"\"\n\(dots)\\\n\(dots)\"\"\"\n"
         #expect(try JobFile.parse(fine, file: "j.toml", directory: "/").jobs.count == 2)
     }
 
