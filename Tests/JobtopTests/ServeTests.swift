@@ -26,6 +26,13 @@ final class ServeFixture: Sendable {
         try #require(ready, "serve did not start: \(serve.output)")
     }
 
+    /// The TCP address (`127.0.0.1:PORT`) serve printed on the line that has `marker`
+    /// (`listening on` for --listen, `accepting workers on` for --workers).
+    func address(printedWith marker: String) throws -> String {
+        let line = try #require(serve.output.split(separator: "\n").first { $0.contains(marker) })
+        return try #require(line.split(separator: " ").first { $0.hasPrefix("127.0.0.1:") }.map(String.init))
+    }
+
     /// Runs a client command to its end.
     func run(_ arguments: [String], stdin: String? = nil) async throws -> JobtopProcess.Outcome {
         try await JobtopProcess(arguments, stdin: stdin, directory: scratch.path, environment: environment).wait()
@@ -799,8 +806,7 @@ struct ServeTests {
     func tcpWithToken() async throws {
         let fixture = try await ServeFixture(
             ["-j", "1", "--listen", "127.0.0.1:0", "--token-file", "token"], files: ["token": "sesame-\(UUID())\n", "wrong": "nope\n"])
-        let line = try #require(fixture.serve.output.split(separator: "\n").first { $0.contains("listening on") })
-        let address = try #require(line.split(separator: " ").first { $0.hasPrefix("127.0.0.1:") }.map(String.init))
+        let address = try fixture.address(printedWith: "listening on")
         let viaTCP = try await fixture.run(["submit", "--connect", address, "--token-file", fixture.scratch.file("token"), "-c", "true"])
         #expect(viaTCP.status == 0, "\(viaTCP.stderr)")
         let wrong = try await fixture.run(["status", "--connect", address, "--token-file", fixture.scratch.file("wrong")])
@@ -815,12 +821,8 @@ struct ServeTests {
     @Test("A client given the workers' port, and a worker given the control port, each say which port it is in one line (a transport's words, and a worker that retried forever)")
     func wrongPorts() async throws {
         let fixture = try await ServeFixture(["-j", "1", "--listen", "127.0.0.1:0", "--workers", "127.0.0.1:0"])
-        func address(after marker: String) throws -> String {
-            let line = try #require(fixture.serve.output.split(separator: "\n").first { $0.contains(marker) })
-            return try #require(line.split(separator: " ").first { $0.hasPrefix("127.0.0.1:") }.map { String($0.trimmingCharacters(in: .punctuationCharacters.subtracting(.init(charactersIn: ":")))) })
-        }
-        let control = try address(after: "listening on")
-        let workers = try address(after: "accepting workers on")
+        let control = try fixture.address(printedWith: "listening on")
+        let workers = try fixture.address(printedWith: "accepting workers on")
         let client = try await fixture.run(["status", "--connect", workers])
         #expect(client.status == 3)
         #expect(client.stderr == "jobtop: what answers at \(workers) is not a jobtop serve's control port (a workers port, for 'jobtop worker --connect'? the serve's own is its --listen)\n", "\(client.stderr)")
@@ -833,8 +835,7 @@ struct ServeTests {
     @Test("status counts a worker's own slots and its prefetch apart (a 2-slot worker with a prefetch of 1 showed as 3 slots)")
     func statusSlotsAndPrefetch() async throws {
         let fixture = try await ServeFixture(["-j", "0", "--workers", "127.0.0.1:0", "--prefetch", "1"])
-        let line = try #require(fixture.serve.output.split(separator: "\n").first { $0.contains("accepting workers on") })
-        let address = try #require(line.split(separator: " ").first { $0.hasPrefix("127.0.0.1:") }.map(String.init))
+        let address = try fixture.address(printedWith: "accepting workers on")
         let worker = try fixture.start(["worker", "--connect", address, "--slots", "2", "--name", "w1"])
         #expect(await eventually { ((try? await fixture.run(["status"]))?.stdout ?? "").contains("w1") })
         let text = try await fixture.run(["status"])
@@ -870,8 +871,7 @@ struct ServeTests {
     @Test("A serve whose --listen port is taken says so in one line and makes nothing; one restarted on its port while a connection was open listens again")
     func tcpPortTakenAndReused() async throws {
         let fixture = try await ServeFixture(["-j", "1", "--listen", "127.0.0.1:0"])
-        let line = try #require(fixture.serve.output.split(separator: "\n").first { $0.contains("listening on") })
-        let address = try #require(line.split(separator: " ").first { $0.hasPrefix("127.0.0.1:") }.map(String.init))
+        let address = try fixture.address(printedWith: "listening on")
         let port = try #require(address.split(separator: ":").last.flatMap { UInt16($0) })
 
         // Given the port taken, on another socket and state directory
