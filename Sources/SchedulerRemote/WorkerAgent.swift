@@ -393,6 +393,7 @@ public final class WorkerAgent: Sendable {
                 // lifeline guard stops them once this loop has not ticked for half an interval
                 // more than the worker's own limit, well before the coordinator's 5 intervals.
                 JobProcessGuards.watch(timeout: limit + interval / 2, grace: grace)
+                var lastCheck = clock.now()
                 while true {
                     JobProcessGuards.tick()
                     do {
@@ -400,8 +401,17 @@ public final class WorkerAgent: Sendable {
                     } catch {
                         return
                     }
+                    // Away longer than the limit itself: this worker was stopped (SIGSTOP) or
+                    // starved, not the coordinator silent (it blamed the coordinator, "for 3s",
+                    // after a 20 s stop).
+                    let now = clock.now()
+                    let away = now - lastCheck
+                    lastCheck = now
                     if liveness.silence > limit {
-                        input.yield(.ended(.lost("no heartbeat from the coordinator for \(formatDuration(limit))")))
+                        let why = away > limit
+                            ? "this worker did not run for \(formatDuration(away)) (stopped, or starved of CPU), and heard nothing from the coordinator meanwhile"
+                            : "no heartbeat from the coordinator for \(formatDuration(limit))"
+                        input.yield(.ended(.lost(why)))
                         return
                     }
                 }
@@ -546,7 +556,13 @@ public final class WorkerAgent: Sendable {
             case .drain:
                 if !isDraining {
                     isDraining = true
-                    configuration.log("jobtop worker: draining: finishing \(byJob.count) running job\(byJob.count == 1 ? "" : "s"), accepting no new ones")
+                    // Those it runs, and apart from them those it holds behind them (it runs
+                    // them too before it leaves): "3 running" were 2 running and 1 held.
+                    let running = startedAt.count
+                    let held = byJob.count - running
+                    let heldPart = held > 0 ? " and the \(held) held behind them" : ""
+                    configuration.log(
+                        "jobtop worker: draining: finishing \(running) running job\(running == 1 ? "" : "s")\(heldPart), accepting no new ones")
                     outbox.send(.with { $0.draining = .init() })
                 }
             case .ended(let end):

@@ -136,27 +136,34 @@ enum DashboardView {
     private static func headerCounts(_ model: DashboardModel, width: Int) -> [Segment] {
         let board = model.board
         var segments: [Segment] = []
-        var parts: [(JobStateKind, String, Role)] = [
-            (.running, "running", .running), (.queued, "queued", .queued), (.waiting, "waiting", .waiting),
+        // (nil: `sent`, running jobs their workers hold and have not begun: counted apart, not
+        // as running, and shown only when there are some.)
+        var parts: [(JobStateKind?, String, Role)] = [
+            (.running, "running", .running), (nil, "sent", .queued), (.queued, "queued", .queued), (.waiting, "waiting", .waiting),
             (.blocked, "blocked", .blocked), (.scheduled, "scheduled", .waiting),
             (.succeeded, "done", .succeeded), (.failed, "failed", .failed), (.cancelled, "cancelled", .cancelled),
             (.skipped, "skipped", .skipped),
         ]
+        let sent = board.sentCount
+        func count(_ kind: JobStateKind?) -> Int {
+            guard let kind else { return sent }
+            return kind == .running ? board.count(.running) - sent : board.count(kind)
+        }
         // The workflow states only when some job is in them: a run without them keeps its
         // header as it was. When that is too wide, every empty one goes.
-        parts.removeAll { [.blocked, .scheduled, .skipped].contains($0.0) && board.count($0.0) == 0 }
+        parts.removeAll { ($0.0 == nil || [.blocked, .scheduled, .skipped].contains($0.0!)) && count($0.0) == 0 }
         let title = TextWidth.width(model.title) + 3
-        let full = parts.reduce(title) { $0 + TextWidth.width("\(board.count($1.0)) \($1.1)") + 3 }
-        if full > width { parts.removeAll { board.count($0.0) == 0 } }
+        let full = parts.reduce(title) { $0 + TextWidth.width("\(count($1.0)) \($1.1)") + 3 }
+        if full > width { parts.removeAll { count($0.0) == 0 } }
         // The counts are never cut: the title gives way first (shortened, then gone), then the
         // words shorten (`2 run · 1 fail`), then the separators narrow.
         func countsWidth(separator: Int) -> Int {
-            parts.reduce(0) { $0 + TextWidth.width("\(board.count($1.0)) \($1.1)") + separator } - separator
+            parts.reduce(0) { $0 + TextWidth.width("\(count($1.0)) \($1.1)") + separator } - separator
         }
         var separator = " · "
         var counts = countsWidth(separator: 3)
         if counts + 1 > width {
-            parts = parts.map { ($0.0, Self.shortCountLabel($0.0), $0.2) }
+            parts = parts.map { ($0.0, $0.0.map(Self.shortCountLabel) ?? "sent", $0.2) }
             counts = countsWidth(separator: 3)
             if counts + 1 > width {
                 separator = "·"
@@ -171,8 +178,8 @@ enum DashboardView {
         }
         for (offset, part) in parts.enumerated() {
             if offset > 0 { segments.append(Segment(separator, .dim)) }
-            let count = board.count(part.0)
-            segments.append(Segment("\(count) \(part.1)", count == 0 ? .dim : part.2))
+            let number = count(part.0)
+            segments.append(Segment("\(number) \(part.1)", number == 0 ? .dim : part.2))
         }
         return segments
     }
@@ -195,7 +202,8 @@ enum DashboardView {
     private static func headerStatus(_ model: DashboardModel, now: SchedulerTime, width: Int) -> [Segment] {
         let board = model.board
         let remote = board.workers.filter { $0.kind == .remote }
-        let busy = board.count(.running)
+        // The slots running jobs (a job its worker holds behind a busy slot holds none).
+        let busy = board.count(.running) - board.sentCount
         var left: [Segment] = []
         // The run at a glance: done/total with a bar, ETA from the last minute's finish rate,
         // the finish rate as a sparkline, the slots in use as a bar.
@@ -222,12 +230,14 @@ enum DashboardView {
             Segment(sparkline(counts), .running), Segment(" \(Formatting.rate(board.jobsPerSecond(now: now)))/s"),
             Segment(" · ", .dim), Segment("slots "),
         ]
+        // Of them, the slots that run jobs: remote workers' prefetch is not counted as slots.
+        let slots = board.totalSlots - board.workers.reduce(0) { $0 + $1.prefetchDepth }
         if width >= 100 {
-            let slotBar = Formatting.bar(board.totalSlots > 0 ? Double(busy) / Double(board.totalSlots) : 0, width: 6)
+            let slotBar = Formatting.bar(slots > 0 ? Double(busy) / Double(slots) : 0, width: 6)
             left += [Segment(slotBar.filled, .progressFill), Segment(slotBar.empty, .progressEmpty), Segment(" ")]
         }
         left += [
-            Segment("\(busy)/\(board.totalSlots)"),
+            Segment("\(busy)/\(slots)"),
             Segment(" · ", .dim), Segment("up \(isIdle(board, now: now) ? Formatting.minutes(now) : Formatting.compact(now))"),
             Segment(" · ", .dim), Segment("workers \(board.localSlots) local, \(remote.count) remote"),
         ]
@@ -450,13 +460,18 @@ enum DashboardView {
             let name = TextWidth.fit(TextWidth.sanitize(worker.name), to: workerNameWidth)
             let retiring = board.retiring.contains(worker.id) ? " (leaving)" : ""
             if let job = jobs.first {
-                var load = [Segment("busy", .running)]
-                if worker.slots > 1 {
+                // Its own slots, and apart from them what it holds behind them (a 1-slot worker
+                // with one job sent showed `2/2`).
+                let sent = jobs.count { board.isSent($0.id) }
+                let (running, slots) = (jobs.count - sent, worker.runningSlots)
+                var load = [Segment(running > 0 ? "busy" : "idle", running > 0 ? .running : .dim)]
+                if slots > 1 {
                     // A worker of several slots: how full it is, as a bar.
-                    let bar = Formatting.bar(Double(jobs.count) / Double(worker.slots), width: min(8, worker.slots))
+                    let bar = Formatting.bar(Double(running) / Double(slots), width: min(8, slots))
                     load = [Segment(bar.filled, .progressFill), Segment(bar.empty, .progressEmpty),
-                            Segment(" \(jobs.count)/\(worker.slots)", .running)]
+                            Segment(" \(running)/\(slots)", .running)]
                 }
+                if sent > 0 { load.append(Segment(" +\(sent) sent", .dim)) }
                 workerLines.append([Segment(" \(name) ")] + load + [
                     Segment(retiring, .dim), Segment(" " + TextWidth.sanitize(job.displayName)),
                 ])
@@ -782,6 +797,8 @@ enum DashboardView {
             let dependency = TextWidth.truncate(TextWidth.sanitize(reason.dependencyName), to: 24)
             return head + [Segment(TextWidth.sanitize(reason.description)), Segment(" (r on \(dependency) brings it back)", .dim)]
         case .queued:
+            // Everything paused (`p`): that is what it waits for, whatever its group says.
+            if board.isPaused { return head + [Segment("all starts are paused "), Segment("(p resumes)", .dim)] }
             guard let group = board.mirror.groups[job.group] else { return [] }
             let name = TextWidth.truncate(TextWidth.sanitize(group.name), to: 24)
             if group.isPaused {

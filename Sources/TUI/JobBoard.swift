@@ -118,6 +118,9 @@ struct JobBoard: Sendable {
     /// remote worker's prefetch behind a busy slot, a Slurm queue): its STATE says `sent`.
     func isSent(_ id: JobID) -> Bool { mirror.heldAttempts.contains(id) }
 
+    /// How many running jobs are ``isSent(_:)``.
+    var sentCount: Int { mirror.heldAttempts.count }
+
     /// The word for `job`'s state wherever the dashboard names it: its state's name, but
     /// `stopping` for a running job being stopped and `sent` for one its worker holds.
     func stateName(of job: JobInfo) -> String {

@@ -419,7 +419,14 @@ extension Jobtop {
                     return
                 }
                 let kinds = JobStateKind.allCases.filter { snapshot.count($0) > 0 }
-                var header = kinds.map { "\(snapshot.count($0)) \($0.rawValue)" }.joined(separator: ", ")
+                // A running job its worker holds and has not begun is `sent`, as its row says,
+                // not running (5 running were 3 running and 2 sent).
+                let sent = snapshot.heldAttempts.count
+                var header = kinds.flatMap { kind -> [String] in
+                    guard kind == .running, sent > 0 else { return ["\(snapshot.count(kind)) \(kind.rawValue)"] }
+                    let running = snapshot.count(kind) - sent
+                    return (running > 0 ? ["\(running) running"] : []) + ["\(sent) sent"]
+                }.joined(separator: ", ")
                 if header.isEmpty { header = "no jobs" }
                 if snapshot.isPaused { header += "; paused" }
                 if let shutdown = snapshot.shutdown { header += "; shutting down (\(shutdown.rawValue))" }

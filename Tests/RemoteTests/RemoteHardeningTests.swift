@@ -345,6 +345,26 @@ struct RemoteHardeningTests {
         try await running.value
     }
 
+    @Test("A worker that did not run for longer than its limit (stopped) says so, not that the coordinator went silent (it said 'for 3s' after a 20 s stop)")
+    func stoppedWorkerSaysItWasAway() async throws {
+        let fake = try await FakeCoordinator.start(.welcomeThenSilent(heartbeatMilliseconds: 1000))
+        let clock = ManualClock()
+        let agent = WorkerAgent(configuration: .init(
+            coordinator: RemoteAddress(host: "127.0.0.1", port: fake.port), name: "w", slots: 1,
+            clock: clock, log: { _ in }))
+        var events = agent.events.makeAsyncIterator()
+        let running = Task { try await agent.run() }
+        #expect(await events.next() == .joined)
+        // Its check loop sleeps on the clock; the clock jumps 20 s at once, as for a worker
+        // stopped that long.
+        await clock.waitForSleepers()
+        clock.advance(by: .seconds(20))
+        let lost = await events.next()
+        #expect(lost == .disconnected("this worker did not run for 20s (stopped, or starved of CPU), and heard nothing from the coordinator meanwhile"), "\(String(describing: lost))")
+        agent.stop()
+        try await running.value
+    }
+
     @Test("A coordinator that welcomes and then goes silent is lost after three heartbeat intervals of the worker's clock")
     func silentCoordinatorIsLost() async throws {
         let fake = try await FakeCoordinator.start(.welcomeThenSilent(heartbeatMilliseconds: 1000))

@@ -67,7 +67,7 @@ extension PlacementViewTests {
         // Given a remote worker with one slot and one prefetched: two jobs handed to it
         let far = WorkerDescriptor(
             id: WorkerID(uuid: UUID(uuidString: "44444444-0000-4000-8000-000000000000")!), name: "far", kind: .remote, slots: 2,
-            holdsAttempts: true)
+            holdsAttempts: true, ownSlots: 1)
         var board = ModelBuilder(slots: 1)
         board.apply(.workerJoined(far))
         board.submit(1, "sleep 100")
@@ -79,8 +79,11 @@ extension PlacementViewTests {
         var lines = screen(board.model, columns: 120).lines
         #expect(lines.contains { $0.contains("00000001") && $0.contains("running") }, "\(lines)")
         #expect(lines.contains { $0.contains("00000002") && $0.contains("sent") && !$0.contains("running") }, "\(lines)")
-        // and the workers panel names the one it runs (the held one was handed over first)
-        #expect(lines.contains { $0.contains("far") && $0.contains("2/2 sleep 100") }, "\(lines)")
+        // and the workers panel names the one it runs (the held one was handed over first), its
+        // one slot busy and one job sent apart (it said 2/2)
+        #expect(lines.contains { $0.contains("far") && $0.contains("busy +1 sent sleep 100") }, "\(lines)")
+        // The header counts it apart too, and its slot as the one in use (it said 2 running)
+        #expect(lines[0].contains("1 running · 1 sent"), "\(lines[0])")
         let details = DashboardView.jobDetails(board.model.board.jobs[jobID(2)]!, board: board.model.board, width: 100, now: .seconds(1), rows: 20)
         #expect(details.contains { $0.text.contains("sent: waiting at its worker for a free slot") }, "\(details.map(\.text))")
         // The events pane says each was sent, and started when it began (it said started on far

@@ -121,7 +121,7 @@ struct WorkflowViewTests {
         #expect(status.contains("00000005 skipped: dependency 'lint' failed"))
     }
 
-    @Test("A queued job held by its paused group, or by its group's limit, says so")
+    @Test("A queued job held by its paused group, by its group's limit, or by the pause of everything, says so")
     func heldByGroupDetail() {
         var builder = ModelBuilder()
         builder.apply(.groupChanged(JobGroup(name: "gpu", limit: 1)))
@@ -135,6 +135,10 @@ struct WorkflowViewTests {
         job = builder.model.board.jobs[jobID(2)]!
         text = DashboardView.detail(of: job, board: builder.model.board, now: .seconds(2)).map(\.text).joined()
         #expect(text.contains("queued: group gpu is paused"))
+        // Everything paused (p): that is what it waits for (the line was empty).
+        builder.apply(.paused, at: 3)
+        text = DashboardView.detail(of: job, board: builder.model.board, now: .seconds(3)).map(\.text).joined()
+        #expect(text.contains("queued: all starts are paused (p resumes)"), "\(text)")
     }
 
     @Test("A message on the status line wins over the detail")
