@@ -351,9 +351,37 @@ struct RemoteWorkerTests {
         if case .succeeded? = firstEnded {} else { Issue.record("the running job ended \(String(describing: firstEnded))") }
         #expect(await worker.wait().status == 0)
         #expect(worker.output.contains("drained; leaving the pool"))
+        #expect(worker.output.contains("draining: finishing 1 running job, accepting no new ones"), "\(worker.output)")
         // The second job never ran anywhere: it waits for another worker.
         #expect(secondRequeue == nil || secondRequeue == "worker lost: drained")
         #expect(await coordinator.scheduler.info(of: second)?.state == .queued)
+        await coordinator.stop()
+    }
+
+    @Test("A draining worker counts the jobs it runs and those it holds behind them apart (it said 3 running for 2 running and 1 held)")
+    func drainCountsHeldJobsApart() async throws {
+        let coordinator = try await Coordinator.start(prefetch: .fixed(1))
+        let worker = try JobtopProcess.worker(for: coordinator, slots: 1, name: "holder")
+        _ = await coordinator.joined(1)
+        let events = await coordinator.scheduler.events(bufferLimit: nil, includeOutput: true, delivery: .lossless)
+        let first = try await coordinator.scheduler.submit(.shell("echo running; sleep 0.3"))
+        let second = try await coordinator.scheduler.submit(.shell("true"))
+        var held = false
+        var running = false
+        for await event in events {
+            switch event.kind {
+            case .output(first, let line) where line.text == "running": running = true
+            case .started(second, _, _, _): held = true
+            default: break
+            }
+            if held && running { break }
+        }
+        worker.send(SIGTERM)
+        #expect(await worker.wait().status == 0)
+        // (The held job's assignment may still be on its way when the signal comes: then there
+        // is none held to count. Either way the job it runs is the one running job.)
+        #expect(worker.output.contains("draining: finishing 1 running job"), "\(worker.output)")
+        #expect(!worker.output.contains("2 running jobs"), "\(worker.output)")
         await coordinator.stop()
     }
 
