@@ -25,8 +25,9 @@ extension Jobtop {
                 certificate is verified. --tls-cert/--tls-key add this worker's certificate (mutual TLS).
 
                 Exit status: 0 left cleanly (drained, or told to stop while not connected); 1 refused \
-                by the coordinator (wrong or missing token, other protocol version) or TLS failed \
-                (untrusted certificate, no TLS there, client certificate wanted); 2 bad usage; \
+                by the coordinator (wrong or missing token, other protocol version), what answers \
+                is not a workers port (a serve's --listen port), or TLS failed (untrusted \
+                certificate, no TLS there, client certificate wanted); 2 bad usage; \
                 129/130/143 stopped by a second SIGHUP/SIGINT/SIGTERM.
                 """)
 

@@ -355,9 +355,9 @@ struct RemoteHardeningTests {
         var events = agent.events.makeAsyncIterator()
         let running = Task { try await agent.run() }
         #expect(await events.next() == .joined)
-        // Its check loop sleeps on the clock; the clock jumps 20 s at once, as for a worker
-        // stopped that long.
-        await clock.waitForSleepers()
+        // Its check loop sleeps a quarter interval on the clock; the clock jumps 20 s at once,
+        // as for a worker stopped that long.
+        await clock.waitForSleeper(until: clock.now.advanced(by: .milliseconds(250)))
         clock.advance(by: .seconds(20))
         let lost = await events.next()
         #expect(lost == .disconnected("this worker did not run for 20s (stopped, or starved of CPU), and heard nothing from the coordinator meanwhile"), "\(String(describing: lost))")
