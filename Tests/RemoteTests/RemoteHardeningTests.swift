@@ -345,13 +345,18 @@ struct RemoteHardeningTests {
         try await running.value
     }
 
+    /// A worker on `clock` whose coordinator (1 s heartbeat) welcomes it and then says nothing.
+    static func agentOfSilentCoordinator(clock: ManualClock) async throws -> (WorkerAgent, FakeCoordinator.Running) {
+        let fake = try await FakeCoordinator.start(.welcomeThenSilent(heartbeatMilliseconds: 1000))
+        return (WorkerAgent(configuration: .init(
+            coordinator: RemoteAddress(host: "127.0.0.1", port: fake.port), name: "w", slots: 1,
+            clock: clock, log: { _ in })), fake)
+    }
+
     @Test("A worker that did not run for longer than its limit (stopped) says so, not that the coordinator went silent (it said 'for 3s' after a 20 s stop)")
     func stoppedWorkerSaysItWasAway() async throws {
-        let fake = try await FakeCoordinator.start(.welcomeThenSilent(heartbeatMilliseconds: 1000))
         let clock = ManualClock()
-        let agent = WorkerAgent(configuration: .init(
-            coordinator: RemoteAddress(host: "127.0.0.1", port: fake.port), name: "w", slots: 1,
-            clock: clock, log: { _ in }))
+        let (agent, fake) = try await Self.agentOfSilentCoordinator(clock: clock)
         var events = agent.events.makeAsyncIterator()
         let running = Task { try await agent.run() }
         #expect(await events.next() == .joined)
@@ -363,15 +368,13 @@ struct RemoteHardeningTests {
         #expect(lost == .disconnected("this worker did not run for 20s (stopped, or starved of CPU), and heard nothing from the coordinator meanwhile"), "\(String(describing: lost))")
         agent.stop()
         try await running.value
+        await fake.stop()
     }
 
     @Test("A coordinator that welcomes and then goes silent is lost after three heartbeat intervals of the worker's clock")
     func silentCoordinatorIsLost() async throws {
-        let fake = try await FakeCoordinator.start(.welcomeThenSilent(heartbeatMilliseconds: 1000))
         let clock = ManualClock()
-        let agent = WorkerAgent(configuration: .init(
-            coordinator: RemoteAddress(host: "127.0.0.1", port: fake.port), name: "w", slots: 1,
-            clock: clock, log: { _ in }))
+        let (agent, fake) = try await Self.agentOfSilentCoordinator(clock: clock)
         let events = agent.events
         let running = Task { try await agent.run() }
         // Quarter heartbeat intervals (the worker checks that often) pass, once it is in,
