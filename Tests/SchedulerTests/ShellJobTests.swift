@@ -219,9 +219,18 @@ struct ShellJobTests {
     func cancelOfAStoppedJobRunsItsTrap() async throws {
         let pidFile = Self.temporaryFile("pids")
         // A grace longer than the test: only a SIGTERM the job sees ends it in time.
+        //
+        // Nothing of the job is between a fork and its exec when the signals come: dash starts a
+        // command with vfork, and a SIGSTOP to the group that lands there stops the child before
+        // its exec while the shell waits for that exec in state D, never T (a loop of
+        // `sleep 0.05` stayed so 20 s in CI); and a child forked and not yet exec'd still has
+        // the shell's trap, which takes the cancel's SIGTERM, so the `sleep` it becomes lives on
+        // and the stop waits out the grace. So the shell says "ready" only once its one child is
+        // `sleep` (`read` from /proc is a builtin: the wait forks nothing).
         try await Self.withScheduler(grace: .seconds(600)) { scheduler, reader in
             let id = try await scheduler.submit(.shell(
-                "trap 'echo got-term; exit 0' TERM; echo $$ > \(pidFile); echo ready; while :; do sleep 0.05; done"))
+                "trap 'echo got-term; exit 0' TERM; echo $$ > \(pidFile); sleep 1000 & "
+                    + "until read comm < /proc/$!/comm && [ \"$comm\" = sleep ]; do :; done; echo ready; wait"))
             let pids = await Self.pids(in: pidFile, count: 1, reader: &reader, job: id)
             guard let pid = pids.first else { return }
             try await scheduler.signal(id, SIGSTOP)
