@@ -38,10 +38,21 @@ static _Atomic(pid_t) jt_private_groups[JT_GROUP_SLOTS];
 static _Atomic(pid_t) *jt_groups = jt_private_groups;
 static int jt_groups_shared;
 
+/// How many times the lifeline guard's watchdog has fired (its SIGTERM to every group): counted
+/// by the guard, read by this process (jt_lifeline_fired), in shared memory as the table is.
+static _Atomic uint64_t jt_private_fired;
+static _Atomic uint64_t *jt_watchdog_fired = &jt_private_fired;
+
 __attribute__((constructor)) static void jt_share_groups(void) {
     void *table = mmap(NULL, sizeof jt_private_groups, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (table == MAP_FAILED) return;
+    void *fired = mmap(NULL, sizeof jt_private_fired, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (fired == MAP_FAILED) {
+        munmap(table, sizeof jt_private_groups);
+        return;
+    }
     jt_groups = (_Atomic(pid_t) *)table;
+    jt_watchdog_fired = (_Atomic uint64_t *)fired;
     jt_groups_shared = 1;
 }
 
@@ -565,6 +576,9 @@ static void jt_lifeline_guard(int fd) {
         }
         if (polled == 0) {
             if (stage == 0) {
+                // Counted before the first signal: whatever a job does because of it (dies, runs
+                // its trap) comes after, so a worker that sees the job's end sees the count too.
+                atomic_fetch_add_explicit(jt_watchdog_fired, 1, memory_order_seq_cst);
                 jt_crash_guard_kill_groups(SIGTERM);
                 // A stopped job (SIGSTOP, the terminal's Ctrl-Z) gets its SIGTERM only once it
                 // runs again, as a shell's `kill` does it.
@@ -637,6 +651,10 @@ static int jt_lifeline_send(const void *bytes, size_t count) {
         sent = send(fd, bytes, count, MSG_NOSIGNAL | MSG_DONTWAIT);
     } while (sent < 0 && errno == EINTR);
     return sent == (ssize_t)count ? 0 : -1;
+}
+
+uint64_t jt_lifeline_fired(void) {
+    return atomic_load_explicit(jt_watchdog_fired, memory_order_seq_cst);
 }
 
 int jt_lifeline_tick(void) {

@@ -132,4 +132,11 @@ public enum JobProcessGuards {
     public static func tick() {
         _ = jt_lifeline_tick()
     }
+
+    /// How many times the guard's watchdog has fired (sent SIGTERM to every job process group)
+    /// since this process started: a job that ended after this count moved may have been ended
+    /// by the watchdog, not by itself. Counted before the signals are sent.
+    public static var watchdogFirings: UInt64 {
+        jt_lifeline_fired()
+    }
 }

@@ -373,10 +373,27 @@ public final class WorkerAgent: Sendable {
             // behind and the local scheduler stops reading the jobs' output, so the jobs block on
             // their pipes; nothing is dropped and nothing grows without bound on either side.
             let events = await inner.events(bufferLimit: Self.outboxCapacity, delivery: .lossless)
+            let limit = interval * Self.missedHeartbeats
+            // A worker that is stopped (SIGSTOP, Ctrl-Z) checks nothing, while its jobs run on in
+            // process groups of their own and the coordinator requeues them elsewhere: the
+            // lifeline guard stops them once this worker has not ticked for half an interval more
+            // than its own limit, well before the coordinator's 5 intervals.
+            let guardTimeout = limit + interval / 2
+            // Once the guard has fired, the jobs' ends are its doing, not theirs: they are not
+            // reported (the worker would count its own SIGTERM as a job's failure, the job's exit
+            // status from its trap as its outcome, while the coordinator still waited for it).
+            // The session ends as lost instead, so the coordinator runs them again, as it would
+            // have a few seconds later on its own.
+            let firings = JobProcessGuards.watchdogFirings
+            let stoppedByGuard = "this worker did not run for more than \(formatDuration(guardTimeout)) (stopped, or starved of CPU), so its guard stopped its jobs"
             group.addTask { await inner.run() }
             group.addTask {
                 for await event in events {
                     await outbox.waitForRoom()
+                    if JobProcessGuards.watchdogFirings != firings {
+                        input.yield(.ended(.lost(stoppedByGuard)))
+                        return
+                    }
                     input.yield(.event(event))
                 }
             }
@@ -386,19 +403,18 @@ public final class WorkerAgent: Sendable {
                 // (see WorkerListener.minimumMissedHeartbeats). (A timer set for the exact
                 // deadline woke less often, but the partition test then failed in full suite
                 // runs: a starved coordinator's heartbeat missed the exact 3 s more often.)
-                let limit = interval * Self.missedHeartbeats
                 let check = interval / 4
-                // A worker that is stopped (SIGSTOP, Ctrl-Z) checks nothing, while its jobs run on
-                // in process groups of their own and the coordinator requeues them elsewhere: the
-                // lifeline guard stops them once this loop has not ticked for half an interval
-                // more than the worker's own limit, well before the coordinator's 5 intervals.
-                JobProcessGuards.watch(timeout: limit + interval / 2, grace: grace)
+                JobProcessGuards.watch(timeout: guardTimeout, grace: grace)
                 var lastCheck = clock.now()
                 while true {
                     JobProcessGuards.tick()
                     do {
                         try await clock.sleep(clock.now() + check)
                     } catch {
+                        return
+                    }
+                    if JobProcessGuards.watchdogFirings != firings {
+                        input.yield(.ended(.lost(stoppedByGuard)))
                         return
                     }
                     // Away longer than the limit itself: this worker was stopped (SIGSTOP) or

@@ -101,7 +101,7 @@ struct CrashGuardTests {
     func worker() async throws {
         // Given a coordinator with no local slots and one worker running its job
         let scratch = try Scratch()
-        let port = try freePort()
+        let port = try reusablePort()
         // A token of its own: a worker of another test reconnecting to a port it used before must
         // not be the one that gets this job.
         let token = try scratch.write("token", "crash-guard-\(UUID().uuidString)\n")
@@ -146,22 +146,5 @@ struct CrashGuardTests {
             guard ContinuousClock.now < deadline else { throw TmuxError(message: "timed out waiting for \(what)") }
             try await Task.sleep(for: .milliseconds(20))
         }
-    }
-
-    /// A loopback port nobody listens on right now.
-    private func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TmuxError(message: "socket: \(errno)") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        guard bound else { throw TmuxError(message: "bind: \(errno)") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }

@@ -870,7 +870,8 @@ struct ServeTests {
 
     @Test("A serve whose --listen port is taken says so in one line and makes nothing; one restarted on its port while a connection was open listens again")
     func tcpPortTakenAndReused() async throws {
-        let fixture = try await ServeFixture(["-j", "1", "--listen", "127.0.0.1:0"])
+        // A port no socket bound to port 0 is handed between this serve and the next.
+        let fixture = try await ServeFixture(["-j", "1", "--listen", "127.0.0.1:\(try reusablePort())"])
         let address = try fixture.address(printedWith: "listening on")
         let port = try #require(address.split(separator: ":").last.flatMap { UInt16($0) })
 

@@ -59,4 +59,48 @@ struct RemoteHeartbeatFlagTests {
         other.send(SIGTERM)
         _ = await other.wait(atMost: .seconds(60))
     }
+
+    @Test("A worker stopped long enough for its guard to stop its job, and resumed before the coordinator gives it up, does not report that end as the job's: the job runs again and succeeds (it failed, by the guard's SIGTERM)")
+    func guardStoppedJobIsNotTheJobsFailure() async throws {
+        // Given a coordinator with no retries, and a job whose trap says it was stopped and
+        // fails. A 2 s heartbeat: the worker's guard fires after 7 s without a tick, the
+        // coordinator gives the worker up after 11 s of silence; the test resumes the worker in
+        // between, as soon as the trap has run.
+        let coordinator = try await CoordinatorProcess.start(
+            ["--log-format", "json", "--heartbeat", "2s", "--grace", "1s", "--retries", "0"], localSlots: 0
+        ) { scratch in
+            let marker = scratch.file("ran")
+            return "trap 'echo end >> \(marker); exit 1' TERM; echo start >> '\(marker)'; while [ ! -e '\(scratch.file("go"))' ]; do sleep 0.05; done"
+        }
+        defer { coordinator.process.send(SIGKILL) }
+        let marker = coordinator.scratch.file("ran")
+        func marks() -> [Substring] { ((try? String(contentsOfFile: marker, encoding: .utf8)) ?? "").split(separator: "\n") }
+        let worker = try coordinator.worker(name: "sleepy")
+        defer {
+            kill(-worker.pid, SIGKILL)
+            kill(-worker.pid, SIGCONT)
+        }
+        let started = await eventually(within: .seconds(60)) { marks().first == "start" }
+        try #require(started, "the job never started: \(coordinator.process.output)")
+
+        // When the worker is stopped until its guard has stopped the job, then resumed.
+        kill(-worker.pid, SIGSTOP)
+        let stopped = await eventually(within: .seconds(60)) { marks().contains("end") }
+        kill(-worker.pid, SIGCONT)
+        try #require(stopped, "the guard did not stop the job: \(coordinator.process.output)")
+
+        // Then the job runs again (on the same worker, once it has joined again) and succeeds.
+        let again = await eventually(within: .seconds(60)) { marks().count { $0 == "start" } >= 2 }
+        #expect(again, "the job did not start again: \(coordinator.process.output)")
+        try coordinator.go()
+        let outcome = try #require(await coordinator.process.wait(atMost: .seconds(90)), "the run did not end")
+        #expect(outcome.status == 0, "\(outcome.stderr)\n\(outcome.stdout)")
+        let lines = coordinator.process.outputLines
+        #expect(!lines.contains { $0.contains("\"event\":\"failed\"") }, "\(coordinator.process.output)")
+        #expect(lines.contains { $0.contains("\"event\":\"succeeded\"") }, "\(coordinator.process.output)")
+        // The worker said why it left.
+        #expect(worker.output.contains("so its guard stopped its jobs"), "\(worker.output)")
+        worker.send(SIGTERM)
+        _ = await worker.wait(atMost: .seconds(60))
+    }
 }

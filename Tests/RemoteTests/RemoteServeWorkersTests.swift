@@ -61,7 +61,8 @@ struct RemoteServeWorkersTests {
     func crashWithRemoteJob() async throws {
         let scratch = try Scratch()
         try scratch.write("token", "serve-workers-\(UUID().uuidString)\n")
-        var serve = try await Serve.start(in: scratch)
+        // On a port no socket bound to port 0 is handed while serve is down.
+        var serve = try await Serve.start(in: scratch, port: try reusablePort())
         defer { serve.process.send(SIGKILL) }
         let worker = try await serve.joinedWorker(slots: 2)
         defer { worker.send(SIGKILL) }
@@ -130,7 +131,7 @@ struct RemoteServeWorkersTests {
     func heldJobsAreHandedBack() async throws {
         let scratch = try Scratch()
         try scratch.write("token", "serve-workers-\(UUID().uuidString)\n")
-        var serve = try await Serve.start(in: scratch, options: ["--prefetch", "2"])
+        var serve = try await Serve.start(in: scratch, port: try reusablePort(), options: ["--prefetch", "2"])
         defer { serve.process.send(SIGKILL) }
         let worker = try await serve.joinedWorker(slots: 1)
         defer { worker.send(SIGKILL) }

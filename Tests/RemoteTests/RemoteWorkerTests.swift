@@ -212,9 +212,7 @@ struct RemoteWorkerTests {
     @Test("A worker started before its coordinator joins when the coordinator comes up, at the next attempt its clock allows")
     func workerWaitsForTheCoordinator() async throws {
         // Given a port that was free a moment ago, and an agent on a manual clock knocking there.
-        let probe = try await Coordinator.start()
-        let port = probe.address.port
-        await probe.stop()
+        let port = try reusablePort()
         let clock = ManualClock()
         let log = LogLines()
         let token = "test-\(UUID().uuidString)"
@@ -249,7 +247,7 @@ struct RemoteWorkerTests {
     @Test("When the coordinator goes away the worker stops its jobs, then joins the next coordinator at the next attempt its clock allows")
     func workerSurvivesItsCoordinator() async throws {
         // Given an agent on a manual clock, joined to a coordinator, running a job.
-        let first = try await Coordinator.start(clock: ManualClock())
+        let first = try await Coordinator.start(port: try reusablePort(), clock: ManualClock())
         let port = first.address.port
         let clock = ManualClock()
         let log = LogLines()

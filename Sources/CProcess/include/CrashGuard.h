@@ -62,6 +62,10 @@ int jt_lifeline_watch(int64_t timeout_ns, int64_t grace_ns);
 /// Tells the guard this process is alive (see jt_lifeline_watch). Never blocks.
 int jt_lifeline_tick(void);
 
+/// How many times the watchdog has fired (sent its SIGTERM to every group) since this process
+/// started: a job that ended after the count moved may have been ended by it.
+uint64_t jt_lifeline_fired(void);
+
 /// The number of process groups recorded now (for tests).
 int jt_crash_guard_group_count(void);
 
