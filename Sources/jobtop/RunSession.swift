@@ -51,6 +51,8 @@ struct RunSession {
         var signals: SignalWatcher?
         // The dashboard's signals come from the same watcher, as a stream it reads on the main actor.
         var screenSignals: (stream: AsyncStream<Int32>, continuation: AsyncStream<Int32>.Continuation)?
+        // The first terminating signal after the dashboard ended (its jobs being stopped).
+        let signalAfterScreen = Locked<Int32?>(nil)
         var isScreen = false
         var format: LogFormat?
         var logsOutput = false
@@ -85,12 +87,15 @@ struct RunSession {
             Dashboard.waitUntilInForeground()
             let (stream, continuation) = AsyncStream<Int32>.makeStream(bufferingPolicy: .bufferingNewest(64))
             screenSignals = (stream, continuation)
+            let afterScreen = signalAfterScreen
             signals = SignalWatcher(signals: Dashboard.signals) { number, _ in
                 // Once the dashboard has ended, its jobs are being cancelled (SIGTERM, SIGKILL
                 // after the grace period): a signal then kills them at once, as a second one
-                // does headless, and the remote workers' goodbye will not be waited for.
+                // does headless, and the remote workers' goodbye will not be waited for. The run
+                // then ends by that signal, as a second one ends a headless run (it said 1).
                 if case .terminated = continuation.yield(number), number != SIGWINCH {
                     StandardError.write("jobtop: \(signalName(number)): killing every running job now\n")
+                    afterScreen.withLock { if $0 == nil { $0 = number } }
                     killNow()
                 }
             }
@@ -171,7 +176,7 @@ struct RunSession {
         let goodbyeSignal = await stopListening(signals: signals)
         // Under the dashboard, what a signal meant is what the dashboard made of it (SIGWINCH
         // and a first SIGINT do not end a run); a signal during the workers' goodbye ends it.
-        let signal = (isScreen ? dashboardSignal : signals?.firstSignal) ?? goodbyeSignal
+        let signal = (isScreen ? dashboardSignal ?? signalAfterScreen.withLock { $0 } : signals?.firstSignal) ?? goodbyeSignal
         var summary = RunSummary(counts: followed.counts, wall: wall, signal: signal)
         var isRefused = false
         if case .refused = fed { isRefused = true }

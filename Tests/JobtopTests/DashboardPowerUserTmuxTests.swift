@@ -31,7 +31,7 @@ struct DashboardPowerUserTmuxTests {
         #expect(after.contains { $0.contains("jobtop: Ctrl-C again: killing the jobs' process groups now") })
     }
 
-    @Test("q, y with a job that takes its grace says it is stopping, and Ctrl-C then kills it")
+    @Test("q, y with a job that takes its grace says it is stopping, and Ctrl-C then kills it: the run ends by that signal, 130 (it said 1)")
     func stoppingMessage() async throws {
         let tmux = try TmuxSession(shape: Self.shape)
         defer { tmux.close() }
@@ -46,6 +46,7 @@ struct DashboardPowerUserTmuxTests {
         kill(pid, SIGINT)
         let after = try await tmux.waitFor("the exit status") { $0.contains { $0.hasPrefix("exit=") } }
         #expect(after.contains { $0.contains("killing every running job now") })
+        #expect(after.contains { $0 == "exit=130" }, "\(after)")
     }
 
     @Test("A terminal the dashboard cannot drive runs headless and says so in one line", arguments: ["TERM=dumb", "-u TERM"])
