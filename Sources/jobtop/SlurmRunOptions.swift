@@ -49,7 +49,10 @@ struct SlurmRunOptions: ParsableArguments {
     func configuration(
         file: SlurmFileSettings?, submitted: Int?, grace: Duration, defaultBase: String? = nil
     ) throws(JobInputError) -> SlurmConfiguration? {
-        guard slurm || file != nil else {
+        // A `[slurm]` table turns Slurm on; a job's own `slurm` table alone does not: it says how
+        // that job runs on Slurm, when the run is there (one file for both; it sent a local
+        // run to Slurm, or refused it for a partition only Slurm knows).
+        guard slurm || file?.options != nil else {
             if partition != nil || !slurmArguments.isEmpty || poll != nil || directory != nil {
                 throw JobInputError(
                     .invalidValue, "--partition, --slurm-arg, --slurm-poll and --slurm-dir need --slurm (or a [slurm] table in the job file)")

@@ -30,6 +30,22 @@ struct HeadlessRunTests {
         #expect(run.stderr.isEmpty)
     }
 
+    @Test("A job's own slurm table does not send the run to Slurm: without [slurm] or --slurm it runs here (it was refused for a partition only Slurm knows)")
+    func ownSlurmTableRunsLocally() async throws {
+        let scratch = try Scratch()
+        let file = try scratch.write("jobs.toml", """
+            [[job]]
+            name = "train"
+            command = "echo here"
+            slurm = { partition = "no-such-partition-here", args = ["--gres=gpu:1"] }
+            """)
+        let run = try await JobtopProcess.run([file], directory: scratch.path)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stderr.isEmpty, "\(run.stderr)")
+        #expect(Log.events("succeeded", in: run.lines).count == 1, "\(run.lines)")
+        #expect(!FileManager.default.fileExists(atPath: scratch.file(".jobtop-slurm")))
+    }
+
     @Test("A failing job is retried with retry lines, then fails for good and the run exits 1")
     func retriedFailure() async throws {
         let scratch = try Scratch()
