@@ -230,8 +230,10 @@ enum DashboardView {
             Segment(sparkline(counts), .running), Segment(" \(Formatting.rate(board.jobsPerSecond(now: now)))/s"),
             Segment(" · ", .dim), Segment("slots "),
         ]
-        // Of them, the slots that run jobs: remote workers' prefetch is not counted as slots.
-        let slots = board.totalSlots - board.workers.reduce(0) { $0 + $1.prefetchDepth }
+        // Of them, the slots that run jobs: remote workers' prefetch is not counted as slots (a
+        // retiring worker's slots are out of the total already, its prefetch too).
+        let retiring = board.retiring
+        let slots = board.totalSlots - board.workers.reduce(0) { $0 + (retiring.contains($1.id) ? 0 : $1.prefetchDepth) }
         if width >= 100 {
             let slotBar = Formatting.bar(slots > 0 ? Double(busy) / Double(slots) : 0, width: 6)
             left += [Segment(slotBar.filled, .progressFill), Segment(slotBar.empty, .progressEmpty), Segment(" ")]

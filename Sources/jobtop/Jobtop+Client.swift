@@ -387,6 +387,9 @@ extension Jobtop {
             var running: Int
             /// Sent to it and held behind its running jobs (its prefetch), not begun.
             var sent: Int
+            /// Leaving once its jobs end (a worker drained by SIGTERM): its slots take no new job
+            /// and are not among the serve's.
+            var draining: Bool
         }
 
         mutating func run() async throws {
@@ -397,7 +400,9 @@ extension Jobtop {
                 let jobs = all ? snapshot.jobs : snapshot.jobs.filter { !$0.state.isFinished }
                 // The slots that run jobs, and apart from them what remote workers may hold
                 // behind theirs (one total said both: a 2-slot worker showed as 3 slots).
-                let prefetch = snapshot.workers.reduce(0) { $0 + $1.descriptor.prefetchDepth }
+                // A draining worker's slots are out of the total already, and so is its prefetch
+                // (taken off again, 4 slots read 1 while a worker with 2 and 1 prefetched drained).
+                let prefetch = snapshot.workers.reduce(0) { $0 + ($1.isRetiring ? 0 : $1.descriptor.prefetchDepth) }
                 let slots = snapshot.totalSlots - prefetch
                 if json {
                     printJSON(Report(
@@ -413,7 +418,8 @@ extension Jobtop {
                                 name: $0.descriptor.name, kind: $0.descriptor.kind.rawValue, slots: $0.descriptor.runningSlots,
                                 prefetch: $0.descriptor.prefetchDepth,
                                 running: $0.running.count { !snapshot.heldAttempts.contains($0) },
-                                sent: $0.running.count { snapshot.heldAttempts.contains($0) })
+                                sent: $0.running.count { snapshot.heldAttempts.contains($0) },
+                                draining: $0.isRetiring)
                         },
                         jobs: jobs.map { JobRecord($0, workers: workers, placements: snapshot.placements, sent: snapshot.heldAttempts) }))
                     return
@@ -438,7 +444,8 @@ extension Jobtop {
                     let sent = worker.running.filter { snapshot.heldAttempts.contains($0) }.map { names[$0] ?? $0.short }
                     var jobs = running.joined(separator: ", ")
                     if !sent.isEmpty { jobs += (jobs.isEmpty ? "" : "; ") + "sent: " + sent.joined(separator: ", ") }
-                    return "\(worker.descriptor.name) " + (jobs.isEmpty ? "(idle)" : "(\(jobs))")
+                    let draining = worker.isRetiring ? "draining " : ""
+                    return "\(worker.descriptor.name) \(draining)" + (jobs.isEmpty ? "(idle)" : "(\(jobs))")
                 }
                 if !busy.isEmpty { print("workers: " + busy.joined(separator: "; ")) }
                 for group in snapshot.groups where group.group.name != JobSpec.defaultGroup || group.group.isPaused || group.group.limit != nil {

@@ -161,6 +161,18 @@ extension Jobtop {
         mutating func run() async throws {
             signal(SIGPIPE, SIG_IGN)
             Scheduler.raiseOpenFileLimit()
+            // As `run` does: a -j the limits cannot hold is refused before anything starts (it
+            // was taken: -j 100000000 never listened and grew without end, and -j 200 under
+            // 256 descriptors said jobs were running that waited for one, then failed). Each
+            // running job also keeps its output file open.
+            if !slurm.slurm, let jobs {
+                let capacity = Scheduler.localSlotCapacity(extraFilesPerJob: 1)
+                if jobs > capacity.slots {
+                    StandardError.write(
+                        "jobtop serve: -j/--jobs \(jobs) is more than this system can run at once: \(capacity.explanation); raise \(capacity.limit) or use a smaller -j\n")
+                    throw ExitCode(ExitStatus.usage)
+                }
+            }
             let address = try listen.map { text throws(ValidationError) in
                 do { return try RemoteAddress(parsing: text) } catch { throw ValidationError("\(error)") }
             }

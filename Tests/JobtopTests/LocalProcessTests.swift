@@ -12,8 +12,11 @@ import Glibc
 struct LocalProcessTests {
     /// Runs `jobtop arguments...` under `ulimit -n files` (soft and hard), stdout and stderr into
     /// files of `scratch`.
-    static func runLimited(files: Int, _ arguments: [String], in scratch: Scratch) async throws -> (status: Int32, stdout: String, stderr: String) {
-        let argv = ["/bin/sh", "-c", "ulimit -n \(files) && exec \"$0\" \"$@\"", JobtopProcess.binary] + arguments
+    static func runLimited(
+        files: Int, _ arguments: [String], in scratch: Scratch, environment: [String] = []
+    ) async throws -> (status: Int32, stdout: String, stderr: String) {
+        let command = environment.isEmpty ? [JobtopProcess.binary] : ["/usr/bin/env"] + environment + [JobtopProcess.binary]
+        let argv = ["/bin/sh", "-c", "ulimit -n \(files) && exec \"$0\" \"$@\""] + command + arguments
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -50,6 +53,17 @@ struct LocalProcessTests {
         let fits = try await Self.runLimited(files: 400, ["-j", "5", "--headless", "-c", "touch \(scratch.file("ran"))"], in: scratch)
         #expect(fits.status == 0, "\(fits.stderr)")
         #expect(FileManager.default.fileExists(atPath: scratch.file("ran")), "\(fits.stderr)")
+    }
+
+    @Test("serve -j beyond what the open-file limit holds is refused before it listens or makes its state directory (it was taken, and its jobs waited for descriptors, then failed)")
+    func serveJobsBeyondTheFileLimit() async throws {
+        let scratch = try Scratch()
+        let environment = ["XDG_RUNTIME_DIR=\(scratch.file("run"))", "XDG_STATE_HOME=\(scratch.file("state"))"]
+        let refused = try await Self.runLimited(files: 400, ["serve", "-j", "200"], in: scratch, environment: environment)
+        #expect(refused.status == 2, "\(refused.stderr)")
+        #expect(refused.stderr.hasPrefix("jobtop serve: -j/--jobs 200 is more than this system can run at once") && refused.stderr.contains("RLIMIT_NOFILE"), "\(refused.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: scratch.file("state")), "a refused serve made its state directory")
+        #expect(!FileManager.default.fileExists(atPath: scratch.file("run/jobtop/serve.sock")))
     }
 
     @Test("A process a job leaves in its group is stopped, and the log says so")

@@ -832,7 +832,7 @@ struct ServeTests {
         try await fixture.stop()
     }
 
-    @Test("status counts a worker's own slots and its prefetch apart (a 2-slot worker with a prefetch of 1 showed as 3 slots)")
+    @Test("status counts a worker's own slots and its prefetch apart (a 2-slot worker with a prefetch of 1 showed as 3 slots), and a draining worker's neither (its prefetch was taken off again)")
     func statusSlotsAndPrefetch() async throws {
         let fixture = try await ServeFixture(["-j", "0", "--workers", "127.0.0.1:0", "--prefetch", "1"])
         let address = try fixture.address(printedWith: "accepting workers on")
@@ -845,7 +845,23 @@ struct ServeTests {
         #expect(report["slots"] as? Int == 2 && report["prefetch"] as? Int == 1, "\(json.stdout)")
         let workers = try #require(report["workers"] as? [[String: Any]])
         #expect(workers.first?["slots"] as? Int == 2 && workers.first?["prefetch"] as? Int == 1, "\(workers)")
+        #expect(workers.first?["draining"] as? Bool == false, "\(workers)")
+
+        // When it drains with a job running, its slots leave the serve's, and its prefetch with
+        // them (taken off twice, the serve's 0 slots read -1).
+        let go = fixture.scratch.file("go")
+        let submitted = try await fixture.run(["submit", "-c", "while [ ! -e '\(go)' ]; do sleep 0.05; done"])
+        try #require(submitted.status == 0, "\(submitted.stderr)")
+        #expect(await eventually { ((try? await fixture.run(["status"]))?.stdout ?? "").contains("1 running") })
         worker.send(SIGTERM)
+        #expect(await eventually { ((try? await fixture.run(["status"]))?.stdout ?? "").contains("w1 draining (") })
+        let draining = try await fixture.run(["status"])
+        #expect(draining.lines.first?.hasSuffix("; 0 slots") == true, "\(draining.stdout)")
+        let drainingJSON = try await fixture.run(["status", "--json"])
+        let drained = try #require(try JSONSerialization.jsonObject(with: Data(drainingJSON.stdout.utf8)) as? [String: Any])
+        #expect(drained["slots"] as? Int == 0 && drained["prefetch"] as? Int == 0, "\(drainingJSON.stdout)")
+        #expect((drained["workers"] as? [[String: Any]])?.first?["draining"] as? Bool == true, "\(drainingJSON.stdout)")
+        _ = FileManager.default.createFile(atPath: go, contents: nil)
         _ = await worker.wait()
         try await fixture.stop()
     }
