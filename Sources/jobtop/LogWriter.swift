@@ -40,8 +40,10 @@ final class LogWriter: Sendable {
         /// A producer woke the lingering thread already (over ``lingerLimit``).
         var isNudged = false
         var roomWaiters = Waiters()
+        /// Stdout is given up on (``abandonStdout()``): nothing waits for room any more.
+        var isAbandoned = false
 
-        var hasRoom: Bool { queuedBytes < LogWriter.capacity || hasStopped }
+        var hasRoom: Bool { queuedBytes < LogWriter.capacity || hasStopped || isAbandoned }
 
         /// Whether a producer that just queued something must wake the thread.
         mutating func wake() -> Bool {
@@ -58,8 +60,11 @@ final class LogWriter: Sendable {
     }
 
     private let state = Locked(State())
-    /// Set once stdout broke (its reader went away): the rest of the log is dropped.
+    /// Set once stdout broke (its reader went away), or was given up on: the rest of the log is
+    /// dropped.
     private let broke = Locked(false)
+    /// The run is stopping (a first signal): a broken stdout no longer says the jobs go on.
+    private let stopping = Locked(false)
     /// Output files a write failed on (a full disk), until they are closed: the rest of their
     /// output is dropped, said once per file (it was said for every write, naming no file).
     private let failing = Locked<Set<Int32>>([])
@@ -80,6 +85,7 @@ final class LogWriter: Sendable {
 
     /// Queues `chunk`, which holds `bytes` bytes to write, and wakes the thread if it must.
     private func queue(_ chunk: Chunk, bytes: Int) {
+        if case .write(STDOUT_FILENO, _) = chunk, broke.withLock({ $0 }) { return }
         let wakes = state.withLock { state -> Bool in
             state.chunks.append(chunk)
             state.queuedBytes += bytes
@@ -117,6 +123,37 @@ final class LogWriter: Sendable {
     /// Whether stdout broke (`jobtop ... | head -1`): the log was cut short.
     var stdoutBroke: Bool { broke.withLock { $0 } }
 
+    /// The run is stopping: what a broken stdout says no longer has the jobs going on.
+    func noteStopping() {
+        stopping.withLock { $0 = true }
+    }
+
+    /// Gives stdout up for a user who asked twice to stop (a second signal): a reader that does
+    /// not read (`jobtop list | less`, not scrolled) must not keep jobtop running. The rest of the
+    /// log is dropped, nothing waits for room, and ``finish()`` waits for the thread only briefly
+    /// (it may be blocked in a write to stdout for as long as the reader does not read; it ends
+    /// with the process). Output files queued behind that write may lose their last lines.
+    func abandonStdout() {
+        let already = broke.withLock { broke -> Bool in
+            defer { broke = true }
+            return broke
+        }
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.isAbandoned = true
+            return state.roomWaiters.takeAll()
+        }
+        for waiter in waiters { waiter.resume() }
+        if !already && !isStdoutWritable() {
+            StandardError.write("jobtop: stdout is not being read: the rest of the log is dropped\n")
+        }
+    }
+
+    /// Whether a write to stdout would not block now.
+    private func isStdoutWritable() -> Bool {
+        var ready = pollfd(fd: STDOUT_FILENO, events: Int16(POLLOUT), revents: 0)
+        return poll(&ready, 1, 0) == 1 && ready.revents & Int16(POLLOUT) != 0
+    }
+
     /// Writes everything queued, then ends the thread; returns when it is all written.
     func finish() {
         let already = state.withLock { state -> Bool in
@@ -125,7 +162,12 @@ final class LogWriter: Sendable {
         }
         guard !already else { return }
         wakeup.signal()
-        stopped.wait()
+        if state.withLock({ $0.isAbandoned }) {
+            // The thread may be blocked on stdout for good: a moment for the files, no more.
+            _ = stopped.wait(timeout: .now() + .seconds(1))
+        } else {
+            stopped.wait()
+        }
     }
 
     private func loop() {
@@ -201,15 +243,21 @@ final class LogWriter: Sendable {
         if fd == STDOUT_FILENO ? broke.withLock({ $0 }) : failing.withLock({ $0.contains(fd) }) { return }
         var offset = 0
         while offset < bytes.count {
+            // Given up on meanwhile (a second signal while a reader did not read).
+            if fd == STDOUT_FILENO && offset > 0 && broke.withLock({ $0 }) { return }
             let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
             if written < 0 {
                 if errno == EINTR || errno == EAGAIN { continue }
                 let reason = String(cString: strerror(errno))
                 if fd == STDOUT_FILENO {
                     // Said once; the jobs are the work and go on, the summary goes to stderr.
-                    broke.withLock { $0 = true }
+                    let already = broke.withLock { broke -> Bool in
+                        defer { broke = true }
+                        return broke
+                    }
                     let what = errno == EPIPE ? "stdout is closed (\(reason))" : "cannot write the log to stdout (\(reason))"
-                    StandardError.write("jobtop: \(what): the rest of the log is dropped; the jobs go on (Ctrl-C stops them)\n")
+                    let jobs = stopping.withLock { $0 } ? "" : "; the jobs go on (Ctrl-C stops them)"
+                    if !already { StandardError.write("jobtop: \(what): the rest of the log is dropped\(jobs)\n") }
                 } else {
                     failing.withLock { _ = $0.insert(fd) }
                     StandardError.write("jobtop: cannot write \(Self.path(of: fd)) (\(reason)): the rest of this attempt's output there is lost\n")

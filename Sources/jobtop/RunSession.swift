@@ -48,6 +48,8 @@ struct RunSession {
             scheduler.stopEveryAttemptNow()
             listener?.dropConnectionsNow()
         }
+        // Made before the signal watcher: a second signal gives its stdout up.
+        let writer = LogWriter()
         var signals: SignalWatcher?
         // The dashboard's signals come from the same watcher, as a stream it reads on the main actor.
         var screenSignals: (stream: AsyncStream<Int32>, continuation: AsyncStream<Int32>.Continuation)?
@@ -70,10 +72,17 @@ struct RunSession {
                     "jobtop: group '\(group.name)' starts paused (paused = true) and nothing resumes it headless: its \(count) job\(count == 1 ? "" : "s") (and any job after \(count == 1 ? "it" : "them")) will not start; the run ends when interrupted (Ctrl-C)\n")
             }
             signals = SignalWatcher(
-                onFirst: { _ in Task { _ = try? await client.perform(.shutdown(.cancelRunning)) } },
+                onFirst: { _ in
+                    writer.noteStopping()
+                    Task { _ = try? await client.perform(.shutdown(.cancelRunning)) }
+                },
                 // A second signal ends the run at once: remote workers are told to kill their
-                // jobs now, and their goodbye is not waited for.
-                onAgain: killNow)
+                // jobs now, and their goodbye is not waited for, nor a stdout nobody reads (the
+                // run stayed until its reader went away).
+                onAgain: {
+                    killNow()
+                    writer.abandonStdout()
+                })
         case .screen:
             isScreen = true
             guard Self.keysComeFromTheTerminal() else {
@@ -101,7 +110,6 @@ struct RunSession {
             }
         }
 
-        let writer = LogWriter()
         let epoch = epoch
         let outputDirectory = outputDirectory
         let running = Task { await scheduler.run() }

@@ -35,6 +35,56 @@ struct SignalTests {
         #expect(started.allSatisfy { !isRunning($0) })
     }
 
+    @Test("A second SIGINT ends a run whose stdout nobody reads (`jobtop list | less`, not scrolled): 130, the rest of the log dropped (it stayed until its reader went away)")
+    func secondInterruptWithAStdoutNobodyReads() async throws {
+        let scratch = try Scratch()
+        // A FIFO the test opens for reading and never reads: once it is full, every write of the
+        // log blocks (20 MB of output lines keep it so).
+        let fifo = scratch.file("stdout")
+        try #require(mkfifo(fifo, 0o600) == 0)
+        let reader = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        try #require(reader >= 0)
+        defer { close(reader) }
+        let argv = ["/bin/sh", "-c", "cd '\(scratch.path)' && exec \"$0\" \"$@\" > '\(fifo)' 2> '\(scratch.file("stderr"))'", JobtopProcess.binary,
+                    "--log-output", "-c", "yes line | head -c 20000000", "-c", "echo $$ > pid; exec sleep 300"]
+        var cArguments: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
+        defer { for pointer in cArguments { free(pointer) } }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        var pid: pid_t = 0
+        try #require(posix_spawn(&pid, argv[0], &actions, nil, &cArguments, environ) == 0)
+        let child = pid
+        defer { kill(child, SIGKILL) }
+        func queued() -> Int32 {
+            var count: Int32 = 0
+            return ioctl(reader, UInt(FIONREAD), &count) == 0 ? count : 0
+        }
+        // The pipe fills (its 64 KiB hold less when writes end mid-page), and the sleeper runs.
+        #expect(await eventually { queued() >= 32_768 && !pids(in: scratch.file("pid")).isEmpty },
+                "queued \(queued()), pid file \(scratch.read("pid") ?? "none"), stderr \(scratch.read("stderr") ?? "")")
+
+        kill(child, SIGINT)
+        #expect(await eventually { (scratch.read("stderr") ?? "").contains("SIGINT: cancelling running jobs") })
+        kill(child, SIGINT)
+        let status = await offThePool { () -> Int32? in
+            // A hang guard, not a measure: the run ended in seconds, or never while unread.
+            for _ in 0..<3_000 {
+                var status: Int32 = 0
+                let reaped = waitpid(child, &status, WNOHANG)
+                if reaped == child { return (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F) }
+                usleep(10_000)
+            }
+            return nil
+        }
+        #expect(status == 130, "\(scratch.read("stderr") ?? "")")
+        let errors = scratch.read("stderr") ?? ""
+        #expect(errors.contains("stdout is not being read: the rest of the log is dropped"), "\(errors)")
+        #expect(!errors.contains("the jobs go on"), "\(errors)")
+        #expect(pids(in: scratch.file("pid")).allSatisfy { !isRunning($0) })
+    }
+
     @Test("SIGTERM exits 143")
     func terminate() async throws {
         let scratch = try Scratch()
