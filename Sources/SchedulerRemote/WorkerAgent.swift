@@ -577,8 +577,9 @@ public final class WorkerAgent: Sendable {
                     let running = startedAt.count
                     let held = byJob.count - running
                     let heldPart = held > 0 ? " and the \(held) held behind them" : ""
-                    configuration.log(
-                        "jobtop worker: draining: finishing \(running) running job\(running == 1 ? "" : "s")\(heldPart), accepting no new ones")
+                    configuration.log(running + held == 0
+                        ? "jobtop worker: draining: nothing running, accepting no new jobs"
+                        : "jobtop worker: draining: finishing \(running) running job\(running == 1 ? "" : "s")\(heldPart), accepting no new ones")
                     outbox.send(.with { $0.draining = .init() })
                 }
             case .ended(let end):

@@ -758,7 +758,7 @@ enum DashboardView {
     /// The quit question, in the words that fit `width`.
     static func confirmQuitText(active: Int, width: Int) -> String {
         let jobs = active == 1 ? "1 job is" : "\(active) jobs are"
-        let text = " \(jobs) still queued or running. Cancel them and quit? y = quit, n = stay "
+        let text = " \(jobs) still queued or running. Cancel \(active == 1 ? "it" : "them") and quit? y = quit, n = stay "
         guard TextWidth.width(text) > width else { return text }
         return " Cancel \(active == 1 ? "1 active job" : "\(active) active jobs") and quit? y/n "
     }

@@ -131,7 +131,7 @@ final class CommandListReader: Sendable {
     static func open(path: String) throws(JobInputError) -> Int32 {
         var info = stat()
         guard stat(path, &info) == 0 else {
-            throw JobInputError(.unreadableFile, "cannot read '\(path)': \(errno == ENOENT ? "no such file" : String(cString: strerror(errno)))")
+            throw JobInputError(.unreadableFile, errno == ENOENT ? TextFile.missing(path) : "cannot read '\(path)': \(String(cString: strerror(errno)))")
         }
         guard info.st_mode & S_IFMT != S_IFDIR else {
             throw JobInputError(.unreadableFile, "cannot read '\(path)': it is a directory")

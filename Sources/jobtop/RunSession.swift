@@ -310,6 +310,11 @@ struct RunSession {
             return .stopped
         }
         if requiresJobs && submitted == 0 {
+            // A list piped in with only comments is that list's problem, said as for `-` (it was
+            // told to give a list on stdin, which it had).
+            if let list = plan.list, let reader, reader.commandCount == 0 {
+                return .refused(JobInputError(.noJobs, "\(list.source) has no commands (only blank lines and # comments)"))
+            }
             return .refused(JobInputError(.noJobs, "no jobs: give a job file, a list on stdin or -c COMMAND (see 'jobtop --help')"))
         }
         return .complete

@@ -2,13 +2,20 @@ import Foundation
 
 /// Reads a whole text file (or standard input) as UTF-8, with errors a user can act on.
 enum TextFile {
+    /// What a file that is not there gets: for a bare word (`jobtop stauts`), that it is no
+    /// command either (it read as a file and said only "no such file").
+    static func missing(_ path: String) -> String {
+        let isWord = !path.isEmpty && path.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }
+        return "cannot read '\(path)': no such file" + (isWord ? " (and no jobtop command is called that: see 'jobtop --help')" : "")
+    }
+
     /// Reads the file at `path`.
     ///
     /// - Throws: ``JobInputError`` `.unreadableFile` naming the file and the reason.
     static func read(_ path: String) throws(JobInputError) -> String {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw JobInputError(.unreadableFile, "cannot read '\(path)': no such file")
+            throw JobInputError(.unreadableFile, missing(path))
         }
         guard !isDirectory.boolValue else {
             throw JobInputError(.unreadableFile, "cannot read '\(path)': it is a directory")

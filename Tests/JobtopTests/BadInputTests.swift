@@ -43,6 +43,8 @@ struct BadInputTests {
         arguments: [
             (["missing.toml"], nil, "cannot read 'missing.toml': no such file"),
             (["missing.txt"], nil, "cannot read 'missing.txt': no such file"),
+            (["stauts"], nil, "cannot read 'stauts': no such file (and no jobtop command is called that: see 'jobtop --help')"),
+            ([], "# only a comment\n\n", "standard input has no commands"),
             (["empty.txt"], nil, "'empty.txt' has no commands"),
             (["-"], "# nothing\n\n", "standard input has no commands"),
             ([], nil, "no jobs"),

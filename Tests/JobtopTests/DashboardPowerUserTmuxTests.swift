@@ -23,7 +23,7 @@ struct DashboardPowerUserTmuxTests {
         try await tmux.run("\(TmuxSession.binary) --grace 600s \(Self.stubborn); echo \"exit=$?\"")
         try await tmux.waitForDashboard("the running job") { $0.contains { $0.contains("trap ''") && $0.contains("running") } }
         tmux.keys("C-c")
-        try await tmux.waitFor("the quit question") { $0.contains { $0.contains("Cancel them and quit?") } }
+        try await tmux.waitFor("the quit question") { $0.contains { $0.contains("and quit? y = quit") } }
         tmux.keys("C-c")
         // The grace is ten minutes: only a kill ends it within the wait.
         let after = try await tmux.waitFor("the exit status") { $0.contains { $0.hasPrefix("exit=") } }

@@ -206,7 +206,7 @@ struct DashboardTmuxTests {
         try await tmux.run("clear; \(TmuxSession.binary) -j 1 -c 'sleep 300'; echo \"exit=$?\"")
         try await tmux.waitForDashboard("the running sleep") { $0.contains { $0.contains("sleep 300") && $0.contains("running") } }
         tmux.keys("C-c")
-        try await tmux.waitFor("the quit question") { $0.contains { $0.contains("Cancel them and quit?") } }
+        try await tmux.waitFor("the quit question") { $0.contains { $0.contains("and quit? y = quit") } }
         tmux.keys("C-c")
         let afterInterrupt = try await tmux.waitFor("exit=130 and the prompt") { screen in
             screen.contains { $0 == "exit=130" } && screen.last { !$0.isEmpty }?.hasPrefix("READY$") == true
@@ -403,7 +403,7 @@ final class TmuxSession: Sendable {
     /// quits.
     func quitCancellingJobs() async throws {
         keys("q")
-        try await waitFor("the quit question") { $0.contains { $0.contains("Cancel them and quit?") } }
+        try await waitFor("the quit question") { $0.contains { $0.contains("and quit? y = quit") } }
         keys("y")
     }
 
