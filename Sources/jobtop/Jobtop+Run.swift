@@ -29,7 +29,8 @@ extension Jobtop {
 
                 Exit status: 0 every job succeeded; 1 some job failed, was cancelled or was skipped \
                 (a job it waits for did not succeed); 2 bad usage or bad input (nothing was \
-                started); 130 interrupted by SIGINT; 143 by SIGTERM.
+                started); 128 + a signal when interrupted by it (130 SIGINT, 143 SIGTERM, 129 \
+                SIGHUP); 141 the log could not be written (stdout closed, as by `| head`).
                 """
         )
 

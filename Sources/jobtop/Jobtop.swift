@@ -41,7 +41,8 @@ struct Jobtop: AsyncParsableCommand {
             Exit status: 0 every job succeeded; 1 some job failed, was
             cancelled or was skipped (a job it waits for did not succeed);
             2 bad usage or bad input (nothing was started);
-            130 interrupted by SIGINT; 143 by SIGTERM.
+            128 + a signal when interrupted by it (130 SIGINT,
+            143 SIGTERM, 129 SIGHUP); 141 stdout closed (`| head`).
             See 'jobtop run --help' for every option.
 
             A queue that outlives the terminal: 'jobtop serve', then attach,
