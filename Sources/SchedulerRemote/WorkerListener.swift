@@ -568,8 +568,10 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
     }
 
     static func describe(_ error: any Error) -> String {
-        if let rpc = error as? RPCError { return rpc.message.isEmpty ? "\(rpc.code)" : rpc.message }
-        return String(describing: error)
+        let text = if let rpc = error as? RPCError { rpc.message.isEmpty ? "\(rpc.code)" : rpc.message } else { String(describing: error) }
+        // A sentence's full stop ("Stream unexpectedly closed.") reads wrong inside the reasons
+        // it goes into ("connection lost: Stream unexpectedly closed.; 6 attempts").
+        return text.hasSuffix(".") && !text.hasSuffix("..") ? String(text.dropLast()) : text
     }
 }
 

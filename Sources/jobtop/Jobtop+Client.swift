@@ -1002,7 +1002,7 @@ private func validateGroupOption(_ group: String?) throws {
 
 /// Says that a group no job of the serve is in was made by a setting: the name may be a typo.
 private func sayGroupIsNew(_ group: String, _ what: String) {
-    StandardError.write("jobtop: group '\(group)' is new: no job of it yet; \(what)\n")
+    StandardError.write("jobtop: group '\(group)' is new (no job was in it before); \(what)\n")
 }
 
 /// The one value of a positional argument that takes every input no option takes (so that a

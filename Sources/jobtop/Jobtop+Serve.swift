@@ -281,10 +281,12 @@ extension Jobtop {
             signal(SIGHUP, SIG_IGN)
             let signals = SignalWatcher(signals: [SIGINT, SIGTERM]) { number, count in
                 if count == 1 {
-                    StandardError.write("jobtop serve: \(signalName(number)): starting nothing new; running jobs finish (\(signalName(number)) again cancels them)\n")
+                    StandardError.write("jobtop serve: \(signalName(number)): starting nothing new; running jobs finish (\(signalName(number)) again stops them now)\n")
                     Task { _ = try? await backend.perform(.shutdown(.graceful)) }
                 } else {
-                    StandardError.write("jobtop serve: \(signalName(number)) again: cancelling running jobs\n")
+                    // Nothing is cancelled on disk: the next serve counts each cut-off attempt as
+                    // stopped by jobtop and retries it as its budget allows.
+                    StandardError.write("jobtop serve: \(signalName(number)) again: stopping the running jobs now (the next serve runs them again as their retries allow)\n")
                     Task { _ = try? await backend.perform(.shutdown(.cancelRunning)) }
                 }
             }

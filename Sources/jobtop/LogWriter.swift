@@ -40,7 +40,7 @@ final class LogWriter: Sendable {
         /// A producer woke the lingering thread already (over ``lingerLimit``).
         var isNudged = false
         var roomWaiters = Waiters()
-        /// Stdout is given up on (``abandonStdout()``): nothing waits for room any more.
+        /// A second signal came (``stopWaitingForStdout()``): nothing waits for room any more.
         var isAbandoned = false
 
         var hasRoom: Bool { queuedBytes < LogWriter.capacity || hasStopped || isAbandoned }
@@ -128,30 +128,18 @@ final class LogWriter: Sendable {
         stopping.withLock { $0 = true }
     }
 
-    /// Gives stdout up for a user who asked twice to stop (a second signal): a reader that does
-    /// not read (`jobtop list | less`, not scrolled) must not keep jobtop running. The rest of the
-    /// log is dropped, nothing waits for room, and ``finish()`` waits for the thread only briefly
-    /// (it may be blocked in a write to stdout for as long as the reader does not read; it ends
-    /// with the process). Output files queued behind that write may lose their last lines.
-    func abandonStdout() {
-        let already = broke.withLock { broke -> Bool in
-            defer { broke = true }
-            return broke
-        }
+    /// For a user who asked twice to stop (a second signal): a reader that does not read
+    /// (`jobtop list | less`, not scrolled) must not keep jobtop running. Nothing waits for room
+    /// any more, and ``finish()`` waits for the thread only briefly: a stdout that is read gets
+    /// the rest of the log and the summary as ever; one that is not is given up on then (the
+    /// thread, blocked in its write, ends with the process), and output files queued behind that
+    /// write may lose their last lines.
+    func stopWaitingForStdout() {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.isAbandoned = true
             return state.roomWaiters.takeAll()
         }
         for waiter in waiters { waiter.resume() }
-        if !already && !isStdoutWritable() {
-            StandardError.write("jobtop: stdout is not being read: the rest of the log is dropped\n")
-        }
-    }
-
-    /// Whether a write to stdout would not block now.
-    private func isStdoutWritable() -> Bool {
-        var ready = pollfd(fd: STDOUT_FILENO, events: Int16(POLLOUT), revents: 0)
-        return poll(&ready, 1, 0) == 1 && ready.revents & Int16(POLLOUT) != 0
     }
 
     /// Writes everything queued, then ends the thread; returns when it is all written.
@@ -163,8 +151,12 @@ final class LogWriter: Sendable {
         guard !already else { return }
         wakeup.signal()
         if state.withLock({ $0.isAbandoned }) {
-            // The thread may be blocked on stdout for good: a moment for the files, no more.
-            _ = stopped.wait(timeout: .now() + .seconds(1))
+            // The thread may be blocked on stdout for good: a moment to write what is queued
+            // (it takes milliseconds when read), no more.
+            if stopped.wait(timeout: .now() + .seconds(2)) == .timedOut {
+                broke.withLock { $0 = true }
+                StandardError.write("jobtop: stdout is not being read: the rest of the log is dropped\n")
+            }
         } else {
             stopped.wait()
         }

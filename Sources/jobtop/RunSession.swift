@@ -81,7 +81,7 @@ struct RunSession {
                 // run stayed until its reader went away).
                 onAgain: {
                     killNow()
-                    writer.abandonStdout()
+                    writer.stopWaitingForStdout()
                 })
         case .screen:
             isScreen = true

@@ -454,7 +454,7 @@ struct ServeTests {
         let grouped = try await fixture.run(["submit", "--group", "slow", "-c", "true"]).lines[0]
         // A group the serve has (paused above) is not new; a misspelt one is said to be.
         let misspelt = try await fixture.run(["submit", "--group", "slwo", "-c", "true"])
-        #expect(misspelt.stderr.contains("group 'slwo' is new: no job of it yet; no limit or pause of its own"), "\(misspelt.stderr)")
+        #expect(misspelt.stderr.contains("group 'slwo' is new (no job was in it before); no limit or pause of its own"), "\(misspelt.stderr)")
         #expect(try await fixture.run(["submit", "--group", "slwo", "-c", "true"]).stderr.isEmpty)
         let other = try await fixture.run(["submit", "-c", "true"]).lines[0]
         try await fixture.waitFor(other, "succeeded")
@@ -471,7 +471,7 @@ struct ServeTests {
         let set = try await fixture.run(["limit", "g", "1"])
         #expect(set.status == 0, "\(set.stderr)")
         #expect(set.stdout == "group g: limit 1; 0 running, 0 queued, 0 held\n")
-        #expect(set.stderr.contains("group 'g' is new: no job of it yet"), "\(set.stderr)")
+        #expect(set.stderr.contains("group 'g' is new (no job was in it before)"), "\(set.stderr)")
         let ids = try await fixture.run([
             "submit", "--group", "g", "-c", "while [ ! -f \(go) ]; do sleep 0.02; done", "-c", "while [ ! -f \(go) ]; do sleep 0.02; done",
         ]).lines
