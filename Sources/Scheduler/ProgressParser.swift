@@ -41,10 +41,11 @@ package struct ProgressParser {
             }
             start = previous
         }
-        // "…v1.5%" would read as 1.5; a number glued to a letter is not a percentage.
+        // "…v1.5%" would read as 1.5; a number glued to a letter is not a percentage, nor a
+        // negative one ("change: -5%" read as 5% done).
         if start > bytes.startIndex {
             let before = bytes[bytes.index(before: start)]
-            if (before >= 0x41 && before <= 0x5A) || (before >= 0x61 && before <= 0x7A) { return nil }
+            if (before >= 0x41 && before <= 0x5A) || (before >= 0x61 && before <= 0x7A) || before == UInt8(ascii: "-") { return nil }
         }
         if start < end, bytes[start] == UInt8(ascii: ".") { start = bytes.index(after: start) }
         guard digits > 0, start < end else { return nil }

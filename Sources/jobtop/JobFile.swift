@@ -327,7 +327,13 @@ enum JobFile {
                 switch key {
                 case "name": fields.name = try string(value, at)
                 case "command": fields.command = try string(value, at)
-                case "key": fields.key = try string(value, at)
+                case "key":
+                    // An empty key would make every job given one the same job (coalesced).
+                    let key = try string(value, at)
+                    guard !key.allSatisfy(\.isWhitespace) else {
+                        throw JobInputError(.invalidValue, "\(at) must not be empty (leave it out for a job with no key)")
+                    }
+                    fields.key = key
                 case "priority":
                     let priority = try integer(value, at)
                     guard JobSpec.priorityRange.contains(priority) else {

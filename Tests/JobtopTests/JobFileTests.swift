@@ -79,6 +79,7 @@ struct JobFileTests {
             ("[defaults]\nname = \"x\"\n[[job]]\ncommand = \"a\"\n", "'name' cannot be a default", .unknownKey),
             ("[[job]]\ncommand = \"true\"\nretries = \"3\"\n", "job 1: 'retries' must be an integer, not a string", .wrongType),
             ("[[job]]\ncommand = 5\n", "'command' must be a string, not an integer", .wrongType),
+            ("[[job]]\ncommand = \"a\"\nkey = \"\"\n", "job 1: 'key' must not be empty (leave it out for a job with no key)", .invalidValue),
             ("[[job]]\ncommand = \"a\"\nenv = \"FOO=1\"\n", "'env' must be a table", .wrongType),
             ("[[job]]\ncommand = \"a\"\nenv = { N = 1 }\n", "variable 'N' must be a string", .wrongType),
             ("[job]\ncommand = \"a\"\n", "write [[job]], not [job]", .wrongType),

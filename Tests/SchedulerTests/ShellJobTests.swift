@@ -193,6 +193,7 @@ struct ShellJobTests {
         #expect(ProgressParser.trailingPercent(in: "copying… 99.5%  ") == 0.995)
         #expect(ProgressParser.trailingPercent(in: "100 %") == 1)
         #expect(ProgressParser.trailingPercent(in: "v1.5%") == nil)
+        #expect(ProgressParser.trailingPercent(in: "change: -5%") == nil)
         #expect(ProgressParser.trailingPercent(in: "150%") == nil)
         #expect(ProgressParser.trailingPercent(in: "50% done") == nil)
         #expect(ProgressParser.trailingPercent(in: "%") == nil)
