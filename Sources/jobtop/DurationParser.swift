@@ -26,6 +26,9 @@ enum DurationParser {
         if trimmed.hasPrefix("-") { throw Failure(text: text, reason: "it is negative") }
         var rest = Substring(trimmed)
         var total = 0.0
+        // Each unit once, from the largest down (1h30m): `5s5s` or `30s1m` is a typo more likely
+        // than a sum (it was taken as one).
+        var previous: (suffix: String, seconds: Double)?
         while !rest.isEmpty {
             let number = rest.prefix { $0.isASCII && ($0.isNumber || $0 == ".") }
             guard !number.isEmpty, let value = Double(number) else {
@@ -40,9 +43,13 @@ enum DurationParser {
                 throw Failure(text: text, reason: "unknown unit '\(unitText)'; use ms, s, m, h or d")
             }
             rest = rest.dropFirst(unitText.count)
+            if let previous, unit.seconds >= previous.seconds {
+                throw Failure(text: text, reason: "'\(unit.suffix)' after '\(previous.suffix)': give each unit once, the largest first, like 1h30m")
+            }
+            previous = (String(unit.suffix), unit.seconds)
             total += value * unit.seconds
         }
-        guard total.isFinite, total < 1e9 else { throw Failure(text: text, reason: "it is too long") }
+        guard total.isFinite, total < 1e9 else { throw Failure(text: text, reason: "it is too long: at most 11574d") }
         // Times are kept and shown to the millisecond: `0.0001ms` passed as more than zero, then
         // timed every job out "after 0ms".
         if total > 0 && total < 0.001 { throw Failure(text: text, reason: "it is shorter than 1ms") }
