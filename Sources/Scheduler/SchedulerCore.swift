@@ -1755,6 +1755,11 @@ public struct SchedulerCore: Sendable {
         let old = jobs[handle]
         switch old.info.state {
         case .running:
+            // One its worker holds and has not begun shows as sent, and is said so (it said
+            // running of a job every view showed waiting at its worker).
+            if let worker = old.worker, pool[worker].holdsAttempts, !old.hasBegun {
+                throw SchedulerError(.notAllowed, "job \(id.short) was sent to its worker and waits there to run: cancel it first, or edit it once it has ended")
+            }
             throw SchedulerError(.notAllowed, "job \(id.short) is running: cancel it first, or edit it once it has ended")
         case .succeeded:
             throw SchedulerError(.notAllowed, "job \(id.short) has succeeded: submit a new job instead")

@@ -185,12 +185,19 @@ import Testing
         #expect(core.info(of: id)?.startedAt == .zero)
         // Until it begins, the snapshot says it was sent and is held there.
         #expect(core.snapshot(seq: 0, now: .seconds(1), progress: { _ in nil }).heldAttempts == [id])
+        // An edit is refused as for a running job, in the words its row shows (it said running).
+        #expect(throws: SchedulerError(.notAllowed, "job \(id.short) was sent to its worker and waits there to run: cancel it first, or edit it once it has ended")) {
+            try core.edit(id, command: "true", now: .seconds(1))
+        }
         let began = core.attemptBegan(id, attempt: 1, now: .seconds(30))
         #expect(core.snapshot(seq: 0, now: .seconds(31), progress: { _ in nil }).heldAttempts.isEmpty)
         #expect(Self.events(began) == ["began"])
         #expect(began.contains { if case .emit(.began(id, attempt: 1)) = $0 { true } else { false } })
         #expect(core.info(of: id)?.startedAt == .seconds(30))
         #expect(core.state(of: id) == .running(worker: Self.w1.id, attempt: 1, since: .seconds(30), stopping: nil))
+        #expect(throws: SchedulerError(.notAllowed, "job \(id.short) is running: cancel it first, or edit it once it has ended")) {
+            try core.edit(id, command: "true", now: .seconds(31))
+        }
         // Told twice (a repeated report), or for another attempt: nothing more.
         #expect(core.attemptBegan(id, attempt: 1, now: .seconds(31)).isEmpty)
         #expect(core.attemptBegan(id, attempt: 2, now: .seconds(31)).isEmpty)
