@@ -333,6 +333,9 @@ struct WorkflowFileTests {
         let summary = RunSummary(counts: [.succeeded: 2, .skipped: 1], wall: .seconds(1), signal: nil)
         #expect(summary.exitStatus == ExitStatus.someFailed)
         #expect(summary.sentence.hasPrefix("3 jobs: 2 succeeded, 0 failed, 0 cancelled, 1 skipped"))
+        // The rate counts the jobs that ran to an end, not the skipped one.
+        #expect(summary.jobsPerSecond == 2)
+        #expect(RunSummary(counts: [.succeeded: 4, .cancelled: 10_049], wall: .seconds(2), signal: SIGTERM).jobsPerSecond == 2)
         let held = RunSummary(counts: [.succeeded: 1, .blocked: 1, .scheduled: 1], wall: .seconds(1), signal: nil)
         #expect(held.unfinished == 2)
         #expect(held.exitStatus == ExitStatus.someFailed)
