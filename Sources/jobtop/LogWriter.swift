@@ -85,7 +85,6 @@ final class LogWriter: Sendable {
 
     /// Queues `chunk`, which holds `bytes` bytes to write, and wakes the thread if it must.
     private func queue(_ chunk: Chunk, bytes: Int) {
-        if case .write(STDOUT_FILENO, _) = chunk, broke.withLock({ $0 }) { return }
         let wakes = state.withLock { state -> Bool in
             state.chunks.append(chunk)
             state.queuedBytes += bytes
