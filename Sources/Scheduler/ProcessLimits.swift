@@ -16,6 +16,12 @@ public struct LocalSlotCapacity: Sendable, CustomStringConvertible {
     public var explanation: String
 
     public var description: String { explanation }
+
+    /// Why `wanted` slots (given with `flag`) cannot run here, or `nil` when they fit: one
+    /// message for every command that takes a number of slots.
+    public func refusal(of wanted: Int, flag: String, fewer: String) -> String? {
+        wanted > slots ? "\(flag) \(wanted) is more than this system can run at once: \(explanation); raise \(limit) or use \(fewer)" : nil
+    }
 }
 
 extension Scheduler {

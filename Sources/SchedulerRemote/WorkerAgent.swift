@@ -386,14 +386,17 @@ public final class WorkerAgent: Sendable {
             // have a few seconds later on its own.
             let firings = JobProcessGuards.watchdogFirings
             let stoppedByGuard = "this worker did not run for more than \(formatDuration(guardTimeout)) (stopped, or starved of CPU), so its guard stopped its jobs"
+            /// Ends the session if the guard has fired since it began; says whether it did.
+            @Sendable func endedAfterTheGuardFired() -> Bool {
+                guard JobProcessGuards.watchdogFirings != firings else { return false }
+                input.yield(.ended(.lost(stoppedByGuard)))
+                return true
+            }
             group.addTask { await inner.run() }
             group.addTask {
                 for await event in events {
                     await outbox.waitForRoom()
-                    if JobProcessGuards.watchdogFirings != firings {
-                        input.yield(.ended(.lost(stoppedByGuard)))
-                        return
-                    }
+                    if endedAfterTheGuardFired() { return }
                     input.yield(.event(event))
                 }
             }
@@ -413,10 +416,7 @@ public final class WorkerAgent: Sendable {
                     } catch {
                         return
                     }
-                    if JobProcessGuards.watchdogFirings != firings {
-                        input.yield(.ended(.lost(stoppedByGuard)))
-                        return
-                    }
+                    if endedAfterTheGuardFired() { return }
                     // Away longer than the limit itself: this worker was stopped (SIGSTOP) or
                     // starved, not the coordinator silent (it blamed the coordinator, "for 3s",
                     // after a 20 s stop).

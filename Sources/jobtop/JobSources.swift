@@ -13,6 +13,11 @@ struct RunPlan: Sendable {
         /// Whether a list without a single command is an error (a named list is; a stdin that
         /// happens to be piped is not when `-c` gives jobs).
         var mustHaveCommands: Bool
+
+        /// The refusal of this list when it has not a single command.
+        var hasNoCommands: JobInputError {
+            JobInputError(.noJobs, "\(source) has no commands (only blank lines and # comments)")
+        }
     }
 
     /// The jobs of a `.toml` job file, each after the jobs it waits for.
@@ -99,7 +104,7 @@ enum JobSources {
         guard fstat(list.fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return list }
         do throws(JobInputError) {
             if try CommandListReader.check(fd: list.fd, source: list.source) == 0 && list.mustHaveCommands {
-                throw JobInputError(.noJobs, "\(list.source) has no commands (only blank lines and # comments)")
+                throw list.hasNoCommands
             }
         } catch {
             close(list.fd)

@@ -135,9 +135,8 @@ extension Jobtop {
             let slurmConfiguration = try slurm.configuration(file: plan.slurm, submitted: jobs, grace: configuration.gracePeriod)
             if slurmConfiguration != nil { configuration.localSlots = 0 }
             let capacity = Scheduler.localSlotCapacity(extraFilesPerJob: outputDir == nil ? 0 : 1)
-            if configuration.localSlots > capacity.slots {
-                throw JobInputError(.invalidValue,
-                    "-j/--jobs \(configuration.localSlots) is more than this system can run at once: \(capacity.explanation); raise \(capacity.limit) or use a smaller -j")
+            if let refusal = capacity.refusal(of: configuration.localSlots, flag: "-j/--jobs", fewer: "a smaller -j") {
+                throw JobInputError(.invalidValue, refusal)
             }
             Jobtop.startLifelineGuard("jobtop")
             var slurmWorker: SlurmWorker?

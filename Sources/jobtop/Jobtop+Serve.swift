@@ -165,13 +165,10 @@ extension Jobtop {
             // was taken: -j 100000000 never listened and grew without end, and -j 200 under
             // 256 descriptors said jobs were running that waited for one, then failed). Each
             // running job also keeps its output file open.
-            if !slurm.slurm, let jobs {
-                let capacity = Scheduler.localSlotCapacity(extraFilesPerJob: 1)
-                if jobs > capacity.slots {
-                    StandardError.write(
-                        "jobtop serve: -j/--jobs \(jobs) is more than this system can run at once: \(capacity.explanation); raise \(capacity.limit) or use a smaller -j\n")
-                    throw ExitCode(ExitStatus.usage)
-                }
+            if !slurm.slurm, let jobs,
+               let refusal = Scheduler.localSlotCapacity(extraFilesPerJob: 1).refusal(of: jobs, flag: "-j/--jobs", fewer: "a smaller -j") {
+                StandardError.write("jobtop serve: \(refusal)\n")
+                throw ExitCode(ExitStatus.usage)
             }
             let address = try listen.map { text throws(ValidationError) in
                 do { return try RemoteAddress(parsing: text) } catch { throw ValidationError("\(error)") }

@@ -68,10 +68,8 @@ extension Jobtop {
             // requeues it elsewhere.
             Jobtop.startLifelineGuard("jobtop worker")
             let wanted = slots ?? ProcessInfo.processInfo.activeProcessorCount
-            let capacity = Scheduler.localSlotCapacity(extraFilesPerJob: 0)
-            if wanted > capacity.slots {
-                StandardError.write(
-                    "jobtop worker: --slots \(wanted) is more than this system can run at once: \(capacity.explanation); raise \(capacity.limit) or use fewer slots\n")
+            if let refusal = Scheduler.localSlotCapacity(extraFilesPerJob: 0).refusal(of: wanted, flag: "--slots", fewer: "fewer slots") {
+                StandardError.write("jobtop worker: \(refusal)\n")
                 throw ExitCode(ExitStatus.usage)
             }
             let agent: WorkerAgent

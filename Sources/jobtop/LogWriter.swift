@@ -234,8 +234,6 @@ final class LogWriter: Sendable {
         if fd == STDOUT_FILENO ? broke.withLock({ $0 }) : failing.withLock({ $0.contains(fd) }) { return }
         var offset = 0
         while offset < bytes.count {
-            // Given up on meanwhile (a second signal while a reader did not read).
-            if fd == STDOUT_FILENO && offset > 0 && broke.withLock({ $0 }) { return }
             let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
             if written < 0 {
                 if errno == EINTR || errno == EAGAIN { continue }

@@ -96,7 +96,6 @@ struct RunSession {
             Dashboard.waitUntilInForeground()
             let (stream, continuation) = AsyncStream<Int32>.makeStream(bufferingPolicy: .bufferingNewest(64))
             screenSignals = (stream, continuation)
-            let afterScreen = signalAfterScreen
             signals = SignalWatcher(signals: Dashboard.signals) { number, _ in
                 // Once the dashboard has ended, its jobs are being cancelled (SIGTERM, SIGKILL
                 // after the grace period): a signal then kills them at once, as a second one
@@ -104,7 +103,7 @@ struct RunSession {
                 // then ends by that signal, as a second one ends a headless run (it said 1).
                 if case .terminated = continuation.yield(number), number != SIGWINCH {
                     StandardError.write("jobtop: \(signalName(number)): killing every running job now\n")
-                    afterScreen.withLock { if $0 == nil { $0 = number } }
+                    signalAfterScreen.withLock { if $0 == nil { $0 = number } }
                     killNow()
                 }
             }
@@ -293,7 +292,7 @@ struct RunSession {
                 }
                 if reader.wasStopped { return .stopped }
                 if list.mustHaveCommands && reader.commandCount == 0 {
-                    return .refused(JobInputError(.noJobs, "\(list.source) has no commands (only blank lines and # comments)"))
+                    return .refused(list.hasNoCommands)
                 }
             }
             if !plan.commandJobs.isEmpty {
@@ -313,7 +312,7 @@ struct RunSession {
             // A list piped in with only comments is that list's problem, said as for `-` (it was
             // told to give a list on stdin, which it had).
             if let list = plan.list, let reader, reader.commandCount == 0 {
-                return .refused(JobInputError(.noJobs, "\(list.source) has no commands (only blank lines and # comments)"))
+                return .refused(list.hasNoCommands)
             }
             return .refused(JobInputError(.noJobs, "no jobs: give a job file, a list on stdin or -c COMMAND (see 'jobtop --help')"))
         }

@@ -43,12 +43,21 @@ final class ServeFixture: Sendable {
         try JobtopProcess(arguments, directory: scratch.path, environment: environment)
     }
 
+    /// What `status --json` (with `options`) prints, parsed.
+    func report(_ options: [String] = []) async throws -> [String: Any] {
+        let outcome = try await run(["status", "--json"] + options)
+        try #require(outcome.status == 0, "status failed: \(outcome.stderr)")
+        return try #require(try JSONSerialization.jsonObject(with: Data(outcome.stdout.utf8)) as? [String: Any], "\(outcome.stdout)")
+    }
+
+    /// What `status` prints, or nothing when it fails (for a condition polled until it holds).
+    func statusText() async -> String {
+        (try? await run(["status"]))?.stdout ?? ""
+    }
+
     /// The serve's jobs as `status --all --json` lists them.
     func jobs() async throws -> [[String: Any]] {
-        let outcome = try await run(["status", "--all", "--json"])
-        try #require(outcome.status == 0, "status failed: \(outcome.stderr)")
-        let object = try JSONSerialization.jsonObject(with: Data(outcome.stdout.utf8)) as? [String: Any]
-        return try #require(object?["jobs"] as? [[String: Any]])
+        try #require(try await report(["--all"])["jobs"] as? [[String: Any]])
     }
 
     func state(of id: String) async throws -> String? {
@@ -113,7 +122,7 @@ struct ServeTests {
         let active = try await fixture.run(["status"])
         #expect(!active.stdout.contains(hello), "finished jobs are listed only with --all")
         // Every key the README lists is there, null when it has no value.
-        let report = try JSONSerialization.jsonObject(with: Data(try await fixture.run(["status", "--all", "--json"]).stdout.utf8)) as? [String: Any]
+        let report: [String: Any]? = try await fixture.report(["--all"])
         #expect(report?["shuttingDown"] is NSNull)
         let listed = try #require(report?["jobs"] as? [[String: Any]])
         #expect(listed.allSatisfy { Set($0.keys).isSuperset(of: ["name", "failure", "worker", "placement", "sent"]) })
@@ -837,12 +846,11 @@ struct ServeTests {
         let fixture = try await ServeFixture(["-j", "0", "--workers", "127.0.0.1:0", "--prefetch", "1"])
         let address = try fixture.address(printedWith: "accepting workers on")
         let worker = try fixture.start(["worker", "--connect", address, "--slots", "2", "--name", "w1"])
-        #expect(await eventually { ((try? await fixture.run(["status"]))?.stdout ?? "").contains("w1") })
+        #expect(await eventually { await fixture.statusText().contains("w1") })
         let text = try await fixture.run(["status"])
         #expect(text.lines.first?.hasSuffix("; 2 slots (+1 prefetched)") == true, "\(text.stdout)")
-        let json = try await fixture.run(["status", "--json"])
-        let report = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
-        #expect(report["slots"] as? Int == 2 && report["prefetch"] as? Int == 1, "\(json.stdout)")
+        let report = try await fixture.report()
+        #expect(report["slots"] as? Int == 2 && report["prefetch"] as? Int == 1, "\(report)")
         let workers = try #require(report["workers"] as? [[String: Any]])
         #expect(workers.first?["slots"] as? Int == 2 && workers.first?["prefetch"] as? Int == 1, "\(workers)")
         #expect(workers.first?["draining"] as? Bool == false, "\(workers)")
@@ -852,15 +860,14 @@ struct ServeTests {
         let go = fixture.scratch.file("go")
         let submitted = try await fixture.run(["submit", "-c", "while [ ! -e '\(go)' ]; do sleep 0.05; done"])
         try #require(submitted.status == 0, "\(submitted.stderr)")
-        #expect(await eventually { ((try? await fixture.run(["status"]))?.stdout ?? "").contains("1 running") })
+        #expect(await eventually { await fixture.statusText().contains("1 running") })
         worker.send(SIGTERM)
-        #expect(await eventually { ((try? await fixture.run(["status"]))?.stdout ?? "").contains("w1 draining (") })
+        #expect(await eventually { await fixture.statusText().contains("w1 draining (") })
         let draining = try await fixture.run(["status"])
         #expect(draining.lines.first?.hasSuffix("; 0 slots") == true, "\(draining.stdout)")
-        let drainingJSON = try await fixture.run(["status", "--json"])
-        let drained = try #require(try JSONSerialization.jsonObject(with: Data(drainingJSON.stdout.utf8)) as? [String: Any])
-        #expect(drained["slots"] as? Int == 0 && drained["prefetch"] as? Int == 0, "\(drainingJSON.stdout)")
-        #expect((drained["workers"] as? [[String: Any]])?.first?["draining"] as? Bool == true, "\(drainingJSON.stdout)")
+        let drained = try await fixture.report()
+        #expect(drained["slots"] as? Int == 0 && drained["prefetch"] as? Int == 0, "\(drained)")
+        #expect((drained["workers"] as? [[String: Any]])?.first?["draining"] as? Bool == true, "\(drained)")
         _ = FileManager.default.createFile(atPath: go, contents: nil)
         _ = await worker.wait()
         try await fixture.stop()

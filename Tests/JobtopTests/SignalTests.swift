@@ -68,16 +68,10 @@ struct SignalTests {
         kill(child, SIGINT)
         #expect(await eventually { (scratch.read("stderr") ?? "").contains("SIGINT: cancelling running jobs") })
         kill(child, SIGINT)
-        let status = await offThePool { () -> Int32? in
-            // A hang guard, not a measure: the run ended in seconds, or never while unread.
-            for _ in 0..<3_000 {
-                var status: Int32 = 0
-                let reaped = waitpid(child, &status, WNOHANG)
-                if reaped == child { return (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F) }
-                usleep(10_000)
-            }
-            return nil
-        }
+        // The 30 s are a hang guard, not a measure: the run ended in seconds, or never while unread.
+        var raw: Int32 = 0
+        let ended = await eventually(within: .seconds(30)) { waitpid(child, &raw, WNOHANG) == child }
+        let status = ended ? ((raw & 0x7F) == 0 ? (raw >> 8) & 0xFF : 128 + (raw & 0x7F)) : nil
         #expect(status == 130, "\(scratch.read("stderr") ?? "")")
         let errors = scratch.read("stderr") ?? ""
         #expect(errors.contains("stdout is not being read: the rest of the log is dropped"), "\(errors)")
