@@ -32,8 +32,12 @@ struct PipedListDashboardTests {
         defer { unlink(gate) }
         // The bad line comes once the first job runs: its own writer opens the gate.
         try await tmux.run("(echo 'echo go > \(gate); sleep 300'; cat \(gate) > /dev/null; printf 'bad\\0line\\n') | \(TmuxSession.binary) -j 1; echo \"exit=$?\"")
-        try await tmux.waitForDashboard("the refusal on the screen") { screen in
+        // And the running job cancelled by it: a q while it still stops asks whether to cancel it,
+        // and that question goes when it ends ("q quits"), leaving a second q to quit (a CI run
+        // pressed q that early and waited for an exit that needed another).
+        try await tmux.waitForDashboard("the refusal on the screen, its job cancelled") { screen in
             screen.contains { $0.contains("standard input:2: the command contains a NUL byte") }
+                && screen.contains { $0.contains("echo go >") && $0.contains("cancelled") }
         }
         tmux.keys("q")
         let after = try await tmux.waitFor("the exit status") { $0.contains { $0.hasPrefix("exit=") } }
