@@ -215,6 +215,9 @@ public enum Termination: Sendable, Equatable, CustomStringConvertible {
     case error(String)
     /// The worker running it went away (a remote worker lost): the attempt did not count.
     case workerLost(WorkerLeaveReason)
+    /// The worker gave the attempt back before it began, when asked
+    /// (``Worker/withdraw(_:attempt:)``): it never ran and does not count.
+    case withdrawn
 
     /// Whether the attempt succeeded.
     public var isSuccess: Bool { self == .exit(0) }
@@ -231,6 +234,7 @@ public enum Termination: Sendable, Equatable, CustomStringConvertible {
         case .signal(let signal): "signal \(signal) (\(signalName(signal)))"
         case .error(let message): message
         case .workerLost(let why): "worker lost: \(why)"
+        case .withdrawn: "withdrawn before it began"
         }
     }
 }
@@ -269,6 +273,8 @@ extension FailureReason {
         case .signal(let signal): self = .signal(signal)
         case .error(let message): self = .error(message)
         case .workerLost(let why): self = .workerLost(why)
+        // (Never a failure: a withdrawn attempt goes back to the queue.)
+        case .withdrawn: self = .error(termination.description)
         }
     }
 }

@@ -408,6 +408,21 @@ public actor Scheduler {
         try step { (core, now) throws(SchedulerError) in try core.cancel(id, now: now) }
     }
 
+    /// Cancels job `id` if it is still queued, in one step (it cannot start meanwhile): a
+    /// `jobtop worker` gives back a held assignment so.
+    ///
+    /// - Returns: Whether it was queued and is now cancelled; `false` for one that started,
+    ///   ended or is unknown.
+    public func cancelIfQueued(_ id: JobID) -> Bool {
+        var cancelled = false
+        step { core, now in
+            let (did, actions) = core.cancelIfQueued(id, now: now)
+            cancelled = did
+            return actions
+        }
+        return cancelled
+    }
+
     /// Cancels several jobs in one step (``cancel(_:)`` of each): none of the queued ones can
     /// start in a slot that another of them frees meanwhile.
     ///

@@ -18,6 +18,10 @@ public struct SchedulerCore: Sendable {
         case stop(JobID, worker: WorkerID, reason: StopReason)
         /// The worker has left the pool: release it.
         case removeWorker(WorkerID)
+        /// Ask `worker` to give back `attempt` of job `id`, which it holds and has not begun:
+        /// another worker has a slot free. It ends ``Termination/withdrawn`` if the worker still
+        /// held it; else it runs there as it would have.
+        case withdraw(JobID, attempt: Int, worker: WorkerID)
         /// Publish this event.
         case emit(SchedulerEvent.Kind)
     }
@@ -69,6 +73,9 @@ public struct SchedulerCore: Sendable {
         /// Whether its attempt on a worker that holds attempts began (``attemptBegan``); set
         /// false at each start.
         var hasBegun = false
+        /// Whether its held attempt was asked back (``Action/withdraw(_:attempt:worker:)``) and
+        /// has neither begun nor ended since.
+        var isWithdrawing = false
         /// Its place in ``jobs`` (and in the queue, the pool and timers).
         let handle: JobHandle
         /// Its spec's timeout, kept here so that a start reads only the record.
@@ -245,6 +252,8 @@ public struct SchedulerCore: Sendable {
     /// The serial of the next record, which is also its place in the queues (first submitted,
     /// first out across groups within a priority).
     private var nextSerial: UInt64 = 1
+    /// Held attempts asked back (``withdrawHeldAttempts()``) that have neither begun nor ended.
+    private var withdrawalsInFlight = 0
     /// Every job's list of dependencies (by id).
     private var dependencyLinks = LinkArena<JobID>()
     /// Lists of dropped or succeeded jobs, freed once the step's dependents are settled (a list
@@ -902,6 +911,15 @@ public struct SchedulerCore: Sendable {
         return takeActions()
     }
 
+    /// Cancels job `id` only if it is queued (it has not started): what a worker does with a
+    /// held assignment its coordinator asks back. Returns whether it did, and the actions.
+    public mutating func cancelIfQueued(_ id: JobID, now: SchedulerTime) -> (cancelled: Bool, actions: [Action]) {
+        guard let handle = jobs.handle(of: id), jobs[handle].info.state == .queued else { return (false, []) }
+        guard (try? cancelInPlace(id, now: now)) != nil else { return (false, takeActions()) }
+        dispatch(now: now)
+        return (true, takeActions())
+    }
+
     /// Cancels several jobs in one step, as ``cancel(_:now:)`` does each: every queued or waiting
     /// one ends before dispatch runs, so a slot that a cancelled job frees never starts another
     /// of them first. A job named twice is cancelled once.
@@ -1062,6 +1080,7 @@ public struct SchedulerCore: Sendable {
         let running = pool.remove(handle).sorted { jobs.id(at: $0) < jobs.id(at: $1) }
         for runningHandle in running {
             jobs[runningHandle].worker = nil
+            withdrawalEnded(runningHandle)
             guard case .running(_, let attempt, _, let stopping) = jobs[runningHandle].info.state else { continue }
             // A loss counts against the job only for an attempt that reached its worker and
             // began there: one it held behind a busy slot never ran (a job held through four
@@ -1246,9 +1265,13 @@ public struct SchedulerCore: Sendable {
             runningWorker == worker, runningAttempt == attempt, let workerHandle = jobs[handle].worker
         else { return }
         jobs[handle].worker = nil
+        withdrawalEnded(handle)
         let began = !pool[workerHandle].holdsAttempts || jobs[handle].hasBegun
         let retiredReason = pool.checkIn(handle, from: workerHandle)
-        if let stopping, !stopTookEffect {
+        if termination == .withdrawn {
+            // Given back unbegun: back to the queue, or cancelled if a cancel came meanwhile.
+            settle(handle, attempt: attempt, stopping: stopping, termination: termination, began: false, now: now)
+        } else if let stopping, !stopTookEffect {
             settleUnstopped(handle, attempt: attempt, requested: stopping, termination: termination, now: now)
         } else {
             settle(handle, attempt: attempt, stopping: stopping, termination: termination, began: began, now: now)
@@ -1271,6 +1294,7 @@ public struct SchedulerCore: Sendable {
               !jobs[handle].hasBegun
         else { return [] }
         jobs[handle].hasBegun = true
+        withdrawalEnded(handle)
         // The same state with its real start: a running job stays running (no transition).
         jobs[handle].info.state = .running(worker: workerID, attempt: attempt, since: now, stopping: nil)
         jobs[handle].info.history.startedAt = now
@@ -1934,7 +1958,51 @@ public struct SchedulerCore: Sendable {
         }
         // The next job to start is known now; its record is touched on the next free slot. Jobs of a
         // DAG start out of submission order (no hardware prefetch), so ask for it in advance.
-        if let group = heads.first, let next = groups[Int(group.index)].queue.first { jobs.prefetch(next) }
+        if let group = heads.first, let next = groups[Int(group.index)].queue.first {
+            jobs.prefetch(next)
+        } else if pool.withdrawingMembers > 0 {
+            withdrawHeldAttempts()
+        }
+    }
+
+    /// A slot is free to run a job, and nothing queued may start: asks workers that hold
+    /// attempts behind busy slots to give back as many as there are such free slots (less those
+    /// asked for already), the first in queue order first. Each comes back ``Termination/withdrawn``
+    /// and takes the free slot, or begins where it is if its worker started it meanwhile.
+    private mutating func withdrawHeldAttempts() {
+        let free = pool.freeRunningCount - withdrawalsInFlight
+        guard free > 0 else { return }
+        var candidates: [(handle: JobHandle, worker: WorkerID)] = []
+        pool.forEachMember { member in
+            guard member.descriptor.withdrawsHeld, member.holdsAttempts else { return }
+            // Beyond its running slots: those of its attempts that wait there.
+            var held = member.running.count - member.descriptor.runningSlots
+            for job in member.running where jobs[job].isWithdrawing { held -= 1 }
+            guard held > 0 else { return }
+            var unbegun = member.running.filter { !jobs[$0].hasBegun && !jobs[$0].isWithdrawing }
+            // The last given are the likeliest still held: the worker runs them in order.
+            unbegun.sort { jobs[$0].queueOrder > jobs[$1].queueOrder }
+            for job in unbegun.prefix(held) { candidates.append((job, member.descriptor.id)) }
+        }
+        guard !candidates.isEmpty else { return }
+        // The job that would start first from the queue, first.
+        candidates.sort {
+            let (a, b) = (jobs[$0.handle], jobs[$1.handle])
+            return a.info.priority != b.info.priority ? a.info.priority > b.info.priority : a.queueOrder < b.queueOrder
+        }
+        for candidate in candidates.prefix(free) {
+            guard case .running(_, let attempt, _, nil) = jobs[candidate.handle].info.state else { continue }
+            jobs[candidate.handle].isWithdrawing = true
+            withdrawalsInFlight += 1
+            actions.append(.withdraw(jobs[candidate.handle].info.id, attempt: attempt, worker: candidate.worker))
+        }
+    }
+
+    /// The held attempt of the job at `handle`, if asked back, began or ended: no longer asked.
+    private mutating func withdrawalEnded(_ handle: JobHandle) {
+        guard jobs[handle].isWithdrawing else { return }
+        jobs[handle].isWithdrawing = false
+        withdrawalsInFlight -= 1
     }
 
     /// Decides what an ended attempt means for the job at `handle` (in place).
@@ -1982,6 +2050,18 @@ public struct SchedulerCore: Sendable {
                 return
             }
             reason = .workerLost(why)
+        case (_, .withdrawn):
+            if shutdownMode == .cancelRunning {
+                cancel()
+                return
+            }
+            // It never ran: it goes back to its place uncounted, for the free slot.
+            guard transition(handle, to: .queued) else { return }
+            jobs[handle].info.history.attempts = attempt - 1
+            if attempt == 1 && jobs[handle].workerLosses == 0 { jobs[handle].info.history.startedAt = nil }
+            enqueue(handle)
+            actions.append(.emit(.requeued(id, reason: .withdrawn)))
+            return
         case (_, .exit(0)):
             jobs[handle].info.history.lastFailure = nil
             finish(handle, as: .succeeded(attempts: attempt), now: now)

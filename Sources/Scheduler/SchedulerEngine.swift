@@ -281,6 +281,8 @@ struct SchedulerEngine: Sendable {
                 }
             case .removeWorker(let id):
                 workers.removeValue(forKey: id)?.leave()
+            case .withdraw(let id, let attempt, let worker):
+                workers[worker]?.withdraw(id, attempt: attempt)
             }
         }
         store.attemptsStarted(started)

@@ -174,12 +174,16 @@ public enum RequeueReason: Sendable, Equatable, Codable, CustomStringConvertible
     case retriedByUser
     /// Its worker went away mid-attempt: that attempt does not count (attempts one less).
     case workerLost(WorkerLeaveReason)
+    /// Its worker held it behind a busy slot and gave it back unbegun for another worker's free
+    /// slot: that attempt never ran and does not count (attempts one less).
+    case withdrawn
 
     public var description: String {
         switch self {
         case .retryDue: "retry due"
         case .retriedByUser: "retried by user"
         case .workerLost(let why): "worker lost: \(why)"
+        case .withdrawn: "withdrawn from a busy worker for a free slot"
         }
     }
 }
@@ -273,7 +277,7 @@ extension OutputLine {
         switch reason {
         case .retriedByUser: retrySeparator
         case .workerLost: workerLostSeparator
-        case .retryDue: nil
+        case .retryDue, .withdrawn: nil
         }
     }
 

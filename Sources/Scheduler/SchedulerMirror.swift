@@ -180,6 +180,7 @@ public struct SchedulerMirror: Sendable {
             // held attempt is cancelled). A retry by hand starts its count afresh.
             if case .workerLost = reason, !wasHeld { lostAfterBeginning.insert(id) }
             if reason == .retriedByUser, !lostAfterBeginning.isEmpty { lostAfterBeginning.remove(id) }
+            let hasRun = lostAfterBeginning.contains(id)
             return update(id) { job in
                 switch reason {
                 case .retryDue: break
@@ -189,6 +190,10 @@ public struct SchedulerMirror: Sendable {
                     job.history.finishedAt = nil
                 case .workerLost:
                     job.history.attempts = max(0, job.attempts - 1)
+                case .withdrawn:
+                    // Never began: as the core, no start to show if none of its attempts has.
+                    job.history.attempts = max(0, job.attempts - 1)
+                    if job.history.attempts == 0 && !hasRun { job.history.startedAt = nil }
                 }
                 job.state = .queued
             }

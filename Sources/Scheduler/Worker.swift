@@ -26,9 +26,16 @@ public protocol Worker: AnyObject, Sendable {
     /// run there, and the loss is not held against the job. `true` (the default): an attempt
     /// reaches its worker when it is handed over.
     func wasDelivered(_ job: JobID, attempt: Int) -> Bool
+
+    /// Asks for `attempt` of job `job` back: the worker holds it and has not begun it, and
+    /// another worker has a slot free (only for workers whose descriptor says
+    /// ``WorkerDescriptor/withdrawsHeld``). If it still holds it, its ``execute(_:)`` returns
+    /// ``Termination/withdrawn``; if it began it meanwhile, nothing changes. Never waits.
+    func withdraw(_ job: JobID, attempt: Int)
 }
 
 extension Worker {
     public var holdsAttempts: Bool { false }
     public func wasDelivered(_ job: JobID, attempt: Int) -> Bool { true }
+    public func withdraw(_ job: JobID, attempt: Int) {}
 }

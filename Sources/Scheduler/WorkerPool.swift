@@ -26,18 +26,26 @@ public struct WorkerDescriptor: Sendable, Equatable, Codable {
     /// prefetch runs this many and holds the rest of what it is given behind them. `nil`: all.
     /// Dispatch fills every worker's running slots before it gives any worker more to hold.
     public var ownSlots: Int?
+    /// Whether it gives back an attempt it holds and has not begun when asked
+    /// (``Worker/withdraw(_:attempt:)``): the scheduler then asks for one whenever another
+    /// worker has a slot free and nothing queued may start.
+    public var withdrawsHeld: Bool
 
     /// Creates a descriptor.
-    public init(id: WorkerID, name: String, kind: WorkerKind, slots: Int, holdsAttempts: Bool = false, ownSlots: Int? = nil) {
+    public init(
+        id: WorkerID, name: String, kind: WorkerKind, slots: Int, holdsAttempts: Bool = false, ownSlots: Int? = nil,
+        withdrawsHeld: Bool = false
+    ) {
         self.id = id
         self.name = name
         self.kind = kind
         self.slots = max(1, slots)
         self.holdsAttempts = holdsAttempts
         self.ownSlots = ownSlots.map { max(1, $0) }
+        self.withdrawsHeld = withdrawsHeld
     }
 
-    private enum CodingKeys: String, CodingKey { case id, name, kind, slots, holdsAttempts, ownSlots }
+    private enum CodingKeys: String, CodingKey { case id, name, kind, slots, holdsAttempts, ownSlots, withdrawsHeld }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -48,6 +56,7 @@ public struct WorkerDescriptor: Sendable, Equatable, Codable {
         // Absent from what a jobtop before it wrote.
         holdsAttempts = try container.decodeIfPresent(Bool.self, forKey: .holdsAttempts) ?? false
         ownSlots = try container.decodeIfPresent(Int.self, forKey: .ownSlots)
+        withdrawsHeld = try container.decodeIfPresent(Bool.self, forKey: .withdrawsHeld) ?? false
     }
 
     /// How many of its `slots` run attempts at once (the rest hold attempts behind them).
@@ -117,6 +126,17 @@ public struct WorkerPool: Sendable {
     /// The number of free slots.
     public var freeCount: Int { freeSlots.count + freeHoldingRoom.count }
 
+    /// The number of free slots that run a job at once (not room to hold one behind a busy slot).
+    var freeRunningCount: Int { freeSlots.count }
+
+    /// The workers in the pool that give back held attempts (``WorkerDescriptor/withdrawsHeld``).
+    private(set) var withdrawingMembers = 0
+
+    /// Calls `body` with every worker in the pool, in join order.
+    func forEachMember(_ body: (Member) -> Void) {
+        for handle in order { if let member = members[Int(handle.index)] { body(member) } }
+    }
+
     /// Gives the worker at `handle`, which runs `running` jobs, its free slots and room, from
     /// scratch: first takes every one it had.
     private mutating func refillFree(_ handle: WorkerHandle, descriptor: WorkerDescriptor, running: Int) {
@@ -158,6 +178,7 @@ public struct WorkerPool: Sendable {
         }
         handles[descriptor.id] = handle
         count(descriptor, +1)
+        if descriptor.withdrawsHeld { withdrawingMembers += 1 }
         order.append(handle)
         addFree(handle, descriptor: descriptor, running: 0)
     }
@@ -222,6 +243,7 @@ public struct WorkerPool: Sendable {
         guard index < members.count, let member = members[index] else { return [] }
         members[index] = nil
         handles[member.descriptor.id] = nil
+        if member.descriptor.withdrawsHeld { withdrawingMembers -= 1 }
         freeIndices.append(worker.index)
         if !member.isRetiring { count(member.descriptor, -1) }
         dropFree(worker)

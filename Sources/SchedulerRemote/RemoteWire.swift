@@ -131,6 +131,8 @@ extension Jobtop_Remote_V1_Finished {
         case .signal(let signal): self.termination = .signal(signal)
         case .error(let message): self.termination = .error(message)
         case .workerLost(let why): self.termination = .error("worker lost: \(why)")
+        // (A worker's own scheduler withdraws nothing: it has no remote workers.)
+        case .withdrawn: self.termination = .error(termination.description)
         }
     }
 }

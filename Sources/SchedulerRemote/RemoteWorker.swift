@@ -142,6 +142,35 @@ public final class RemoteWorker: Worker {
     /// its attempts' timeouts count from the assignment, as before.
     public var holdsAttempts: Bool { features.contains(.reportsStart) }
 
+    /// Asks the worker for a held attempt back (`Withdraw`); it answers `Withdrawn` if it had
+    /// not started it, and the attempt then ends ``Termination/withdrawn``. One parked while the
+    /// worker drains was never sent: it ends so at once.
+    public func withdraw(_ job: JobID, attempt: Int) {
+        guard features.contains(.withdraw) else { return }
+        let key = AttemptKey(jobID: job.description, attempt: UInt32(clamping: attempt))
+        enum Next { case send, resume(Pending), none }
+        let next = state.withLock { state -> Next in
+            guard let pending = state.pending[key] else { return .none }
+            guard pending.isParked else { return .send }
+            state.pending[key] = nil
+            return .resume(pending)
+        }
+        switch next {
+        case .send:
+            outbox.send(.with {
+                $0.withdraw = .with {
+                    $0.jobID = key.jobID
+                    $0.attempt = key.attempt
+                }
+            })
+        case .resume(let pending):
+            pending.assignment.control.onStop(nil)
+            pending.continuation.resume(returning: .withdrawn)
+        case .none:
+            break
+        }
+    }
+
     public func leave() {
         // The stream's lifetime belongs to the listener's connection handler, which ends it;
         // nothing is held here once every pending call has ended. A released worker's handler
@@ -209,6 +238,18 @@ public final class RemoteWorker: Worker {
             if let ended {
                 ended.assignment.control.onStop(nil)
                 ended.continuation.resume(returning: finished.engineTermination)
+            }
+            return handled
+        case .withdrawn(let withdrawn):
+            // It never started there: no Started or Finished follows.
+            let key = AttemptKey(jobID: withdrawn.jobID, attempt: withdrawn.attempt)
+            let (ended, handled) = state.withLock { state -> (Pending?, Handled) in
+                let ended = state.pending.removeValue(forKey: key)
+                return (ended, Handled(isIdleWhileDraining: Self.isIdleWhileDraining(state)))
+            }
+            if let ended {
+                ended.assignment.control.onStop(nil)
+                ended.continuation.resume(returning: .withdrawn)
             }
             return handled
         case .draining:

@@ -266,7 +266,7 @@ public final class WorkerAgent: Sendable {
                 $0.protocolVersion = RemoteProtocol.version
                 $0.token = configuration.token ?? ""
                 $0.softwareVersion = RemoteProtocol.softwareVersion
-                $0.features = [.keepBackground, .reportsStart]
+                $0.features = [.keepBackground, .reportsStart, .withdraw]
             }
         }
         configuration.tls?.forgetRejected()
@@ -500,6 +500,21 @@ public final class WorkerAgent: Sendable {
                         // No grace: the coordinator's user asked twice to stop; kill it now.
                         if cancel.gracePeriodMs == 0 { try? await inner.signal(id, SIGKILL) }
                     }
+                case .withdraw(let withdraw):
+                    // Given back only if it has not started here: checked and cancelled in one
+                    // step of the local scheduler, so it cannot start meanwhile. Its maps go
+                    // now, so its `cancelled` event sends no Finished.
+                    let key = AttemptKey(jobID: withdraw.jobID, attempt: withdraw.attempt)
+                    guard let id = byAttempt[key], startedAt[id] == nil, await inner.cancelIfQueued(id) else { break }
+                    byAttempt[key] = nil
+                    byJob[id] = nil
+                    reportStart.remove(id)
+                    outbox.send(.with {
+                        $0.withdrawn = .with {
+                            $0.jobID = key.jobID
+                            $0.attempt = key.attempt
+                        }
+                    })
                 case .released:
                     return .drained
                 case .goodbye(let goodbye):

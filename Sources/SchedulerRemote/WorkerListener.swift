@@ -506,12 +506,15 @@ private final class PoolService: WirePool.SimpleServiceProtocol {
             return unique
         }
         defer { state.withLock { _ = $0.admittingNames.remove(unique) } }
-        // Its own slots run at once; the prefetch depth beyond them holds jobs behind busy ones.
+        // Its own slots run at once; the prefetch depth beyond them holds jobs behind busy ones,
+        // which it gives back for another worker's free slot when it can say when one began.
+        let features = Set(hello.features)
         let descriptor = WorkerDescriptor(
-            id: WorkerID(), name: unique, kind: .remote, slots: Int(hello.slots) + depth, ownSlots: Int(hello.slots))
+            id: WorkerID(), name: unique, kind: .remote, slots: Int(hello.slots) + depth, ownSlots: Int(hello.slots),
+            withdrawsHeld: features.contains(.reportsStart) && features.contains(.withdraw))
         let worker = RemoteWorker(
             descriptor: descriptor, workerSlots: Int(hello.slots), prefetch: configuration.prefetch, outbox: outbox,
-            features: Set(hello.features), gracePeriod: scheduler.configuration.gracePeriod,
+            features: features, gracePeriod: scheduler.configuration.gracePeriod,
             roundTrips: configuration.roundTrips)
         try await response.write(.with {
             $0.welcome = .with {

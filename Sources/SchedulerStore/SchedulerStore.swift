@@ -304,6 +304,14 @@ public final class SchedulerStore: Sendable {
                     sql: "UPDATE job SET state = 'queued', attempts = max(0, attempts - 1) WHERE id = ?",
                     arguments: [id.description])
                 try endAttempt(id, outcome: "worker lost: \(why)", db: db, now: now)
+            case .withdrawn:
+                // Given back by the worker that held it, unbegun: that attempt never ran, so
+                // it leaves no row (as one never handed out).
+                try db.execute(
+                    sql: "UPDATE job SET state = 'queued', attempts = max(0, attempts - 1) WHERE id = ?",
+                    arguments: [id.description])
+                try db.execute(
+                    sql: "DELETE FROM attempt WHERE job = ? AND ended_at IS NULL", arguments: [id.description])
             }
         case .succeeded(let id, let attempts):
             try finish(id, state: "succeeded", attempts: attempts, reason: nil, db: db, now: now)

@@ -101,4 +101,58 @@ struct RemotePrefetchTests {
         _ = await worker.wait(atMost: .seconds(60))
         await coordinator.stop()
     }
+
+    @Test("A job held behind a busy worker's long job is given back and runs at once on a worker that joins idle, its attempt not counted twice")
+    func heldJobMovesToAnIdleWorker() async throws {
+        // Given a coordinator with prefetch 1 and one worker with one slot.
+        let scratch = try Scratch()
+        let coordinator = try await Coordinator.start(prefetch: .fixed(1))
+        let first = try JobtopProcess.worker(for: coordinator, slots: 1, name: "first")
+        defer { first.send(SIGKILL) }
+        let firstID = try #require(await coordinator.joined(1).first?.id)
+        let events = await coordinator.scheduler.events(includeOutput: false, delivery: .lossless)
+        let seen = Locked<[SchedulerEvent.Kind]>([])
+        let watcher = Task {
+            for await event in events { seen.withLock { $0.append(event.kind) } }
+        }
+        defer { watcher.cancel() }
+
+        // When a long job runs there (until its go-file) and a short one is sent behind it.
+        let go = scratch.file("go-long")
+        let long = try await coordinator.scheduler.submit(.shell("touch '\(scratch.file("started-long"))'; while [ ! -e '\(go)' ]; do sleep 0.02; done"))
+        let short = try await coordinator.scheduler.submit(.shell("touch '\(scratch.file("ran-short"))'"))
+        #expect(await eventually(within: .seconds(60)) { FileManager.default.fileExists(atPath: scratch.file("started-long")) })
+        #expect(await eventually(within: .seconds(60)) {
+            seen.withLock { $0.contains { if case .started(short, 1, _, firstID) = $0 { true } else { false } } }
+        })
+        #expect(!FileManager.default.fileExists(atPath: scratch.file("ran-short")), "held behind the long job")
+
+        // And a second worker joins with its slot free.
+        let second = try JobtopProcess.worker(for: coordinator, slots: 1, name: "second")
+        defer { second.send(SIGKILL) }
+        let secondID = try #require(await coordinator.joined(1).first?.id)
+
+        // Then the short job is given back by the first and runs on the second, while the long
+        // one still runs: once, as its first attempt.
+        #expect(await eventually(within: .seconds(60)) { FileManager.default.fileExists(atPath: scratch.file("ran-short")) })
+        #expect(await eventually(within: .seconds(60)) {
+            seen.withLock { $0.contains { if case .succeeded(short, attempts: 1) = $0 { true } else { false } } }
+        })
+        let shortEvents = seen.withLock { $0.filter { $0.jobID == short } }
+        #expect(shortEvents.contains { if case .requeued(short, .withdrawn) = $0 { true } else { false } }, "\(shortEvents)")
+        #expect(shortEvents.contains { if case .started(short, 1, _, secondID) = $0 { true } else { false } }, "\(shortEvents)")
+        #expect(!shortEvents.contains { if case .failed = $0 { true } else { false } })
+        #expect(await coordinator.scheduler.info(of: long)?.state.isFinished == false, "the long job still runs")
+
+        // And the long job ends where it ran.
+        try scratch.write("go-long", "")
+        #expect(await eventually(within: .seconds(60)) {
+            seen.withLock { $0.contains { if case .succeeded(long, attempts: 1) = $0 { true } else { false } } }
+        })
+        first.send(SIGTERM)
+        second.send(SIGTERM)
+        _ = await first.wait(atMost: .seconds(60))
+        _ = await second.wait(atMost: .seconds(60))
+        await coordinator.stop()
+    }
 }

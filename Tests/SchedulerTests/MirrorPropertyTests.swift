@@ -21,6 +21,8 @@ import Testing
         var workers: [WorkerDescriptor] = []
         /// What each worker runs: (job, attempt, worker).
         var running: [(JobID, Int, WorkerID)] = []
+        /// Held attempts the core asked back: (job, attempt, worker).
+        var withdrawals: [(JobID, Int, WorkerID)] = []
         var known: [JobID] = []
 
         init(retention: Int) {
@@ -43,6 +45,8 @@ import Testing
                     if case .submitted(let info) = kind { known.append(info.id) }
                 case .start(let id, let attempt, let worker):
                     running.append((id, attempt, worker))
+                case .withdraw(let id, let attempt, let worker):
+                    withdrawals.append((id, attempt, worker))
                 case .stop, .removeWorker:
                     break
                 }
@@ -89,9 +93,12 @@ import Testing
                 label = "worker joins"
                 // One in three holds attempts (a remote worker's prefetch): its starts are held
                 // until they begin.
+                // Some of those run fewer than their slots and give back what they hold.
                 let holds = random.chance(33)
+                let slots = 1 + random.below(2)
                 let worker = WorkerDescriptor(
-                    id: WorkerID(), name: "w\(step)", kind: holds ? .remote : .local, slots: 1 + random.below(2), holdsAttempts: holds)
+                    id: WorkerID(), name: "w\(step)", kind: holds ? .remote : .local, slots: slots, holdsAttempts: holds,
+                    ownSlots: holds && slots > 1 && random.chance(50) ? 1 : nil, withdrawsHeld: holds && random.chance(70))
                 world.workers.append(worker)
                 world.take(world.core.workerJoined(worker, now: world.now))
             case 8..<30:
@@ -140,6 +147,15 @@ import Testing
                 label = "an attempt begins"
                 let (id, attempt, _) = world.running[random.below(world.running.count)]
                 world.take(world.core.attemptBegan(id, attempt: attempt, now: world.now))
+            case 98..<100 where !world.withdrawals.isEmpty:
+                label = "a held attempt is given back"
+                let (id, attempt, worker) = world.withdrawals.remove(at: random.below(world.withdrawals.count))
+                // Unless it ended, or its worker went, meanwhile.
+                if let index = world.running.firstIndex(where: { $0.0 == id && $0.1 == attempt && $0.2 == worker }) {
+                    world.running.remove(at: index)
+                    world.take(world.core.jobFinished(
+                        id, attempt: attempt, worker: worker, termination: .withdrawn, stopTookEffect: random.chance(50), now: world.now))
+                }
             default:
                 label = "timers"
                 world.take(world.core.timersDue(now: world.now))

@@ -63,6 +63,9 @@ nonisolated enum Jobtop_Remote_V1_Feature: SwiftProtobuf.Enum, Swift.CaseIterabl
   /// Sends Started when an attempt's process starts (a prefetched assignment waits for a slot
   /// first): the coordinator counts the job's timeout from then.
   case reportsStart // = 2
+
+  /// Gives back a held assignment that has not started when asked (Withdraw, Withdrawn).
+  case withdraw // = 3
   case UNRECOGNIZED(Int)
 
   init() {
@@ -74,6 +77,7 @@ nonisolated enum Jobtop_Remote_V1_Feature: SwiftProtobuf.Enum, Swift.CaseIterabl
     case 0: self = .unspecified
     case 1: self = .keepBackground
     case 2: self = .reportsStart
+    case 3: self = .withdraw
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -83,6 +87,7 @@ nonisolated enum Jobtop_Remote_V1_Feature: SwiftProtobuf.Enum, Swift.CaseIterabl
     case .unspecified: return 0
     case .keepBackground: return 1
     case .reportsStart: return 2
+    case .withdraw: return 3
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -92,6 +97,7 @@ nonisolated enum Jobtop_Remote_V1_Feature: SwiftProtobuf.Enum, Swift.CaseIterabl
     .unspecified,
     .keepBackground,
     .reportsStart,
+    .withdraw,
   ]
 
 }
@@ -176,6 +182,14 @@ nonisolated struct Jobtop_Remote_V1_WorkerMessage: Sendable {
     set {kind = .started(newValue)}
   }
 
+  var withdrawn: Jobtop_Remote_V1_Withdrawn {
+    get {
+      if case .withdrawn(let v)? = kind {return v}
+      return Jobtop_Remote_V1_Withdrawn()
+    }
+    set {kind = .withdrawn(newValue)}
+  }
+
   var unknownFields = SwiftProtobuf.UnknownStorage()
 
   nonisolated enum OneOf_Kind: Equatable, Sendable {
@@ -188,6 +202,7 @@ nonisolated struct Jobtop_Remote_V1_WorkerMessage: Sendable {
     case draining(Jobtop_Remote_V1_Draining)
     case leftover(Jobtop_Remote_V1_Leftover)
     case started(Jobtop_Remote_V1_Started)
+    case withdrawn(Jobtop_Remote_V1_Withdrawn)
 
   }
 
@@ -258,6 +273,14 @@ nonisolated struct Jobtop_Remote_V1_CoordinatorMessage: Sendable {
     set {kind = .goodbye(newValue)}
   }
 
+  var withdraw: Jobtop_Remote_V1_Withdraw {
+    get {
+      if case .withdraw(let v)? = kind {return v}
+      return Jobtop_Remote_V1_Withdraw()
+    }
+    set {kind = .withdraw(newValue)}
+  }
+
   var unknownFields = SwiftProtobuf.UnknownStorage()
 
   nonisolated enum OneOf_Kind: Equatable, Sendable {
@@ -268,6 +291,7 @@ nonisolated struct Jobtop_Remote_V1_CoordinatorMessage: Sendable {
     case heartbeat(Jobtop_Remote_V1_Heartbeat)
     case released(Jobtop_Remote_V1_Released)
     case goodbye(Jobtop_Remote_V1_Goodbye)
+    case withdraw(Jobtop_Remote_V1_Withdraw)
 
   }
 
@@ -512,6 +536,39 @@ nonisolated struct Jobtop_Remote_V1_Ack: Sendable {
 /// The attempt's process started on the worker (for an Assign with report_start): at once after
 /// the Ack when a slot was free, or when one frees for a prefetched assignment.
 nonisolated struct Jobtop_Remote_V1_Started: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  var jobID: String = String()
+
+  var attempt: UInt32 = 0
+
+  var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  init() {}
+}
+
+/// Give back an assignment the worker holds and has not started (another worker has a free
+/// slot): answered by Withdrawn when it had not started, by nothing when it had (its Started and
+/// Finished follow as usual). Sent only to workers that list FEATURE_WITHDRAW.
+nonisolated struct Jobtop_Remote_V1_Withdraw: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  var jobID: String = String()
+
+  var attempt: UInt32 = 0
+
+  var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  init() {}
+}
+
+/// The worker dropped the held assignment named by a Withdraw without starting it: the attempt
+/// never ran, and no Started or Finished follows for it.
+nonisolated struct Jobtop_Remote_V1_Withdrawn: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
@@ -818,12 +875,12 @@ nonisolated struct Jobtop_Remote_V1_Goodbye: Sendable {
 fileprivate nonisolated let _protobuf_package = "jobtop.remote.v1"
 
 nonisolated extension Jobtop_Remote_V1_Feature: SwiftProtobuf._ProtoNameProviding {
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0FEATURE_UNSPECIFIED\0\u{1}FEATURE_KEEP_BACKGROUND\0\u{1}FEATURE_REPORTS_START\0")
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0FEATURE_UNSPECIFIED\0\u{1}FEATURE_KEEP_BACKGROUND\0\u{1}FEATURE_REPORTS_START\0\u{1}FEATURE_WITHDRAW\0")
 }
 
 nonisolated extension Jobtop_Remote_V1_WorkerMessage: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   static let protoMessageName: String = _protobuf_package + ".WorkerMessage"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{1}ack\0\u{1}output\0\u{1}progress\0\u{1}finished\0\u{1}heartbeat\0\u{1}draining\0\u{1}leftover\0\u{1}started\0")
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{1}ack\0\u{1}output\0\u{1}progress\0\u{1}finished\0\u{1}heartbeat\0\u{1}draining\0\u{1}leftover\0\u{1}started\0\u{1}withdrawn\0")
 
   mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -948,6 +1005,19 @@ nonisolated extension Jobtop_Remote_V1_WorkerMessage: SwiftProtobuf.Message, Swi
           self.kind = .started(v)
         }
       }()
+      case 10: try {
+        var v: Jobtop_Remote_V1_Withdrawn?
+        var hadOneofValue = false
+        if let current = self.kind {
+          hadOneofValue = true
+          if case .withdrawn(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.kind = .withdrawn(v)
+        }
+      }()
       default: break
       }
     }
@@ -995,6 +1065,10 @@ nonisolated extension Jobtop_Remote_V1_WorkerMessage: SwiftProtobuf.Message, Swi
       guard case .started(let v)? = self.kind else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 9)
     }()
+    case .withdrawn?: try {
+      guard case .withdrawn(let v)? = self.kind else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 10)
+    }()
     case nil: break
     }
     try unknownFields.traverse(visitor: &visitor)
@@ -1009,7 +1083,7 @@ nonisolated extension Jobtop_Remote_V1_WorkerMessage: SwiftProtobuf.Message, Swi
 
 nonisolated extension Jobtop_Remote_V1_CoordinatorMessage: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   static let protoMessageName: String = _protobuf_package + ".CoordinatorMessage"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}welcome\0\u{1}refusal\0\u{1}assign\0\u{1}cancel\0\u{1}heartbeat\0\u{1}released\0\u{1}goodbye\0")
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}welcome\0\u{1}refusal\0\u{1}assign\0\u{1}cancel\0\u{1}heartbeat\0\u{1}released\0\u{1}goodbye\0\u{1}withdraw\0")
 
   mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1108,6 +1182,19 @@ nonisolated extension Jobtop_Remote_V1_CoordinatorMessage: SwiftProtobuf.Message
           self.kind = .goodbye(v)
         }
       }()
+      case 8: try {
+        var v: Jobtop_Remote_V1_Withdraw?
+        var hadOneofValue = false
+        if let current = self.kind {
+          hadOneofValue = true
+          if case .withdraw(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.kind = .withdraw(v)
+        }
+      }()
       default: break
       }
     }
@@ -1146,6 +1233,10 @@ nonisolated extension Jobtop_Remote_V1_CoordinatorMessage: SwiftProtobuf.Message
     case .goodbye?: try {
       guard case .goodbye(let v)? = self.kind else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
+    }()
+    case .withdraw?: try {
+      guard case .withdraw(let v)? = self.kind else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 8)
     }()
     case nil: break
     }
@@ -1527,6 +1618,76 @@ nonisolated extension Jobtop_Remote_V1_Started: SwiftProtobuf.Message, SwiftProt
   }
 
   static func ==(lhs: Jobtop_Remote_V1_Started, rhs: Jobtop_Remote_V1_Started) -> Bool {
+    if lhs.jobID != rhs.jobID {return false}
+    if lhs.attempt != rhs.attempt {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Jobtop_Remote_V1_Withdraw: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  static let protoMessageName: String = _protobuf_package + ".Withdraw"
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}job_id\0\u{1}attempt\0")
+
+  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.jobID) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.attempt) }()
+      default: break
+      }
+    }
+  }
+
+  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.jobID.isEmpty {
+      try visitor.visitSingularStringField(value: self.jobID, fieldNumber: 1)
+    }
+    if self.attempt != 0 {
+      try visitor.visitSingularUInt32Field(value: self.attempt, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  static func ==(lhs: Jobtop_Remote_V1_Withdraw, rhs: Jobtop_Remote_V1_Withdraw) -> Bool {
+    if lhs.jobID != rhs.jobID {return false}
+    if lhs.attempt != rhs.attempt {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Jobtop_Remote_V1_Withdrawn: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  static let protoMessageName: String = _protobuf_package + ".Withdrawn"
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}job_id\0\u{1}attempt\0")
+
+  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.jobID) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.attempt) }()
+      default: break
+      }
+    }
+  }
+
+  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.jobID.isEmpty {
+      try visitor.visitSingularStringField(value: self.jobID, fieldNumber: 1)
+    }
+    if self.attempt != 0 {
+      try visitor.visitSingularUInt32Field(value: self.attempt, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  static func ==(lhs: Jobtop_Remote_V1_Withdrawn, rhs: Jobtop_Remote_V1_Withdrawn) -> Bool {
     if lhs.jobID != rhs.jobID {return false}
     if lhs.attempt != rhs.attempt {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}

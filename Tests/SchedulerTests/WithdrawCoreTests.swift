@@ -1,0 +1,106 @@
+import Testing
+@testable import Scheduler
+
+/// A job held behind a busy slot goes to a worker that has one free: the core asks for it back.
+@Suite struct WithdrawCoreTests {
+    /// A remote worker that runs one job and holds one more behind it, and gives a held one
+    /// back when asked.
+    static let holder = WorkerDescriptor(
+        id: WorkerID(), name: "holder", kind: .remote, slots: 2, holdsAttempts: true, ownSlots: 1, withdrawsHeld: true)
+    static let other = WorkerDescriptor(id: WorkerID(), name: "other", kind: .remote, slots: 1, holdsAttempts: true)
+
+    static func starts(_ actions: [SchedulerCore.Action]) -> [(JobID, Int, WorkerID)] {
+        actions.compactMap { if case .start(let id, let attempt, let worker) = $0 { (id, attempt, worker) } else { nil } }
+    }
+
+    static func withdrawals(_ actions: [SchedulerCore.Action]) -> [(JobID, Int, WorkerID)] {
+        actions.compactMap { if case .withdraw(let id, let attempt, let worker) = $0 { (id, attempt, worker) } else { nil } }
+    }
+
+    /// A core where `holder` runs `running` and holds `held`, and nothing is queued.
+    static func holding() -> (core: SchedulerCore, running: JobID, held: JobID) {
+        var core = SchedulerCore(configuration: .init(seed: 1))
+        var ids = IdentifierGenerator(seed: 5)
+        _ = core.workerJoined(holder, now: .zero)
+        let (running, held) = (ids.nextJobID(), ids.nextJobID())
+        let started = starts(try! core.submit(contentsOf: [.shell("long"), .shell("short")], ids: [running, held], now: .zero).actions)
+        #expect(started.map(\.2) == [holder.id, holder.id])
+        _ = core.attemptBegan(running, attempt: 1, now: .seconds(1))
+        return (core, running, held)
+    }
+
+    @Test("A worker that joins idle gets the job another holds behind a busy slot: asked back, given back, started there, its attempt not counted")
+    func idleWorkerTakesAHeldJob() throws {
+        var (core, _, held) = Self.holding()
+        // When a second worker joins with a slot free and nothing is queued
+        let joined = core.workerJoined(Self.other, now: .seconds(2))
+        // Then the held job is asked back from the worker that holds it
+        #expect(Self.withdrawals(joined).map(\.0) == [held])
+        #expect(Self.withdrawals(joined).map(\.2) == [Self.holder.id])
+        // and asked once, however often dispatch runs meanwhile
+        #expect(Self.withdrawals(core.timersDue(now: .seconds(3))).isEmpty)
+
+        // When the holder gives it back, then it is requeued (not counted) and starts on the free worker
+        let given = core.jobFinished(held, attempt: 1, worker: Self.holder.id, termination: .withdrawn, now: .seconds(4))
+        #expect(given.contains { if case .emit(.requeued(held, .withdrawn)) = $0 { true } else { false } })
+        let restarted = Self.starts(given)
+        #expect(restarted.count == 1)
+        #expect(restarted.first?.0 == held && restarted.first?.1 == 1 && restarted.first?.2 == Self.other.id)
+        let info = try #require(core.info(of: held))
+        #expect(info.attempts == 1)
+        // And the holder's freed room is not filled by asking again
+        #expect(Self.withdrawals(given).isEmpty)
+    }
+
+    @Test("A held job its worker began meanwhile stays there: the request lapses, and is not made again")
+    func heldJobThatBeganStays() {
+        var (core, _, held) = Self.holding()
+        #expect(Self.withdrawals(core.workerJoined(Self.other, now: .seconds(2))).count == 1)
+        // When it begins on the holder after all (the worker started it before the request came)
+        _ = core.attemptBegan(held, attempt: 1, now: .seconds(3))
+        // Then nothing more is asked back, and it ends there as any job does
+        #expect(Self.withdrawals(core.timersDue(now: .seconds(4))).isEmpty)
+        let ended = core.jobFinished(held, attempt: 1, worker: Self.holder.id, termination: .exit(0), now: .seconds(5))
+        #expect(ended.contains { if case .emit(.succeeded(held, attempts: 1)) = $0 { true } else { false } })
+    }
+
+    @Test("A held job cancelled while it is asked back ends cancelled, its attempt not counted")
+    func cancelledWhileWithdrawn() throws {
+        var (core, _, held) = Self.holding()
+        _ = core.workerJoined(Self.other, now: .seconds(2))
+        _ = try core.cancel(held, now: .seconds(3))
+        let ended = core.jobFinished(held, attempt: 1, worker: Self.holder.id, termination: .withdrawn, stopTookEffect: false, now: .seconds(4))
+        #expect(ended.contains { if case .emit(.cancelled(held)) = $0 { true } else { false } })
+        #expect(Self.starts(ended).isEmpty)
+        let info = try #require(core.info(of: held))
+        #expect(info.attempts == 0)
+        #expect(info.state == .cancelled)
+    }
+
+    @Test("Nothing is asked back from a worker that cannot give it, nor while paused, nor when a queued job takes the free slot")
+    func noWithdrawalWhenNotWanted() throws {
+        // Given a holder that cannot give back what it holds
+        var core = SchedulerCore(configuration: .init(seed: 1))
+        var ids = IdentifierGenerator(seed: 5)
+        var keeper = Self.holder
+        keeper.id = WorkerID()
+        keeper.withdrawsHeld = false
+        _ = core.workerJoined(keeper, now: .zero)
+        let two = [ids.nextJobID(), ids.nextJobID()]
+        _ = try core.submit(contentsOf: [.shell("a"), .shell("b")], ids: two, now: .zero)
+        #expect(Self.withdrawals(core.workerJoined(Self.other, now: .seconds(1))).isEmpty)
+
+        // Given a paused holder's core
+        var (paused, _, _) = Self.holding()
+        _ = paused.pause(now: .seconds(1))
+        #expect(Self.withdrawals(paused.workerJoined(Self.other, now: .seconds(2))).isEmpty)
+
+        // Given a holder's core with one more job queued
+        var (busy, _, _) = Self.holding()
+        let third = ids.nextJobID()
+        _ = try busy.submit(contentsOf: [.shell("c")], ids: [third], now: .seconds(1))
+        let joined = busy.workerJoined(Self.other, now: .seconds(2))
+        #expect(Self.withdrawals(joined).isEmpty)
+        #expect(Self.starts(joined).map(\.0) == [third])
+    }
+}
