@@ -638,6 +638,19 @@ struct DashboardModel: Sendable {
             case .succeeded:
                 message = Segment("\(job.id.short) has succeeded: n submits a new job", .error)
                 return []
+            case .skipped:
+                // It stays skipped while what it waits for has not been retried, and the engine
+                // would refuse the edit then: said now, not after the command was typed.
+                // Through skipped ones to the job that really ended badly, as the engine says it.
+                guard case .skipped(let reason) = job.state else { return [] }
+                var root = reason
+                var seen: Set<JobID> = [job.id]
+                while root.outcome == .skipped, seen.insert(root.dependency).inserted,
+                      case .skipped(let next)? = board.mirror.jobs[root.dependency]?.state {
+                    root = next
+                }
+                message = Segment("\(job.id.short) was skipped: \(reason); retry '\(root.dependencyName)' first, then edit this one", .error)
+                return []
             default:
                 // The cursor at the end of the command as it is, to mend it.
                 mode = .prompt(Prompt(kind: .editCommand(job.id), command: LineEditor(job.command), priority: LineEditor()))

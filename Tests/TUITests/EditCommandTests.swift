@@ -80,6 +80,18 @@ struct EditCommandTests {
         #expect(screen(model).lines.contains { $0.contains("not changed: the command is empty") })
     }
 
+    @Test("e on a skipped job says at once why it cannot run, and opens nothing")
+    func skippedRefusedAtOnce() {
+        var builder = board()
+        builder.submit(5, "deploy", at: 0.9)
+        builder.apply(.skipped(jobID(5), reason: SkipReason(dependency: jobID(3), dependencyName: "build", outcome: .failed)), at: 0.95)
+        var model = builder.prepared()
+        select(5, in: &model)
+        #expect(model.handle(.char("e")).isEmpty)
+        #expect(model.mode == .table)
+        #expect(model.message?.text == "00000005 was skipped: dependency 'build' failed; retry 'build' first, then edit this one")
+    }
+
     @Test("The engine's edit shows in the table and the events pane")
     func editedEventShows() {
         var builder = board()
