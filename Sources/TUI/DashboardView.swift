@@ -1027,12 +1027,14 @@ enum DashboardView {
         ], width: width, padRole: .title)]
         // Lanes: each worker's slots; an attempt goes in the first lane of its worker free at its start.
         var lanes: [(label: String, cells: [(Character, Role)])] = []
-        var laneIndex: [String: Int] = [:]
+        var lanesOf: [String: [Int]] = [:]
+        func addLane(_ label: String) -> Int {
+            lanes.append((TextWidth.fit(TextWidth.sanitize(label), to: labelWidth), Array(repeating: ("·", .dim), count: cells)))
+            return lanes.count - 1
+        }
         for worker in board.workers {
-            laneIndex[worker.name] = lanes.count
-            for slot in 0..<max(1, worker.slots) {
-                let label = worker.slots > 1 ? "\(worker.name)/\(slot + 1)" : worker.name
-                lanes.append((TextWidth.fit(TextWidth.sanitize(label), to: labelWidth), Array(repeating: ("·", .dim), count: cells)))
+            lanesOf[worker.name] = (0..<max(1, worker.slots)).map { slot in
+                addLane(worker.slots > 1 ? "\(worker.name)/\(slot + 1)" : worker.name)
             }
         }
         var spans: [(worker: String, attempt: JobBoard.Attempt)] = []
@@ -1040,11 +1042,19 @@ enum DashboardView {
             for attempt in attempts where (attempt.end ?? now) >= start { spans.append((attempt.worker, attempt)) }
         }
         spans.sort { $0.attempt.start < $1.attempt.start }
-        var busyByLane = Array(repeating: SchedulerTime.zero, count: lanes.count)
+        // A worker that has left (a local slot taken away, a remote worker gone) keeps lanes for
+        // what it ran, below the others: as many as it ran at once.
+        let present = Set(lanesOf.keys)
+        var busyByLane: [SchedulerTime] = Array(repeating: .zero, count: lanes.count)
         for (worker, attempt) in spans {
-            guard let first = laneIndex[worker] else { continue }
-            let slots = board.workers.first { $0.name == worker }.map { max(1, $0.slots) } ?? 1
-            let lane = (first..<first + slots).first { busyByLane[$0] <= attempt.start } ?? first
+            let own = lanesOf[worker] ?? []
+            var lane = own.first { busyByLane[$0] <= attempt.start }
+            if lane == nil && !present.contains(worker) {
+                lane = addLane("\(worker) left")
+                lanesOf[worker, default: []].append(lane!)
+                busyByLane.append(.zero)
+            }
+            guard let lane = lane ?? own.first else { continue }
             let end = attempt.end ?? now
             busyByLane[lane] = max(busyByLane[lane], end)
             let role: Role = switch attempt.outcome {

@@ -426,6 +426,28 @@ extension PowerUserTests {
 }
 
 extension PowerUserTests {
+    @Test("The timeline keeps the lane of a slot taken away, with what ran on it")
+    func timelineKeepsALeftWorker() {
+        // Given local-2 ran a job from 1:00 to 1:30, then its slot was taken away
+        var builder = busyBoard()
+        builder.model = ModelBuilder().model
+        builder.submit(1, "here")
+        builder.submit(2, "gone")
+        builder.start(1, at: 10)
+        builder.start(2, on: localTwo, at: 60)
+        builder.apply(.succeeded(jobID(2), attempts: 1), at: 90)
+        builder.apply(.workerLeft(localTwo.id, reason: .slotsReduced), at: 95)
+        var model = builder.prepared()
+        _ = model.handle(.char("t"))
+        let frame = DashboardView.render(model, size: TerminalSize(rows: 24, columns: 80), now: .seconds(120))
+        // Then its lane is still there, below the workers that stay, named as gone, with its bar
+        #expect(!frame.lines.contains { $0.text.hasPrefix(" local-2 ") && !$0.text.hasPrefix(" local-2 left") })
+        let gone = try! #require(frame.lines.first { $0.text.hasPrefix(" local-2 left") }, "\(frame.lines.map(\.text))")
+        #expect(gone.segments.contains { $0.role == .succeeded && $0.text.contains("█") })
+        let one = try! #require(frame.lines.firstIndex { $0.text.hasPrefix(" local-1") })
+        #expect(frame.lines.firstIndex { $0.text.hasPrefix(" local-2 left") }! > one)
+    }
+
     @Test("An idle dashboard's up shows whole minutes (it ticks once a minute); a busy one seconds")
     func idleUp() {
         let idle = ModelBuilder().prepared()
