@@ -675,6 +675,42 @@ struct StoreTests {
             """)
     }
 
+    @Test("A held attempt given back unbegun (withdrawn for a free slot) leaves no attempt row and no count: the job's one attempt is the one that ran, and a restart before it ran queues it uncounted")
+    func withdrawnAttemptLeavesNoTrace() async throws {
+        let scratch = try Scratch()
+        let directory = StateDirectory(path: scratch.file("state"))
+        let job = JobID(uuid: UUID())
+        var store = try SchedulerStore(directory: directory)
+        try await store.insert([.init(id: job, spec: JobSpec(name: "moved", work: .shell("true")))])
+        let holder = WorkerDescriptor(id: WorkerID(), name: "holder", kind: .remote, slots: 2, holdsAttempts: true, ownSlots: 1, withdrawsHeld: true)
+        let free = WorkerDescriptor(id: WorkerID(), name: "free", kind: .remote, slots: 1, holdsAttempts: true)
+        try await store.apply([
+            SchedulerEvent(seq: 1, time: .zero, kind: .workerJoined(holder)),
+            SchedulerEvent(seq: 2, time: .zero, kind: .started(job, attempt: 1, maxAttempts: 1, worker: holder.id)),
+        ])
+        try await store.apply([
+            SchedulerEvent(seq: 3, time: .zero, kind: .workerJoined(free)),
+            SchedulerEvent(seq: 4, time: .zero, kind: .requeued(job, reason: .withdrawn)),
+        ])
+        #expect(try await store.attempts(of: job).isEmpty)
+        // A restart now finds it queued, with no attempt counted
+        store.close()
+        store = try SchedulerStore(directory: directory)
+        let restored = try #require(try store.recover().jobs.first { $0.id == job })
+        #expect(restored.attempts == 0 && restored.ending == nil)
+        // Run on the free worker, it has one attempt
+        try await store.apply([
+            SchedulerEvent(seq: 1, time: .zero, kind: .workerJoined(free)),
+            SchedulerEvent(seq: 2, time: .zero, kind: .started(job, attempt: 1, maxAttempts: 1, worker: free.id)),
+            SchedulerEvent(seq: 3, time: .zero, kind: .began(job, attempt: 1)),
+            SchedulerEvent(seq: 4, time: .zero, kind: .succeeded(job, attempts: 1)),
+        ])
+        let attempts = try await store.attempts(of: job)
+        #expect(attempts.map(\.number) == [1])
+        #expect(attempts.map(\.outcome) == ["succeeded"])
+        store.close()
+    }
+
     @Test("A skipped job brought back by a retry of its dependency loses the skip's reason in the store: a restart showed it twice, as a failure too")
     func aSkipsReasonGoesWhenTheJobComesBack() async throws {
         let scratch = try Scratch()
