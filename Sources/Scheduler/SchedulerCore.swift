@@ -974,7 +974,7 @@ public struct SchedulerCore: Sendable {
         switch jobs[handle].info.state {
         case .failed, .cancelled, .skipped: break
         default:
-            throw SchedulerError(.notAllowed, "only a failed, cancelled or skipped job can be retried; job \(id.short) \(jobs[handle].info.state.predicate)")
+            throw SchedulerError(.notAllowed, "only a failed, cancelled or skipped job can be retried; job \(id.short) \(predicate(of: handle))")
         }
         if shutdownMode != nil && shutdownMode != .drain {
             throw SchedulerError(.shuttingDown, "the scheduler is shutting down")
@@ -1294,6 +1294,8 @@ public struct SchedulerCore: Sendable {
               !jobs[handle].hasBegun
         else { return [] }
         jobs[handle].hasBegun = true
+        // Asked back too late: another that its worker still holds may take the free slot.
+        let lapsed = jobs[handle].isWithdrawing
         withdrawalEnded(handle)
         // The same state with its real start: a running job stays running (no transition).
         jobs[handle].info.state = .running(worker: workerID, attempt: attempt, since: now, stopping: nil)
@@ -1302,6 +1304,7 @@ public struct SchedulerCore: Sendable {
             timers.insert(Timer(time: now + timeout, handle: handle, id: id, attempt: attempt, purpose: .timeout))
         }
         actions.append(.emit(.began(id, attempt: attempt)))
+        if lapsed { dispatch(now: now) }
         return takeActions()
     }
 
@@ -1807,6 +1810,15 @@ public struct SchedulerCore: Sendable {
         }
     }
 
+    /// What the job at `handle` is doing, for a refusal: one its worker holds and has not begun
+    /// is said to wait there (every view shows it as sent, not running).
+    private func predicate(of handle: JobHandle) -> String {
+        if case .running = jobs[handle].info.state, let worker = jobs[handle].worker, pool[worker].holdsAttempts, !jobs[handle].hasBegun {
+            return "was sent to its worker and waits there to run"
+        }
+        return jobs[handle].info.state.predicate
+    }
+
     /// Whether `signal` may be sent to job `id` now: only a running job with a process (not Swift
     /// code), and only a real signal number (1 to 64).
     ///
@@ -1979,9 +1991,17 @@ public struct SchedulerCore: Sendable {
             var held = member.running.count - member.descriptor.runningSlots
             for job in member.running where jobs[job].isWithdrawing { held -= 1 }
             guard held > 0 else { return }
-            var unbegun = member.running.filter { !jobs[$0].hasBegun && !jobs[$0].isWithdrawing }
-            // The last given are the likeliest still held: the worker runs them in order.
-            unbegun.sort { jobs[$0].queueOrder > jobs[$1].queueOrder }
+            // Not one whose group is paused: back in the queue it could not take the free slot
+            // (held, it runs where it is once its worker has a slot).
+            var unbegun = member.running.filter {
+                !jobs[$0].hasBegun && !jobs[$0].isWithdrawing && !groups[Int(jobs[$0].group)].info.isPaused
+            }
+            // Of what it holds, those it would start last are the likeliest still held there (one
+            // it is about to start may have begun already): lowest priority, then latest first.
+            unbegun.sort {
+                let (a, b) = (jobs[$0], jobs[$1])
+                return a.info.priority != b.info.priority ? a.info.priority < b.info.priority : a.queueOrder > b.queueOrder
+            }
             for job in unbegun.prefix(held) { candidates.append((job, member.descriptor.id)) }
         }
         guard !candidates.isEmpty else { return }

@@ -55,6 +55,10 @@ import Testing
     @Test("A held job its worker began meanwhile stays there: the request lapses, and is not made again")
     func heldJobThatBeganStays() {
         var (core, _, held) = Self.holding()
+        // (A retry of it is refused as of a job that waits at its worker, as status shows it.)
+        #expect(throws: SchedulerError(.notAllowed, "only a failed, cancelled or skipped job can be retried; job \(held.short) was sent to its worker and waits there to run")) {
+            _ = try core.retry(held, now: .seconds(1))
+        }
         #expect(Self.withdrawals(core.workerJoined(Self.other, now: .seconds(2))).count == 1)
         // When it begins on the holder after all (the worker started it before the request came)
         _ = core.attemptBegan(held, attempt: 1, now: .seconds(3))
@@ -102,5 +106,42 @@ import Testing
         let joined = busy.workerJoined(Self.other, now: .seconds(2))
         #expect(Self.withdrawals(joined).isEmpty)
         #expect(Self.starts(joined).map(\.0) == [third])
+    }
+
+    @Test("When the job asked back began after all, the next one its worker still holds is asked for the free slot at once")
+    func lapsedRequestAsksForTheNext() throws {
+        // Given a worker that runs one job and holds two behind it, of priorities 7 and 6
+        var core = SchedulerCore(configuration: .init(seed: 1))
+        var ids = IdentifierGenerator(seed: 5)
+        var deep = Self.holder
+        deep.slots = 3
+        _ = core.workerJoined(deep, now: .zero)
+        let (long, high, low) = (ids.nextJobID(), ids.nextJobID(), ids.nextJobID())
+        let specs: [JobSpec] = [.shell("long", priority: 9), .shell("high", priority: 7), .shell("low", priority: 6)]
+        _ = try core.submit(contentsOf: specs, ids: [long, high, low], now: .zero)
+        _ = core.attemptBegan(long, attempt: 1, now: .seconds(1))
+        // When another worker joins idle, the held job of the higher priority is asked back first
+        #expect(Self.withdrawals(core.workerJoined(Self.other, now: .seconds(2))).map(\.0) == [high])
+        // When its worker had started it already (the long job ended there as the request went)
+        _ = core.jobFinished(long, attempt: 1, worker: deep.id, termination: .exit(0), now: .seconds(3))
+        let began = core.attemptBegan(high, attempt: 1, now: .seconds(3))
+        // Then the other job it holds is asked back for the slot still free
+        #expect(Self.withdrawals(began).map(\.0) == [low])
+    }
+
+    @Test("A held job whose group is paused stays with its worker: back in the queue it could not take the free slot")
+    func pausedGroupStays() throws {
+        var core = SchedulerCore(configuration: .init(seed: 1))
+        var ids = IdentifierGenerator(seed: 5)
+        _ = core.workerJoined(Self.holder, now: .zero)
+        let (running, held) = (ids.nextJobID(), ids.nextJobID())
+        var grouped = JobSpec.shell("short")
+        grouped.group = "g"
+        _ = try core.submit(contentsOf: [.shell("long"), grouped], ids: [running, held], now: .zero)
+        _ = core.attemptBegan(running, attempt: 1, now: .seconds(1))
+        _ = try core.pauseGroup("g", now: .seconds(1))
+        #expect(Self.withdrawals(core.workerJoined(Self.other, now: .seconds(2))).isEmpty)
+        // Resumed, it moves
+        #expect(Self.withdrawals(try core.resumeGroup("g", now: .seconds(3))).map(\.0) == [held])
     }
 }
