@@ -87,7 +87,7 @@ public struct JobAssignment: Sendable {
     /// into every copy of the assignment on the way to its worker.
     let submitted: SchedulerCore.SubmittedSpec
     /// The job's priority now (it may have changed since it was submitted).
-    let priority: Int
+    public let priority: Int
     /// Where output and progress go.
     public let reporter: JobReporter
     /// How a cancel or timeout reaches the running work.

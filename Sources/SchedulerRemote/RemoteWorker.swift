@@ -116,6 +116,9 @@ public final class RemoteWorker: Worker {
                             // The real start: the attempt's run (and timeout) counts from it, and a held
                             // attempt that never began is given back uncounted after a crash.
                             $0.reportStart = reportsStart
+                            // So that what it holds starts by priority, whatever order the
+                            // assignments reach it in (each is sent from its own task).
+                            $0.priority = Int32(clamping: assignment.priority)
                         }
                     })
                     // After the Assign is queued, so a stop already requested follows it.

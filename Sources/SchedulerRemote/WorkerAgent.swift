@@ -485,7 +485,9 @@ public final class WorkerAgent: Sendable {
                 case .assign(let assign):
                     let key = AttemptKey(jobID: assign.jobID, attempt: assign.attempt)
                     do {
-                        let spec = try assign.spec.jobSpec()
+                        var spec = try assign.spec.jobSpec()
+                        // Held behind a busy slot, the highest priority starts first here too.
+                        spec.priority = min(max(Int(assign.priority), JobSpec.priorityRange.lowerBound), JobSpec.priorityRange.upperBound)
                         let id = try await inner.submit(spec)
                         byAttempt[key] = id
                         byJob[id] = key

@@ -155,4 +155,43 @@ struct RemotePrefetchTests {
         _ = await second.wait(atMost: .seconds(60))
         await coordinator.stop()
     }
+
+    @Test("Jobs a worker holds behind a busy slot start there by priority, not in the order they reached it")
+    func heldJobsStartByPriority() async throws {
+        // Given a coordinator with prefetch 3 and a one-slot worker busy with a job until its go-file.
+        let scratch = try Scratch()
+        let coordinator = try await Coordinator.start(prefetch: .fixed(3))
+        let worker = try JobtopProcess.worker(for: coordinator, slots: 1, name: "one-slot")
+        defer { worker.send(SIGKILL) }
+        _ = await coordinator.joined(1)
+        let events = await coordinator.scheduler.events(includeOutput: false, delivery: .lossless)
+        let starts = Locked<[JobID]>([])
+        let began = Locked<[JobID]>([])
+        let watcher = Task {
+            for await event in events {
+                if case .started(let id, _, _, _) = event.kind { starts.withLock { $0.append(id) } }
+                if case .began(let id, _) = event.kind { began.withLock { $0.append(id) } }
+            }
+        }
+        defer { watcher.cancel() }
+        let go = scratch.file("go")
+        let busy = try await coordinator.scheduler.submit(.shell("while [ ! -e '\(go)' ]; do sleep 0.02; done"))
+        #expect(await eventually(within: .seconds(60)) { began.withLock { $0.contains(busy) } })
+
+        // When three jobs come one by one, lowest priority first, each sent to it at once (held).
+        var held: [JobID] = []
+        for priority in 1...3 {
+            let id = try await coordinator.scheduler.submit(.shell("true", priority: priority))
+            #expect(await eventually(within: .seconds(60)) { starts.withLock { $0.contains(id) } })
+            held.append(id)
+        }
+
+        // Then, once the slot frees, they begin highest priority first.
+        try scratch.write("go", "")
+        #expect(await eventually(within: .seconds(60)) { began.withLock { $0.count } == 4 })
+        #expect(began.withLock { Array($0.dropFirst()) } == held.reversed())
+        worker.send(SIGTERM)
+        _ = await worker.wait(atMost: .seconds(60))
+        await coordinator.stop()
+    }
 }

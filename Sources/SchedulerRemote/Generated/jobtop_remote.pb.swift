@@ -444,6 +444,11 @@ nonisolated struct Jobtop_Remote_V1_Assign: Sendable {
   /// FEATURE_REPORTS_START: the coordinator counts the timeout from then).
   var reportStart: Bool = false
 
+  /// The job's priority: a worker that holds several assignments behind a busy slot starts the
+  /// one of the highest priority first when a slot frees (then the one it got first). Older
+  /// coordinators send 0.
+  var priority: Int32 = 0
+
   var unknownFields = SwiftProtobuf.UnknownStorage()
 
   init() {}
@@ -1391,7 +1396,7 @@ nonisolated extension Jobtop_Remote_V1_Refusal.Code: SwiftProtobuf._ProtoNamePro
 
 nonisolated extension Jobtop_Remote_V1_Assign: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   static let protoMessageName: String = _protobuf_package + ".Assign"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}job_id\0\u{1}attempt\0\u{1}spec\0\u{3}report_start\0")
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}job_id\0\u{1}attempt\0\u{1}spec\0\u{3}report_start\0\u{1}priority\0")
 
   mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1403,6 +1408,7 @@ nonisolated extension Jobtop_Remote_V1_Assign: SwiftProtobuf.Message, SwiftProto
       case 2: try { try decoder.decodeSingularUInt32Field(value: &self.attempt) }()
       case 3: try { try decoder.decodeSingularMessageField(value: &self._spec) }()
       case 4: try { try decoder.decodeSingularBoolField(value: &self.reportStart) }()
+      case 5: try { try decoder.decodeSingularInt32Field(value: &self.priority) }()
       default: break
       }
     }
@@ -1425,6 +1431,9 @@ nonisolated extension Jobtop_Remote_V1_Assign: SwiftProtobuf.Message, SwiftProto
     if self.reportStart != false {
       try visitor.visitSingularBoolField(value: self.reportStart, fieldNumber: 4)
     }
+    if self.priority != 0 {
+      try visitor.visitSingularInt32Field(value: self.priority, fieldNumber: 5)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1433,6 +1442,7 @@ nonisolated extension Jobtop_Remote_V1_Assign: SwiftProtobuf.Message, SwiftProto
     if lhs.attempt != rhs.attempt {return false}
     if lhs._spec != rhs._spec {return false}
     if lhs.reportStart != rhs.reportStart {return false}
+    if lhs.priority != rhs.priority {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
