@@ -151,26 +151,13 @@ public final class RemoteWorker: Worker {
     public func withdraw(_ job: JobID, attempt: Int) {
         guard features.contains(.withdraw) else { return }
         let key = AttemptKey(jobID: job.description, attempt: UInt32(clamping: attempt))
-        enum Next { case send, resume(Pending), none }
-        let next = state.withLock { state -> Next in
-            guard let pending = state.pending[key] else { return .none }
-            guard pending.isParked else { return .send }
-            state.pending[key] = nil
-            return .resume(pending)
-        }
-        switch next {
-        case .send:
-            outbox.send(.with {
+        reach(key, orEndParkedWith: .withdrawn) {
+            .with {
                 $0.withdraw = .with {
                     $0.jobID = key.jobID
                     $0.attempt = key.attempt
                 }
-            })
-        case .resume(let pending):
-            pending.assignment.control.onStop(nil)
-            pending.continuation.resume(returning: .withdrawn)
-        case .none:
-            break
+            }
         }
     }
 
@@ -371,6 +358,24 @@ public final class RemoteWorker: Worker {
     }
 
     private func stop(_ key: AttemptKey, reason: StopReason, grace: Duration) {
+        // One never sent: nothing runs anywhere; the engine settles it by the stop's reason.
+        reach(key, orEndParkedWith: .signal(15)) {
+            .with {
+                $0.cancel = .with {
+                    $0.jobID = key.jobID
+                    $0.attempt = key.attempt
+                    $0.reason = reason == .timeout ? .timeout : .cancel
+                    $0.gracePeriodMs = grace.wireMilliseconds
+                }
+            }
+        }
+    }
+
+    /// Sends `message` about the attempt `key` if it went to the worker; one parked while the
+    /// worker drains (never sent) is taken out and ends with `parkedEnd` at once instead.
+    private func reach(
+        _ key: AttemptKey, orEndParkedWith parkedEnd: Termination, _ message: () -> WireCoordinatorMessage
+    ) {
         enum Next { case send, resume(Pending), none }
         let next = state.withLock { state -> Next in
             guard let pending = state.pending[key] else { return .none }
@@ -380,18 +385,10 @@ public final class RemoteWorker: Worker {
         }
         switch next {
         case .send:
-            outbox.send(.with {
-                $0.cancel = .with {
-                    $0.jobID = key.jobID
-                    $0.attempt = key.attempt
-                    $0.reason = reason == .timeout ? .timeout : .cancel
-                    $0.gracePeriodMs = grace.wireMilliseconds
-                }
-            })
+            outbox.send(message())
         case .resume(let pending):
-            // Never sent: nothing runs anywhere; the engine settles it by the stop's reason.
             pending.assignment.control.onStop(nil)
-            pending.continuation.resume(returning: .signal(15))
+            pending.continuation.resume(returning: parkedEnd)
         case .none:
             break
         }
