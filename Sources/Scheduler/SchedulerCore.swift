@@ -252,8 +252,6 @@ public struct SchedulerCore: Sendable {
     /// The serial of the next record, which is also its place in the queues (first submitted,
     /// first out across groups within a priority).
     private var nextSerial: UInt64 = 1
-    /// Held attempts asked back (``withdrawHeldAttempts()``) that have neither begun nor ended.
-    private var withdrawalsInFlight = 0
     /// Every job's list of dependencies (by id).
     private var dependencyLinks = LinkArena<JobID>()
     /// Lists of dropped or succeeded jobs, freed once the step's dependents are settled (a list
@@ -1080,7 +1078,7 @@ public struct SchedulerCore: Sendable {
         let running = pool.remove(handle).sorted { jobs.id(at: $0) < jobs.id(at: $1) }
         for runningHandle in running {
             jobs[runningHandle].worker = nil
-            withdrawalEnded(runningHandle)
+            jobs[runningHandle].isWithdrawing = false
             guard case .running(_, let attempt, _, let stopping) = jobs[runningHandle].info.state else { continue }
             // A loss counts against the job only for an attempt that reached its worker and
             // began there: one it held behind a busy slot never ran (a job held through four
@@ -1265,7 +1263,7 @@ public struct SchedulerCore: Sendable {
             runningWorker == worker, runningAttempt == attempt, let workerHandle = jobs[handle].worker
         else { return }
         jobs[handle].worker = nil
-        withdrawalEnded(handle)
+        jobs[handle].isWithdrawing = false
         let began = !pool[workerHandle].holdsAttempts || jobs[handle].hasBegun
         let retiredReason = pool.checkIn(handle, from: workerHandle)
         if termination == .withdrawn {
@@ -1296,7 +1294,7 @@ public struct SchedulerCore: Sendable {
         jobs[handle].hasBegun = true
         // Asked back too late: another that its worker still holds may take the free slot.
         let lapsed = jobs[handle].isWithdrawing
-        withdrawalEnded(handle)
+        jobs[handle].isWithdrawing = false
         // The same state with its real start: a running job stays running (no transition).
         jobs[handle].info.state = .running(worker: workerID, attempt: attempt, since: now, stopping: nil)
         jobs[handle].info.history.startedAt = now
@@ -1363,7 +1361,7 @@ public struct SchedulerCore: Sendable {
                 var info = shownInfo(handle)
                 info.progress = progress(info.id) ?? info.progress
                 running.append((serial, info))
-                if let worker = jobs[handle].worker, pool[worker].holdsAttempts, !jobs[handle].hasBegun { held.insert(info.id) }
+                if isHeldAtWorker(handle) { held.insert(info.id) }
             case .waitingForRetry(let until, _, _): waiting.append((until, serial, shownInfo(handle)))
             case .scheduled(let until): scheduled.append((until, serial, shownInfo(handle)))
             case .blocked: blocked.append((serial, shownInfo(handle)))
@@ -1784,7 +1782,7 @@ public struct SchedulerCore: Sendable {
         case .running:
             // One its worker holds and has not begun shows as sent, and is said so (it said
             // running of a job every view showed waiting at its worker).
-            if let worker = old.worker, pool[worker].holdsAttempts, !old.hasBegun {
+            if isHeldAtWorker(handle) {
                 throw SchedulerError(.notAllowed, "job \(id.short) was sent to its worker and waits there to run: cancel it first, or edit it once it has ended")
             }
             throw SchedulerError(.notAllowed, "job \(id.short) is running: cancel it first, or edit it once it has ended")
@@ -1810,13 +1808,16 @@ public struct SchedulerCore: Sendable {
         }
     }
 
-    /// What the job at `handle` is doing, for a refusal: one its worker holds and has not begun
-    /// is said to wait there (every view shows it as sent, not running).
+    /// Whether the job at `handle` was handed to a worker that holds it and has not begun it
+    /// (every view shows it as sent, not running).
+    private func isHeldAtWorker(_ handle: JobHandle) -> Bool {
+        guard let worker = jobs[handle].worker else { return false }
+        return pool[worker].holdsAttempts && !jobs[handle].hasBegun
+    }
+
+    /// What the job at `handle` is doing, for a refusal: one its worker holds is said to wait there.
     private func predicate(of handle: JobHandle) -> String {
-        if case .running = jobs[handle].info.state, let worker = jobs[handle].worker, pool[worker].holdsAttempts, !jobs[handle].hasBegun {
-            return "was sent to its worker and waits there to run"
-        }
-        return jobs[handle].info.state.predicate
+        isHeldAtWorker(handle) ? "was sent to its worker and waits there to run" : jobs[handle].info.state.predicate
     }
 
     /// Whether `signal` may be sent to job `id` now: only a running job with a process (not Swift
@@ -1979,17 +1980,19 @@ public struct SchedulerCore: Sendable {
 
     /// A slot is free to run a job, and nothing queued may start: asks workers that hold
     /// attempts behind busy slots to give back as many as there are such free slots (less those
-    /// asked for already), the first in queue order first. Each comes back ``Termination/withdrawn``
-    /// and takes the free slot, or begins where it is if its worker started it meanwhile.
+    /// asked for already, counted from the jobs' `isWithdrawing`), the first in queue order
+    /// first. Each comes back ``Termination/withdrawn`` and takes the free slot, or begins where
+    /// it is if its worker started it meanwhile.
     private mutating func withdrawHeldAttempts() {
-        let free = pool.freeRunningCount - withdrawalsInFlight
-        guard free > 0 else { return }
+        guard pool.freeRunningCount > 0 else { return }
+        var asked = 0
         var candidates: [(handle: JobHandle, worker: WorkerID)] = []
         pool.forEachMember { member in
             guard member.descriptor.withdrawsHeld, member.holdsAttempts else { return }
+            let withdrawing = member.running.count { jobs[$0].isWithdrawing }
+            asked += withdrawing
             // Beyond its running slots: those of its attempts that wait there.
-            var held = member.running.count - member.descriptor.runningSlots
-            for job in member.running where jobs[job].isWithdrawing { held -= 1 }
+            let held = member.running.count - member.descriptor.runningSlots - withdrawing
             guard held > 0 else { return }
             // Not one whose group is paused: back in the queue it could not take the free slot
             // (held, it runs where it is once its worker has a slot).
@@ -2004,7 +2007,9 @@ public struct SchedulerCore: Sendable {
             }
             for job in unbegun.prefix(held) { candidates.append((job, member.descriptor.id)) }
         }
-        guard !candidates.isEmpty else { return }
+        // Free slots less those that attempts asked back already will take.
+        let free = pool.freeRunningCount - asked
+        guard free > 0, !candidates.isEmpty else { return }
         // The job that would start first from the queue, first.
         candidates.sort {
             let (a, b) = (jobs[$0.handle], jobs[$1.handle])
@@ -2013,16 +2018,8 @@ public struct SchedulerCore: Sendable {
         for candidate in candidates.prefix(free) {
             guard case .running(_, let attempt, _, nil) = jobs[candidate.handle].info.state else { continue }
             jobs[candidate.handle].isWithdrawing = true
-            withdrawalsInFlight += 1
             actions.append(.withdraw(jobs[candidate.handle].info.id, attempt: attempt, worker: candidate.worker))
         }
-    }
-
-    /// The held attempt of the job at `handle`, if asked back, began or ended: no longer asked.
-    private mutating func withdrawalEnded(_ handle: JobHandle) {
-        guard jobs[handle].isWithdrawing else { return }
-        jobs[handle].isWithdrawing = false
-        withdrawalsInFlight -= 1
     }
 
     /// Decides what an ended attempt means for the job at `handle` (in place).

@@ -219,29 +219,12 @@ public final class RemoteWorker: Worker {
             let key = AttemptKey(jobID: progress.jobID, attempt: progress.attempt)
             state.withLock { $0.pending[key]?.assignment.reporter }?.progress(progress.fraction)
         case .finished(let finished):
-            let key = AttemptKey(jobID: finished.jobID, attempt: finished.attempt)
-            let (ended, handled) = state.withLock { state -> (Pending?, Handled) in
-                let ended = state.pending.removeValue(forKey: key)
-                let newDepth = finished.runMicros > 0 ? state.depth?.ran(for: .microseconds(finished.runMicros)) : nil
-                return (ended, Handled(isIdleWhileDraining: Self.isIdleWhileDraining(state), newDepth: newDepth))
-            }
-            if let ended {
-                ended.assignment.control.onStop(nil)
-                ended.continuation.resume(returning: finished.engineTermination)
-            }
-            return handled
+            return end(
+                AttemptKey(jobID: finished.jobID, attempt: finished.attempt), finished.engineTermination,
+                ranFor: finished.runMicros)
         case .withdrawn(let withdrawn):
             // It never started there: no Started or Finished follows.
-            let key = AttemptKey(jobID: withdrawn.jobID, attempt: withdrawn.attempt)
-            let (ended, handled) = state.withLock { state -> (Pending?, Handled) in
-                let ended = state.pending.removeValue(forKey: key)
-                return (ended, Handled(isIdleWhileDraining: Self.isIdleWhileDraining(state)))
-            }
-            if let ended {
-                ended.assignment.control.onStop(nil)
-                ended.continuation.resume(returning: .withdrawn)
-            }
-            return handled
+            return end(AttemptKey(jobID: withdrawn.jobID, attempt: withdrawn.attempt), .withdrawn)
         case .draining:
             return state.withLock { state -> Handled in
                 if case .active = state.phase { state.phase = .draining }
@@ -251,6 +234,21 @@ public final class RemoteWorker: Worker {
             break
         }
         return Handled()
+    }
+
+    /// The attempt `key` ended there as `termination` (after `runMicros` of running; 0: it never
+    /// started, or the worker did not say): its `execute` returns it.
+    private func end(_ key: AttemptKey, _ termination: Termination, ranFor runMicros: UInt64 = 0) -> Handled {
+        let (ended, handled) = state.withLock { state -> (Pending?, Handled) in
+            let ended = state.pending.removeValue(forKey: key)
+            let newDepth = runMicros > 0 ? state.depth?.ran(for: .microseconds(runMicros)) : nil
+            return (ended, Handled(isIdleWhileDraining: Self.isIdleWhileDraining(state), newDepth: newDepth))
+        }
+        if let ended {
+            ended.assignment.control.onStop(nil)
+            ended.continuation.resume(returning: termination)
+        }
+        return handled
     }
 
     /// Marks the worker lost; the caller then removes it from the scheduler and calls
