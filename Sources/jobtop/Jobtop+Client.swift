@@ -374,7 +374,11 @@ extension Jobtop {
             var name: String
             var limit: Int?
             var paused: Bool
+            /// Its jobs running now, apart from those `sent`.
             var running: Int
+            /// Its jobs sent to a worker that holds them and has not begun them (they count
+            /// against the group's limit, as running ones do).
+            var sent: Int
             var queued: Int
             var held: Int
         }
@@ -404,14 +408,21 @@ extension Jobtop {
                 // (taken off again, 4 slots read 1 while a worker with 2 and 1 prefetched drained).
                 let prefetch = snapshot.workers.reduce(0) { $0 + ($1.isRetiring ? 0 : $1.descriptor.prefetchDepth) }
                 let slots = snapshot.totalSlots - prefetch
+                let sentByGroup = Self.sentByGroup(snapshot)
                 if json {
+                    // A job sent to its worker and held there counts as `sent`, not running, as
+                    // in the text (`counts.running` said 5 for 3 running and 2 sent).
+                    var counts = Dictionary(uniqueKeysWithValues: snapshot.counts.map { ($0.key.rawValue, $0.value) })
+                    counts[JobStateKind.running.rawValue, default: 0] -= snapshot.heldAttempts.count
+                    counts["sent"] = snapshot.heldAttempts.count
                     printJSON(Report(
                         paused: snapshot.isPaused, shuttingDown: snapshot.shutdown?.rawValue,
-                        counts: Dictionary(uniqueKeysWithValues: snapshot.counts.map { ($0.key.rawValue, $0.value) }),
+                        counts: counts,
                         slots: slots, prefetch: prefetch,
                         groups: snapshot.groups.map {
-                            GroupRecord(name: $0.group.name, limit: $0.group.limit, paused: $0.group.isPaused,
-                                        running: $0.running, queued: $0.queued, held: $0.held)
+                            let sent = sentByGroup[$0.group.name, default: 0]
+                            return GroupRecord(name: $0.group.name, limit: $0.group.limit, paused: $0.group.isPaused,
+                                               running: $0.running - sent, sent: sent, queued: $0.queued, held: $0.held)
                         },
                         workers: snapshot.workers.map {
                             WorkerRecord(
@@ -449,7 +460,7 @@ extension Jobtop {
                 }
                 if !busy.isEmpty { print("workers: " + busy.joined(separator: "; ")) }
                 for group in snapshot.groups where group.group.name != JobSpec.defaultGroup || group.group.isPaused || group.group.limit != nil {
-                    print(Self.groupLine(group))
+                    print(Self.groupLine(group, sent: sentByGroup[group.group.name, default: 0]))
                 }
                 guard !jobs.isEmpty else { return }
                 let rows = jobs.map { job -> [String] in
@@ -466,9 +477,20 @@ extension Jobtop {
         /// is when it may have several: `running (attempt 2 of 3)`, `waiting (in 26.2s; attempt
         /// 2 of 3 next)`, `failed (exit 3; 3 attempts)`.
         /// A group's line: "group g: limit 1, paused; 1 running, 2 queued, 0 held".
-        static func groupLine(_ group: GroupStatus) -> String {
+        /// `sent`: how many of its running jobs a worker holds and has not begun; they are said
+        /// apart, as in the header (`1 running, 1 sent`; the line said 2 running).
+        static func groupLine(_ group: GroupStatus, sent: Int) -> String {
             let limit = group.group.limit.map { "limit \($0)" } ?? "no limit"
-            return "group \(group.group.name): \(limit)\(group.group.isPaused ? ", paused" : ""); \(group.running) running, \(group.queued) queued, \(group.held) held"
+            let running = "\(group.running - sent) running" + (sent > 0 ? ", \(sent) sent" : "")
+            return "group \(group.group.name): \(limit)\(group.group.isPaused ? ", paused" : ""); \(running), \(group.queued) queued, \(group.held) held"
+        }
+
+        /// Per group, its running jobs that their worker holds and has not begun.
+        static func sentByGroup(_ snapshot: SchedulerSnapshot) -> [String: Int] {
+            guard !snapshot.heldAttempts.isEmpty else { return [:] }
+            var sent: [String: Int] = [:]
+            for job in snapshot.jobs where snapshot.heldAttempts.contains(job.id) { sent[job.group, default: 0] += 1 }
+            return sent
         }
 
         ///
@@ -754,7 +776,9 @@ extension Jobtop {
                 // What the group is now, as status shows it (one snapshot); a group no job of the
                 // serve is in may be a typo.
                 let snapshot = try await client.fetchSnapshot()
-                if let now = snapshot.groups.first(where: { $0.group.name == group }) { print(Status.groupLine(now)) }
+                if let now = snapshot.groups.first(where: { $0.group.name == group }) {
+                    print(Status.groupLine(now, sent: Status.sentByGroup(snapshot)[group, default: 0]))
+                }
                 if !snapshot.jobs.contains(where: { $0.group == group }) { sayGroupIsNew(group, "the limit applies to the jobs submitted to it") }
             }
         }

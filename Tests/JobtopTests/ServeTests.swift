@@ -873,6 +873,36 @@ struct ServeTests {
         try await fixture.stop()
     }
 
+    @Test("status says a job its worker holds is sent, not running, in the group's line and the JSON counts as in the header (the group line said 2 running, counts.running 2, for 1 running and 1 sent)")
+    func statusCountsSentJobsApart() async throws {
+        let fixture = try await ServeFixture(["-j", "0", "--workers", "127.0.0.1:0", "--prefetch", "1"])
+        let address = try fixture.address(printedWith: "accepting workers on")
+        let worker = try fixture.start(["worker", "--connect", address, "--slots", "1", "--name", "w1"])
+        #expect(await eventually { await fixture.statusText().contains("w1") })
+        let go = fixture.scratch.file("go")
+        let submitted = try await fixture.run([
+            "submit", "--group", "g", "-c", "while [ ! -e '\(go)' ]; do sleep 0.05; done", "-c", "echo second",
+        ])
+        try #require(submitted.status == 0, "\(submitted.stderr)")
+        #expect(await eventually { await fixture.statusText().contains("1 running, 1 sent") })
+        let text = try await fixture.run(["status"])
+        #expect(text.lines.contains("group g: no limit; 1 running, 1 sent, 0 queued, 0 held"), "\(text.stdout)")
+        let report = try await fixture.report()
+        let counts = try #require(report["counts"] as? [String: Int])
+        #expect(counts["running"] == 1 && counts["sent"] == 1, "\(counts)")
+        let groups = try #require(report["groups"] as? [[String: Any]])
+        let group = try #require(groups.first { $0["name"] as? String == "g" })
+        #expect(group["running"] as? Int == 1 && group["sent"] as? Int == 1, "\(group)")
+        let limited = try await fixture.run(["limit", "g", "2"])
+        #expect(limited.stdout == "group g: limit 2; 1 running, 1 sent, 0 queued, 0 held\n", "\(limited.stdout)")
+        _ = FileManager.default.createFile(atPath: go, contents: nil)
+        let waited = try await fixture.run(["wait"])
+        #expect(waited.status == 0, "\(waited.stderr)")
+        worker.send(SIGTERM)
+        _ = await worker.wait()
+        try await fixture.stop()
+    }
+
     @Test("A serve whose socket directory cannot be made, or given an empty --state-dir, makes no state directory")
     func refusedBeforeTheStateDirectory() async throws {
         let scratch = try Scratch()
