@@ -22,6 +22,9 @@ public struct SchedulerCore: Sendable {
         /// another worker has a slot free. It ends ``Termination/withdrawn`` if the worker still
         /// held it; else it runs there as it would have.
         case withdraw(JobID, attempt: Int, worker: WorkerID)
+        /// Tell `worker`, which holds `attempt` of job `id` and has not begun it, that the job's
+        /// priority is now `priority`: what a worker holds starts by priority.
+        case reprioritizeHeld(JobID, attempt: Int, worker: WorkerID, priority: Int)
         /// Publish this event.
         case emit(SchedulerEvent.Kind)
     }
@@ -958,6 +961,11 @@ public struct SchedulerCore: Sendable {
             refreshHead(job.group)
         }
         actions.append(.emit(.reprioritized(id, from: old, to: priority)))
+        // A job sent to a worker that holds it: that worker orders what it holds by the priority
+        // it was sent with, so it hears of the new one (it started after a lower one it held).
+        if case .running(let worker, let attempt, _, _) = job.info.state, isHeldAtWorker(job.handle), !job.isWithdrawing {
+            actions.append(.reprioritizeHeld(id, attempt: attempt, worker: worker, priority: priority))
+        }
         return takeActions()
     }
 

@@ -283,6 +283,8 @@ struct SchedulerEngine: Sendable {
                 workers.removeValue(forKey: id)?.leave()
             case .withdraw(let id, let attempt, let worker):
                 workers[worker]?.withdraw(id, attempt: attempt)
+            case .reprioritizeHeld(let id, let attempt, let worker, let priority):
+                workers[worker]?.reprioritize(id, attempt: attempt, to: priority)
             }
         }
         store.attemptsStarted(started)

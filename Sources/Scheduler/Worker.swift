@@ -32,10 +32,16 @@ public protocol Worker: AnyObject, Sendable {
     /// ``WorkerDescriptor/withdrawsHeld``). If it still holds it, its ``execute(_:)`` returns
     /// ``Termination/withdrawn``; if it began it meanwhile, nothing changes. Never waits.
     func withdraw(_ job: JobID, attempt: Int)
+
+    /// Job `job`'s priority changed while the worker holds `attempt` of it and has not begun it
+    /// (only for workers that ``holdsAttempts``): a worker that starts what it holds by priority
+    /// reorders it. Never waits.
+    func reprioritize(_ job: JobID, attempt: Int, to priority: Int)
 }
 
 extension Worker {
     public var holdsAttempts: Bool { false }
     public func wasDelivered(_ job: JobID, attempt: Int) -> Bool { true }
     public func withdraw(_ job: JobID, attempt: Int) {}
+    public func reprioritize(_ job: JobID, attempt: Int, to priority: Int) {}
 }

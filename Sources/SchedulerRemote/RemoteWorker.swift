@@ -47,6 +47,10 @@ public final class RemoteWorker: Worker {
         var leaveWaiters = Waiters()
         /// The automatic prefetch depth (`nil`: a fixed one).
         var depth: PrefetchDepth?
+        /// New priorities of attempts whose `execute` has not come yet (the scheduler started
+        /// them, and their job was reprioritized before the launch reached this worker): their
+        /// Assign carries it.
+        var earlyPriorities: [AttemptKey: Int] = [:]
     }
 
     private let state = Locked(State())
@@ -91,9 +95,25 @@ public final class RemoteWorker: Worker {
                 enum Next { case send, park, resume(Termination), wait }
                 let now = clock.now
                 let next = state.withLock { state -> Next in
+                    let priority = state.earlyPriorities.removeValue(forKey: key) ?? assignment.priority
                     switch state.phase {
                     case .active:
                         state.pending[key] = Pending(assignment: assignment, continuation: continuation, isParked: false, sentAt: now)
+                        // Queued under the lock, so that a Reprioritize of it (sent under the
+                        // lock too, once it is pending) follows it.
+                        outbox.send(.with {
+                            $0.assign = .with {
+                                $0.jobID = key.jobID
+                                $0.attempt = key.attempt
+                                $0.spec = spec
+                                // The real start: the attempt's run (and timeout) counts from it, and a held
+                                // attempt that never began is given back uncounted after a crash.
+                                $0.reportStart = reportsStart
+                                // So that what it holds starts by priority, whatever order the
+                                // assignments reach it in (each is sent from its own task).
+                                $0.priority = Int32(clamping: priority)
+                            }
+                        })
                         return .send
                     case .draining:
                         state.pending[key] = Pending(assignment: assignment, continuation: continuation, isParked: true)
@@ -108,19 +128,6 @@ public final class RemoteWorker: Worker {
                 }
                 switch next {
                 case .send:
-                    outbox.send(.with {
-                        $0.assign = .with {
-                            $0.jobID = key.jobID
-                            $0.attempt = key.attempt
-                            $0.spec = spec
-                            // The real start: the attempt's run (and timeout) counts from it, and a held
-                            // attempt that never began is given back uncounted after a crash.
-                            $0.reportStart = reportsStart
-                            // So that what it holds starts by priority, whatever order the
-                            // assignments reach it in (each is sent from its own task).
-                            $0.priority = Int32(clamping: assignment.priority)
-                        }
-                    })
                     // After the Assign is queued, so a stop already requested follows it.
                     assignment.control.onStop { [weak self] request in
                         self?.stop(key, reason: request.reason, grace: request.grace)
@@ -161,12 +168,36 @@ public final class RemoteWorker: Worker {
         }
     }
 
+    /// Tells the worker the new priority of a job it holds and has not begun (`Reprioritize`),
+    /// so that it starts what it holds in the new order. An older worker ignores the message.
+    public func reprioritize(_ job: JobID, attempt: Int, to priority: Int) {
+        guard holdsAttempts else { return }
+        let key = AttemptKey(jobID: job.description, attempt: UInt32(clamping: attempt))
+        state.withLock { state in
+            guard let pending = state.pending[key] else {
+                // Its execute has not come yet: its Assign will carry the new priority.
+                if case .active = state.phase { state.earlyPriorities[key] = priority }
+                return
+            }
+            guard !pending.isParked else { return }
+            // Under the lock, as its Assign was: it follows that.
+            outbox.send(.with {
+                $0.reprioritize = .with {
+                    $0.jobID = key.jobID
+                    $0.attempt = key.attempt
+                    $0.priority = Int32(clamping: priority)
+                }
+            })
+        }
+    }
+
     public func leave() {
         // The stream's lifetime belongs to the listener's connection handler, which ends it;
         // nothing is held here once every pending call has ended. A released worker's handler
         // waits for this (``waitUntilLeft()``).
         let waiters = state.withLock { state in
             state.hasLeft = true
+            state.earlyPriorities = [:]
             return state.leaveWaiters.takeAll()
         }
         for waiter in waiters { waiter.resume() }

@@ -517,6 +517,13 @@ public final class WorkerAgent: Sendable {
                             $0.attempt = key.attempt
                         }
                     })
+                case .reprioritize(let reprioritize):
+                    // What it holds starts by the new priority; one that started keeps running.
+                    let key = AttemptKey(jobID: reprioritize.jobID, attempt: reprioritize.attempt)
+                    if let id = byAttempt[key], startedAt[id] == nil {
+                        let priority = min(max(Int(reprioritize.priority), JobSpec.priorityRange.lowerBound), JobSpec.priorityRange.upperBound)
+                        try? await inner.reprioritize(id, to: priority)
+                    }
                 case .released:
                     return .drained
                 case .goodbye(let goodbye):

@@ -194,4 +194,84 @@ struct RemotePrefetchTests {
         _ = await worker.wait(atMost: .seconds(60))
         await coordinator.stop()
     }
+
+    @Test("A held job given a new priority: its worker is told (Reprioritize, after the job's Assign); one that holds nothing back (an older worker) is not")
+    func newPriorityReachesTheHoldingWorker() async throws {
+        // Given a worker that holds what it is sent and never begins it (no heartbeats: the
+        // coordinator's clock stands still).
+        let coordinator = try await Coordinator.start(clock: ManualClock(), prefetch: .fixed(2))
+        let received = try await RawClient.asWorker(port: coordinator.address.port, token: coordinator.token, features: [.reportsStart]) { messages in
+            _ = await coordinator.joined(1)
+            var incoming = messages.makeAsyncIterator()
+            let id = try await coordinator.scheduler.submit(.shell("true", priority: 1))
+            while let message = await incoming.next() { if case .assign = message.kind { break } }
+            // When the job gets a new priority
+            try await coordinator.scheduler.reprioritize(id, to: 7)
+            // Then the worker hears of it
+            while let message = await incoming.next() { if case .reprioritize = message.kind { break } }
+        }
+        let told = received.compactMap { if case .reprioritize(let message) = $0.kind { message } else { nil } }
+        #expect(told.count == 1 && told.first?.priority == 7 && told.first?.attempt == 1, "\(told)")
+        let assigned = received.firstIndex { if case .assign = $0.kind { true } else { false } }
+        let reprioritized = received.firstIndex { if case .reprioritize = $0.kind { true } else { false } }
+        #expect(assigned != nil && reprioritized != nil && assigned! < reprioritized!)
+
+        // An older worker (it does not say when it begins, so nothing is held there) is not told.
+        let older = try await RawClient.asOlderWorker(port: coordinator.address.port, token: coordinator.token) { messages in
+            _ = await coordinator.joined(1)
+            var incoming = messages.makeAsyncIterator()
+            let id = try await coordinator.scheduler.submit(.shell("true", priority: 1))
+            while let message = await incoming.next() { if case .assign = message.kind { break } }
+            try await coordinator.scheduler.reprioritize(id, to: 7)
+        }
+        #expect(!older.contains { if case .reprioritize = $0.kind { true } else { false } })
+        await coordinator.stop()
+    }
+
+    @Test("A worker starts what it holds by the newest priority the coordinator sent (Reprioritize): one sent with the lowest and raised starts first")
+    func workerStartsByTheNewPriority() async throws {
+        let scratch = try Scratch()
+        let go = scratch.file("go")
+        let ids = (0..<5).map { _ in UUID().uuidString.lowercased() }
+        func assign(_ index: Int, _ command: String, priority: Int32) -> WireCoordinatorMessage {
+            .with {
+                $0.assign = .with {
+                    $0.jobID = ids[index]
+                    $0.attempt = 1
+                    $0.spec = Jobtop_Remote_V1_JobSpec(.shell(command))!
+                    $0.reportStart = true
+                    $0.priority = priority
+                }
+            }
+        }
+        // Given a one-slot worker busy with one job and holding three, sent with priorities 1, 2, 3
+        // (and a fourth, asked back at the end: its answer says every message before it was handled)
+        let script: [WireCoordinatorMessage] = [
+            assign(0, "while [ ! -e '\(go)' ]; do sleep 0.02; done", priority: 0),
+            assign(1, "true", priority: 1), assign(2, "true", priority: 2), assign(3, "true", priority: 3),
+            assign(4, "true", priority: 0),
+            // When the one sent with 1 is raised to 10
+            .with { $0.reprioritize = .with { $0.jobID = ids[1]; $0.attempt = 1; $0.priority = 10 } },
+            .with { $0.withdraw = .with { $0.jobID = ids[4]; $0.attempt = 1 } },
+        ]
+        let (heard, hearing) = AsyncStream.makeStream(of: WireWorkerMessage.self)
+        let fake = try await FakeCoordinator.start(.script(script, heard: hearing))
+        let agent = WorkerAgent(configuration: .init(
+            coordinator: RemoteAddress(host: "127.0.0.1", port: fake.port), name: "w", slots: 1, log: { _ in }))
+        let running = Task { try await agent.run() }
+        var started: [String] = []
+        for await message in heard {
+            switch message.kind {
+            case .withdrawn(let withdrawn) where withdrawn.jobID == ids[4]: try scratch.write("go", "")
+            case .started(let begun): started.append(begun.jobID)
+            default: break
+            }
+            if started.count == 4 { break }
+        }
+        // Then, once the slot frees, it starts first, then the others by their priority
+        #expect(started == [ids[0], ids[1], ids[3], ids[2]])
+        agent.stop()
+        try await running.value
+        await fake.stop()
+    }
 }

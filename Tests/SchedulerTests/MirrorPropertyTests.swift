@@ -47,7 +47,7 @@ import Testing
                     running.append((id, attempt, worker))
                 case .withdraw(let id, let attempt, let worker):
                     withdrawals.append((id, attempt, worker))
-                case .stop, .removeWorker:
+                case .stop, .removeWorker, .reprioritizeHeld:
                     break
                 }
             }

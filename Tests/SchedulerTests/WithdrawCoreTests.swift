@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import Scheduler
 
@@ -143,5 +144,24 @@ import Testing
         #expect(Self.withdrawals(core.workerJoined(Self.other, now: .seconds(2))).isEmpty)
         // Resumed, it moves
         #expect(Self.withdrawals(try core.resumeGroup("g", now: .seconds(3))).map(\.0) == [held])
+    }
+
+    @Test("A new priority of a job its worker holds reaches that worker (it starts what it holds by priority); not for a job that began there, nor for a local one")
+    func newPriorityOfAHeldJobReachesItsWorker() throws {
+        var (core, running, held) = Self.holding()
+        let reprioritized = try core.reprioritize(held, to: 5, now: .seconds(2))
+        let told = reprioritized.compactMap {
+            if case .reprioritizeHeld(let id, let attempt, let worker, let priority) = $0 { (id, attempt, worker, priority) } else { nil }
+        }
+        #expect(told.count == 1)
+        #expect(told.first?.0 == held && told.first?.1 == 1 && told.first?.2 == Self.holder.id && told.first?.3 == 5)
+        let begun = try core.reprioritize(running, to: 5, now: .seconds(2))
+        #expect(!begun.contains { if case .reprioritizeHeld = $0 { true } else { false } })
+
+        var local = SchedulerCore(configuration: .init(seed: 1))
+        _ = local.workerJoined(WorkerDescriptor(id: WorkerID(), name: "local-1", kind: .local, slots: 1), now: .zero)
+        let id = JobID(uuid: UUID())
+        _ = try local.submit(.shell("true"), id: id, now: .zero)
+        #expect(!(try local.reprioritize(id, to: 5, now: .seconds(1))).contains { if case .reprioritizeHeld = $0 { true } else { false } })
     }
 }

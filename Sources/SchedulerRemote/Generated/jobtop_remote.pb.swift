@@ -281,6 +281,14 @@ nonisolated struct Jobtop_Remote_V1_CoordinatorMessage: Sendable {
     set {kind = .withdraw(newValue)}
   }
 
+  var reprioritize: Jobtop_Remote_V1_Reprioritize {
+    get {
+      if case .reprioritize(let v)? = kind {return v}
+      return Jobtop_Remote_V1_Reprioritize()
+    }
+    set {kind = .reprioritize(newValue)}
+  }
+
   var unknownFields = SwiftProtobuf.UnknownStorage()
 
   nonisolated enum OneOf_Kind: Equatable, Sendable {
@@ -292,6 +300,7 @@ nonisolated struct Jobtop_Remote_V1_CoordinatorMessage: Sendable {
     case released(Jobtop_Remote_V1_Released)
     case goodbye(Jobtop_Remote_V1_Goodbye)
     case withdraw(Jobtop_Remote_V1_Withdraw)
+    case reprioritize(Jobtop_Remote_V1_Reprioritize)
 
   }
 
@@ -565,6 +574,25 @@ nonisolated struct Jobtop_Remote_V1_Withdraw: Sendable {
   var jobID: String = String()
 
   var attempt: UInt32 = 0
+
+  var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  init() {}
+}
+
+/// The job of an assignment the worker holds and has not started has a new priority: what the
+/// worker holds starts by it (as by Assign.priority). Ignored for one that started, and by an
+/// older worker (an unknown message).
+nonisolated struct Jobtop_Remote_V1_Reprioritize: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  var jobID: String = String()
+
+  var attempt: UInt32 = 0
+
+  var priority: Int32 = 0
 
   var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1088,7 +1116,7 @@ nonisolated extension Jobtop_Remote_V1_WorkerMessage: SwiftProtobuf.Message, Swi
 
 nonisolated extension Jobtop_Remote_V1_CoordinatorMessage: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   static let protoMessageName: String = _protobuf_package + ".CoordinatorMessage"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}welcome\0\u{1}refusal\0\u{1}assign\0\u{1}cancel\0\u{1}heartbeat\0\u{1}released\0\u{1}goodbye\0\u{1}withdraw\0")
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}welcome\0\u{1}refusal\0\u{1}assign\0\u{1}cancel\0\u{1}heartbeat\0\u{1}released\0\u{1}goodbye\0\u{1}withdraw\0\u{1}reprioritize\0")
 
   mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1200,6 +1228,19 @@ nonisolated extension Jobtop_Remote_V1_CoordinatorMessage: SwiftProtobuf.Message
           self.kind = .withdraw(v)
         }
       }()
+      case 9: try {
+        var v: Jobtop_Remote_V1_Reprioritize?
+        var hadOneofValue = false
+        if let current = self.kind {
+          hadOneofValue = true
+          if case .reprioritize(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.kind = .reprioritize(v)
+        }
+      }()
       default: break
       }
     }
@@ -1242,6 +1283,10 @@ nonisolated extension Jobtop_Remote_V1_CoordinatorMessage: SwiftProtobuf.Message
     case .withdraw?: try {
       guard case .withdraw(let v)? = self.kind else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 8)
+    }()
+    case .reprioritize?: try {
+      guard case .reprioritize(let v)? = self.kind else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 9)
     }()
     case nil: break
     }
@@ -1665,6 +1710,46 @@ nonisolated extension Jobtop_Remote_V1_Withdraw: SwiftProtobuf.Message, SwiftPro
   static func ==(lhs: Jobtop_Remote_V1_Withdraw, rhs: Jobtop_Remote_V1_Withdraw) -> Bool {
     if lhs.jobID != rhs.jobID {return false}
     if lhs.attempt != rhs.attempt {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Jobtop_Remote_V1_Reprioritize: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  static let protoMessageName: String = _protobuf_package + ".Reprioritize"
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}job_id\0\u{1}attempt\0\u{1}priority\0")
+
+  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.jobID) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.attempt) }()
+      case 3: try { try decoder.decodeSingularInt32Field(value: &self.priority) }()
+      default: break
+      }
+    }
+  }
+
+  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.jobID.isEmpty {
+      try visitor.visitSingularStringField(value: self.jobID, fieldNumber: 1)
+    }
+    if self.attempt != 0 {
+      try visitor.visitSingularUInt32Field(value: self.attempt, fieldNumber: 2)
+    }
+    if self.priority != 0 {
+      try visitor.visitSingularInt32Field(value: self.priority, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  static func ==(lhs: Jobtop_Remote_V1_Reprioritize, rhs: Jobtop_Remote_V1_Reprioritize) -> Bool {
+    if lhs.jobID != rhs.jobID {return false}
+    if lhs.attempt != rhs.attempt {return false}
+    if lhs.priority != rhs.priority {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

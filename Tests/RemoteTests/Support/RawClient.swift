@@ -43,6 +43,18 @@ extension RawClient {
         port: Int, token: String,
         _ body: @escaping @Sendable (AsyncStream<Jobtop_Remote_V1_CoordinatorMessage>) async throws -> Void
     ) async throws -> [Jobtop_Remote_V1_CoordinatorMessage] {
+        try await asWorker(port: port, token: token, name: "old-timer", softwareVersion: "0.1.0", features: [], body)
+    }
+
+    /// Joins as a one-slot worker that lists `features`, answers nothing (what it is assigned
+    /// stays held, never begun), runs `body` while joined, then leaves.
+    ///
+    /// - Returns: Every message the coordinator sent meanwhile.
+    static func asWorker(
+        port: Int, token: String, name: String = "raw", softwareVersion: String = "9.9.9",
+        features: [Jobtop_Remote_V1_Feature],
+        _ body: @escaping @Sendable (AsyncStream<Jobtop_Remote_V1_CoordinatorMessage>) async throws -> Void
+    ) async throws -> [Jobtop_Remote_V1_CoordinatorMessage] {
         let (messages, received) = AsyncStream.makeStream(of: Jobtop_Remote_V1_CoordinatorMessage.self)
         let (leaving, leave) = AsyncStream.makeStream(of: Void.self)
         let seen = Locked<[Jobtop_Remote_V1_CoordinatorMessage]>([])
@@ -54,11 +66,12 @@ extension RawClient {
                     try await WirePool.Client(wrapping: client).connect(requestProducer: { writer in
                         try await writer.write(.with {
                             $0.hello = .with {
-                                $0.name = "old-timer"
+                                $0.name = name
                                 $0.token = token
                                 $0.slots = 1
                                 $0.protocolVersion = 1
-                                $0.softwareVersion = "0.1.0"
+                                $0.softwareVersion = softwareVersion
+                                $0.features = features
                             }
                         })
                         for await _ in leaving {}  // the stream stays open until the test is done
@@ -89,6 +102,8 @@ struct FakeCoordinator: WirePool.SimpleServiceProtocol {
         /// Welcomes, then `count` times sends a heartbeat and reads the worker's next message,
         /// telling `heard` whether it was a heartbeat; then stays silent.
         case heartbeats(count: Int, heard: AsyncStream<Bool>.Continuation)
+        /// Welcomes, sends `messages` in order, then tells `heard` every message of the worker.
+        case script([WireCoordinatorMessage], heard: AsyncStream<WireWorkerMessage>.Continuation)
     }
 
     /// A fake serving on a loopback port.
@@ -143,6 +158,11 @@ struct FakeCoordinator: WirePool.SimpleServiceProtocol {
             }
             heard.finish()
             while try await messages.next() != nil {}
+        case .script(let script, let heard):
+            defer { heard.finish() }
+            try await response.write(Self.welcome(heartbeatMilliseconds: 60_000))
+            for message in script { try await response.write(message) }
+            while let message = try await messages.next() { heard.yield(message) }
         }
     }
 
