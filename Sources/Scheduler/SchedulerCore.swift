@@ -29,6 +29,15 @@ public struct SchedulerCore: Sendable {
         case emit(SchedulerEvent.Kind)
     }
 
+    /// Why a held attempt is asked back from its worker.
+    enum Withdrawal: UInt8 {
+        /// For a free slot elsewhere.
+        case forFreeSlot
+        /// Its job was paused (its group or everything): held, it would start when its worker's
+        /// slot frees.
+        case forPause
+    }
+
     /// Limits of the core.
     public struct Configuration: Sendable {
         /// How many finished jobs stay listed (their counts are always kept).
@@ -76,9 +85,9 @@ public struct SchedulerCore: Sendable {
         /// Whether its attempt on a worker that holds attempts began (``attemptBegan``); set
         /// false at each start.
         var hasBegun = false
-        /// Whether its held attempt was asked back (``Action/withdraw(_:attempt:worker:)``) and
-        /// has neither begun nor ended since.
-        var isWithdrawing = false
+        /// Why its held attempt was asked back (``Action/withdraw(_:attempt:worker:)``), if it
+        /// was and has neither begun nor ended since.
+        var withdrawal: Withdrawal?
         /// Its place in ``jobs`` (and in the queue, the pool and timers).
         let handle: JobHandle
         /// Its spec's timeout, kept here so that a start reads only the record.
@@ -963,7 +972,7 @@ public struct SchedulerCore: Sendable {
         actions.append(.emit(.reprioritized(id, from: old, to: priority)))
         // A job sent to a worker that holds it: that worker orders what it holds by the priority
         // it was sent with, so it hears of the new one (it started after a lower one it held).
-        if case .running(let worker, let attempt, _, _) = job.info.state, isHeldAtWorker(job.handle), !job.isWithdrawing {
+        if case .running(let worker, let attempt, _, _) = job.info.state, isHeldAtWorker(job.handle), job.withdrawal == nil {
             actions.append(.reprioritizeHeld(id, attempt: attempt, worker: worker, priority: priority))
         }
         return takeActions()
@@ -1025,6 +1034,7 @@ public struct SchedulerCore: Sendable {
         guard !isPaused else { return [] }
         isPaused = true
         actions.append(.emit(.paused))
+        withdrawHeldForPause(group: nil)
         return takeActions()
     }
 
@@ -1086,7 +1096,7 @@ public struct SchedulerCore: Sendable {
         let running = pool.remove(handle).sorted { jobs.id(at: $0) < jobs.id(at: $1) }
         for runningHandle in running {
             jobs[runningHandle].worker = nil
-            jobs[runningHandle].isWithdrawing = false
+            jobs[runningHandle].withdrawal = nil
             guard case .running(_, let attempt, _, let stopping) = jobs[runningHandle].info.state else { continue }
             // A loss counts against the job only for an attempt that reached its worker and
             // began there: one it held behind a busy slot never ran (a job held through four
@@ -1197,6 +1207,7 @@ public struct SchedulerCore: Sendable {
         groups[Int(group)].info.isPaused = true
         refreshHead(group)
         actions.append(.emit(.groupChanged(groups[Int(group)].info)))
+        withdrawHeldForPause(group: group)
         return takeActions()
     }
 
@@ -1271,12 +1282,15 @@ public struct SchedulerCore: Sendable {
             runningWorker == worker, runningAttempt == attempt, let workerHandle = jobs[handle].worker
         else { return }
         jobs[handle].worker = nil
-        jobs[handle].isWithdrawing = false
+        let withdrawal = jobs[handle].withdrawal
+        jobs[handle].withdrawal = nil
         let began = !pool[workerHandle].holdsAttempts || jobs[handle].hasBegun
         let retiredReason = pool.checkIn(handle, from: workerHandle)
         if termination == .withdrawn {
             // Given back unbegun: back to the queue, or cancelled if a cancel came meanwhile.
-            settle(handle, attempt: attempt, stopping: stopping, termination: termination, began: false, now: now)
+            settle(
+                handle, attempt: attempt, stopping: stopping, termination: termination, began: false,
+                withdrawnForPause: withdrawal == .forPause, now: now)
         } else if let stopping, !stopTookEffect {
             settleUnstopped(handle, attempt: attempt, requested: stopping, termination: termination, now: now)
         } else {
@@ -1301,8 +1315,8 @@ public struct SchedulerCore: Sendable {
         else { return [] }
         jobs[handle].hasBegun = true
         // Asked back too late: another that its worker still holds may take the free slot.
-        let lapsed = jobs[handle].isWithdrawing
-        jobs[handle].isWithdrawing = false
+        let lapsed = jobs[handle].withdrawal == .forFreeSlot
+        jobs[handle].withdrawal = nil
         // The same state with its real start: a running job stays running (no transition).
         jobs[handle].info.state = .running(worker: workerID, attempt: attempt, since: now, stopping: nil)
         jobs[handle].info.history.startedAt = now
@@ -1988,7 +2002,7 @@ public struct SchedulerCore: Sendable {
 
     /// A slot is free to run a job, and nothing queued may start: asks workers that hold
     /// attempts behind busy slots to give back as many as there are such free slots (less those
-    /// asked for already, counted from the jobs' `isWithdrawing`), the first in queue order
+    /// asked for already, counted from the jobs' `withdrawal`), the first in queue order
     /// first. Each comes back ``Termination/withdrawn`` and takes the free slot, or begins where
     /// it is if its worker started it meanwhile.
     private mutating func withdrawHeldAttempts() {
@@ -1997,15 +2011,16 @@ public struct SchedulerCore: Sendable {
         var candidates: [(handle: JobHandle, worker: WorkerID)] = []
         pool.forEachMember { member in
             guard member.descriptor.withdrawsHeld, member.holdsAttempts else { return }
-            let withdrawing = member.running.count { jobs[$0].isWithdrawing }
-            asked += withdrawing
+            let withdrawing = member.running.count { jobs[$0].withdrawal != nil }
+            // (Those asked back for a pause go back paused: they take no free slot.)
+            asked += member.running.count { jobs[$0].withdrawal == .forFreeSlot }
             // Beyond its running slots: those of its attempts that wait there.
             let held = member.running.count - member.descriptor.runningSlots - withdrawing
             guard held > 0 else { return }
             // Not one whose group is paused: back in the queue it could not take the free slot
             // (held, it runs where it is once its worker has a slot).
             var unbegun = member.running.filter {
-                !jobs[$0].hasBegun && !jobs[$0].isWithdrawing && !groups[Int(jobs[$0].group)].info.isPaused
+                !jobs[$0].hasBegun && jobs[$0].withdrawal == nil && !groups[Int(jobs[$0].group)].info.isPaused
             }
             // Of what it holds, those it would start last are the likeliest still held there (one
             // it is about to start may have begun already): lowest priority, then latest first.
@@ -2025,7 +2040,34 @@ public struct SchedulerCore: Sendable {
         }
         for candidate in candidates.prefix(free) {
             guard case .running(_, let attempt, _, nil) = jobs[candidate.handle].info.state else { continue }
-            jobs[candidate.handle].isWithdrawing = true
+            jobs[candidate.handle].withdrawal = .forFreeSlot
+            actions.append(.withdraw(jobs[candidate.handle].info.id, attempt: attempt, worker: candidate.worker))
+        }
+    }
+
+    /// A pause (of everything, or of group `group`): asks workers for what they hold of the
+    /// paused jobs and have not begun. Held there, such a job would start as soon as its worker's
+    /// slot freed, paused or not; given back, it waits in the queue until it is resumed. What a
+    /// worker began runs on (a pause stops no running job), and so does what a worker that gives
+    /// nothing back holds.
+    private mutating func withdrawHeldForPause(group: Int32?) {
+        guard pool.withdrawingMembers > 0 else { return }
+        var candidates: [(handle: JobHandle, worker: WorkerID)] = []
+        pool.forEachMember { member in
+            guard member.descriptor.withdrawsHeld, member.holdsAttempts else { return }
+            for handle in member.running
+            where !jobs[handle].hasBegun && jobs[handle].withdrawal == nil && (group == nil || jobs[handle].group == group) {
+                candidates.append((handle, member.descriptor.id))
+            }
+        }
+        // In queue order, as they would have started.
+        candidates.sort {
+            let (a, b) = (jobs[$0.handle], jobs[$1.handle])
+            return a.info.priority != b.info.priority ? a.info.priority > b.info.priority : a.queueOrder < b.queueOrder
+        }
+        for candidate in candidates {
+            guard case .running(_, let attempt, _, nil) = jobs[candidate.handle].info.state else { continue }
+            jobs[candidate.handle].withdrawal = .forPause
             actions.append(.withdraw(jobs[candidate.handle].info.id, attempt: attempt, worker: candidate.worker))
         }
     }
@@ -2037,7 +2079,7 @@ public struct SchedulerCore: Sendable {
     ///   does not), and `log` says it has not run.
     private mutating func settle(
         _ handle: JobHandle, attempt: Int, stopping: StopReason?, termination: Termination, countsAsLoss: Bool = true,
-        began: Bool = true, now: SchedulerTime
+        began: Bool = true, withdrawnForPause: Bool = false, now: SchedulerTime
     ) {
         let id = jobs[handle].info.id
         func cancel() {
@@ -2080,12 +2122,13 @@ public struct SchedulerCore: Sendable {
                 cancel()
                 return
             }
-            // It never ran: it goes back to its place uncounted, for the free slot.
+            // It never ran: it goes back to its place uncounted, for the free slot (or to wait
+            // there while it is paused).
             guard transition(handle, to: .queued) else { return }
             jobs[handle].info.history.attempts = attempt - 1
             if attempt == 1 && jobs[handle].workerLosses == 0 { jobs[handle].info.history.startedAt = nil }
             enqueue(handle)
-            actions.append(.emit(.requeued(id, reason: .withdrawn)))
+            actions.append(.emit(.requeued(id, reason: withdrawnForPause ? .withdrawnForPause : .withdrawn)))
             return
         case (_, .exit(0)):
             jobs[handle].info.history.lastFailure = nil

@@ -177,6 +177,10 @@ public enum RequeueReason: Sendable, Equatable, Codable, CustomStringConvertible
     /// Its worker held it behind a busy slot and gave it back unbegun for another worker's free
     /// slot: that attempt never ran and does not count (attempts one less).
     case withdrawn
+    /// Its worker held it behind a busy slot and gave it back unbegun because the job was paused
+    /// (its group, or everything): held there, it would have started when the slot freed. That
+    /// attempt never ran and does not count (attempts one less).
+    case withdrawnForPause
 
     public var description: String {
         switch self {
@@ -184,6 +188,7 @@ public enum RequeueReason: Sendable, Equatable, Codable, CustomStringConvertible
         case .retriedByUser: "retried by user"
         case .workerLost(let why): "worker lost: \(why)"
         case .withdrawn: "withdrawn from a busy worker for a free slot"
+        case .withdrawnForPause: "withdrawn unbegun from its worker: paused"
         }
     }
 }
@@ -277,7 +282,7 @@ extension OutputLine {
         switch reason {
         case .retriedByUser: retrySeparator
         case .workerLost: workerLostSeparator
-        case .retryDue, .withdrawn: nil
+        case .retryDue, .withdrawn, .withdrawnForPause: nil
         }
     }
 

@@ -190,7 +190,7 @@ public struct SchedulerMirror: Sendable {
                     job.history.finishedAt = nil
                 case .workerLost:
                     job.history.attempts = max(0, job.attempts - 1)
-                case .withdrawn:
+                case .withdrawn, .withdrawnForPause:
                     // Never began: as the core, no start to show if none of its attempts has.
                     job.history.attempts = max(0, job.attempts - 1)
                     if job.history.attempts == 0 && !hasRun { job.history.startedAt = nil }

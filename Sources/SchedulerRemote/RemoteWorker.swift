@@ -51,6 +51,10 @@ public final class RemoteWorker: Worker {
         /// them, and their job was reprioritized before the launch reached this worker): their
         /// Assign carries it.
         var earlyPriorities: [AttemptKey: Int] = [:]
+        /// Attempts asked back before their `execute` came (the step that started one, and the
+        /// one that asks for it back, both ran before the launch reached this worker): each ends
+        /// ``Termination/withdrawn`` when it comes, never sent.
+        var earlyWithdrawals: Set<AttemptKey> = []
     }
 
     private let state = Locked(State())
@@ -96,6 +100,7 @@ public final class RemoteWorker: Worker {
                 let now = clock.now
                 let next = state.withLock { state -> Next in
                     let priority = state.earlyPriorities.removeValue(forKey: key) ?? assignment.priority
+                    if state.earlyWithdrawals.remove(key) != nil { return .resume(.withdrawn) }
                     switch state.phase {
                     case .active:
                         state.pending[key] = Pending(assignment: assignment, continuation: continuation, isParked: false, sentAt: now)
@@ -158,7 +163,9 @@ public final class RemoteWorker: Worker {
     public func withdraw(_ job: JobID, attempt: Int) {
         guard features.contains(.withdraw) else { return }
         let key = AttemptKey(jobID: job.description, attempt: UInt32(clamping: attempt))
-        reach(key, orEndParkedWith: .withdrawn) {
+        // One whose execute has not come yet ends withdrawn when it comes (the request was
+        // dropped, and the job stayed asked for, held there, while its group was paused).
+        reach(key, orEndParkedWith: .withdrawn, notYetHere: { $0.earlyWithdrawals.insert(key) }) {
             .with {
                 $0.withdraw = .with {
                     $0.jobID = key.jobID
@@ -198,6 +205,7 @@ public final class RemoteWorker: Worker {
         let waiters = state.withLock { state in
             state.hasLeft = true
             state.earlyPriorities = [:]
+            state.earlyWithdrawals = []
             return state.leaveWaiters.takeAll()
         }
         for waiter in waiters { waiter.resume() }
@@ -400,26 +408,30 @@ public final class RemoteWorker: Worker {
         }
     }
 
-    /// Sends `message` about the attempt `key` if it went to the worker; one parked while the
-    /// worker drains (never sent) is taken out and ends with `parkedEnd` at once instead.
+    /// Sends `message` about the attempt `key` if it went to the worker (queued under the lock,
+    /// as its Assign was, so it follows that: sent after it, a message could reach the worker
+    /// first and be ignored there); one parked while the worker drains (never sent) is taken out
+    /// and ends with `parkedEnd` at once instead. For one whose `execute` has not come yet,
+    /// `notYetHere` runs under the lock.
     private func reach(
-        _ key: AttemptKey, orEndParkedWith parkedEnd: Termination, _ message: () -> WireCoordinatorMessage
+        _ key: AttemptKey, orEndParkedWith parkedEnd: Termination, notYetHere: (inout State) -> Void = { _ in },
+        _ message: () -> WireCoordinatorMessage
     ) {
-        enum Next { case send, resume(Pending), none }
-        let next = state.withLock { state -> Next in
-            guard let pending = state.pending[key] else { return .none }
-            guard pending.isParked else { return .send }
+        let parked = state.withLock { state -> Pending? in
+            guard let pending = state.pending[key] else {
+                notYetHere(&state)
+                return nil
+            }
+            guard pending.isParked else {
+                outbox.send(message())
+                return nil
+            }
             state.pending[key] = nil
-            return .resume(pending)
+            return pending
         }
-        switch next {
-        case .send:
-            outbox.send(message())
-        case .resume(let pending):
-            pending.assignment.control.onStop(nil)
-            pending.continuation.resume(returning: parkedEnd)
-        case .none:
-            break
+        if let parked {
+            parked.assignment.control.onStop(nil)
+            parked.continuation.resume(returning: parkedEnd)
         }
     }
 }

@@ -304,7 +304,7 @@ public final class SchedulerStore: Sendable {
                     sql: "UPDATE job SET state = 'queued', attempts = max(0, attempts - 1) WHERE id = ?",
                     arguments: [id.description])
                 try endAttempt(id, outcome: "worker lost: \(why)", db: db, now: now)
-            case .withdrawn:
+            case .withdrawn, .withdrawnForPause:
                 // Given back by the worker that held it, unbegun: that attempt never ran, so
                 // it leaves no row (as one never handed out).
                 try db.execute(

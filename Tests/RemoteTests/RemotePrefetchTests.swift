@@ -120,8 +120,10 @@ struct RemotePrefetchTests {
         // When a long job runs there (until its go-file) and a short one is sent behind it.
         let go = scratch.file("go-long")
         let long = try await coordinator.scheduler.submit(.shell("touch '\(scratch.file("started-long"))'; while [ ! -e '\(go)' ]; do sleep 0.02; done"))
-        let short = try await coordinator.scheduler.submit(.shell("touch '\(scratch.file("ran-short"))'"))
+        // (Begun before the short one is sent: an idle worker starts whatever reaches it first,
+        // and the two assignments are sent each from its own task.)
         #expect(await eventually(within: .seconds(60)) { FileManager.default.fileExists(atPath: scratch.file("started-long")) })
+        let short = try await coordinator.scheduler.submit(.shell("touch '\(scratch.file("ran-short"))'"))
         #expect(await eventually(within: .seconds(60)) {
             seen.withLock { $0.contains { if case .started(short, 1, _, firstID) = $0 { true } else { false } } }
         })
@@ -273,5 +275,46 @@ struct RemotePrefetchTests {
         agent.stop()
         try await running.value
         await fake.stop()
+    }
+
+    @Test("Pausing a group takes its held job back from the worker: once the worker's slot frees, it does not start there; resumed, it runs")
+    func pauseTakesAHeldJobBack() async throws {
+        // Given a one-slot worker busy with a job until its go-file and holding a job of group g.
+        let scratch = try Scratch()
+        let coordinator = try await Coordinator.start(prefetch: .fixed(1))
+        let worker = try JobtopProcess.worker(for: coordinator, slots: 1, name: "one-slot")
+        defer { worker.send(SIGKILL) }
+        _ = await coordinator.joined(1)
+        let events = await coordinator.scheduler.events(includeOutput: false, delivery: .lossless)
+        var incoming = events.makeAsyncIterator()
+        let go = scratch.file("go")
+        let busy = try await coordinator.scheduler.submit(.shell("while [ ! -e '\(go)' ]; do sleep 0.02; done"))
+        // (Begun before the next is sent: an idle worker starts whatever reaches it first.)
+        while let event = await incoming.next() { if case .began(busy, _) = event.kind { break } }
+        var grouped = JobSpec.shell("true")
+        grouped.group = "g"
+        let held = try await coordinator.scheduler.submit(grouped)
+        while let event = await incoming.next() { if case .started(held, _, _, _) = event.kind { break } }
+
+        // When its group is paused, then it is given back and waits in the queue
+        try await coordinator.scheduler.pauseGroup("g")
+        while let event = await incoming.next() {
+            if case .requeued(held, let reason) = event.kind {
+                #expect(reason == .withdrawnForPause)
+                break
+            }
+        }
+        // and once the worker's slot frees, it still waits
+        try scratch.write("go", "")
+        while let event = await incoming.next() { if case .succeeded(busy, _) = event.kind { break } }
+        #expect(await coordinator.scheduler.info(of: held)?.state == .queued)
+
+        // When the group is resumed, then it runs
+        try await coordinator.scheduler.resumeGroup("g")
+        while let event = await incoming.next() { if event.kind.isFinal && event.kind.jobID == held { break } }
+        #expect(await coordinator.scheduler.info(of: held)?.state == .succeeded(attempts: 1))
+        worker.send(SIGTERM)
+        _ = await worker.wait(atMost: .seconds(60))
+        await coordinator.stop()
     }
 }

@@ -130,8 +130,8 @@ import Testing
         #expect(Self.withdrawals(began).map(\.0) == [low])
     }
 
-    @Test("A held job whose group is paused stays with its worker: back in the queue it could not take the free slot")
-    func pausedGroupStays() throws {
+    @Test("A paused group's held job is taken back from its worker (held, it started when the worker's slot freed), waits in the queue while paused, and starts once resumed; it is not asked for a free slot meanwhile")
+    func pausedGroupsHeldJobIsTakenBack() throws {
         var core = SchedulerCore(configuration: .init(seed: 1))
         var ids = IdentifierGenerator(seed: 5)
         _ = core.workerJoined(Self.holder, now: .zero)
@@ -140,10 +140,29 @@ import Testing
         grouped.group = "g"
         _ = try core.submit(contentsOf: [.shell("long"), grouped], ids: [running, held], now: .zero)
         _ = core.attemptBegan(running, attempt: 1, now: .seconds(1))
-        _ = try core.pauseGroup("g", now: .seconds(1))
+        // When its group is paused, then it is asked back
+        #expect(Self.withdrawals(try core.pauseGroup("g", now: .seconds(1))).map(\.0) == [held])
+        // and not asked again for a worker that joins idle
         #expect(Self.withdrawals(core.workerJoined(Self.other, now: .seconds(2))).isEmpty)
-        // Resumed, it moves
-        #expect(Self.withdrawals(try core.resumeGroup("g", now: .seconds(3))).map(\.0) == [held])
+        // When it is given back, then it waits in the queue, uncounted, saying why
+        let given = core.jobFinished(held, attempt: 1, worker: Self.holder.id, termination: .withdrawn, now: .seconds(3))
+        #expect(given.contains { if case .emit(.requeued(held, .withdrawnForPause)) = $0 { true } else { false } })
+        #expect(Self.starts(given).isEmpty)
+        #expect(core.info(of: held)?.state == .queued && core.info(of: held)?.attempts == 0)
+        // When the group is resumed, then it starts on the free slot
+        #expect(Self.starts(try core.resumeGroup("g", now: .seconds(4))).map(\.0) == [held])
+    }
+
+    @Test("A pause of everything takes back the held, unbegun jobs from workers that give them back; a begun one runs on")
+    func pauseTakesBackHeldJobs() throws {
+        var (core, running, held) = Self.holding()
+        let paused = core.pause(now: .seconds(2))
+        #expect(paused.first.map { if case .emit(.paused) = $0 { true } else { false } } == true)
+        #expect(Self.withdrawals(paused).map(\.0) == [held])
+        #expect(!Self.withdrawals(paused).contains { $0.0 == running })
+        // Given back, it waits; resumed, it goes out again
+        #expect(Self.starts(core.jobFinished(held, attempt: 1, worker: Self.holder.id, termination: .withdrawn, now: .seconds(3))).isEmpty)
+        #expect(Self.starts(core.resume(now: .seconds(4))).map(\.0) == [held])
     }
 
     @Test("A new priority of a job its worker holds reaches that worker (it starts what it holds by priority); not for a job that began there, nor for a local one")
