@@ -1,5 +1,15 @@
 
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Where a running attempt reports its output and progress. Safe to call from any thread.
+///
+/// Once the attempt has ended, what is reported through it is dropped: a closure job's context
+/// that outlives its attempt (a task it left running) adds nothing after the job's end, or to
+/// its next attempt.
 public final class JobReporter: Sendable {
     /// The job reporting.
     public let jobID: JobID
@@ -10,6 +20,12 @@ public final class JobReporter: Sendable {
     private let clock: SchedulerClock
     /// Told when a worker that holds attempts starts this one (``began()``).
     private let scheduler: Scheduler
+    /// ``ended`` set once the attempt has ended; below it, how many reports are being published
+    /// now. A report counts itself in before it checks, so the end waits out the ones that
+    /// checked before it and no report is published after the attempt's end event. (An atomic
+    /// in the object, not a lock of its own: no allocation more per attempt.)
+    private let reports = Atomic<UInt32>(0)
+    private static let ended: UInt32 = 1 << 31
 
     init(jobID: JobID, attempt: Int, store: JobOutputStore, bus: EventBus, clock: SchedulerClock, scheduler: Scheduler) {
         self.jobID = jobID
@@ -36,6 +52,37 @@ public final class JobReporter: Sendable {
         bus.flow.whenOpen(action)
     }
 
+    /// Returns once output may be read on (at once, mostly), or once the calling task is
+    /// cancelled: a job stopped (cancelled, timed out, shut down) while a log is behind is not
+    /// kept waiting for the log (a closure job waiting here could not be stopped, and neither
+    /// could the scheduler's shutdown).
+    public func waitUntilFlowing() async {
+        guard !isFlowing, !Task.isCancelled else { return }
+        enum Wait { case waiting(CheckedContinuation<Void, Never>?), over }
+        let wait = Locked(Wait.waiting(nil))
+        @Sendable func end() {
+            let continuation = wait.withLock { wait -> CheckedContinuation<Void, Never>? in
+                defer { wait = .over }
+                if case .waiting(let continuation) = wait { return continuation }
+                return nil
+            }
+            continuation?.resume()
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                // Checked under the lock: a flow or a cancel that came first left `.over`.
+                let isOver = wait.withLock { wait -> Bool in
+                    if case .over = wait { return true }
+                    wait = .waiting(continuation)
+                    return false
+                }
+                if isOver { continuation.resume() } else { whenFlowing(end) }
+            }
+        } onCancel: {
+            end()
+        }
+    }
+
     /// Records a line the job printed (ended by a newline).
     public func line(_ text: String, stream: OutputLine.Stream) {
         line(OutputLine(stream: stream, text: text))
@@ -43,31 +90,57 @@ public final class JobReporter: Sendable {
 
     /// Records a line, or a piece of one, the job printed.
     public func line(_ line: OutputLine) {
-        store.append(line, to: jobID)
-        bus.publish(.output(jobID, line), time: clock.now())
+        whileRunning {
+            store.append(line, to: jobID)
+            bus.publish(.output(jobID, line), time: clock.now())
+        }
     }
 
     /// Records that the job's main process ended and left `count` processes in its process
     /// group, which were stopped or (`stopped` false) left running.
     public func leftoverProcesses(count: Int, stopped: Bool) {
-        bus.publish(.leftoverProcesses(jobID, count: count, stopped: stopped), time: clock.now())
+        whileRunning { bus.publish(.leftoverProcesses(jobID, count: count, stopped: stopped), time: clock.now()) }
     }
 
     /// Records where the worker placed the job (a Slurm job id and state), replacing what it
     /// said before; shown in the dashboard's worker column.
     public func placed(_ detail: String) {
-        store.setPlacement(detail, of: jobID)
-        bus.publish(.placed(jobID, detail), time: clock.now())
+        whileRunning {
+            store.setPlacement(detail, of: jobID)
+            bus.publish(.placed(jobID, detail), time: clock.now())
+        }
     }
 
     /// Records progress (0...1). Repeats of the same value (to 0.1%) are not published.
     public func progress(_ fraction: Double) {
         guard fraction.isFinite else { return }
         let value = min(max(fraction, 0), 1)
-        // The store keeps the job's progress (reset when an attempt starts): a repeat of it is
-        // not published. No lock of its own per reporter, so an attempt costs one allocation less.
-        guard store.setProgressIfChanged(value, of: jobID) else { return }
-        bus.publish(.progress(jobID, value), time: clock.now())
+        whileRunning {
+            // The store keeps the job's progress (reset when an attempt starts): a repeat of it
+            // is not published.
+            guard store.setProgressIfChanged(value, of: jobID) else { return }
+            bus.publish(.progress(jobID, value), time: clock.now())
+        }
+    }
+
+    /// The attempt has ended (called before its end is published): what is reported from now on
+    /// is dropped. Returns once the reports under way have been published.
+    func end() {
+        var under = reports.bitwiseOr(Self.ended, ordering: .acquiringAndReleasing).oldValue & ~Self.ended
+        while under > 0 {
+            // A report between its check and its publication (a few lock-free steps and the
+            // bus's short lock): rare, and never waiting for anything this thread holds.
+            sched_yield()
+            under = reports.load(ordering: .acquiring) & ~Self.ended
+        }
+    }
+
+    /// Runs `report` unless the attempt has ended.
+    private func whileRunning(_ report: () -> Void) {
+        let state = reports.wrappingAdd(1, ordering: .acquiringAndReleasing).newValue
+        defer { reports.wrappingSubtract(1, ordering: .releasing) }
+        guard state & Self.ended == 0 else { return }
+        report()
     }
 }
 

@@ -155,7 +155,8 @@ public struct RetryPolicy: Sendable, Equatable {
 
     /// `retries` further attempts after the first.
     public static func retries(_ retries: Int, backoff: Duration = .seconds(1)) -> RetryPolicy {
-        RetryPolicy(maxAttempts: retries + 1, initialBackoff: backoff)
+        // (`Int.max` retries trapped on the `+ 1`.)
+        RetryPolicy(maxAttempts: retries < Int.max ? retries + 1 : Int.max, initialBackoff: backoff)
     }
 
     /// The delay after failed attempt number `attempt` (1-based), given a random `unit` in 0..<1.
@@ -232,10 +233,10 @@ public struct JobContext: Sendable {
 
     /// Waits while a lossless subscriber (a log) is behind the events. A closure that reports a
     /// lot of output calls it between lines, and is then slowed down as a process writing to a
-    /// full pipe is; otherwise nothing holds back what it reports.
+    /// full pipe is; otherwise nothing holds back what it reports. Returns at once when the job
+    /// is stopped (its task cancelled: a cancel, a timeout, a shutdown).
     public func waitUntilOutputFlows() async {
-        guard !reporter.isFlowing else { return }
-        await withCheckedContinuation { continuation in reporter.whenFlowing { continuation.resume() } }
+        await reporter.waitUntilFlowing()
     }
 }
 

@@ -275,7 +275,9 @@ public actor Scheduler {
 
     /// Submits a job and returns its id, or the id of the active job with the same coalescing key.
     ///
-    /// - Throws: ``SchedulerError`` `.shuttingDown` once a shutdown other than a drain began.
+    /// - Throws: ``SchedulerError`` `.shuttingDown` once a shutdown other than a drain began, or
+    ///   once a drain has ended (or ``run()`` has returned); `.invalidArgument` as
+    ///   ``submit(contentsOf:batch:)`` says.
     @discardableResult
     public func submit(_ spec: JobSpec) throws(SchedulerError) -> JobID {
         try submit(contentsOf: [spec])[0]
@@ -289,8 +291,10 @@ public actor Scheduler {
     ///   - specs: The jobs.
     ///   - batch: The batch they join (``openBatch(haltsOnFailure:)``), if any.
     /// - Returns: Per spec its job's id (an existing job's for a coalesced spec).
-    /// - Throws: ``SchedulerError`` `.shuttingDown` once a shutdown other than a drain began;
-    ///   `.invalidArgument` for a priority outside ``JobSpec/priorityRange``; `.notAllowed` for a
+    /// - Throws: ``SchedulerError`` `.shuttingDown` once a shutdown other than a drain began, or
+    ///   once a drain has ended (or ``run()`` has returned); `.invalidArgument` for a priority
+    ///   outside ``JobSpec/priorityRange``, a timeout of zero or less, and what
+    ///   ``SchedulerCore/submit(contentsOf:ids:batch:now:)`` lists; `.notAllowed` for a
     ///   batch that is sealed or halted.
     @discardableResult
     public func submit(contentsOf specs: [JobSpec], batch: BatchID? = nil) throws(SchedulerError) -> [JobID] {
@@ -696,6 +700,9 @@ public actor Scheduler {
             var assignment = handle.assignment
             assignment.slotTask = (slot, slot.begin())
             let termination = await handle.worker.execute(assignment)
+            // Nothing it reports from now on is published: a closure's context that outlived the
+            // attempt added lines and progress after the job's end, or to its next attempt.
+            assignment.reporter.end()
             let isCancelled = slot.end()
             // Reported under the lock when it is free; else left for its holder to report (a
             // slot never sleeps on the lock: its task waits, and its thread runs other tasks).

@@ -429,7 +429,8 @@ public struct SchedulerCore: Sendable {
     ///
     /// - Throws: ``SchedulerError`` `.invalidArgument` for a priority outside
     ///   ``JobSpec/priorityRange``, a group name that is empty or has control characters, an
-    ///   environment variable name that is empty or has an `=` (``validateEnvironment(_:)``), or a
+    ///   environment variable name that is empty or has an `=` (``validateEnvironment(_:)``), a
+    ///   timeout of zero or less, or a
     ///   dependency that is not an earlier spec of the submission nor a known job, or a key that
     ///   a job the spec waits for has (it would be coalesced into its own dependency);
     ///   `.notAllowed` for a batch that is unknown, sealed or halted.
@@ -451,6 +452,10 @@ public struct SchedulerCore: Sendable {
                 throw SchedulerError(.invalidArgument, "priority \(priority) is out of range (\(JobSpec.priorityRange.lowerBound) to \(JobSpec.priorityRange.upperBound))")
             }
             if !specs[index].environment.isEmpty { try Self.validateEnvironment(specs[index].environment) }
+            if let timeout = specs[index].timeout, timeout <= .zero {
+                // (It timed every attempt out at once, "timed out after 0ms".)
+                throw SchedulerError(.invalidArgument, "job \(index + 1) of the submission has a timeout of \(timeout): it must be more than zero")
+            }
             if let group = specs[index].group {
                 if specGroups.isEmpty { specGroups = Array(repeating: 0, count: specs.count) }
                 if let existing = existingGroup(named: group) {
@@ -466,7 +471,7 @@ public struct SchedulerCore: Sendable {
                 case .earlier(let other) where other < 0 || other >= index:
                     throw SchedulerError(.invalidArgument, "job \(index + 1) of the submission depends on job \(other + 1), which does not come before it")
                 case .job(let id) where jobs.handle(of: id) == nil && droppedOutcome(of: id) == nil:
-                    throw SchedulerError(.invalidArgument, "job \(index + 1) of the submission depends on \(id.short), which is not a known job")
+                    throw SchedulerError(.invalidArgument, "job \(index + 1) of the submission depends on \(id.short), which is not a known job (or one that ended before anything named it and was forgotten: the scheduler keeps the \(configuration.finishedRetention) most recent finished jobs)")
                 default: break
                 }
             }

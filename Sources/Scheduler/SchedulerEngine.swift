@@ -92,6 +92,11 @@ struct SchedulerEngine: Sendable {
         if let mode = core.shutdownMode, mode != .drain {
             throw SchedulerError(.shuttingDown, "the scheduler is shutting down; no new jobs")
         }
+        // A drain that has ended (or a run() that has returned) runs nothing more: a job taken
+        // now stayed `running` for good, and its cancel did nothing.
+        if hasStopped || hasRunEnded {
+            throw SchedulerError(.shuttingDown, "the scheduler has stopped; no new jobs")
+        }
         if let given, given.count != specs.count {
             throw SchedulerError(.invalidArgument, "\(specs.count) jobs but \(given.count) ids")
         }

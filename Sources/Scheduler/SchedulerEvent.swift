@@ -62,7 +62,8 @@ public struct SchedulerEvent: Sendable, Codable {
         case failed(JobID, reason: FailureReason, attempts: Int)
         /// A job was cancelled.
         case cancelled(JobID)
-        /// A queued job's priority changed.
+        /// A job's priority changed: a queued one moves in the queue; a running one keeps it for
+        /// its next attempt (and a worker that holds it unbegun starts what it holds by it).
         case reprioritized(JobID, from: Int, to: Int)
         /// A job that was not running got a new shell command (`e` in the dashboard); its next
         /// attempt runs it.
@@ -251,7 +252,10 @@ public struct OutputLine: Sendable, Equatable, Codable {
 
 /// How ``Scheduler/shutdown(_:)`` ends things.
 public enum ShutdownMode: String, Sendable, Codable {
-    /// Run everything queued (retries included), then stop.
+    /// Run everything queued (retries, blocked and scheduled jobs included), then stop. It waits
+    /// for what cannot start yet: a job whose start time is an hour away, a paused scheduler or
+    /// group (resume them, or shut down `.graceful` or `.cancelRunning` instead). Jobs may still
+    /// be submitted until it has ended.
     case drain
     /// Start nothing new; let running jobs finish; queued jobs stay queued.
     case graceful

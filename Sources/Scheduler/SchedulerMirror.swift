@@ -159,7 +159,8 @@ public struct SchedulerMirror: Sendable {
                 job.state = .running(worker: worker, attempt: attempt, since: time, stopping: stopping)
             }
         case .progress(let id, let fraction):
-            return update(id) { $0.progress = fraction }
+            // Only a running job has progress (as the engine's snapshot says).
+            return update(id) { job in if case .running = job.state { job.progress = fraction } }
         case .placed(let id, let detail):
             guard case .running = jobs[id]?.state else { return nil }
             placements[id] = detail
@@ -172,6 +173,7 @@ public struct SchedulerMirror: Sendable {
         case .retryScheduled(let id, let failedAttempt, let reason, _, let at):
             return update(id) { job in
                 job.history.lastFailure = reason
+                job.progress = nil
                 job.state = .waitingForRetry(until: at, failedAttempt: failedAttempt, reason: reason)
             }
         case .requeued(let id, let reason):
@@ -195,6 +197,7 @@ public struct SchedulerMirror: Sendable {
                     job.history.attempts = max(0, job.attempts - 1)
                     if job.history.attempts == 0 && !hasRun { job.history.startedAt = nil }
                 }
+                job.progress = nil
                 job.state = .queued
             }
         case .succeeded(let id, let attempts):
@@ -202,6 +205,7 @@ public struct SchedulerMirror: Sendable {
             return update(id) { job in
                 job.history.lastFailure = nil
                 job.history.finishedAt = time
+                job.progress = nil
                 job.state = .succeeded(attempts: attempts)
             }
         case .failed(let id, let reason, let attempts):
@@ -209,6 +213,7 @@ public struct SchedulerMirror: Sendable {
             return update(id) { job in
                 job.history.lastFailure = reason
                 job.history.finishedAt = time
+                job.progress = nil
                 job.state = .failed(reason: reason, attempts: attempts)
             }
         case .cancelled(let id):
@@ -220,6 +225,7 @@ public struct SchedulerMirror: Sendable {
                     job.history.attempts -= 1
                     if job.history.attempts == 0 && !hasRun { job.history.startedAt = nil }
                 }
+                job.progress = nil
                 job.state = .cancelled
             }
         case .reprioritized(let id, _, let to):

@@ -129,7 +129,8 @@ public struct JobInfo: Sendable, Equatable, Codable {
     public var state: JobState
     /// Attempts it may have.
     public var maxAttempts: Int
-    /// The last progress reported in its current or last attempt (0...1).
+    /// The last progress reported in its current attempt (0...1), while it runs; `nil` once it
+    /// has ended, waits for a retry or is queued again.
     public var progress: Double?
     /// When it was submitted.
     public var submittedAt: SchedulerTime

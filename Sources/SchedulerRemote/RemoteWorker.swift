@@ -359,29 +359,7 @@ public final class RemoteWorker: Worker {
         }
         liveness.pause()
         defer { liveness.resume() }
-        enum Wait { case waiting(CheckedContinuation<Void, Never>?), over }
-        let wait = Locked(Wait.waiting(nil))
-        @Sendable func end() {
-            let continuation = wait.withLock { wait -> CheckedContinuation<Void, Never>? in
-                defer { wait = .over }
-                if case .waiting(let continuation) = wait { return continuation }
-                return nil
-            }
-            continuation?.resume()
-        }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                // Checked under the lock: a flow or a cancel that came first left `.over`.
-                let isOver = wait.withLock { wait -> Bool in
-                    if case .over = wait { return true }
-                    wait = .waiting(continuation)
-                    return false
-                }
-                if isOver { continuation.resume() } else { reporter.whenFlowing(end) }
-            }
-        } onCancel: {
-            end()
-        }
+        await reporter.waitUntilFlowing()
     }
 
     /// Attempts sent to the worker and not yet finished.

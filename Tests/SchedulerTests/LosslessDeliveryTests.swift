@@ -102,4 +102,35 @@ struct LosslessDeliveryTests {
         await scheduler.shutdown(.graceful)
         await running
     }
+
+    @Test("A closure job that waits for the flow of a log that is behind is stopped by a cancel, a timeout and a shutdown (each waited forever)")
+    func aClosureWaitingForTheFlowCanBeStopped() async throws {
+        let scheduler = Scheduler(configuration: .init(localSlots: 3, seed: 7))
+        async let running: Void = scheduler.run()
+        // A log that has fallen behind and never reads on.
+        let log = await scheduler.events(bufferLimit: 16, includeOutput: true, delivery: .lossless)
+        var reader = EventReader(await scheduler.events(includeOutput: false))
+        func chatty(timeout: Duration? = nil) -> JobSpec {
+            var spec = JobSpec(work: .closure { context in
+                while true {
+                    context.log("a line")
+                    await context.waitUntilOutputFlows()
+                    try Task.checkCancellation()
+                }
+            })
+            spec.timeout = timeout
+            return spec
+        }
+        // (All three start at once: while the log is behind, no new job starts.)
+        let ids = try await scheduler.submit(contentsOf: [chatty(), chatty(timeout: .milliseconds(200)), chatty()])
+        let (cancelled, timed, stuck) = (ids[0], ids[1], ids[2])
+        _ = await reader.next { if case .started(stuck, _, _, _) = $0 { true } else { false } }
+        try await scheduler.cancel(cancelled)
+        #expect(await reader.final(of: cancelled)?.name == "cancelled")
+        #expect(await reader.final(of: timed)?.name == "failed")
+        await scheduler.shutdown(.cancelRunning)
+        await running
+        #expect(await scheduler.info(of: stuck)?.state == .cancelled)
+        withExtendedLifetime(log) {}
+    }
 }

@@ -24,6 +24,9 @@ import Testing
         /// Held attempts the core asked back: (job, attempt, worker).
         var withdrawals: [(JobID, Int, WorkerID)] = []
         var known: [JobID] = []
+        /// The progress each job reported in its current attempt, as the engine's output store
+        /// keeps it (reset when an attempt starts).
+        var progress: [JobID: Double] = [:]
 
         init(retention: Int) {
             core = SchedulerCore(configuration: .init(finishedRetention: retention, maxWorkerLossRequeues: 1, seed: 3))
@@ -43,6 +46,7 @@ import Testing
                     let vanished = before.subtracting(mirror.jobs.keys)
                     #expect(evicted.count == vanished.count && Set(evicted) == vanished, "evicted \(evicted), vanished \(vanished)")
                     if case .submitted(let info) = kind { known.append(info.id) }
+                    if case .started(let id, _, _, _) = kind { progress[id] = nil }
                 case .start(let id, let attempt, let worker):
                     running.append((id, attempt, worker))
                 case .withdraw(let id, let attempt, let worker):
@@ -54,7 +58,7 @@ import Testing
         }
 
         func check(_ step: String) {
-            let snapshot = core.snapshot(seq: seq, now: now) { _ in nil }
+            let snapshot = core.snapshot(seq: seq, now: now) { progress[$0] }
             let expected = Dictionary(uniqueKeysWithValues: snapshot.jobs.map { ($0.id, $0) })
             #expect(mirror.jobs.count == expected.count, "\(step): \(mirror.jobs.count) jobs mirrored, \(expected.count) in the engine")
             for (id, info) in expected where mirror.jobs[id] != info {
@@ -113,7 +117,16 @@ import Testing
                 }
                 let fresh = specs.map { _ in world.ids.nextJobID() }
                 if let (_, actions) = try? world.core.submit(contentsOf: specs, ids: fresh, now: world.now) { world.take(actions) }
-            case 30..<58 where !world.running.isEmpty:
+            case 30..<34 where !world.running.isEmpty:
+                // (What a job reports comes between its start and its end: its attempt's reporter
+                // publishes nothing after that.)
+                label = "a running job reports progress"
+                let (id, _, _) = world.running[random.below(world.running.count)]
+                let fraction = Double(random.below(101)) / 100
+                world.progress[id] = fraction
+                world.seq += 1
+                world.mirror.apply(SchedulerEvent(seq: world.seq, time: world.now, kind: .progress(id, fraction))) { _ in }
+            case 34..<58 where !world.running.isEmpty:
                 label = "a job ends"
                 let (id, attempt, worker) = world.running.remove(at: random.below(world.running.count))
                 let termination: Termination = [.exit(0), .exit(0), .exit(1), .signal(9), .error("boom")][random.below(5)]
