@@ -18,7 +18,9 @@ import Foundation
 public actor Scheduler {
     /// How a scheduler is set up.
     public struct Configuration: Sendable {
-        /// Local slots: jobs that run at once on this machine.
+        /// Local slots: jobs that run at once on this machine. 0 (a coordinator of remote
+        /// workers, as `jobtop run --listen -j 0`): jobs wait until a worker is added
+        /// (``addWorker(_:)``). Once running, ``setLocalSlots(_:)`` keeps at least one.
         public var localSlots: Int
         /// Between SIGTERM and SIGKILL when a job is cancelled or times out.
         public var gracePeriod: Duration
@@ -341,7 +343,8 @@ public actor Scheduler {
         withEngine { $0.core.openBatch(haltsOnFailure: haltsOnFailure) }
     }
 
-    /// Says that no more jobs will join `batch`.
+    /// Says that no more jobs will join `batch`. A batch this scheduler does not know (never
+    /// opened here) is ignored: ``batchStatus(_:)`` says whether it is known.
     public func sealBatch(_ batch: BatchID) {
         step { core, now in core.sealBatch(batch, now: now) }
     }
