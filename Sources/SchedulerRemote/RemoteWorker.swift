@@ -180,21 +180,16 @@ public final class RemoteWorker: Worker {
     public func reprioritize(_ job: JobID, attempt: Int, to priority: Int) {
         guard holdsAttempts else { return }
         let key = AttemptKey(jobID: job.description, attempt: UInt32(clamping: attempt))
-        state.withLock { state in
-            guard let pending = state.pending[key] else {
-                // Its execute has not come yet: its Assign will carry the new priority.
-                if case .active = state.phase { state.earlyPriorities[key] = priority }
-                return
-            }
-            guard !pending.isParked else { return }
-            // Under the lock, as its Assign was: it follows that.
-            outbox.send(.with {
+        // One whose execute has not come yet: its Assign will carry the new priority. One parked
+        // (never sent) has nothing to reorder.
+        reach(key, orEndParkedWith: nil, notYetHere: { $0.earlyPriorities[key] = priority }) {
+            .with {
                 $0.reprioritize = .with {
                     $0.jobID = key.jobID
                     $0.attempt = key.attempt
                     $0.priority = Int32(clamping: priority)
                 }
-            })
+            }
         }
     }
 
@@ -389,10 +384,10 @@ public final class RemoteWorker: Worker {
     /// Sends `message` about the attempt `key` if it went to the worker (queued under the lock,
     /// as its Assign was, so it follows that: sent after it, a message could reach the worker
     /// first and be ignored there); one parked while the worker drains (never sent) is taken out
-    /// and ends with `parkedEnd` at once instead. For one whose `execute` has not come yet,
-    /// `notYetHere` runs under the lock.
+    /// and ends with `parkedEnd` at once instead (with `nil`, it is left as it is). For one whose
+    /// `execute` has not come yet, `notYetHere` runs under the lock.
     private func reach(
-        _ key: AttemptKey, orEndParkedWith parkedEnd: Termination, notYetHere: (inout State) -> Void = { _ in },
+        _ key: AttemptKey, orEndParkedWith parkedEnd: Termination?, notYetHere: (inout State) -> Void = { _ in },
         _ message: () -> WireCoordinatorMessage
     ) {
         let parked = state.withLock { state -> Pending? in
@@ -404,10 +399,11 @@ public final class RemoteWorker: Worker {
                 outbox.send(message())
                 return nil
             }
+            guard parkedEnd != nil else { return nil }
             state.pending[key] = nil
             return pending
         }
-        if let parked {
+        if let parked, let parkedEnd {
             parked.assignment.control.onStop(nil)
             parked.continuation.resume(returning: parkedEnd)
         }
