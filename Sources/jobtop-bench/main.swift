@@ -344,8 +344,85 @@ func benchDAG() async {
         return spec
     }
     let printsSplit = ProcessInfo.processInfo.environment["JOBTOP_BENCH_SPLIT"] != nil
-    func run(_ specs: [JobSpec], groups: Bool) -> Double {
-        var core = SchedulerCore(configuration: .init(finishedRetention: 1_000, seed: 1))
+    let side = { (specs: [JobSpec], groups: Bool) in
+        DAGBenchRun(specs: specs, limits: groups ? limits : nil, printsSplit: printsSplit)
+    }
+    // JOBTOP_BENCH_ONLY=dag (or flat) runs one side only, for a profiler.
+    let only = ProcessInfo.processInfo.environment["JOBTOP_BENCH_ONLY"]
+    // JOBTOP_BENCH_DAG_MODE=sequential: each side's run whole, one after the other (the
+    // estimator before 2026-12-07), else the two sides' runs interleaved slice by slice.
+    let sequential = only != nil || ProcessInfo.processInfo.environment["JOBTOP_BENCH_DAG_MODE"] == "sequential"
+    let slice = ProcessInfo.processInfo.environment["JOBTOP_BENCH_DAG_SLICE"].flatMap { Int($0) } ?? 1_000
+    var flatTimes: [Double] = []
+    var dagTimes: [Double] = []
+    // A warm-up pair first, not counted: the first run of each side pays for the process's
+    // first touch of its memory (about 1.2× flat's later runs and 1.3× the DAG's).
+    let pairs = 7
+    for pair in 0...pairs {
+        var f: Double?
+        var d: Double?
+        if sequential {
+            // The two sides take turns, so a change in the machine's speed between runs falls on
+            // both; one that comes within a run (a run is a quarter of a second or more) does not.
+            if only != "dag" { var run = side(flat, false); run.finish(upTo: count); f = run.costPerJob }
+            if only != "flat" { var run = side(dag, true); run.finish(upTo: count); d = run.costPerJob }
+        } else {
+            // The VM runs fast or slow by turns, and a turn can change within a run: the two
+            // sides' runs go on together, a slice of `slice` job ends of one, then of the other,
+            // so both meet the same moments' speed. Which side submits first alternates.
+            var first = side(pair % 2 == 0 ? flat : dag, pair % 2 != 0)
+            var second = side(pair % 2 == 0 ? dag : flat, pair % 2 == 0)
+            while !first.isDone || !second.isDone {
+                first.finish(upTo: slice)
+                second.finish(upTo: slice)
+            }
+            (f, d) = pair % 2 == 0 ? (first.costPerJob, second.costPerJob) : (second.costPerJob, first.costPerJob)
+        }
+        guard pair > 0 else { continue }
+        if let f { flatTimes.append(f) }
+        if let d { dagTimes.append(d) }
+    }
+    if only == "dag" || only == "flat" { flatTimes.append(contentsOf: dagTimes); dagTimes = flatTimes }
+    let (f, d) = (median(flatTimes), median(dagTimes))
+    print("group limits: \(limits.map { $0.map(String.init) ?? "-" }.joined(separator: " "))")
+    print("\(sequential ? "sequential runs (each whole, in turn)" : "interleaved runs (slices of \(slice) job ends, in turn)"); runs, in order (µs per job): flat \(runs(flatTimes, scale: 1e6)); DAG \(runs(dagTimes, scale: 1e6))")
+    if only == nil {
+        // A DAG run set against the flat run of its pair (the same moments' speed) says less of
+        // the machine than two medians, which can fall in different turns.
+        let ratios = zip(dagTimes, flatTimes).map { $0 / $1 }
+        print("each pair's ratio (DAG run / the flat run of its pair): \(runs(ratios))×, median \(format(median(ratios)))×; least of each: \(format(dagTimes.min()! / flatTimes.min()!))×")
+    }
+    print("CPU per job, median of \(pairs) after a warm-up pair: flat: \(format(f * 1e6, 3)) µs   DAG across 10 groups: \(format(d * 1e6, 3)) µs   ratio \(format(d / f))× (target ≤ 1.5×)")
+    print()
+}
+
+/// CPU seconds this thread has used: a run's steps have no suspension point, so they stay on
+/// one thread, and the other threads' work (none here) does not count.
+func threadCPUSeconds() -> Double {
+    var time = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+    return Double(time.tv_sec) + Double(time.tv_nsec) * 1e-9
+}
+
+/// One side of `dag`: a core of its own, its jobs submitted when it is made, then run to their
+/// ends a slice at a time; only the core's steps are timed (CPU time: one thread does all the
+/// work, and other load on the machine barely changes what it uses).
+struct DAGBenchRun {
+    private var core = SchedulerCore(configuration: .init(finishedRetention: 1_000, seed: 1))
+    private var running: [(JobID, WorkerID)] = []
+    private var done = 0
+    private var cpu: Double = 0
+    private let count: Int
+
+    var isDone: Bool { running.isEmpty }
+    var costPerJob: Double {
+        precondition(done == count, "\(done) of \(count) ran")
+        return cpu / Double(count)
+    }
+
+    /// Makes the core and submits `specs` (timed), with `limits` for groups g0… if given.
+    init(specs: [JobSpec], limits: [Int?]?, printsSplit: Bool) {
+        count = specs.count
         let worker = WorkerDescriptor(id: WorkerID(), name: "w", kind: .local, slots: 8)
         var bytes = SystemRandomNumberGenerator()
         let ids = (0..<specs.count).map { _ in
@@ -358,60 +435,35 @@ func benchDAG() async {
                 UInt8(truncatingIfNeeded: b >> 32), UInt8(truncatingIfNeeded: b >> 40), UInt8(truncatingIfNeeded: b >> 48),
                 UInt8(truncatingIfNeeded: b >> 56))))
         }
-        var running: [(JobID, WorkerID)] = []
-        func collect(_ actions: [SchedulerCore.Action]) {
-            for action in actions { if case .start(let id, _, let worker) = action { running.append((id, worker)) } }
-        }
-        // CPU time, not wall time: one thread does all the work, and other load on the machine
-        // barely changes what it uses.
-        let start = cpuSeconds()
-        if groups {
-            for (name, limit) in zip(limits.indices.map { "g\($0)" }, limits) {
-                collect(try! core.setGroupLimit(name, to: limit, now: .zero))
+        let start = threadCPUSeconds()
+        if let limits {
+            for (index, limit) in limits.enumerated() {
+                collect(try! core.setGroupLimit("g\(index)", to: limit, now: .zero))
             }
         }
         collect(core.workerJoined(worker, now: .zero))
         collect(try! core.submit(contentsOf: specs, ids: ids, now: .zero).actions)
-        if printsSplit {
-            print("  submit: \(format((cpuSeconds() - start) / Double(specs.count) * 1e6, 3)) µs per job")
-        }
-        var done = 0
-        while !running.isEmpty {
+        cpu = threadCPUSeconds() - start
+        if printsSplit { print("  submit: \(format(cpu / Double(count) * 1e6, 3)) µs per job") }
+    }
+
+    private mutating func collect(_ actions: [SchedulerCore.Action]) {
+        for action in actions { if case .start(let id, _, let worker) = action { running.append((id, worker)) } }
+    }
+
+    /// Ends up to `limit` more jobs, in the order they started (timed).
+    mutating func finish(upTo limit: Int) {
+        guard !running.isEmpty else { return }
+        let start = threadCPUSeconds()
+        var ended = 0
+        while ended < limit, !running.isEmpty {
             let (id, worker) = running.removeFirst()
             done += 1
+            ended += 1
             collect(core.jobFinished(id, attempt: 1, worker: worker, termination: .exit(0), now: .zero))
         }
-        precondition(done == specs.count, "\(done) of \(specs.count) ran")
-        return (cpuSeconds() - start) / Double(specs.count)
+        cpu += threadCPUSeconds() - start
     }
-    var flatTimes: [Double] = []
-    var dagTimes: [Double] = []
-    // JOBTOP_BENCH_ONLY=dag (or flat) runs one side only, for a profiler.
-    let only = ProcessInfo.processInfo.environment["JOBTOP_BENCH_ONLY"]
-    // A warm-up pair first, not counted: the first run of each side pays for the process's
-    // first touch of its memory (about 1.2× flat's later runs and 1.3× the DAG's). Then the two
-    // sides take turns, so a change in the machine's speed falls on both.
-    let pairs = 7
-    for pair in 0...pairs {
-        let f = only != "dag" ? run(flat, groups: false) : nil
-        let d = only != "flat" ? run(dag, groups: true) : nil
-        guard pair > 0 else { continue }
-        if let f { flatTimes.append(f) }
-        if let d { dagTimes.append(d) }
-    }
-    if only == "dag" || only == "flat" { flatTimes.append(contentsOf: dagTimes); dagTimes = flatTimes }
-    let (f, d) = (median(flatTimes), median(dagTimes))
-    print("group limits: \(limits.map { $0.map(String.init) ?? "-" }.joined(separator: " "))")
-    print("runs, in order (µs per job): flat \(runs(flatTimes, scale: 1e6)); DAG \(runs(dagTimes, scale: 1e6))")
-    if only == nil {
-        // The VM runs fast or slow by turns: a DAG run set against the flat run just before it
-        // (the same moment's speed) says less of the machine than two medians, which can fall in
-        // different modes.
-        let ratios = zip(dagTimes, flatTimes).map { $0 / $1 }
-        print("each pair's ratio (DAG run / the flat run before it): \(runs(ratios))×, median \(format(median(ratios)))×; least of each: \(format(dagTimes.min()! / flatTimes.min()!))×")
-    }
-    print("CPU per job, median of \(pairs) after a warm-up pair: flat: \(format(f * 1e6, 3)) µs   DAG across 10 groups: \(format(d * 1e6, 3)) µs   ratio \(format(d / f))× (target ≤ 1.5×)")
-    print()
 }
 
 let which = CommandLine.arguments.dropFirst().first ?? "all"
