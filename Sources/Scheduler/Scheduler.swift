@@ -231,11 +231,13 @@ public actor Scheduler {
 
     /// Starts jobs until a shutdown completes. Every running attempt runs in a slot's task that
     /// a child of the task group this method owns awaits (``SlotTask``); cancelling the task that
-    /// runs this method cancels every job.
+    /// runs this method cancels every job. Jobs submitted before it begins wait queued until then.
     public nonisolated func run() async {
         let begins = withEngine { engine -> Bool in
             guard !engine.isRunning else { return false }
             engine.isRunning = true
+            // What was submitted before may start now.
+            engine.updateDispatchHold(scheduler: self)
             return true
         }
         guard begins else { return }
@@ -642,14 +644,14 @@ public actor Scheduler {
     // MARK: - Internals
 
     private func flowChanged() {
-        withEngine { $0.flowChanged(scheduler: self) }
+        withEngine { $0.updateDispatchHold(scheduler: self) }
     }
 
     /// Returns once new jobs are held back for a lossless subscriber (or the run has ended).
     func waitUntilDispatchIsHeld() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             withEngine { engine in
-                if engine.core.isDispatchHeld || engine.hasRunEnded { return continuation.resume() }
+                if engine.isHeldForSubscribers || engine.hasRunEnded { return continuation.resume() }
                 engine.heldWaiters.append(continuation)
             }
         }

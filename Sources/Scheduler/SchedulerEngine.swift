@@ -62,6 +62,9 @@ struct SchedulerEngine: Sendable {
             maxWorkerLossRequeues: configuration.maxWorkerLossRequeues,
             seed: configuration.seed, wallClockEpoch: clock.wallClockEpoch))
         ids = configuration.seed.map { IdentifierGenerator(seed: $0 &+ 1) } ?? IdentifierGenerator()
+        // Nothing starts before `run()` begins: nothing could run it (a job showed as started
+        // with no process, and its timeout ran out before it could run).
+        _ = core.holdDispatch(true, now: .zero)
         var events: [SchedulerEvent.Kind] = []
         for number in 1...max(1, configuration.localSlots) where configuration.localSlots > 0 {
             let worker = LocalWorker(name: "local-\(number)", gracePeriod: configuration.gracePeriod)
@@ -157,16 +160,19 @@ struct SchedulerEngine: Sendable {
         return perform(stepActions, starts: stepStarts, now: now, continuing: worker, spare: spare, scheduler: scheduler)
     }
 
-    /// Holds back new jobs while a lossless subscriber is behind, and lets them go once it has
-    /// caught up.
-    mutating func flowChanged(scheduler: Scheduler) {
-        let isOpen = bus.flow.isOpen
-        step(scheduler) { core, now in core.holdDispatch(!isOpen, now: now) }
-        if core.isDispatchHeld {
+    /// Holds back new jobs until `run()` begins and while a lossless subscriber is behind, and
+    /// lets them go once neither holds them.
+    mutating func updateDispatchHold(scheduler: Scheduler) {
+        let held = !isRunning || !bus.flow.isOpen
+        step(scheduler) { core, now in core.holdDispatch(held, now: now) }
+        if isHeldForSubscribers {
             for waiter in heldWaiters { waiter.resume() }
             heldWaiters = []
         }
     }
+
+    /// Whether new jobs are held back for a lossless subscriber (not only for `run()` to begin).
+    var isHeldForSubscribers: Bool { isRunning && core.isDispatchHeld }
 
     mutating func endRun() {
         hasRunEnded = true
@@ -231,7 +237,7 @@ struct SchedulerEngine: Sendable {
         continuing preferred: WorkerID? = nil, spare: JobControl? = nil, scheduler: Scheduler
     ) -> InlineStart? {
         guard !actions.isEmpty else { return nil }
-        // Reused buffers (a nested step, through `flowChanged`, finds them taken and uses fresh ones).
+        // Reused buffers (a nested step, through `updateDispatchHold`, finds them taken and uses fresh ones).
         var events = stepEvents
         var ended = stepEnded
         var started = stepStarted
@@ -301,7 +307,7 @@ struct SchedulerEngine: Sendable {
         // These very events may have put a lossless subscriber behind: hold back the next job
         // now, not when the flow gate's observer gets the scheduler (jobs finishing in a tight
         // loop would get there first).
-        if bus.publish(events, time: now) && !core.isDispatchHeld { flowChanged(scheduler: scheduler) }
+        if bus.publish(events, time: now) && !core.isDispatchHeld { updateDispatchHold(scheduler: scheduler) }
         store.jobsEnded(ended)
         if !launches.isEmpty { launcher.send(contentsOf: launches) }
         rearmTimer()

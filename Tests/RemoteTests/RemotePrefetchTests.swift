@@ -246,10 +246,12 @@ struct RemotePrefetchTests {
                 }
             }
         }
-        // Given a one-slot worker busy with one job and holding three, sent with priorities 1, 2, 3
-        // (and a fourth, asked back at the end: its answer says every message before it was handled)
+        // Given a one-slot worker busy with one job (the rest is sent once it has started: an idle
+        // worker starts what reaches it first, and under load all five could come in one read)
+        // and holding three, sent with priorities 1, 2, 3 (and a fourth, asked back at the end:
+        // its answer says every message before it was handled)
+        let first = [assign(0, "while [ ! -e '\(go)' ]; do sleep 0.02; done", priority: 0)]
         let script: [WireCoordinatorMessage] = [
-            assign(0, "while [ ! -e '\(go)' ]; do sleep 0.02; done", priority: 0),
             assign(1, "true", priority: 1), assign(2, "true", priority: 2), assign(3, "true", priority: 3),
             assign(4, "true", priority: 0),
             // When the one sent with 1 is raised to 10
@@ -257,7 +259,7 @@ struct RemotePrefetchTests {
             .with { $0.withdraw = .with { $0.jobID = ids[4]; $0.attempt = 1 } },
         ]
         let (heard, hearing) = AsyncStream.makeStream(of: WireWorkerMessage.self)
-        let fake = try await FakeCoordinator.start(.script(script, heard: hearing))
+        let fake = try await FakeCoordinator.start(.scriptAfterStart(first, waitsFor: ids[0], then: script, heard: hearing))
         let agent = WorkerAgent(configuration: .init(
             coordinator: RemoteAddress(host: "127.0.0.1", port: fake.port), name: "w", slots: 1, log: { _ in }))
         let running = Task { try await agent.run() }

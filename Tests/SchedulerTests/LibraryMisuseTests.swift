@@ -1,3 +1,4 @@
+import JobtopTestSupport
 import Testing
 @testable import Scheduler
 
@@ -26,6 +27,36 @@ struct LibraryMisuseTests {
             }
         }
         #expect(await scheduler.snapshot().total == 0, "nothing of a refused submission is taken")
+    }
+
+    @Test("A job submitted before run() waits queued until run() begins: it showed as started with no process, and its timeout ran out before it could run")
+    func nothingStartsBeforeRun() async throws {
+        let clock = ManualClock()
+        let scheduler = Scheduler(configuration: .init(localSlots: 1), clock: clock)
+        let events = await scheduler.events(includeOutput: false)
+        let id = try await scheduler.submit(JobSpec(work: .closure { _ in }, timeout: .seconds(5)))
+        #expect(await scheduler.info(of: id)?.state == .queued)
+        #expect(await scheduler.snapshot().counts[.running] ?? 0 == 0)
+        // Longer than its timeout passes before the host runs the scheduler.
+        clock.advance(by: .seconds(10))
+        let running = Task { await scheduler.run() }
+        var kinds: [String] = []
+        for await event in events {
+            switch event.kind {
+            case .started(let job, _, _, _) where job == id:
+                kinds.append("started at \(event.time)")
+            case .succeeded(let job, _) where job == id:
+                kinds.append("succeeded")
+            case .failed(let job, let reason, _) where job == id:
+                kinds.append("failed: \(reason)")
+            default:
+                continue
+            }
+            if event.kind.isFinal { break }
+        }
+        #expect(kinds == ["started at \(SchedulerTime.seconds(10))", "succeeded"])
+        await scheduler.shutdown(.graceful)
+        await running.value
     }
 
     @Test("RetryPolicy.retries(Int.max) is as many attempts as there can be (it trapped on an overflow)")

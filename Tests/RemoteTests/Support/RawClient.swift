@@ -104,6 +104,9 @@ struct FakeCoordinator: WirePool.SimpleServiceProtocol {
         case heartbeats(count: Int, heard: AsyncStream<Bool>.Continuation)
         /// Welcomes, sends `messages` in order, then tells `heard` every message of the worker.
         case script([WireCoordinatorMessage], heard: AsyncStream<WireWorkerMessage>.Continuation)
+        /// As `script`, but sends the rest of the script only once the worker says the job
+        /// `waitsFor` started (each of its messages until then told to `heard` too).
+        case scriptAfterStart([WireCoordinatorMessage], waitsFor: String, then: [WireCoordinatorMessage], heard: AsyncStream<WireWorkerMessage>.Continuation)
     }
 
     /// A fake serving on a loopback port.
@@ -162,6 +165,16 @@ struct FakeCoordinator: WirePool.SimpleServiceProtocol {
             defer { heard.finish() }
             try await response.write(Self.welcome(heartbeatMilliseconds: 60_000))
             for message in script { try await response.write(message) }
+            while let message = try await messages.next() { heard.yield(message) }
+        case .scriptAfterStart(let first, let job, let rest, let heard):
+            defer { heard.finish() }
+            try await response.write(Self.welcome(heartbeatMilliseconds: 60_000))
+            for message in first { try await response.write(message) }
+            while let message = try await messages.next() {
+                heard.yield(message)
+                if case .started(let started) = message.kind, started.jobID == job { break }
+            }
+            for message in rest { try await response.write(message) }
             while let message = try await messages.next() { heard.yield(message) }
         }
     }
