@@ -807,8 +807,11 @@ public struct SchedulerCore: Sendable {
         if !job.spec.environment.isEmpty || job.spec.workingDirectory != nil { info.describe(job.spec) }
         info.order = nextSerial  // (its record's serial: registered below)
         let firstDependency = keepDependencies(job.spec.dependencies.compactMap { if case .job(let id) = $0 { id } else { nil } })
+        // Its start time, if still ahead: a retry (or a skip undone) waits for it, as it would
+        // have without the restart (it ran at once).
+        let notBefore = job.spec.notBefore.map { dueTime(of: $0, submittedAt: submittedAt ?? now) }.flatMap { $0 > now ? $0 : nil }
         let handle = jobs.insert(for: job.id) {
-            Job(handle: $0, info: info, batch: nil, group: group, timeout: job.spec.timeout, firstDependency: firstDependency)
+            Job(handle: $0, info: info, batch: nil, group: group, notBefore: notBefore, timeout: job.spec.timeout, firstDependency: firstDependency)
         }
         keepSpec(job.spec, at: handle, withoutDependencies: true)
         registerRecord(handle)

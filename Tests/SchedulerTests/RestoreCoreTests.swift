@@ -39,6 +39,34 @@ import Testing
         #expect(core.info(of: a) != nil && core.info(of: c) != nil)
     }
 
+    @Test("A finished job restored keeps its start time: retried (or its skip undone) before that time, it waits for it (it ran at once after a restart)")
+    mutating func restoredFinishedJobsKeepTheirStartTime() throws {
+        let epoch = Date()
+        var core = SchedulerCore(configuration: .init(seed: 1, wallClockEpoch: epoch))
+        let worker = Self.worker()
+        _ = core.workerJoined(worker, now: .zero)
+        let (cancelled, failed, skipped) = (ids.nextJobID(), ids.nextJobID(), ids.nextJobID())
+        var later = Self.spec("later")
+        later.notBefore = .date(epoch.addingTimeInterval(3600))
+        var skippedSpec = Self.spec("skipped", after: [failed])
+        skippedSpec.notBefore = .date(epoch.addingTimeInterval(7200))
+        let skip = SkipReason(dependency: failed, dependencyName: "failed", outcome: .failed)
+        let (refused, _) = core.restore([
+            RestoredJob(id: cancelled, spec: later, attempts: 0, ending: .cancelled),
+            RestoredJob(id: failed, spec: Self.spec("failed"), attempts: 1, ending: .failed(reason: .exitStatus(1), attempts: 1)),
+            RestoredJob(id: skipped, spec: skippedSpec, attempts: 0, ending: .skipped(skip)),
+        ], now: .seconds(5))
+        #expect(refused.isEmpty)
+        // When the cancelled one is retried, it waits for its time
+        let retried = try core.retry(cancelled, now: .seconds(6))
+        #expect(Self.starts(retried).isEmpty)
+        #expect(core.state(of: cancelled) == .scheduled(until: .seconds(3600)))
+        // And when the failed dependency is retried and succeeds, the skipped one waits for its own
+        _ = try core.retry(failed, now: .seconds(7))
+        _ = core.jobFinished(failed, attempt: 1, worker: worker.id, termination: .exit(0), now: .seconds(8))
+        #expect(core.state(of: skipped) == .scheduled(until: .seconds(7200)))
+    }
+
     @Test mutating func finishedJobsComeBackAsHistoryAndOpenOnesInTheirStateWithTheirAttempts() {
         var core = SchedulerCore(configuration: .init(seed: 1))
         _ = core.workerJoined(Self.worker(), now: .zero)
