@@ -73,7 +73,7 @@ public final class DurableScheduler: SchedulerClient {
         let placedStopped = recovery.placements.isEmpty ? 0 : stopPlaced(recovery.placements)
         // Only a serve that left jobs to run can have left processes (one whose start was not
         // written yet is still queued on disk); nothing starts before they are stopped.
-        let hadWork = !recovery.interrupted.isEmpty || recovery.jobs.contains { $0.ending == nil }
+        let hadWork = !recovery.interrupted.isEmpty || !recovery.cancelled.isEmpty || recovery.jobs.contains { $0.ending == nil }
         let orphans = hadWork ? OrphanReaper.stopAll(carrying: store.instanceID, grace: configuration.gracePeriod) : 0
         let scheduler = Scheduler(configuration: configuration, clock: clock)
         // The jobs go to the scheduler, marked in place: taken out of the recovery first (so

@@ -128,6 +128,11 @@ public final class SchedulerStore: Sendable {
             // Slurm queue) and has not begun: a restart gives it back without counting it.
             try db.execute(sql: "ALTER TABLE attempt ADD COLUMN held INTEGER NOT NULL DEFAULT 0")
         }
+        migrator.registerMigration("v5") { db in
+            // Why the attempt was being stopped, if it was (`cancel`, `timeout`: a StopReason):
+            // a restart ends a job whose cancel was answered cancelled, not run again.
+            try db.execute(sql: "ALTER TABLE attempt ADD COLUMN stopping TEXT")
+        }
         return migrator
     }
 
@@ -230,7 +235,7 @@ public final class SchedulerStore: Sendable {
                     if descriptor.holdsAttempts { holding.insert(descriptor.id) }
                 case .workerLeft(let id, _):
                     holding.remove(id)
-                case .submitted, .coalesced, .progress, .lagged, .leftoverProcesses, .stopping,
+                case .submitted, .coalesced, .progress, .lagged, .leftoverProcesses,
                      .slotsChanged, .workerResized, .shuttingDown, .batchHalted, .batchSettled:
                     continue
                 default: hasRows = true
@@ -343,6 +348,9 @@ public final class SchedulerStore: Sendable {
         case .edited(let id, let command):
             // A shell command now (work_kind 0, as SpecColumns writes it).
             try db.execute(sql: "UPDATE job SET work_kind = 0, command = ? WHERE id = ?", arguments: [command, id.description])
+        case .stopping(let id, let reason):
+            try db.execute(
+                sql: "UPDATE attempt SET stopping = ? WHERE job = ? AND ended_at IS NULL", arguments: [reason.rawValue, id.description])
         case .placed(let id, let detail):
             try db.execute(
                 sql: "UPDATE attempt SET placement = ? WHERE job = ? AND ended_at IS NULL", arguments: [detail, id.description])
@@ -388,6 +396,9 @@ public final class SchedulerStore: Sendable {
         public var interrupted: [JobID]
         /// Jobs of those that had no attempt left and so failed.
         public var failedForGood: [JobID]
+        /// Jobs whose cancel was asked for (and answered) while their attempt was being stopped
+        /// when the previous serve stopped: they end cancelled, not run again.
+        public var cancelled: [JobID] = []
         /// Jobs whose attempt was handed to a worker that holds attempts and had not begun there
         /// (a remote worker's prefetch, a Slurm queue): queued again, the attempt not counted.
         public var handedBack: [JobID] = []
@@ -428,7 +439,7 @@ public final class SchedulerStore: Sendable {
         // copy of 100,000 specs). The columns by index (see SpecColumns.spec(from:at:)): id,
         // state, attempts, reason, skip, retry_at, submitted_at, finished_at, the last attempt's
         // started_at (a finished job's run time, or a cut-off one's), whether a running job's
-        // attempt is held at its worker, then the spec's.
+        // attempt is held at its worker, why it was being stopped if it was, then the spec's.
         var jobs: [RestoredJob] = []
         if let count = try Int.fetchOne(db, sql: "SELECT count(*) FROM job") { jobs.reserveCapacity(count) }
         // Each job's id and whether it succeeded (for the dependencies, below), and where the
@@ -438,6 +449,10 @@ public final class SchedulerStore: Sendable {
         var withDependencies: [Int] = []
         var running: [Int] = []
         var held: [Int] = []
+        // Running jobs whose cancel was under way, and whether their attempt had begun; running
+        // jobs whose attempt was being stopped for its timeout.
+        var cancelling: [(index: Int, began: Bool)] = []
+        var timingOut: Set<Int> = []
         let cursor = try Row.fetchCursor(
             db, sql: """
                 SELECT id, state, attempts, reason, skip, retry_at, submitted_at, finished_at,
@@ -446,13 +461,16 @@ public final class SchedulerStore: Sendable {
                     CASE WHEN state = 'running'
                          THEN (SELECT held FROM attempt WHERE attempt.job = job.id AND ended_at IS NULL ORDER BY attempt.rowid DESC LIMIT 1)
                          ELSE 0 END,
+                    CASE WHEN state = 'running'
+                         THEN (SELECT stopping FROM attempt WHERE attempt.job = job.id AND ended_at IS NULL ORDER BY attempt.rowid DESC LIMIT 1)
+                         ELSE NULL END,
                     \(SpecColumns.selection)
                 FROM job ORDER BY seq
                 """)
         while let row = try cursor.next() {
             let text: String = row[0]
             guard let id = JobID(parsing: text) else { continue }
-            let spec = try SpecColumns.spec(from: row, at: 10)
+            let spec = try SpecColumns.spec(from: row, at: 11)
             let submittedAt: Double? = row[6]
             let finishedAt: Double? = row[7]
             let startedAt: Double? = row[8]
@@ -489,6 +507,15 @@ public final class SchedulerStore: Sendable {
                 } else if withDependencies.last == jobs.count {
                     withDependencies.removeLast()
                 }
+            case "running" where (row[10] as String?) == StopReason.cancel.rawValue:
+                // Its cancel was asked for, and answered, before serve stopped: it ends
+                // cancelled (when it was cut off, below), as it would have, not run again. An
+                // attempt that had not begun at its worker leaves no start, as a cancel of it does.
+                let began = (row[9] as Int?) != 1
+                cancelling.append((jobs.count, began))
+                jobs.append(RestoredJob(
+                    id: id, spec: spec, attempts: began ? attempts : max(0, attempts - 1), lastFailure: lastFailure,
+                    ending: .cancelled, submittedAt: times.submitted, startedAt: began ? times.started : nil))
             case "running" where (row[9] as Int?) == 1:
                 // Its attempt waited at its worker and never began: it goes back to the queue as
                 // it was before, that attempt not counted (written below).
@@ -496,7 +523,9 @@ public final class SchedulerStore: Sendable {
                 jobs.append(RestoredJob(
                     id: id, spec: spec, attempts: max(0, attempts - 1), lastFailure: lastFailure, submittedAt: times.submitted))
             case "running":
-                // Its attempt was cut short: it counts, as a failure (decided below).
+                // Its attempt was cut short: it counts, as a failure (decided below), for its
+                // timeout if it was being stopped for it.
+                if (row[10] as String?) == StopReason.timeout.rawValue { timingOut.insert(jobs.count) }
                 running.append(jobs.count)
                 // Its start kept for the case it fails for good here: its run shows with its time.
                 jobs.append(RestoredJob(
@@ -560,29 +589,48 @@ public final class SchedulerStore: Sendable {
             try db.execute(
                 sql: "UPDATE job SET state = 'queued', attempts = ? WHERE id = ?", arguments: [jobs[index].attempts, id.description])
         }
+        var cancelled: [JobID] = []
+        for (index, began) in cancelling {
+            let id = jobs[index].id
+            cancelled.append(id)
+            try endOpenAttempt(of: id, outcome: "cancelled")
+            if !began {
+                try db.execute(sql: "DELETE FROM attempt WHERE job = ? AND outcome = 'cancelled' AND rowid = (SELECT max(rowid) FROM attempt WHERE job = ?)",
+                               arguments: [id.description, id.description])
+            }
+            try db.execute(
+                sql: "UPDATE job SET state = 'cancelled', attempts = ?, finished_at = ? WHERE id = ?",
+                arguments: [jobs[index].attempts, cutOffAt, id.description])
+            jobs[index].finishedAt = Date(timeIntervalSince1970: cutOffAt)
+        }
         for index in running {
             let id = jobs[index].id
             let attempts = jobs[index].attempts
             interrupted.append(id)
-            try endOpenAttempt(of: id, outcome: Self.stoppedReason)
+            // A timeout that was being enforced is what ended the attempt ('timed out after
+            // 5s'), not the stop of serve.
+            let reason = timingOut.contains(index) ? jobs[index].spec.timeout.map { FailureReason.timeout($0).description } : nil
+            let outcome = reason ?? Self.stoppedReason
+            try endOpenAttempt(of: id, outcome: outcome)
             if attempts >= jobs[index].spec.retry.maxAttempts {
                 failedForGood.append(id)
                 try db.execute(
                     sql: "UPDATE job SET state = 'failed', reason = ?, finished_at = ? WHERE id = ?",
-                    arguments: [Self.stoppedReason, cutOffAt, id.description])
+                    arguments: [outcome, cutOffAt, id.description])
                 jobs[index].lastFailure = nil
-                jobs[index].ending = .failed(reason: .error(Self.stoppedReason), attempts: attempts)
+                jobs[index].ending = .failed(reason: .error(outcome), attempts: attempts)
                 // It ended when it was cut off (its TIME and attempt line were blank).
                 jobs[index].finishedAt = Date(timeIntervalSince1970: cutOffAt)
             } else {
+                jobs[index].lastFailure = .error(outcome)
                 try db.execute(
                     sql: "UPDATE job SET state = 'queued', reason = ? WHERE id = ?",
-                    arguments: [Self.stoppedReason, id.description])
+                    arguments: [outcome, id.description])
             }
         }
         return Recovery(
             jobs: jobs, groups: groups, isPaused: isPaused, interrupted: interrupted, failedForGood: failedForGood,
-            handedBack: handedBack, placements: placements)
+            cancelled: cancelled, handedBack: handedBack, placements: placements)
     }
 
     static func isFinished(_ state: String) -> Bool {

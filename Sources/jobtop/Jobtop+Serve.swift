@@ -295,6 +295,10 @@ extension Jobtop {
                     let count = recovery.interrupted.count
                     note += "; \(count) that \(count == 1 ? "was" : "were") running when the last serve stopped counted as failed ('jobtop stopped')"
                 }
+                if !recovery.cancelled.isEmpty {
+                    let count = recovery.cancelled.count
+                    note += "; \(count) that \(count == 1 ? "was" : "were") being cancelled ended cancelled"
+                }
                 if !recovery.handedBack.isEmpty {
                     let count = recovery.handedBack.count
                     note += "; \(count) that \(count == 1 ? "was" : "were") waiting at a worker, not begun, went back to the queue (not counted as an attempt)"

@@ -518,6 +518,45 @@ struct StoreTests {
         #expect(outcome.status == 128 + SIGTERM)
     }
 
+    @Test("A job whose cancel was answered while its attempt was being stopped when serve died ends cancelled after the restart, not run again (its dependent skipped for it); one being stopped for its timeout counts as that timeout")
+    func stopsUnderWayWhenServeDied() async throws {
+        let scratch = try Scratch()
+        let directory = StateDirectory(path: scratch.file("state"))
+        let store = try SchedulerStore(directory: directory)
+        let (stopped, kid, slow) = (JobID(uuid: UUID()), JobID(uuid: UUID()), JobID(uuid: UUID()))
+        var kidSpec = JobSpec(name: "kid", work: .shell("true"))
+        kidSpec.dependencies = [.job(stopped)]
+        try await store.insert([
+            .init(id: stopped, spec: JobSpec(name: "stopped", work: .shell("true"), retry: RetryPolicy(maxAttempts: 4))),
+            .init(id: kid, spec: kidSpec),
+            .init(id: slow, spec: JobSpec(name: "slow", work: .shell("true"), retry: RetryPolicy(maxAttempts: 2), timeout: .seconds(5))),
+        ])
+        let worker = WorkerID()
+        // As a journal leaves them when serve is killed during the stops' grace period.
+        try await store.apply([
+            SchedulerEvent(seq: 1, time: .zero, kind: .started(stopped, attempt: 1, maxAttempts: 4, worker: worker)),
+            SchedulerEvent(seq: 2, time: .zero, kind: .blocked(kid, waitingFor: [stopped])),
+            SchedulerEvent(seq: 3, time: .zero, kind: .started(slow, attempt: 1, maxAttempts: 2, worker: worker)),
+            SchedulerEvent(seq: 4, time: .seconds(1), kind: .stopping(stopped, .cancel)),
+            SchedulerEvent(seq: 5, time: .seconds(5), kind: .stopping(slow, .timeout)),
+        ])
+        store.close()
+
+        try await withDurable(directory) { durable in
+            #expect(durable.recovery.cancelled == [stopped])
+            #expect(durable.recovery.interrupted == [slow])
+            let ends = await waitForEnds([stopped, kid, slow], on: durable)
+            #expect(ends[stopped] == .cancelled)
+            #expect(ends[kid] == .skipped(SkipReason(dependency: stopped, dependencyName: "stopped", outcome: .cancelled)))
+            #expect(ends[slow] == .succeeded(attempts: 2))
+            await durable.flush()
+            let stoppedAttempts = try await durable.store.attempts(of: stopped)
+            #expect(stoppedAttempts.map(\.outcome) == ["cancelled"])
+            let slowAttempts = try await durable.store.attempts(of: slow)
+            #expect(slowAttempts.map(\.outcome) == ["timed out after 5s", "succeeded"])
+        }
+    }
+
     @Test("An attempt cut off by a serve's death ends when the serve was last known alive, not at the restart: its run time does not count the downtime")
     func cutOffAttemptsEndWhenTheServeWasLastAlive() async throws {
         let scratch = try Scratch()
