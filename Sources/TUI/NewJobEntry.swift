@@ -60,8 +60,9 @@ struct NewJobEntry: Equatable, Sendable {
     }
 
     /// The job `name` stands for: the one with that name, else with that id (the table's short
-    /// form or the whole), else the one job without a name whose command it is. O(jobs): only on
-    /// Enter.
+    /// form or the whole), else the one job without a name whose command it is. A name several
+    /// jobs share names the one of them that has not ended, when exactly one has not, as
+    /// `submit --after` reads it (``JobReference``). O(jobs): only on Enter.
     static func resolve(_ name: String, board: JobBoard) -> Result<JobID, Problem> {
         let jobs = board.jobs.values
         let lower = name.lowercased()
@@ -71,6 +72,8 @@ struct NewJobEntry: Equatable, Sendable {
             jobs.filter { $0.name == nil && $0.command == name },
         ]
         for matches in candidates where !matches.isEmpty {
+            let active = matches.filter { !$0.state.isFinished }
+            if matches.count > 1, active.count == 1 { return .success(active[0].id) }
             guard matches.count == 1 else {
                 return .failure(Problem(description: "after:\(quote(name)): \(matches.count) jobs go by that name; give the id of the one you mean"))
             }

@@ -345,6 +345,20 @@ struct WorkflowViewTests {
         #expect(try parse("@gpu @gpu x").get().group == "gpu")
     }
 
+    @Test("n's after: reads a name several jobs share as submit --after does: the one of them that has not ended (it refused the name as ambiguous)")
+    func newJobAfterASharedName() throws {
+        var builder = workflowBoard()
+        builder.submit(10, "exit 1", name: "bld", at: 2)
+        builder.start(10, at: 2)
+        builder.apply(.failed(jobID(10), reason: .exitStatus(1), attempts: 1), at: 3)
+        builder.submit(11, "make", name: "bld", at: 4)
+        let board = builder.model.board
+        #expect(try NewJobEntry.parse("after:bld echo", board: board).get().after == [jobID(11)])
+        // Two that have not ended are still ambiguous.
+        builder.submit(12, "make again", name: "bld", at: 5)
+        #expect(throws: NewJobEntry.Problem.self) { try NewJobEntry.parse("after:bld echo", board: builder.model.board).get() }
+    }
+
     @Test("n refuses an unknown or ambiguous name, a bare @ or after:, and two groups; the prompt stays", arguments: [
         ("after:nope echo", "after:nope: no job has that name or id"),
         ("after:twin echo", "after:twin: 2 jobs go by that name; give the id of the one you mean"),
