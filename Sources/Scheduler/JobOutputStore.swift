@@ -3,12 +3,15 @@ import DequeModule
 /// The last lines each job printed and its latest progress, bounded in lines and bytes.
 ///
 /// Workers write here from their own threads; screens read. A job that prints a gigabyte keeps
-/// only its tail. Tails of finished jobs are kept for the most recent ones only.
+/// only its tail. Tails of finished jobs are kept for the most recent ones only, and only up to
+/// a total in bytes (a thousand jobs that each printed a megabyte kept a gigabyte).
 final class JobOutputStore: Sendable {
     struct Limits: Sendable {
         var lines: Int
         var bytes: Int
         var finishedTails: Int
+        /// The most bytes the tails of finished jobs keep in all.
+        var finishedBytes: Int = 64 << 20
     }
 
     private struct Tail {
@@ -22,7 +25,10 @@ final class JobOutputStore: Sendable {
 
     private struct State {
         var tails: [JobID: Tail] = [:]
-        var finished: Deque<JobID> = []
+        /// Finished jobs with a tail, oldest first, with its bytes when the job ended.
+        var finished: Deque<(id: JobID, bytes: Int)> = []
+        /// The sum of `finished`'s bytes.
+        var finishedBytes = 0
     }
 
     let limits: Limits
@@ -149,12 +155,30 @@ final class JobOutputStore: Sendable {
         guard !jobs.isEmpty else { return }
         state.withLock { state in
             guard !state.tails.isEmpty else { return }
-            for job in jobs where state.tails[job] != nil {
-                state.finished.append(job)
-                while state.finished.count > limits.finishedTails, let oldest = state.finished.popFirst() {
-                    state.tails[oldest] = nil
+            for job in jobs {
+                guard let bytes = state.tails[job]?.bytes else { continue }
+                state.finished.append((job, bytes))
+                state.finishedBytes += bytes
+                while state.finished.count > limits.finishedTails || state.finishedBytes > limits.finishedBytes,
+                      let oldest = state.finished.popFirst() {
+                    state.finishedBytes -= oldest.bytes
+                    state.tails[oldest.id] = nil
                 }
             }
         }
     }
+
+    /// Drops the tails of jobs forgotten (`jobtop clean`): they were kept until more jobs ended.
+    func forget(_ jobs: Set<JobID>) {
+        guard !jobs.isEmpty else { return }
+        state.withLock { state in
+            guard !state.tails.isEmpty else { return }
+            for job in jobs { state.tails[job] = nil }
+            state.finished.removeAll { jobs.contains($0.id) }
+            state.finishedBytes = state.finished.reduce(0) { $0 + $1.bytes }
+        }
+    }
+
+    /// The bytes the finished jobs' tails keep (for tests).
+    var finishedBytes: Int { state.withLock { $0.finishedBytes } }
 }

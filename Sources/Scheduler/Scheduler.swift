@@ -36,6 +36,8 @@ public actor Scheduler {
         public var tailBytes: Int
         /// Finished jobs whose output tail is kept.
         public var finishedTails: Int
+        /// The most bytes the output tails of finished jobs keep in all (the oldest go first).
+        public var finishedTailBytes: Int
         /// Seeds retry jitter and job ids (tests); `nil` seeds from the system.
         public var seed: UInt64?
 
@@ -49,6 +51,7 @@ public actor Scheduler {
             tailLines: Int = 1_000,
             tailBytes: Int = 1 << 20,
             finishedTails: Int = 1_000,
+            finishedTailBytes: Int = 64 << 20,
             seed: UInt64? = nil
         ) {
             self.localSlots = max(0, localSlots)
@@ -59,6 +62,7 @@ public actor Scheduler {
             self.tailLines = max(1, tailLines)
             self.tailBytes = max(1, tailBytes)
             self.finishedTails = max(0, finishedTails)
+            self.finishedTailBytes = max(0, finishedTailBytes)
             self.seed = seed
         }
     }
@@ -70,6 +74,9 @@ public actor Scheduler {
     public nonisolated let clock: SchedulerClock
     private let bus: EventBus
     private let store: JobOutputStore
+
+    /// The bytes finished jobs' output tails keep (for tests of the bound).
+    nonisolated var finishedTailBytesKept: Int { store.finishedBytes }
     private let launcher: Mailbox<JobAssignmentHandle>
     /// Everything that changes, under one lock: commands take it for a step, and so does a slot
     /// reporting an attempt's end, in its own task without a hop onto this actor (see
@@ -511,7 +518,11 @@ public actor Scheduler {
     /// - Returns: How many jobs were forgotten.
     @discardableResult
     public func forgetFinished() -> Int {
-        withEngine { $0.core.forgetFinished() }
+        let (count, forgotten) = withEngine { $0.core.forgetFinishedJobs() }
+        // Their output tails go too (they stayed until more jobs ended: a serve's memory grew
+        // with every round of big outputs however often it was cleaned).
+        store.forget(forgotten)
+        return count
     }
 
     /// Starts jobs again after ``pause()``.

@@ -2248,13 +2248,22 @@ public struct SchedulerCore: Sendable {
     ///
     /// - Returns: How many jobs were forgotten.
     public mutating func forgetFinished() -> Int {
+        forgetFinishedJobs().count
+    }
+
+    /// ``forgetFinished()``, with the ids of the jobs whose records it dropped.
+    mutating func forgetFinishedJobs() -> (count: Int, forgotten: Set<JobID>) {
         // Those beyond the retention are counted too, with no record: all of them go (their
         // counts stayed, and `clean` left "5 succeeded" that no later `clean` could clear).
         let finishedKinds = JobStateKind.allCases.filter(\.isFinished)
         let count = finishedKinds.reduce(0) { $0 + stateCounts[$1] }
-        while let oldest = finishedOrder.popFirst() { dropFinishedRecord(oldest) }
+        var forgotten = Set<JobID>(minimumCapacity: finishedOrder.count)
+        while let oldest = finishedOrder.popFirst() {
+            forgotten.insert(jobs[oldest].info.id)
+            dropFinishedRecord(oldest)
+        }
         for kind in finishedKinds { stateCounts[kind] = 0 }
-        return count
+        return (count, forgotten)
     }
 }
 

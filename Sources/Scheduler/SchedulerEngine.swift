@@ -56,7 +56,8 @@ struct SchedulerEngine: Sendable {
         bus = EventBus()
         launcher = Mailbox()
         store = JobOutputStore(limits: .init(
-            lines: configuration.tailLines, bytes: configuration.tailBytes, finishedTails: configuration.finishedTails))
+            lines: configuration.tailLines, bytes: configuration.tailBytes, finishedTails: configuration.finishedTails,
+            finishedBytes: configuration.finishedTailBytes))
         core = SchedulerCore(configuration: .init(
             finishedRetention: configuration.finishedRetention,
             maxWorkerLossRequeues: configuration.maxWorkerLossRequeues,
