@@ -11,14 +11,20 @@ import Glibc
 /// process groups it finds (SIGTERM, then SIGKILL after the grace period) before any job starts.
 /// Unlike a recorded pid, the value cannot name an unrelated process that reused a pid, and it
 /// also finds a job whose start the journal had not written yet, or whose leader already exited.
-/// A job that clears its own environment escapes it (the README says so).
+/// A job that clears its own environment escapes it (the README says so). What a job that had
+/// ended left running (a `keep_background` daemon, on purpose) is left alone: a process whose
+/// `JOBTOP_JOB_ID` names a job that had ended is not stopped.
 enum OrphanReaper {
     /// The variable.
     static let variable = "JOBTOP_SERVE_ID"
+    /// The variable with the job's id.
+    static let jobVariable = "JOBTOP_JOB_ID"
 
-    /// The process groups whose members carry `variable=id`, leaving out this process's own.
-    static func groups(carrying id: String) -> Set<pid_t> {
+    /// The process groups whose members carry `variable=id`, leaving out this process's own and
+    /// those of processes whose job (`JOBTOP_JOB_ID`) is not among `jobs`, when given.
+    static func groups(carrying id: String, ofJobs jobs: Set<String>? = nil) -> Set<pid_t> {
         let needle = Array("\(variable)=\(id)".utf8) + [0]
+        let jobPrefix = Array("\(jobVariable)=".utf8)
         let me = getpid()
         let myGroup = getpgrp()
         var found: Set<pid_t> = []
@@ -30,6 +36,7 @@ enum OrphanReaper {
             // UUID, so a prefix of another never matches).
             let bytes = [UInt8](environ)
             guard contains(bytes, needle) else { continue }
+            if let jobs, let job = value(in: bytes, prefix: jobPrefix), !jobs.contains(job) { continue }
             let group = getpgid(pid)
             if group > 0, group != myGroup { found.insert(group) }
         }
@@ -40,8 +47,8 @@ enum OrphanReaper {
     /// `grace`. Blocks the calling thread (a start-up step, before the scheduler runs).
     ///
     /// - Returns: How many groups it found.
-    static func stopAll(carrying id: String, grace: Duration) -> Int {
-        let groups = groups(carrying: id)
+    static func stopAll(carrying id: String, ofJobs jobs: Set<String>? = nil, grace: Duration) -> Int {
+        let groups = groups(carrying: id, ofJobs: jobs)
         guard !groups.isEmpty else { return 0 }
         for group in groups { kill(-group, SIGTERM) }
         let deadline = ContinuousClock.now + grace
@@ -69,6 +76,19 @@ enum OrphanReaper {
             live.insert(group)
         }
         return live
+    }
+
+    /// The value of the NUL-terminated variable in `environ` that starts with `prefix` (`NAME=`).
+    private static func value(in environ: [UInt8], prefix: [UInt8]) -> String? {
+        var start = 0
+        while start < environ.count {
+            let end = environ[start...].firstIndex(of: 0) ?? environ.count
+            if end - start >= prefix.count, environ[start..<(start + prefix.count)].elementsEqual(prefix) {
+                return String(decoding: environ[(start + prefix.count)..<end], as: UTF8.self)
+            }
+            start = end + 1
+        }
+        return nil
     }
 
     /// Whether one of the NUL-terminated variables in `haystack` starts with `needle`.

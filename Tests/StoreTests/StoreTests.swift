@@ -557,6 +557,43 @@ struct StoreTests {
         }
     }
 
+    @Test("A restart stops only the processes of jobs that had not ended: what a finished job left running on purpose (keep_background) carries its job's id and outlives the crash (a restart killed it)")
+    func restartSparesWhatFinishedJobsLeft() async throws {
+        let scratch = try Scratch()
+        let directory = StateDirectory(path: scratch.file("state"))
+        let store = try SchedulerStore(directory: directory)
+        let (kept, cut) = (JobID(uuid: UUID()), JobID(uuid: UUID()))
+        try await store.insert([
+            .init(id: kept, spec: JobSpec(name: "daemon", work: .shell("true"))),
+            .init(id: cut, spec: JobSpec(name: "cut", work: .shell("true"), retry: RetryPolicy(maxAttempts: 2))),
+        ])
+        let worker = WorkerID()
+        try await store.apply([
+            SchedulerEvent(seq: 1, time: .zero, kind: .started(kept, attempt: 1, maxAttempts: 1, worker: worker)),
+            SchedulerEvent(seq: 2, time: .zero, kind: .succeeded(kept, attempts: 1)),
+            SchedulerEvent(seq: 3, time: .zero, kind: .started(cut, attempt: 1, maxAttempts: 2, worker: worker)),
+        ])
+        func process(of job: JobID) throws -> JobtopProcess {
+            try JobtopProcess(
+                ["1000"], environment: ["JOBTOP_SERVE_ID": store.instanceID, "JOBTOP_JOB_ID": job.description],
+                newSession: true, executable: "/bin/sleep")
+        }
+        let daemon = try process(of: kept)
+        let leftover = try process(of: cut)
+        store.close()
+
+        try await withDurable(directory) { durable in
+            #expect(durable.orphansStopped == 1)
+            let ends = await waitForEnds([cut], on: durable)
+            #expect(ends[cut] == .succeeded(attempts: 2))
+        }
+        #expect(await leftover.wait().status == 128 + SIGTERM)
+        // (Its own group, as a job's: alive, not a zombie waiting for this test to reap it.)
+        #expect(OrphanReaper.liveGroups(among: [daemon.pid]) == [daemon.pid], "the finished job's daemon still runs")
+        kill(daemon.pid, SIGKILL)
+        _ = await daemon.wait()
+    }
+
     @Test("An attempt cut off by a serve's death ends when the serve was last known alive, not at the restart: its run time does not count the downtime")
     func cutOffAttemptsEndWhenTheServeWasLastAlive() async throws {
         let scratch = try Scratch()
