@@ -324,7 +324,9 @@ struct RunSession {
     static func report(_ summary: RunSummary, _ log: RunLog.Result, isScreen: Bool) {
         var text = "jobtop: \(summary.sentence)\n"
         if summary.exitStatus != ExitStatus.success {
-            for failure in log.failures { text += "  \(failure.outcome): \(failure.name): \(failure.reason)\n" }
+            // A command or a reason is printed with its control characters escaped, as the log does:
+            // raw, an escape sequence in a command acted on the terminal (set its title).
+            for failure in log.failures { text += "  \(failure.outcome): \(printable(failure.name)): \(printable(failure.reason))\n" }
             if log.failureCount > log.failures.count { text += "  ... and \(log.failureCount - log.failures.count) more\n" }
         }
         StandardError.write(text)

@@ -186,6 +186,15 @@ struct LongRunTests {
         #expect(megabytes < 100, "jobtop's peak resident size: \(megabytes) MB")
     }
 
+    @Test("The closing summary on stderr shows a failed command's escape sequence escaped, as the log does (raw, it set the terminal's title)")
+    func theSummaryEscapesControlCharacters() async throws {
+        let scratch = try Scratch()
+        let run = try await JobtopProcess.run(["--headless", "-c", "echo \u{1B}]0;HACKED\u{07}; exit 3"], directory: scratch.path)
+        #expect(run.status == 1)
+        #expect(!run.stderr.contains("\u{1B}") && !run.stderr.contains("\u{07}"), "\(run.stderr.debugDescription)")
+        #expect(run.stderr.contains("failed: echo \\u{1B}]0;HACKED\\u{7}; exit 3: exit 3"), "\(run.stderr)")
+    }
+
     @Test("A job printing 200 MB leaves jobtop's own peak memory bounded")
     func twoHundredMegabytesOfOutputStayBounded() async throws {
         // The job's last command reads the peak resident size (VmHWM) of its parent, the jobtop
