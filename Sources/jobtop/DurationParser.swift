@@ -24,6 +24,8 @@ enum DurationParser {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         guard !trimmed.isEmpty else { throw Failure(text: text, reason: "it is empty") }
         if trimmed.hasPrefix("-") { throw Failure(text: text, reason: "it is negative") }
+        // Zero needs no unit (`--grace 0`), as the README has it; any other number does.
+        if trimmed.allSatisfy({ $0 == "0" || $0 == "." }), trimmed.contains("0") { return .zero }
         var rest = Substring(trimmed)
         var total = 0.0
         // Each unit once, from the largest down (1h30m): `5s5s` or `30s1m` is a typo more likely

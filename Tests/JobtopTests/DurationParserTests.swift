@@ -8,7 +8,7 @@ struct DurationParserTests {
         "Each accepted form reads as the right duration",
         arguments: [
             ("500ms", Duration.milliseconds(500)), ("10s", .seconds(10)), ("1.5s", .milliseconds(1500)),
-            ("5m", .seconds(300)), ("1h", .seconds(3600)), ("1m30s", .seconds(90)), ("0s", .zero), (" 2s ", .seconds(2)),
+            ("5m", .seconds(300)), ("1h", .seconds(3600)), ("1m30s", .seconds(90)), ("0s", .zero), ("0", .zero), (" 0 ", .zero), (" 2s ", .seconds(2)),
             ("2d", .seconds(172_800)), ("1d12h", .seconds(129_600)), ("1s500ms", .milliseconds(1500)),
         ])
     func accepted(text: String, expected: Duration) throws {
@@ -18,7 +18,7 @@ struct DurationParserTests {
     @Test(
         "Each bad form is refused with the reason",
         arguments: [
-            ("", "empty"), ("10", "needs a unit"), ("5x", "unknown unit 'x'"), ("-1s", "negative"),
+            ("", "empty"), ("10", "needs a unit"), ("00.5", "needs a unit"), ("5x", "unknown unit 'x'"), ("-1s", "negative"),
             ("s", "expected a number"), ("1.2.3s", "expected a number"), ("10 parsecs", "needs a unit"),
             ("0.0001ms", "shorter than 1ms"), ("0.0005s", "shorter than 1ms"),
             ("5s5s", "'s' after 's': give each unit once, the largest first"), ("30s1m", "'m' after 's'"),
