@@ -20,7 +20,11 @@ public struct LocalSlotCapacity: Sendable, CustomStringConvertible {
     /// Why `wanted` slots (given with `flag`) cannot run here, or `nil` when they fit: one
     /// message for every command that takes a number of slots.
     public func refusal(of wanted: Int, flag: String, fewer: String) -> String? {
-        wanted > slots ? "\(flag) \(wanted) is more than this system can run at once: \(explanation); raise \(limit) or use \(fewer)" : nil
+        guard wanted > slots else { return nil }
+        // No number helps then: only the limit (under `ulimit -n 64` it said "use a smaller -j"
+        // to a run given none, and -j 1 was refused the same).
+        if slots == 0 { return "this system has no room for a local job: \(explanation); raise \(limit)" }
+        return "\(flag) \(wanted) is more than this system can run at once: \(explanation); raise \(limit) or use \(fewer)"
     }
 }
 

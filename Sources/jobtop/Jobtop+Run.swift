@@ -135,6 +135,11 @@ extension Jobtop {
             let slurmConfiguration = try slurm.configuration(file: plan.slurm, submitted: jobs, grace: configuration.gracePeriod)
             if slurmConfiguration != nil { configuration.localSlots = 0 }
             let capacity = Scheduler.localSlotCapacity(extraFilesPerJob: outputDir == nil ? 0 : 1)
+            // The default (one slot per core) is what the limits can hold; a -j given is not
+            // lowered, it is refused.
+            if jobs == nil, slurmConfiguration == nil, capacity.slots > 0 {
+                configuration.localSlots = min(configuration.localSlots, capacity.slots)
+            }
             if let refusal = capacity.refusal(of: configuration.localSlots, flag: "-j/--jobs", fewer: "a smaller -j") {
                 throw JobInputError(.invalidValue, refusal)
             }

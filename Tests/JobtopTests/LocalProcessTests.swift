@@ -55,6 +55,16 @@ struct LocalProcessTests {
         #expect(FileManager.default.fileExists(atPath: scratch.file("ran")), "\(fits.stderr)")
     }
 
+    @Test("Under an open-file limit with no room for a job, a run says so and names the limit, not a -j it was not given (it said '-j/--jobs 2 is more than…; use a smaller -j', and -j 1 was refused the same)")
+    func noRoomForAnyJob() async throws {
+        let scratch = try Scratch()
+        let refused = try await Self.runLimited(files: 64, ["--headless", "-c", "touch \(scratch.file("ran"))"], in: scratch)
+        #expect(refused.status == 2, "\(refused.stderr)")
+        #expect(refused.stderr.hasPrefix("jobtop: this system has no room for a local job: ") && refused.stderr.hasSuffix("; raise RLIMIT_NOFILE\n"), "\(refused.stderr)")
+        #expect(!refused.stderr.contains("-j"))
+        #expect(!FileManager.default.fileExists(atPath: scratch.file("ran")))
+    }
+
     @Test("serve -j beyond what the open-file limit holds is refused before it listens or makes its state directory (it was taken, and its jobs waited for descriptors, then failed)")
     func serveJobsBeyondTheFileLimit() async throws {
         let scratch = try Scratch()
