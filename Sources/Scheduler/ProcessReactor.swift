@@ -322,6 +322,11 @@ private final class ProcessLoopThread {
             }
             return
         }
+        if token & 3 == 3 {
+            // A pipe a kept background process still writes to, after its job ended.
+            discard(from: Int32(truncatingIfNeeded: token >> 2))
+            return
+        }
         guard let process = processes[token >> 2] else { return }
         switch token & 3 {
         case 0, 1:
@@ -666,11 +671,13 @@ private final class ProcessLoopThread {
         }
     }
 
-    /// Reads what the pipe holds now (at most `limit` bytes), then closes it.
-    private func drain(_ process: RunningProcess, _ stream: OutputLine.Stream, limit: Int) {
+    /// Reads what the pipe holds now (at most `limit` bytes), then closes it (unless not
+    /// `closing`, or at its end).
+    private func drain(_ process: RunningProcess, _ stream: OutputLine.Stream, limit: Int, closing: Bool = true) {
         let fd = stream == .stdout ? process.out : process.err
         guard fd >= 0 else { return }
         var total = 0
+        var isAtEnd = false
         while total < limit {
             let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, min($0.count, limit - total)) }
             if count > 0 {
@@ -679,10 +686,11 @@ private final class ProcessLoopThread {
             } else if count < 0 && errno == EINTR {
                 continue
             } else {
+                isAtEnd = count == 0 || errno != EAGAIN
                 break
             }
         }
-        closePipe(process, stream)
+        if closing || isAtEnd { closePipe(process, stream) }
     }
 
     private func feed(_ process: RunningProcess, _ stream: OutputLine.Stream, _ count: Int) {
@@ -701,6 +709,31 @@ private final class ProcessLoopThread {
         }
     }
 
+    /// Keeps reading (and dropping) a pipe of a job that ended with processes it keeps on purpose
+    /// (`keep_background`) still writing to it, until they close it: closed now, a daemon died
+    /// of SIGPIPE at its first write after its job's end.
+    private func keepDraining(_ process: RunningProcess, _ stream: OutputLine.Stream) {
+        let fd = stream == .stdout ? process.out : process.err
+        guard fd >= 0 else { return }
+        _ = jt_epoll_remove(loop.epoll, fd)
+        if stream == .stdout { process.out = -1 } else { process.err = -1 }
+        // Its token: the descriptor, and 3 (a job's are its id and 0–2).
+        if jt_epoll_add(loop.epoll, fd, UInt64(fd) << 2 | 3) != 0 { close(fd) }
+    }
+
+    /// Reads what a kept pipe holds and drops it; closes the pipe at its end.
+    private func discard(from fd: Int32) {
+        while true {
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if count > 0 { continue }
+            if count < 0 && errno == EINTR { continue }
+            if count < 0 && errno == EAGAIN { return }
+            _ = jt_epoll_remove(loop.epoll, fd)
+            close(fd)
+            return
+        }
+    }
+
     private func closePipe(_ process: RunningProcess, _ stream: OutputLine.Stream) {
         let fd = stream == .stdout ? process.out : process.err
         guard fd >= 0 else { return }
@@ -713,8 +746,13 @@ private final class ProcessLoopThread {
 
     /// The group is empty (or given up on): the last output, the leftover report, the end.
     private func finish(_ process: RunningProcess, leftovers: (count: Int, stopped: Bool)?) {
-        drain(process, .stdout, limit: Self.finalReadLimit)
-        drain(process, .stderr, limit: Self.finalReadLimit)
+        let keepsWriters = leftovers.map { $0.count > 0 && !$0.stopped } ?? false
+        drain(process, .stdout, limit: Self.finalReadLimit, closing: !keepsWriters)
+        drain(process, .stderr, limit: Self.finalReadLimit, closing: !keepsWriters)
+        if keepsWriters {
+            keepDraining(process, .stdout)
+            keepDraining(process, .stderr)
+        }
         process.outLines.flush(process.report)
         process.errLines.flush(process.report)
         if process.pidfd >= 0 {

@@ -134,6 +134,29 @@ struct ProcessReactorTests {
         }
     }
 
+    @Test("A kept background process that writes to its job's stdout or stderr after the job ended lives on: its pipes are read (and dropped) until it closes them (closed at the end, it died of SIGPIPE at its first write)")
+    func keptBackgroundProcessWritesAfterItsJobEnded() async throws {
+        let directory = ShellJobTests.temporaryFile("kept")
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try await ShellJobTests.withScheduler { scheduler, reader in
+            // It waits for the job's end (the test's go file), then writes to both streams, and
+            // notes each round it lived through.
+            let daemon = """
+                (echo $$ > pid; while [ ! -e go ]; do sleep 0.01; done; \
+                 for i in 1 2 3 4 5; do echo "out $i"; echo "err $i" >&2; echo $i >> rounds; sleep 0.01; done; \
+                 echo done > finished) &
+                echo started
+                """
+            var spec = JobSpec.shell("cd \(directory) && sh -c '\(daemon.replacingOccurrences(of: "'", with: "'\\''"))'")
+            spec.keepBackground = true
+            let id = try await scheduler.submit(spec)
+            #expect(await reader.final(of: id)?.name == "succeeded")
+            _ = FileManager.default.createFile(atPath: "\(directory)/go", contents: nil)
+            #expect(await eventually { FileManager.default.fileExists(atPath: "\(directory)/finished") }, "the kept process died before its last round")
+            #expect(((try? String(contentsOfFile: "\(directory)/rounds", encoding: .utf8)) ?? "").split(separator: "\n").count == 5)
+        }
+    }
+
     @Test func aJobThatLeavesNothingBehindHasNoLeftoverEvent() async throws {
         try await ShellJobTests.withScheduler { scheduler, reader in
             let ids = try await scheduler.submit(contentsOf: [.shell("echo one"), .shell("sleep 0.01 & wait"), .shell("exit 3")])
