@@ -182,7 +182,9 @@ final class DashboardController {
         if Self.isCrashKeyEnabled, key == .char("@") {
             _ = Self.overflowStack(0)
         }
-        if key == .resize {
+        // Ctrl-L: the whole screen drawn again (the terminal clears it first), as in htop and
+        // less: after something wrote on the terminal behind the dashboard's back.
+        if key == .resize || key == .control("l") {
             terminal.updateSize()
             markDirty()
             return

@@ -662,6 +662,9 @@ struct DashboardModel: Sendable {
             return quit()
         case .interrupt:
             return interrupt()
+        case .repaint:
+            // The controller repaints (it owns the terminal); in every view, as a resize does.
+            break
         case .shutdownServe:
             guard isAttached else {
                 message = Segment("X shuts down jobtop serve; this dashboard runs its own jobs (q quits)", .error)

@@ -4,7 +4,7 @@ enum TableAction: Hashable, Sendable, CaseIterable {
     case showOutput, enqueue, cancel, raisePriority, lowerPriority, retry, togglePause
     case fewerSlots, moreSlots, filter, cycleSort, help, quit, interrupt
     case toggleGroupPause, setGroupLimit, shutdownServe, toggleFollow, toggleTag, untagAll, setPriority, saveOutput, eventsView, timeline
-    case signal, editCommand
+    case signal, editCommand, repaint
 }
 
 /// One entry of the key table: the keys, how help shows them, and what they do.
@@ -78,6 +78,7 @@ enum KeyBindings {
         KeyBinding(keys: [.char("q"), .function(10)], label: "q F10",
                    summary: "quit (asks first while jobs are active)", action: .quit, footer: ("q", "Quit")),
         KeyBinding(keys: [.control("c")], label: "Ctrl-C", summary: "like q; a second Ctrl-C forces", action: .interrupt),
+        KeyBinding(keys: [.control("l")], label: "Ctrl-L", summary: "draw the whole screen again", action: .repaint),
         KeyBinding(keys: [.char("X")], label: "X", summary: "attached: shut jobtop serve down (asks y/n)", action: .shutdownServe),
     ]
 

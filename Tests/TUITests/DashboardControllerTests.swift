@@ -213,6 +213,19 @@ struct DashboardControllerTests {
         await harness.finish()
     }
 
+    @Test("Ctrl-L repaints the whole screen, as in htop and less: the terminal is asked afresh (its size read again, the screen cleared before the next frame)")
+    func controlLRepaints() async throws {
+        let harness = Harness(slots: 0, rows: 24, columns: 100)
+        try await harness.submit(.shell("true # visible"))
+        await harness.terminal.frame(showing: "# visible")
+        // A size the dashboard has not been told of, as after output it never saw.
+        harness.terminal.kernelSize = TerminalSize(rows: 30, columns: 60)
+        harness.terminal.type(.control("l"))
+        let frame = await harness.terminal.frame { lines in lines.count == 30 }
+        #expect(frame.allSatisfy { $0.count == 60 } && frame.contains { $0.contains("# visible") })
+        await harness.finish()
+    }
+
     @Test("q with active jobs asks first: n stays, y quits")
     func quitConfirmation() async throws {
         let harness = Harness(slots: 1)
