@@ -772,14 +772,16 @@ extension Jobtop {
             let group = group
             let limit = try Self.parseLimit(limit)
             try await withServe(connection) { client in
+                // A group the serve did not have may be a typo (one it had, with no job in it now,
+                // is not new: it was said to be every time its limit changed).
+                let isNew = try await !client.fetchSnapshot().groups.contains { $0.group.name == group }
                 _ = try await send(client, .setGroupLimit(group, limit))
-                // What the group is now, as status shows it (one snapshot); a group no job of the
-                // serve is in may be a typo.
+                // What the group is now, as status shows it.
                 let snapshot = try await client.fetchSnapshot()
                 if let now = snapshot.groups.first(where: { $0.group.name == group }) {
                     print(Status.groupLine(now, sent: Status.sentByGroup(snapshot)[group, default: 0]))
                 }
-                if !snapshot.jobs.contains(where: { $0.group == group }) { sayGroupIsNew(group, "the limit applies to the jobs submitted to it") }
+                if isNew { sayGroupIsNew(group, "the limit applies to the jobs submitted to it") }
             }
         }
     }

@@ -481,6 +481,10 @@ struct ServeTests {
         #expect(set.status == 0, "\(set.stderr)")
         #expect(set.stdout == "group g: limit 1; 0 running, 0 queued, 0 held\n")
         #expect(set.stderr.contains("group 'g' is new (no job was in it before)"), "\(set.stderr)")
+        // The group exists now, with no job in it: a new limit is not said to make it (it was,
+        // every time).
+        let again = try await fixture.run(["limit", "g", "1"])
+        #expect(again.status == 0 && again.stderr.isEmpty, "\(again.stderr)")
         let ids = try await fixture.run([
             "submit", "--group", "g", "-c", "while [ ! -f \(go) ]; do sleep 0.02; done", "-c", "while [ ! -f \(go) ]; do sleep 0.02; done",
         ]).lines
