@@ -15,6 +15,10 @@ final class OutputFiles: Sendable {
     private let directory: StateDirectory
     private let cap: Int
     private let queue = DispatchQueue(label: "jobtop.output-files")
+    /// Per job, the bytes that could not be written (a full disk) since its file last took
+    /// some, and why: the next write that succeeds puts a line saying so first, where they are
+    /// missing (a reader saw lines of two places spliced into one, and no word of the hole).
+    private let lost = Locked<[JobID: (bytes: Int, reason: String)]>([:])
 
     init(directory: StateDirectory, cap: Int) {
         self.directory = directory
@@ -91,7 +95,11 @@ final class OutputFiles: Sendable {
     private func append(_ bytes: [UInt8], to id: JobID, startsLine: Bool, header: String? = nil) -> StoreError? {
         let path = directory.outputFile(of: id.description).path
         let fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return StoreError("cannot write \(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else {
+            let reason = String(cString: strerror(errno))
+            noteLost(bytes.count, of: id, reason: reason)
+            return StoreError("cannot write \(path): \(reason)")
+        }
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0 else { return StoreError("cannot read \(path): \(String(cString: strerror(errno)))") }
@@ -104,7 +112,18 @@ final class OutputFiles: Sendable {
             chunk.removeFirst(min(chunk.count, header.utf8.count + 1))
             if chunk.isEmpty { return nil }
         }
-        if startsLine && LineSplitter.fileEndsMidLine(fd) { chunk.insert(0x0A, at: 0) }
+        // The bytes of the line about missing output at the chunk's start, if it has one.
+        var noteLength = 0
+        if let (missing, reason) = lost.withLock({ $0[id] }) {
+            // Where bytes are missing: a line of its own (after a newline of jobtop's own when
+            // the file ends in the middle of a line), before what comes now.
+            var note = Array("[jobtop: \(missing) bytes of output are missing here: they could not be written (\(reason))]\n".utf8)
+            if LineSplitter.fileEndsMidLine(fd) { note.insert(0x0A, at: 0) }
+            chunk.insert(contentsOf: note, at: 0)
+            noteLength = note.count
+        } else if startsLine && LineSplitter.fileEndsMidLine(fd) {
+            chunk.insert(0x0A, at: 0)
+        }
         if size + chunk.count > cap {
             chunk = Array(chunk.prefix(cap - size))
             let endsMidLine = chunk.last.map { $0 != 0x0A } ?? LineSplitter.fileEndsMidLine(fd)
@@ -115,11 +134,25 @@ final class OutputFiles: Sendable {
             let written = chunk[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
             if written < 0 {
                 if errno == EINTR { continue }
-                return StoreError("cannot write \(path): \(String(cString: strerror(errno)))")
+                let reason = String(cString: strerror(errno))
+                let unwritten = chunk.count - max(offset, noteLength)
+                if noteLength > 0 && offset >= noteLength {
+                    // The line about the earlier hole is in: a new one begins after it.
+                    lost.withLock { $0[id] = (unwritten, reason) }
+                } else {
+                    noteLost(unwritten, of: id, reason: reason)
+                }
+                return StoreError("cannot write \(path): \(reason)")
             }
             offset += written
         }
+        if noteLength > 0 { lost.withLock { $0[id] = nil } }
         return nil
+    }
+
+    /// Counts `count` bytes of `id`'s output as not written, for the line the next write puts.
+    private func noteLost(_ count: Int, of id: JobID, reason: String) {
+        lost.withLock { $0[id] = (($0[id]?.bytes ?? 0) + count, reason) }
     }
 
     /// Whether separator line `text` says nothing after output whose last line is `lastLine`

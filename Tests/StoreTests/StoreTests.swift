@@ -518,6 +518,36 @@ struct StoreTests {
         #expect(outcome.status == 128 + SIGTERM)
     }
 
+    @Test("Output a job's file could not take (a full disk) is marked where it is missing, on a line of its own, once writing works again: a reader saw lines of two places spliced into one and no word of the hole")
+    func missingOutputIsMarked() async throws {
+        let scratch = try Scratch()
+        let directory = StateDirectory(path: scratch.file("state"))
+        try FileManager.default.createDirectory(at: directory.outputDirectory, withIntermediateDirectories: true)
+        let files = OutputFiles(directory: directory, cap: 1 << 20)
+        let id = JobID(uuid: UUID())
+        func output(_ text: String, _ ending: OutputLine.Ending = .newline) -> SchedulerEvent {
+            SchedulerEvent(seq: 1, time: .zero, kind: .output(id, OutputLine(stream: .stdout, text: text, ending: ending)))
+        }
+        let path = directory.outputFile(of: id.description).path
+        #expect(await files.write(events: [output("first"), output("half a li", .none)]).isEmpty)
+        // When its file cannot be written (here: a directory stands in its place)
+        try FileManager.default.moveItem(atPath: path, toPath: path + ".kept")
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+        #expect(await files.write(events: [output("ne"), output("lost")]).count == 1)
+        try FileManager.default.removeItem(atPath: path)
+        try FileManager.default.moveItem(atPath: path + ".kept", toPath: path)
+        // Then the next write says what is missing first, on a line of its own
+        #expect(await files.write(events: [output("after")]).isEmpty)
+        let written = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(written == """
+            first
+            half a li
+            [jobtop: 8 bytes of output are missing here: they could not be written (Is a directory)]
+            after
+
+            """, "\(written.debugDescription)")
+    }
+
     @Test("A job whose cancel was answered while its attempt was being stopped when serve died ends cancelled after the restart, not run again (its dependent skipped for it); one being stopped for its timeout counts as that timeout")
     func stopsUnderWayWhenServeDied() async throws {
         let scratch = try Scratch()
