@@ -74,9 +74,6 @@ public actor Scheduler {
     public nonisolated let clock: SchedulerClock
     private let bus: EventBus
     private let store: JobOutputStore
-
-    /// The bytes finished jobs' output tails keep (for tests of the bound).
-    nonisolated var finishedTailBytesKept: Int { store.finishedBytes }
     private let launcher: Mailbox<JobAssignmentHandle>
     /// Everything that changes, under one lock: commands take it for a step, and so does a slot
     /// reporting an attempt's end, in its own task without a hop onto this actor (see
@@ -653,6 +650,9 @@ public actor Scheduler {
     }
 
     // MARK: - Internals
+
+    /// The bytes finished jobs' output tails keep (for tests of the bound).
+    nonisolated var finishedTailBytesKept: Int { store.finishedBytes }
 
     private func flowChanged() {
         withEngine { $0.updateDispatchHold(scheduler: self) }

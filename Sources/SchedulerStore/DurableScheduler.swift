@@ -73,12 +73,11 @@ public final class DurableScheduler: SchedulerClient {
         let placedStopped = recovery.placements.isEmpty ? 0 : stopPlaced(recovery.placements)
         // Only a serve that left jobs to run can have left processes (one whose start was not
         // written yet is still queued on disk); nothing starts before they are stopped.
-        let hadWork = !recovery.interrupted.isEmpty || !recovery.cancelled.isEmpty || recovery.jobs.contains { $0.ending == nil }
-        // Only the processes of jobs that had not ended: a `keep_background` job's daemon, left
-        // running on purpose, outlives a crash of serve (a restart killed it).
+        // And only the processes of jobs that had not ended: a `keep_background` job's daemon,
+        // left running on purpose, outlives a crash of serve (a restart killed it).
         var unfinished = Set(recovery.jobs.lazy.filter { $0.ending == nil }.map(\.id.description))
         for id in recovery.interrupted + recovery.cancelled { unfinished.insert(id.description) }
-        let orphans = hadWork ? OrphanReaper.stopAll(carrying: store.instanceID, ofJobs: unfinished, grace: configuration.gracePeriod) : 0
+        let orphans = unfinished.isEmpty ? 0 : OrphanReaper.stopAll(carrying: store.instanceID, ofJobs: unfinished, grace: configuration.gracePeriod)
         let scheduler = Scheduler(configuration: configuration, clock: clock)
         // The jobs go to the scheduler, marked in place: taken out of the recovery first (so
         // the array is not shared and nothing copies 100,000 specs), not kept after.

@@ -23,7 +23,7 @@ enum OrphanReaper {
     /// The process groups whose members carry `variable=id`, leaving out this process's own and
     /// those of processes whose job (`JOBTOP_JOB_ID`) is not among `jobs`, when given.
     static func groups(carrying id: String, ofJobs jobs: Set<String>? = nil) -> Set<pid_t> {
-        let needle = Array("\(variable)=\(id)".utf8) + [0]
+        let needle = Array("\(variable)=\(id)".utf8)
         let jobPrefix = Array("\(jobVariable)=".utf8)
         let me = getpid()
         let myGroup = getpgrp()
@@ -32,11 +32,12 @@ enum OrphanReaper {
         for entry in entries {
             guard let pid = pid_t(entry), pid != me else { continue }
             guard let environ = FileManager.default.contents(atPath: "/proc/\(pid)/environ") else { continue }
-            // Each variable ends in a NUL; the needle's NUL makes it a whole match (the value is a
-            // UUID, so a prefix of another never matches).
-            let bytes = [UInt8](environ)
-            guard contains(bytes, needle) else { continue }
-            if let jobs, let job = value(in: bytes, prefix: jobPrefix), !jobs.contains(job) { continue }
+            // Each variable ends in a NUL: the needle matches a whole one (a value that only
+            // starts with the id does not).
+            let variables = [UInt8](environ).split(separator: 0)
+            guard variables.contains(where: { $0.elementsEqual(needle) }) else { continue }
+            if let jobs, let job = variables.first(where: { $0.starts(with: jobPrefix) }),
+               !jobs.contains(String(decoding: job.dropFirst(jobPrefix.count), as: UTF8.self)) { continue }
             let group = getpgid(pid)
             if group > 0, group != myGroup { found.insert(group) }
         }
@@ -76,31 +77,5 @@ enum OrphanReaper {
             live.insert(group)
         }
         return live
-    }
-
-    /// The value of the NUL-terminated variable in `environ` that starts with `prefix` (`NAME=`).
-    private static func value(in environ: [UInt8], prefix: [UInt8]) -> String? {
-        var start = 0
-        while start < environ.count {
-            let end = environ[start...].firstIndex(of: 0) ?? environ.count
-            if end - start >= prefix.count, environ[start..<(start + prefix.count)].elementsEqual(prefix) {
-                return String(decoding: environ[(start + prefix.count)..<end], as: UTF8.self)
-            }
-            start = end + 1
-        }
-        return nil
-    }
-
-    /// Whether one of the NUL-terminated variables in `haystack` starts with `needle`.
-    private static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
-        guard needle.count <= haystack.count else { return false }
-        var start = 0
-        while start + needle.count <= haystack.count {
-            if haystack[start..<(start + needle.count)].elementsEqual(needle) { return true }
-            // The next variable.
-            guard let end = haystack[start...].firstIndex(of: 0) else { return false }
-            start = end + 1
-        }
-        return false
     }
 }
