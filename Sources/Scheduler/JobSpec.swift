@@ -159,11 +159,14 @@ public struct RetryPolicy: Sendable, Equatable {
         RetryPolicy(maxAttempts: retries < Int.max ? retries + 1 : Int.max, initialBackoff: backoff)
     }
 
-    /// The delay after failed attempt number `attempt` (1-based), given a random `unit` in 0..<1.
+    /// The delay after failed attempt number `attempt` (1-based), given a random `unit` in 0..<1:
+    /// `initialBackoff` times `multiplier` per attempt after the first, capped at `maxBackoff`
+    /// or at `initialBackoff` if that is longer, then up to `jitter` of it less.
     public func delay(afterAttempt attempt: Int, unit: Double) -> Duration {
         let exponent = Double(max(0, attempt - 1))
         let base = initialBackoff.seconds * pow(multiplier, exponent)
-        let capped = min(base, maxBackoff.seconds)
+        // The cap never cuts the first delay asked for: `--backoff 10m` waited 60 s.
+        let capped = min(base, max(maxBackoff.seconds, initialBackoff.seconds))
         let jittered = capped * (1 - jitter * unit)
         return .nanoseconds(Int64((jittered * 1e9).rounded()))
     }

@@ -39,12 +39,17 @@ public enum JobState: Sendable, Equatable, Codable {
     }
 
     /// What a sentence about the job says of its state: "job 3f2a1b4c succeeded", "... is
-    /// queued", "... was cancelled", "... is waiting to be retried".
+    /// queued", "... was cancelled", "... is waiting to be retried", "... is being cancelled
+    /// (its process has not ended yet)".
     public var predicate: String {
         switch self {
         case .waitingForRetry: "is waiting to be retried"
         case .succeeded, .failed: name
         case .cancelled, .skipped: "was \(name)"
+        // Still running, but every view shows it going: "is running" read as a refusal of a
+        // job the user had just cancelled.
+        case .running(_, _, _, .cancel?): "is being cancelled (its process has not ended yet)"
+        case .running(_, _, _, .timeout?): "is being stopped: it timed out (its process has not ended yet)"
         case .queued, .running, .blocked, .scheduled: "is \(name)"
         }
     }
@@ -112,6 +117,10 @@ public enum JobStateKind: String, Sendable, CaseIterable, Hashable, Codable {
     /// Whether jobs in this state have not started and wait for something other than a slot
     /// (dependencies, a start time).
     public var isHeld: Bool { self == .blocked || self == .scheduled }
+
+    /// Whether a group's line counts jobs in this state as held (``GroupStatus/held``): they
+    /// wait for something other than a slot, their retry's time included.
+    public var isHeldInGroup: Bool { isHeld || self == .waiting }
 }
 
 /// Why a job was skipped: the dependency that will not succeed, and how it ended.

@@ -737,9 +737,12 @@ public struct SchedulerCore: Sendable {
                 continue
             }
             let spec = job.spec
-            // Nothing to resolve or check: no dependency, key or new group, a valid priority.
+            // Nothing to resolve or check: no dependency or key, a valid priority, a group that
+            // exists or may be made. (A new group sent a job waiting for its retry through a
+            // submission, which queued it: the first of its group to come back after a restart
+            // retried at once.)
             let isPlain = spec.dependencies.isEmpty && spec.coalescingKey == nil && JobSpec.priorityRange.contains(spec.priority)
-                && (spec.group.map { existingGroup(named: $0) != nil } ?? true)
+                && (spec.group.map { existingGroup(named: $0) != nil || (try? Self.validateGroupName($0)) != nil } ?? true)
             if isPlain, let retryAt = job.retryAt, job.attempts > 0,
                case let due = dueTime(of: .date(retryAt), submittedAt: now), due > now {
                 // It waits out the rest of its backoff, as it would have without the restart.
@@ -816,6 +819,8 @@ public struct SchedulerCore: Sendable {
         keepSpec(job.spec, at: handle, withoutDependencies: true)
         registerRecord(handle)
         stateCounts[state.kind] += 1
+        // Waiting for its retry: held in its group's line, as it would be without the restart.
+        if state.kind.isHeldInGroup { groups[Int(group)].held += 1 }
         return handle
     }
 
@@ -1809,11 +1814,16 @@ public struct SchedulerCore: Sendable {
         }
         let old = jobs[handle]
         switch old.info.state {
-        case .running:
+        case .running(_, _, _, let stopping):
             // One its worker holds and has not begun shows as sent, and is said so (it said
             // running of a job every view showed waiting at its worker).
             if isHeldAtWorker(handle) {
                 throw SchedulerError(.notAllowed, "job \(id.short) was sent to its worker and waits there to run: cancel it first, or edit it once it has ended")
+            }
+            // One being stopped is said so (it said "is running: cancel it first" of a job
+            // just cancelled).
+            if stopping != nil {
+                throw SchedulerError(.notAllowed, "job \(id.short) \(old.info.state.predicate): edit it once it has ended")
             }
             throw SchedulerError(.notAllowed, "job \(id.short) is running: cancel it first, or edit it once it has ended")
         case .succeeded:
@@ -1928,8 +1938,8 @@ public struct SchedulerCore: Sendable {
         } else if new == .running {
             groups[index].running += 1
         }
-        if old.isHeld { groups[index].held -= 1 }
-        if new.isHeld { groups[index].held += 1 }
+        if old.isHeldInGroup { groups[index].held -= 1 }
+        if new.isHeldInGroup { groups[index].held += 1 }
     }
 
     /// Cancels `id` without dispatching: the caller dispatches (or not) once it is done.

@@ -306,7 +306,7 @@ public struct SchedulerMirror: Sendable {
         switch kind {
         case .running: groupCounts[group, default: GroupStatus(group: JobGroup(name: group))].running += delta
         case .queued: groupCounts[group, default: GroupStatus(group: JobGroup(name: group))].queued += delta
-        case .blocked, .scheduled: groupCounts[group, default: GroupStatus(group: JobGroup(name: group))].held += delta
+        case .blocked, .scheduled, .waiting: groupCounts[group, default: GroupStatus(group: JobGroup(name: group))].held += delta
         default: break
         }
     }

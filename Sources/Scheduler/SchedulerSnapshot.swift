@@ -69,7 +69,8 @@ public struct GroupStatus: Sendable, Equatable, Codable {
     public var running: Int
     /// Its jobs waiting for a slot (queued; not blocked or scheduled).
     public var queued: Int
-    /// Its jobs waiting for dependencies or a start time.
+    /// Its jobs waiting for dependencies, a start time or their retry's time
+    /// (``JobStateKind/isHeldInGroup``).
     public var held: Int
 
     /// Creates a status.

@@ -633,7 +633,13 @@ struct DashboardModel: Sendable {
             guard let job = selectedJob else { return noSelection() }
             switch job.state.kind {
             case .running:
-                message = Segment("\(job.id.short) is running: cancel it first, or edit it once it has ended", .error)
+                // One being stopped says so, as the engine does ("is running: cancel it first"
+                // of a job just cancelled).
+                if case .running(_, _, _, _?) = job.state {
+                    message = Segment("\(job.id.short) \(job.state.predicate): edit it once it has ended", .error)
+                } else {
+                    message = Segment("\(job.id.short) is running: cancel it first, or edit it once it has ended", .error)
+                }
                 return []
             case .succeeded:
                 message = Segment("\(job.id.short) has succeeded: n submits a new job", .error)

@@ -362,8 +362,11 @@ func benchDAG() async {
     var dagTimes: [Double] = []
     // A warm-up pair first, not counted: the first run of each side pays for the process's
     // first touch of its memory (about 1.2× flat's later runs and 1.3× the DAG's). Interleaved,
-    // an even number: as many pairs with each side submitting first.
-    let pairs = sequential ? 7 : 8
+    // an even number: as many pairs with each side submitting first. 16 (since 2026-12-07; 8
+    // before): with 8, the ratio of the medians of 12 quiet runs spread 1.27–1.50× around
+    // ~1.33×; JOBTOP_BENCH_DAG_PAIRS=N sets another (rounded up to even).
+    let asked = ProcessInfo.processInfo.environment["JOBTOP_BENCH_DAG_PAIRS"].flatMap { Int($0) }.map { max(2, $0) }
+    let pairs = sequential ? (asked ?? 7) : ((asked ?? 16) + 1) / 2 * 2
     for pair in 0...pairs {
         var f: Double?
         var d: Double?

@@ -9,7 +9,7 @@ struct JobDefaultOptions: ParsableArguments {
 
     @Option(
         parsing: .unconditional,
-        help: ArgumentHelp("First retry delay (default 1s; doubles, with jitter, capped at 60s).", valueName: "duration"),
+        help: ArgumentHelp("First retry delay (default 1s; doubles, with jitter, up to 60s or the first delay if longer).", valueName: "duration"),
         transform: { try DurationParser.option($0, "--backoff") })
     var backoff: Duration?
 

@@ -432,7 +432,8 @@ extension Jobtop {
                                 sent: $0.running.count { snapshot.heldAttempts.contains($0) },
                                 draining: $0.isRetiring)
                         },
-                        jobs: jobs.map { JobRecord($0, workers: workers, placements: snapshot.placements, sent: snapshot.heldAttempts) }))
+                        jobs: jobs.map { JobRecord(
+                            $0, workers: workers, placements: snapshot.placements, sent: snapshot.heldAttempts, now: snapshot.time) }))
                     return
                 }
                 let kinds = JobStateKind.allCases.filter { snapshot.count($0) > 0 }

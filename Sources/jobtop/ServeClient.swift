@@ -165,9 +165,13 @@ struct JobRecord: Encodable {
     var placement: String?
     /// Running, but sent to a worker that holds it and has not begun it.
     var sent = false
+    /// A running job being stopped: why (`cancel`, `timeout`).
+    var stopping: String?
+    /// When a scheduled job starts, or a job waiting for its retry retries (RFC 3339, UTC).
+    var due: String?
 
     private enum CodingKeys: String, CodingKey {
-        case id, short, name, command, state, priority, group, attempts, maxAttempts, after, failure, worker, placement, sent
+        case id, short, name, command, state, priority, group, attempts, maxAttempts, after, failure, worker, placement, sent, stopping, due
     }
 
     /// Every field the README lists, a missing one as null (the synthesized encoding leaves a
@@ -188,9 +192,16 @@ struct JobRecord: Encodable {
         try container.encode(worker, forKey: .worker)
         try container.encode(placement, forKey: .placement)
         try container.encode(sent, forKey: .sent)
+        try container.encode(stopping, forKey: .stopping)
+        try container.encode(due, forKey: .due)
     }
 
-    init(_ job: JobInfo, workers: [WorkerID: String] = [:], placements: [JobID: String] = [:], sent: Set<JobID> = []) {
+    /// `job` as of the snapshot's time `now`, which is the wall clock's `wallNow` (a due time
+    /// is said as a date).
+    init(
+        _ job: JobInfo, workers: [WorkerID: String] = [:], placements: [JobID: String] = [:], sent: Set<JobID> = [],
+        now: SchedulerTime = .zero, wallNow: Date = Date()
+    ) {
         id = job.id.description
         short = job.id.short
         name = job.name
@@ -202,12 +213,23 @@ struct JobRecord: Encodable {
         maxAttempts = job.maxAttempts
         after = job.dependencies.map(\.description)
         failure = job.lastFailure?.description
-        if case .running(let worker, _, _, _) = job.state {
+        if case .running(let worker, _, _, let stopping) = job.state {
             self.worker = workers[worker] ?? worker.short
             placement = placements[job.id]
             self.sent = sent.contains(job.id)
+            self.stopping = stopping?.rawValue
         }
         if case .skipped(let reason) = job.state { failure = reason.description }
+        // (Only the text said when: "scheduled (in 4m)", "waiting (in 2s, attempt 2 of 3 next)".)
+        let until: SchedulerTime? = switch job.state {
+        case .scheduled(let until), .waitingForRetry(let until, _, _): until
+        default: nil
+        }
+        if let until {
+            let remaining = max(.zero, until - now)
+            let date = wallNow.addingTimeInterval(Double(remaining.components.seconds) + Double(remaining.components.attoseconds) * 1e-18)
+            due = date.formatted(.iso8601)
+        }
     }
 }
 

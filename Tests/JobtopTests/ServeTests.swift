@@ -283,6 +283,31 @@ struct ServeTests {
         try await fixture.stop()
     }
 
+    @Test("status --json says when a scheduled job starts and a waiting one retries (due), why a job is stopping, and counts both waiting ones as held")
+    func statusSaysDueTimes() async throws {
+        let fixture = try await ServeFixture()
+        let before = Date()
+        let scheduled = try await fixture.run(["submit", "--delay", "1h", "-c", "true"]).lines[0]
+        let flaky = try await fixture.run(["submit", "--retries", "1", "--backoff", "10m", "-c", "exit 3"]).lines[0]
+        try await fixture.waitFor(flaky, "waiting")
+        let report = try await fixture.report()
+        let jobs = try #require(report["jobs"] as? [[String: Any]])
+        func due(_ id: String) throws -> Date {
+            let job = try #require(jobs.first { ($0["short"] as? String) == id }, "\(id) not listed: \(jobs)")
+            #expect(job["stopping"] is NSNull)
+            let text = try #require(job["due"] as? String, "no due: \(job)")
+            return try #require(ISO8601DateFormatter().date(from: text), "not RFC 3339: \(text)")
+        }
+        let start = try due(scheduled).timeIntervalSince(before)
+        #expect(start > 3_500 && start < 3_700, "starts in \(start) s")
+        // Ten minutes, up to a fifth less (jitter): not cut to the 60 s cap of later retries.
+        let retry = try due(flaky).timeIntervalSince(before)
+        #expect(retry > 470 && retry < 660, "retries in \(retry) s")
+        let groups = try #require(report["groups"] as? [[String: Any]])
+        #expect(groups.first { ($0["name"] as? String) == "default" }?["held"] as? Int == 2, "\(groups)")
+        try await fixture.stop()
+    }
+
     @Test("a job file's [groups] table without parallel leaves the limit set with 'jobtop limit'; one with parallel sets it")
     func fileGroupsKeepTheServesLimit() async throws {
         let fixture = try await ServeFixture()

@@ -552,6 +552,36 @@ import Testing
         #expect(third != first)
     }
 
+    @Test("A first retry delay longer than the cap is kept, not cut to it (--backoff 10m waited 60 s); later ones stay at it; jitter only shortens")
+    func aLongFirstBackoffIsNotCut() {
+        let long = RetryPolicy.retries(3, backoff: .seconds(600))
+        #expect(long.delay(afterAttempt: 1, unit: 0) == .seconds(600))
+        #expect(long.delay(afterAttempt: 2, unit: 0) == .seconds(600))
+        #expect(long.delay(afterAttempt: 1, unit: 0.5) == .seconds(540))
+        let short = RetryPolicy.retries(9, backoff: .seconds(1))
+        #expect(short.delay(afterAttempt: 3, unit: 0) == .seconds(4))
+        #expect(short.delay(afterAttempt: 9, unit: 0) == .seconds(60))
+    }
+
+    @Test("A job being cancelled, or stopped for its timeout, is refused a retry or an edit as going, not as running (it said 'is running: cancel it first' of a job just cancelled)")
+    mutating func aJobBeingStoppedIsRefusedAsGoing() throws {
+        _ = core.workerJoined(Self.w1, now: .zero)
+        let (id, _) = submit()
+        _ = try core.cancel(id, now: .seconds(1))
+        guard case .running(_, _, _, .cancel?) = core.state(of: id) else {
+            Issue.record("not being cancelled: \(String(describing: core.state(of: id)))")
+            return
+        }
+        #expect(throws: SchedulerError(.notAllowed, "only a failed, cancelled or skipped job can be retried; job \(id.short) is being cancelled (its process has not ended yet)")) {
+            try core.retry(id, now: .seconds(2))
+        }
+        #expect(throws: SchedulerError(.notAllowed, "job \(id.short) is being cancelled (its process has not ended yet): edit it once it has ended")) {
+            try core.edit(id, command: "true", now: .seconds(2))
+        }
+        #expect(JobState.running(worker: Self.w1.id, attempt: 1, since: .zero, stopping: .timeout).predicate
+            == "is being stopped: it timed out (its process has not ended yet)")
+    }
+
     @Test mutating func aUserRetryRequeuesAFailedJobWithAFreshBudget() throws {
         _ = core.workerJoined(Self.w1, now: .zero)
         let (id, _) = submit()

@@ -427,6 +427,29 @@ import Testing
         #expect(Self.starts(end(jobs[0])) == [jobs[1]])
     }
 
+    @Test("A job waiting for its retry counts as held in its group's line (it was in no count), and again after a restart")
+    mutating func aJobWaitingForItsRetryIsHeldInItsGroup() throws {
+        _ = core.workerJoined(Self.worker("w"), now: .zero)
+        let (jobs, _) = try submit([Self.spec("flaky", group: "net", retries: 1)])
+        #expect(core.group("net") == GroupStatus(group: JobGroup(name: "net"), running: 1))
+        _ = end(jobs[0], .exit(1))
+        guard case .waitingForRetry(let due, 1, _) = core.state(of: jobs[0]) else {
+            Issue.record("not waiting for its retry: \(String(describing: core.state(of: jobs[0])))")
+            return
+        }
+        #expect(core.group("net") == GroupStatus(group: JobGroup(name: "net"), held: 1))
+        _ = core.timersDue(now: due)
+        #expect(core.group("net") == GroupStatus(group: JobGroup(name: "net"), running: 1))
+
+        var restarted = SchedulerCore(configuration: .init(seed: 7))
+        let spec = Self.spec("flaky", group: "net", retries: 1)
+        // (The core's clock starts at the epoch, 1970: a minute after it is a minute ahead.)
+        _ = restarted.restore(
+            [RestoredJob(id: jobs[0], spec: spec, attempts: 1, lastFailure: .exitStatus(1), retryAt: Date(timeIntervalSince1970: 60))],
+            now: .zero)
+        #expect(restarted.group("net") == GroupStatus(group: JobGroup(name: "net"), held: 1))
+    }
+
     @Test mutating func prioritiesOrderJobsAcrossGroupsAndFirstInFirstOutWithinAPriority() throws {
         let (jobs, _) = try submit([
             Self.spec("a1", group: "a"), Self.spec("b1", group: "b", priority: 2), Self.spec("a2", group: "a", priority: 2),

@@ -135,7 +135,7 @@ import Testing
                 let mine = snapshot.jobs.filter { $0.group == status.group.name }
                 #expect(status.running == mine.count { $0.state.kind == .running }, "\(stepLabel): \(status.group.name) running")
                 #expect(status.queued == mine.count { $0.state.kind == .queued }, "\(stepLabel): \(status.group.name) queued")
-                #expect(status.held == mine.count { $0.state.kind.isHeld }, "\(stepLabel): \(status.group.name) held")
+                #expect(status.held == mine.count { $0.state.kind.isHeldInGroup }, "\(stepLabel): \(status.group.name) held")
             }
             if !ledger.violations.isEmpty { break }
         }

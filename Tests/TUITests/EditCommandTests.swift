@@ -69,6 +69,13 @@ struct EditCommandTests {
         #expect(model.handle(.char("e")).isEmpty)
         #expect(model.mode == .table)
         #expect(model.message?.text.contains("is running") == true)
+        // Cancelled, its process not yet ended: said so, not "running: cancel it first".
+        var stopping = board()
+        stopping.apply(.stopping(jobID(1), .cancel), at: 2)
+        var cancelled = stopping.prepared()
+        select(1, in: &cancelled)
+        #expect(cancelled.handle(.char("e")).isEmpty)
+        #expect(cancelled.message?.text == "00000001 is being cancelled (its process has not ended yet): edit it once it has ended")
         select(4, in: &model)
         #expect(model.handle(.char("e")).isEmpty)
         #expect(model.message?.text.contains("has succeeded") == true)
