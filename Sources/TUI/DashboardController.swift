@@ -367,7 +367,7 @@ final class DashboardController {
     }
 
     /// Writes output lines (their exact bytes) to `path`; says what was done, or why not.
-    private nonisolated static func write(_ lines: [OutputLine], dropped: Int, to path: String) -> Segment {
+    nonisolated static func write(_ lines: [OutputLine], dropped: Int, to path: String) -> Segment {
         var data = Data()
         for line in lines { data.append(contentsOf: line.rawBytes) }
         // Never over a file that is there (it truncated one to the tail, or to nothing).
@@ -380,7 +380,11 @@ final class DashboardController {
             let reason = (error as NSError).localizedFailureReason ?? (error as NSError).localizedDescription
             return Segment("nothing written: cannot write \(path): \(reason)", .error)
         }
-        let count = "\(lines.count) line\(lines.count == 1 ? "" : "s")"
+        // Lines as the file has them (and the output view shows them): the pieces of a long line
+        // are one (a 50 MB line was "wrote 64 lines" beside the view's "1 line").
+        let ended = lines.count { $0.ending == .newline || $0.ending == .carriageReturnNewline }
+        let written = ended + (lines.last.map { $0.ending == .none || $0.ending == .carriageReturn } ?? false ? 1 : 0)
+        let count = "\(written) line\(written == 1 ? "" : "s")"
         let note = dropped > 0 ? " (the \(dropped) before them were not kept)" : ""
         return Segment("wrote \(count) to \(path)\(note)", .message)
     }

@@ -39,6 +39,19 @@ struct PowerUserControllerTests {
         await harness.finish()
     }
 
+    @Test("w counts lines as the file has them: the pieces of a long line are one, a last line without its newline is one")
+    func saveCountsWholeLines() throws {
+        let path = NSTemporaryDirectory() + "jobtop-save-\(UUID().uuidString).log"
+        defer { unlink(path) }
+        let piece = String(repeating: "x", count: 1_000)
+        let lines = [
+            OutputLine(stream: .stdout, text: piece, ending: .none), OutputLine(stream: .stdout, text: piece, ending: .none),
+            OutputLine(stream: .stdout, text: piece, ending: .newline), OutputLine(stream: .stdout, text: "tail", ending: .none),
+        ]
+        #expect(DashboardController.write(lines, dropped: 0, to: path).text == "wrote 2 lines to \(path)")
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == piece + piece + piece + "\ntail")
+    }
+
     @Test("w writes the selected job's output to the file named, byte for byte")
     func saveOutput() async throws {
         let harness = Harness(slots: 1)
