@@ -547,6 +547,7 @@ final class DashboardController {
         // The table's order is kept one event at a time (TableOrder): a frame never sorts.
         model.prepare(tableRows: DashboardView.Layout(size: size).tableRows)
         model.outputRows = max(1, size.rows - 2)
+        model.outputColumns = max(1, size.columns)
         terminal.draw(DashboardView.render(model, size: size, now: schedulerNow))
         countFrame(at: now)
         // After the frame is out: what only later events and keys need.

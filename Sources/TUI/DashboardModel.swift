@@ -1065,7 +1065,7 @@ struct DashboardModel: Sendable {
             case .enter:
                 view.search = nil
                 view.query = search.text
-                view = Self.find(in: view, from: current, forward: true, message: &message)
+                view = Self.find(in: view, from: current, forward: true, columns: outputColumns, message: &message)
             case .control("c"):
                 mode = .table
                 return interrupt()
@@ -1086,7 +1086,9 @@ struct DashboardModel: Sendable {
                 message = Segment("no search yet: / and a text first", .error)
                 return []
             }
-            view = Self.find(in: view, from: key == .char("n") ? current + 1 : current - 1, forward: key == .char("n"), message: &message)
+            view = Self.find(
+                in: view, from: key == .char("n") ? current + 1 : current - 1, forward: key == .char("n"), columns: outputColumns,
+                message: &message)
             mode = .output(view)
             return []
         default: break
@@ -1122,8 +1124,9 @@ struct DashboardModel: Sendable {
     }
 
     /// The output view scrolled to the next line (from `start`, wrapping around) that holds its
-    /// query, case-insensitively; a message says which match it is, or that there is none.
-    static func find(in view: OutputView, from start: Int, forward: Bool, message: inout Segment?) -> OutputView {
+    /// query, case-insensitively, and sideways to the match when it is out of the `columns`
+    /// shown; a message says which match it is, or that there is none.
+    static func find(in view: OutputView, from start: Int, forward: Bool, columns: Int, message: inout Segment?) -> OutputView {
         var view = view
         let needle = view.query.lowercased()
         let matches = view.lines.indices.filter { view.lines[$0].text.lowercased().contains(needle) }
@@ -1135,6 +1138,16 @@ struct DashboardModel: Sendable {
             ? (matches.first { $0 >= start } ?? matches[0])
             : (matches.last { $0 <= start } ?? matches[matches.count - 1])
         view.top = found
+        // Sideways too, when the match is out of sight (it found one past the screen's edge and
+        // left it there): a little of what comes before it stays in view.
+        let shown = ANSIText.segments(view.lines[found].text, base: .normal).map(\.text).joined().lowercased()
+        if let range = shown.range(of: needle) {
+            let start = TextWidth.width(String(shown[..<range.lowerBound]))
+            let end = start + TextWidth.width(String(shown[range]))
+            if start < view.left || end > view.left + columns {
+                view.left = max(0, start - min(10, max(0, columns - (end - start))))
+            }
+        }
         let position = (matches.firstIndex(of: found) ?? 0) + 1
         message = Segment("'\(TextWidth.truncate(TextWidth.sanitize(view.query), to: 40))': match \(position) of \(matches.count) (n next, N previous)", .message)
         return view
@@ -1142,6 +1155,8 @@ struct DashboardModel: Sendable {
 
     /// Rows of output the output view shows (the screen minus its header and footer); help's too.
     var outputRows: Int = 20
+    /// Columns of output the output view shows (the screen's width).
+    var outputColumns: Int = 80
     /// The first line of help shown.
     private(set) var helpTop = 0
     /// The minutes the timeline spans (`+` zooms in, `-` out).

@@ -156,4 +156,25 @@ extension OutputViewTests {
         _ = model.handle(.enter)
         #expect(screen(model).lines[23].contains("'nowhere' is not in the kept output"))
     }
+
+    @Test("A match beyond the screen's edge is scrolled to sideways, with a little before it in view; one in view leaves the view where it is")
+    func searchScrollsSideways() {
+        var model = openView()
+        model.outputColumns = 80
+        let far = String(repeating: "a", count: 150) + "NEEDLE" + String(repeating: "b", count: 50)
+        model.setOutput(of: jobID(1), lines: [OutputLine(stream: .stdout, text: "needle near"), OutputLine(stream: .stdout, text: far)], dropped: 0)
+        _ = model.handle(.home)
+        _ = model.handle(.char("/"))
+        for character in "needle" { _ = model.handle(.char(character)) }
+        _ = model.handle(.enter)
+        #expect(screen(model).lines[1].hasPrefix("needle near"))
+        _ = model.handle(.char("n"))
+        let lines = screen(model).lines
+        // It is at column 150: the view starts 10 before it (both lines are on the screen).
+        #expect(lines[2].hasPrefix(String(repeating: "a", count: 10) + "NEEDLE"), "\(lines[2])")
+        #expect(lines[0].contains("→140"), "\(lines[0])")
+        // Back to the first match, at column 0: the view goes back to the line's start.
+        _ = model.handle(.char("n"))
+        #expect(screen(model).lines[1].hasPrefix("needle near"))
+    }
 }
