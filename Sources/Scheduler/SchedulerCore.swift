@@ -2253,8 +2253,9 @@ public struct SchedulerCore: Sendable {
     }
 
     /// Forgets every finished job still listed (`jobtop clean`): their records and their
-    /// counts. A job that waits for one of them still learns how it ended. No event: a
-    /// subscriber that wants the shorter list takes a fresh snapshot.
+    /// counts, and then the groups left with no job that have no limit and are not paused (the
+    /// default group stays). A job that waits for one of them still learns how it ended. No
+    /// event: a subscriber that wants the shorter lists takes a fresh snapshot.
     ///
     /// - Returns: How many jobs were forgotten.
     public mutating func forgetFinished() -> Int {
@@ -2273,7 +2274,36 @@ public struct SchedulerCore: Sendable {
             dropFinishedRecord(oldest)
         }
         for kind in finishedKinds { stateCounts[kind] = 0 }
+        forgetUnusedGroups()
         return (count, forgotten)
+    }
+
+    /// Forgets the groups no job of which is known and that have no setting (a limit, a
+    /// pause), but the default group: a group named once stayed listed for the serve's life.
+    /// Their indexes are compacted: every record's group is renumbered and the heads rebuilt
+    /// (a walk of the records, as rare as `clean`).
+    private mutating func forgetUnusedGroups() {
+        var kept = Array(repeating: false, count: groups.count)
+        kept[0] = true
+        for index in groups.indices where groups[index].info.limit != nil || groups[index].info.isPaused { kept[index] = true }
+        var handles: [JobHandle] = []
+        jobs.forEachHandle { handles.append($0) }
+        for handle in handles { kept[Int(jobs[handle].group)] = true }
+        guard kept.contains(false) else { return }
+        var renumbered = Array(repeating: Int32(-1), count: groups.count)
+        var remaining: [Group] = []
+        for index in groups.indices where kept[index] {
+            renumbered[index] = Int32(remaining.count)
+            remaining.append(groups[index])
+        }
+        for index in groups.indices where !kept[index] {
+            assert(groups[index].running == 0 && groups[index].held == 0 && groups[index].queue.isEmpty, "a group with no job counts none")
+        }
+        groups = remaining
+        groupIndex = Dictionary(uniqueKeysWithValues: groups.indices.map { (groups[$0].info.name, Int32($0)) })
+        for handle in handles { jobs[handle].group = renumbered[Int(jobs[handle].group)] }
+        heads = IndexedHeap()
+        for index in groups.indices { refreshHead(Int32(index)) }
     }
 }
 

@@ -660,12 +660,17 @@ public final class SchedulerStore: Sendable {
         }
     }
 
-    /// Forgets every finished job, with its attempts and output file (`jobtop clean`).
+    /// Forgets every finished job, with its attempts and output file (`jobtop clean`), and
+    /// the groups left with no job, no limit and no pause (as the scheduler forgets them).
     public func forgetAllFinished() async throws(StoreError) {
         do {
             try await database.write { db in
                 let ids = try String.fetchAll(db, sql: "SELECT id FROM job WHERE finished_at IS NOT NULL")
                 try self.forget(ids, db: db)
+                try db.execute(sql: """
+                    DELETE FROM grp WHERE max_running IS NULL AND paused = 0
+                        AND name NOT IN (SELECT grp FROM job WHERE grp IS NOT NULL)
+                    """)
             }
         } catch {
             throw StoreError("the state database: \(error)")

@@ -357,6 +357,26 @@ struct ServeTests {
         #expect(await again.wait(atMost: .seconds(60))?.status == 0)
     }
 
+    @Test("clean forgets the groups left with no job and no setting, and a restart does not bring them back; one with a limit stays")
+    func cleanForgetsEmptyGroups() async throws {
+        let fixture = try await ServeFixture()
+        #expect(try await fixture.run(["limit", "kept", "2"]).status == 0)
+        let ids = try await fixture.run(["submit", "--group", "tmp", "-c", "true"]).lines
+        try await fixture.waitFor(ids[0], "succeeded")
+        func names() async throws -> [String] {
+            try #require(try await fixture.report()["groups"] as? [[String: Any]]).compactMap { $0["name"] as? String }
+        }
+        #expect(try await names() == ["default", "kept", "tmp"])
+        #expect(try await fixture.run(["clean"]).status == 0)
+        #expect(try await names() == ["default", "kept"])
+        #expect(try await fixture.stop()?.status == 0)
+        let again = try JobtopProcess(["serve"], environment: fixture.environment, newSession: true)
+        #expect(await eventually(within: .seconds(60)) { again.output.contains("listening on") })
+        #expect(try await names() == ["default", "kept"])
+        _ = try await fixture.run(["shutdown"])
+        #expect(await again.wait(atMost: .seconds(60))?.status == 0)
+    }
+
     @Test("cancel stops the job's whole process group; retry queues it again")
     func cancelAndRetry() async throws {
         let fixture = try await ServeFixture()

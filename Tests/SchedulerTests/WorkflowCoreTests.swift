@@ -450,6 +450,34 @@ import Testing
         #expect(restarted.group("net") == GroupStatus(group: JobGroup(name: "net"), held: 1))
     }
 
+    @Test("clean forgets the groups it leaves with no job and no setting (they were listed for good); the others keep their jobs, counts and limit through the renumbering")
+    mutating func forgettingFinishedJobsForgetsEmptyGroups() throws {
+        _ = core.workerJoined(Self.worker("w", slots: 2), now: .zero)
+        _ = try core.setGroupLimit("b", to: 1, now: .zero)
+        _ = try core.setGroupLimit("c", to: 2, now: .zero)
+        _ = try core.setGroupLimit("c", to: nil, now: .zero)
+        let (first, _) = try submit([Self.spec("long"), Self.spec("a1", group: "a")])
+        let (later, _) = try submit([Self.spec("b1", group: "b"), Self.spec("b2", group: "b"), Self.spec("d1", group: "d", after: [.job(first[0])])])
+        #expect(Self.starts(end(first[1])) == [later[0]])
+        #expect(core.groupStatuses.map(\.group.name) == ["default", "a", "b", "c", "d"])
+        #expect(core.forgetFinished() == 1)
+        // a and c (its limit lifted) had nothing left; b has a limit and jobs, d a blocked job.
+        #expect(core.groupStatuses.map(\.group.name) == ["default", "b", "d"])
+        #expect(core.group("a") == nil && core.group("c") == nil)
+        #expect(core.group("b") == GroupStatus(group: JobGroup(name: "b", limit: 1), running: 1, queued: 1))
+        #expect(core.group("d") == GroupStatus(group: JobGroup(name: "d"), held: 1))
+        // b's limit still holds (b2 waits while b1 runs), and d1 is released into its own group.
+        let ended = end(first[0])
+        #expect(Self.starts(ended) == [later[2]])
+        #expect(core.group("d") == GroupStatus(group: JobGroup(name: "d"), running: 1))
+        #expect(Self.starts(end(later[0])) == [later[1]])
+        // A name used again is a new group.
+        let (again, actions) = try submit([Self.spec("a2", group: "a")])
+        #expect(Self.events(actions).contains { if case .groupChanged(JobGroup(name: "a")) = $0 { true } else { false } })
+        #expect(core.state(of: again[0])?.kind == .queued)
+        #expect(core.groupStatuses.map(\.group.name) == ["default", "a", "b", "d"])
+    }
+
     @Test mutating func prioritiesOrderJobsAcrossGroupsAndFirstInFirstOutWithinAPriority() throws {
         let (jobs, _) = try submit([
             Self.spec("a1", group: "a"), Self.spec("b1", group: "b", priority: 2), Self.spec("a2", group: "a", priority: 2),

@@ -315,22 +315,35 @@ struct StoreTests {
         #expect(try String(contentsOf: try #require(store.outputFile(of: fine)), encoding: .utf8) == "kept\n")
     }
 
-    @Test("forgotten finished jobs stay forgotten after a restart; queued ones stay")
+    @Test("forgotten finished jobs stay forgotten after a restart; queued ones stay; the rows of groups left with no job and no setting go")
     func cleanIsDurable() async throws {
         let scratch = try Scratch()
         let directory = StateDirectory(path: scratch.file("state"))
         let (done, queued) = try await withDurable(directory) { durable in
-            guard case .submitted(let ids) = try await durable.perform(.submit([JobSpec(work: .shell("echo x"))], batch: nil)) else {
+            var spec = JobSpec(work: .shell("echo x"))
+            spec.group = "tmp"
+            guard case .submitted(let ids) = try await durable.perform(.submit([spec], batch: nil)) else {
                 throw SpawnError(message: "no ids")
             }
             _ = await waitForEnds(ids, on: durable)
             _ = try await durable.perform(.pause)
-            guard case .submitted(let more) = try await durable.perform(.submit([JobSpec(work: .shell("true"))], batch: nil)) else {
+            _ = try await durable.perform(.setGroupLimit("lifted", 2))
+            _ = try await durable.perform(.setGroupLimit("lifted", nil))
+            _ = try await durable.perform(.setGroupLimit("kept", 3))
+            var waiting = JobSpec(work: .shell("true"))
+            waiting.group = "q"
+            guard case .submitted(let more) = try await durable.perform(.submit([waiting], batch: nil)) else {
                 throw SpawnError(message: "no ids")
             }
             #expect(try await durable.perform(.forgetFinished) == .forgotten(1))
+            #expect(await durable.currentSnapshot().groups.map(\.group.name) == ["default", "kept", "q"])
             return (ids[0], more[0])
         }
+        // (The rows of groups with no setting were kept for good, one per name ever used.)
+        let rows = try await DatabaseQueue(path: directory.database.path).read { db in
+            try String.fetchAll(db, sql: "SELECT name FROM grp ORDER BY name")
+        }
+        #expect(rows == ["kept", "q"])
         try await withDurable(directory) { durable in
             let jobs = await durable.currentSnapshot().jobs.map(\.id)
             #expect(jobs == [queued])
