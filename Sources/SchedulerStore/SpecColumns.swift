@@ -5,7 +5,8 @@ import Scheduler
 /// A job's spec as columns of the `job` table rather than one JSON document: a submission of
 /// 100,000 jobs binds plain values (Foundation's JSON coders took about 40 µs a spec here, most
 /// of a big submission's time). Durations are nanoseconds, a start time is Unix seconds,
-/// dependencies are ids separated by commas, an environment and an argv are NUL-separated.
+/// dependencies are ids separated by commas, an environment and an argv are NUL-separated, as
+/// blobs: SQLite's text ends at a NUL (an environment of three variables came back as its first).
 enum SpecColumns {
     /// The columns, in the order ``values(of:)`` gives them.
     static let names = [
@@ -49,19 +50,19 @@ enum SpecColumns {
     ///   not an id.
     static func values(of spec: JobSpec) throws(StoreError) -> [(any DatabaseValueConvertible)?] {
         let kind: Int
-        let command: String
+        let command: any DatabaseValueConvertible
         switch spec.work {
         case .shell(let text):
             kind = 0
             command = text
         case .argv(let arguments):
             kind = 1
-            command = arguments.joined(separator: "\u{0}")
+            command = Data(arguments.joined(separator: "\u{0}").utf8)
         case .closure:
             throw StoreError("job \(spec.displayName.prefix(40)) is Swift code, which cannot be saved")
         }
         let environment = spec.environment.isEmpty
-            ? nil : spec.environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "\u{0}")
+            ? nil : Data(spec.environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "\u{0}").utf8)
         var dependencies: [String] = []
         for dependency in spec.dependencies {
             guard case .job(let id) = dependency else {
@@ -90,11 +91,11 @@ enum SpecColumns {
     /// not by name: finding a column by its name (a dictionary of names per row) was most of a
     /// restart's reading of 100,000 rows.
     static func spec(from row: Row, at first: Int) throws -> JobSpec {
-        let command: String = row[first + 1]
+        let command = text(row[first + 1]) ?? ""
         let kind: Int = row[first]
         let work: JobWork = kind == 1 ? .argv(command.split(separator: "\u{0}", omittingEmptySubsequences: false).map(String.init)) : .shell(command)
         var environment: [String: String] = [:]
-        if let text: String = row[first + 4] {
+        if let text = text(row[first + 4]) {
             for pair in text.split(separator: "\u{0}") {
                 guard let equals = pair.firstIndex(of: "=") else { continue }
                 environment[String(pair[..<equals])] = String(pair[pair.index(after: equals)...])
@@ -117,5 +118,15 @@ enum SpecColumns {
                 text.split(separator: ",").compactMap { JobID(parsing: $0).map { .job($0) } }
             } ?? [],
             notBefore: notBefore.map { .date(Date(timeIntervalSince1970: $0)) })
+    }
+
+    /// A column's text, written as a blob (NUL-separated lists) or as text (a shell command; the
+    /// lists of a database written before they were blobs).
+    private static func text(_ value: DatabaseValue) -> String? {
+        switch value.storage {
+        case .string(let text): text
+        case .blob(let data): String(decoding: data, as: UTF8.self)
+        default: nil
+        }
     }
 }

@@ -153,6 +153,31 @@ struct StoreTests {
         }
     }
 
+    @Test("A job's whole environment and argv survive a restart (SQLite's text ended at the first NUL: three variables came back as one)")
+    func environmentAndArgvSurviveARestart() async throws {
+        let scratch = try Scratch()
+        let directory = StateDirectory(path: scratch.file("state"))
+        let environment = ["B": "2", "A": "1", "C": "three = with spaces\nand a newline"]
+        let arguments = ["/bin/sh", "-c", "printf '%s|' \"$@\"; printf '%s|%s|%s' \"$A\" \"$B\" \"$C\"", "sh", "a b", "", "c"]
+        let ids = try await withDurable(directory) { durable in
+            _ = try await durable.perform(.pause)
+            guard case .submitted(let ids) = try await durable.perform(.submit([
+                JobSpec(name: "env", work: .shell("true"), environment: environment),
+                JobSpec(name: "argv", work: .argv(arguments), environment: environment),
+            ], batch: nil)) else { throw SpawnError(message: "no ids") }
+            return ids
+        }
+        try await withDurable(directory) { durable in
+            let jobs = await durable.currentSnapshot().jobs
+            #expect(jobs.first { $0.id == ids[0] }?.environment == environment)
+            _ = try await durable.perform(.resume)
+            let ends = await waitForEnds(ids, on: durable)
+            #expect(ends[ids[1]] == .succeeded(attempts: 1))
+            let output = try String(contentsOf: try #require(durable.outputFile(of: ids[1])), encoding: .utf8)
+            #expect(output == "a b||c|1|2|three = with spaces\nand a newline")
+        }
+    }
+
     @Test("an attempt's separator starts a line of its own after output with no newline; a line the job stopped writing in the middle of is in the file while it runs")
     func separatorsStartALineAndPartialLinesAreWritten() async throws {
         let scratch = try Scratch()
