@@ -59,7 +59,9 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
                     let events = await backend.subscribe(
                         bufferLimit: min(settings.bufferLimit ?? Self.maxRemoteBuffer, Self.maxRemoteBuffer),
                         includeOutput: settings.includeOutput, delivery: .latest)
+                    var share = FairShare()
                     for await event in events {
+                        await share.take()
                         if let job = settings.job, let about = event.kind.jobID, about != job { continue }
                         try await writer.write(event)
                     }
@@ -148,7 +150,9 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
         let watcher = Task {
             var isFirst = true
             var ending = EndWatch()
+            var share = FairShare()
             for await event in events {
+                await share.take()
                 if isFirst, case .snapshot(let snapshot) = event.kind, !snapshot.jobs.contains(where: { $0.id == id }) {
                     wake.yield(.unknownJob)
                     return
@@ -185,12 +189,27 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
         try await writer.write(.bytes(Data(lines.flatMap(\.rawBytes))))
         if job.state.isFinished { return try await writer.write(.ended(job.state.kind)) }
         var ending = EndWatch()
+        var share = FairShare()
         while let event = try await iterator.next() {
+            await share.take()
             switch event.kind {
             case .output(id, let line): try await writer.write(.bytes(Data(line.rawBytes)))
             case .lagged(let missed): try await writer.write(.lagged(missed: missed))
             default: if let end = ending.end(of: id, in: event) { return try await writer.write(.ended(end)) }
             }
+        }
+    }
+
+    /// A loop's turn at the serve's threads: every 64th step it yields. A loop over events that
+    /// are already buffered never suspends by itself, and during a job's flood of output two
+    /// such loops (two clients) held both of the cooperative pool's threads: nothing else was
+    /// answered for up to 30 s.
+    struct FairShare {
+        private var steps = 0
+
+        mutating func take() async {
+            steps &+= 1
+            if steps & 63 == 0 { await Task.yield() }
         }
     }
 

@@ -474,25 +474,29 @@ final class DashboardController {
     private func showOutput(of id: JobID) {
         outputFollower?.cancel()
         isOutputStale = true
-        let client = client
-        // Output lines are not in the main stream; a second subscription, only while the view
-        // is open, says when this job printed something.
-        outputFollower = Task {
-            let events = await client.subscribe(bufferLimit: 4_096, includeOutput: true, delivery: .latest)
-            await self.follow(events, id: id)
+        // While the job runs, its tail is fetched again every `outputRefresh` (its events, a
+        // start or an end, mark it stale at once too). Not a subscription to the output lines:
+        // an attached dashboard was sent every line of a flooding job, and with two of them
+        // open the serve's threads did little else (`jobtop status` took 29 s).
+        outputFollower = Task { [weak self] in
+            while !Task.isCancelled {
+                do {
+                    try await Task.sleep(for: Self.outputRefresh)
+                } catch {
+                    return
+                }
+                guard let self, self.model.outputJob == id else { return }
+                if self.model.board.jobs[id]?.state.kind == .running {
+                    self.isOutputStale = true
+                    self.markDirty()
+                }
+            }
         }
         markDirty()
     }
 
-    private func follow(_ events: some AsyncSequence<SchedulerEvent, Never>, id: JobID) async {
-        for await event in events {
-            guard model.outputJob == id else { return }
-            if case .output(id, _) = event.kind {
-                isOutputStale = true
-                markDirty()
-            }
-        }
-    }
+    /// How often the output view fetches a running job's tail.
+    static let outputRefresh: Duration = .milliseconds(200)
 
     private func refreshOutputIfNeeded() {
         guard isOutputStale, !isFetchingOutput, let id = model.outputJob else { return }
