@@ -190,8 +190,11 @@ final class DashboardController {
             return
         }
         let commands: [DashboardCommand]
-        if case .mouse(let event) = key {
-            commands = model.handleMouse(event, size: terminal.size)
+        let size = terminal.size
+        if size.rows < DashboardView.minimumSize.rows || size.columns < DashboardView.minimumSize.columns {
+            commands = model.handleOnTooSmallScreen(key)
+        } else if case .mouse(let event) = key {
+            commands = model.handleMouse(event, size: size)
         } else {
             commands = model.handle(key)
         }

@@ -443,6 +443,24 @@ struct DashboardModel: Sendable {
     // MARK: - Keys
 
     /// Handles a key and returns what should be done.
+    /// A key on a screen too small to draw the dashboard, which shows only what it says: `q`
+    /// (or F10, Ctrl-C) quits as in the table, whatever was open (a prompt's text is dropped),
+    /// and a question asked shows and takes its answer; Ctrl-Z suspends. Any other key does
+    /// nothing: it acted unseen (a `q` typed into a hidden prompt, then Enter, submitted
+    /// `echo abcq`; `p` paused the serve).
+    mutating func handleOnTooSmallScreen(_ key: Key) -> [DashboardCommand] {
+        if case .confirm = mode { return handle(key) }
+        switch key {
+        case .char("q"), .function(10), .control("c"):
+            mode = .table
+            return handle(key)
+        case .control("z"):
+            return handle(key)
+        default:
+            return []
+        }
+    }
+
     mutating func handle(_ key: Key) -> [DashboardCommand] {
         clampSelection()
         if key != .control("c") { message = nil }

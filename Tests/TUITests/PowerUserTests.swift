@@ -310,6 +310,25 @@ extension PowerUserTests {
         _ = model.handle(.char("q"))
         #expect(screen(model, rows: 8, columns: 40).lines.contains { $0.contains("Quit, cancelling 17 jobs? y/n") })
     }
+
+    @Test("On a screen too small to draw, keys do not act unseen: a hidden prompt takes no text and sends nothing, p does not pause; q quits (its question shows)")
+    func tooSmallKeysDoNotActUnseen() {
+        var model = fullHeaderModel()
+        _ = model.handle(.char("n"))
+        for character in "echo abc" { _ = model.handle(.char(character)) }
+        // The screen shrank: q, then Enter (it typed "q" into the prompt and submitted it).
+        #expect(model.handleOnTooSmallScreen(.char("q")).isEmpty)
+        #expect(model.mode == .confirm(.quit(active: 17)))
+        #expect(model.handleOnTooSmallScreen(.char("n")).isEmpty)
+        #expect(model.mode == .table)
+        #expect(model.handleOnTooSmallScreen(.enter).isEmpty)
+        #expect(model.handleOnTooSmallScreen(.char("p")).isEmpty)
+        #expect(model.handleOnTooSmallScreen(.char(">")).isEmpty)
+        #expect(model.mode == .table)
+        // Answered yes, it quits.
+        _ = model.handleOnTooSmallScreen(.char("q"))
+        #expect(model.handleOnTooSmallScreen(.char("y")) == [.quit])
+    }
 }
 
 extension PowerUserTests {
