@@ -1031,6 +1031,9 @@ struct DashboardModel: Sendable {
                 return [.cancel([id])]
             case .cancelTagged(let ids):
                 message = Segment("cancelling \(ids.count) tagged job\(ids.count == 1 ? "" : "s")…", .message)
+                // One: its end says how it went, as for the selected job (the reply says
+                // nothing of one job, and "cancelling 1 tagged job…" stayed for good).
+                if ids.count == 1 { messageJob = ids[0] }
                 tagged = []
                 return [.cancel(ids)]
             case .quit:

@@ -380,6 +380,21 @@ extension PowerUserTests {
 }
 
 extension PowerUserTests {
+    @Test("Cancelling one tagged job: its end says how it went (the status line stayed on 'cancelling 1 tagged job…')")
+    func cancellingOneTaggedJob() {
+        var builder = busyBoard()
+        var model = builder.prepared(rows: 10)
+        _ = model.handle(.down)
+        _ = model.handle(.down)
+        _ = model.handle(.char(" "))
+        _ = model.handle(.char("c"))
+        #expect(model.handle(.char("y")) == [.cancel([jobID(3)])])
+        #expect(model.message?.text == "cancelling 1 tagged job…")
+        builder.model = model
+        builder.apply(.cancelled(jobID(3)), at: 3)
+        #expect(builder.model.message?.text == "\(jobID(3).short) cancelled")
+    }
+
     @Test("= sets a priority directly: the current one is selected and typing replaces it")
     func setPriorityDirectly() {
         var model = busyBoard().prepared(rows: 10)
