@@ -543,11 +543,19 @@ struct DashboardModel: Sendable {
             mode = .confirm(.cancelTagged(active))
         case .raisePriority where !liveTagged.isEmpty, .lowerPriority where !liveTagged.isEmpty:
             var commands: [DashboardCommand] = []
+            var refusal: Segment?
             for id in liveTagged {
                 guard let job = board.jobs[id], !job.state.isFinished else { continue }
                 let saved = message
                 commands += changePriority(of: job, raise: action == .raisePriority)
+                if message != saved, refusal == nil { refusal = message }
                 message = saved
+            }
+            // None moved: why, as for one job (it said "0 tagged jobs raised" of jobs at the
+            // highest priority).
+            if commands.isEmpty, let refusal {
+                message = refusal
+                return []
             }
             message = Segment("\(commands.count) tagged job\(commands.count == 1 ? "" : "s") \(action == .raisePriority ? "raised" : "lowered")", .message)
             return commands
@@ -853,6 +861,9 @@ struct DashboardModel: Sendable {
                 switch Self.priority(from: prompt.priority.text) {
                 case .success(let priority):
                     for id in ids { pendingPriorities[id] = priority }
+                    // Said, as + and - say it (nothing was said, and an older message stayed).
+                    let jobs = ids.count == 1 ? ids[0].short : "\(ids.count) tagged jobs"
+                    message = Segment("priority of \(jobs): \(priority)", .message)
                     return ids.map { .reprioritize($0, to: priority) }
                 case .failure(let problem):
                     mode = .prompt(prompt)

@@ -395,6 +395,26 @@ extension PowerUserTests {
         #expect(builder.model.message?.text == "\(jobID(3).short) cancelled")
     }
 
+    @Test("= on tagged jobs says what it set; + on tagged jobs that are all at the highest priority says why nothing moved (it said '0 tagged jobs raised')")
+    func taggedPriorityMessages() {
+        var builder = busyBoard()
+        builder.apply(.reprioritized(jobID(3), from: 0, to: JobSpec.priorityRange.upperBound), at: 2)
+        builder.apply(.reprioritized(jobID(4), from: 0, to: JobSpec.priorityRange.upperBound), at: 2)
+        var model = builder.prepared(rows: 10)
+        for target in [3, 4] {
+            _ = model.handle(.home)
+            for _ in 0..<30 where model.selectedID != jobID(target) { _ = model.handle(.down) }
+            _ = model.handle(.char(" "))
+        }
+        #expect(model.tagged == [jobID(3), jobID(4)])
+        #expect(model.handle(.char("+")).isEmpty)
+        #expect(model.message?.text.contains("is already at the highest priority (1000000)") == true, "\(String(describing: model.message))")
+        _ = model.handle(.char("="))
+        for character in "7" { _ = model.handle(.char(character)) }
+        #expect(model.handle(.enter) == [.reprioritize(jobID(3), to: 7), .reprioritize(jobID(4), to: 7)])
+        #expect(model.message?.text == "priority of 2 tagged jobs: 7")
+    }
+
     @Test("= sets a priority directly: the current one is selected and typing replaces it")
     func setPriorityDirectly() {
         var model = busyBoard().prepared(rows: 10)
@@ -404,6 +424,7 @@ extension PowerUserTests {
         #expect(screen(model).lines.contains { $0.contains("Priority of \(jobID(3).short): 0") })
         for character in "-250" { _ = model.handle(.char(character)) }
         #expect(model.handle(.enter) == [.reprioritize(jobID(3), to: -250)])
+        #expect(model.message?.text == "priority of \(jobID(3).short): -250")
         // Out of range: refused, the prompt stays
         _ = model.handle(.char("="))
         for character in "5000000" { _ = model.handle(.char(character)) }
