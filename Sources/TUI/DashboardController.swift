@@ -370,7 +370,8 @@ final class DashboardController {
     }
 
     /// Writes output lines (their exact bytes) to `path`; says what was done, or why not.
-    nonisolated static func write(_ lines: [OutputLine], dropped: Int, to path: String) -> Segment {
+    nonisolated static func write(_ lines: [OutputLine], dropped: Int, to typed: String) -> Segment {
+        let path = expandingHome(typed)
         var data = Data()
         for line in lines { data.append(contentsOf: line.rawBytes) }
         // Never over a file that is there (it truncated one to the tail, or to nothing).
@@ -390,6 +391,14 @@ final class DashboardController {
         let count = "\(written) line\(written == 1 ? "" : "s")"
         let note = dropped > 0 ? " (the \(dropped) before them were not kept)" : ""
         return Segment("wrote \(count) to \(path)\(note)", .message)
+    }
+
+    /// `path` with a leading `~` (alone or before `/`) made `$HOME`, as a shell does. Left to
+    /// Foundation, it was the home in the password database (`/root/out.log` for a dashboard
+    /// whose `$HOME` was elsewhere).
+    nonisolated static func expandingHome(_ path: String, environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        guard path == "~" || path.hasPrefix("~/"), let home = environment["HOME"], !home.isEmpty else { return path }
+        return home + path.dropFirst()
     }
 
     // MARK: - Scheduler events

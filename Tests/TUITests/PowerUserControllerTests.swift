@@ -52,6 +52,21 @@ struct PowerUserControllerTests {
         #expect(try String(contentsOfFile: path, encoding: .utf8) == piece + piece + piece + "\ntail")
     }
 
+    @Test("w's ~ is $HOME, as in a shell (it was the password database's home); the message names the file written")
+    func saveExpandsHome() throws {
+        #expect(DashboardController.expandingHome("~/out.log", environment: ["HOME": "/tmp/h"]) == "/tmp/h/out.log")
+        #expect(DashboardController.expandingHome("~", environment: ["HOME": "/tmp/h"]) == "/tmp/h")
+        #expect(DashboardController.expandingHome("~other/x", environment: ["HOME": "/tmp/h"]) == "~other/x")
+        #expect(DashboardController.expandingHome("a/~/b", environment: ["HOME": "/tmp/h"]) == "a/~/b")
+        let home = ProcessInfo.processInfo.environment["HOME"] ?? ""
+        try #require(!home.isEmpty)
+        let name = "jobtop-save-\(UUID().uuidString).log"
+        defer { unlink(home + "/" + name) }
+        let lines = [OutputLine(stream: .stdout, text: "one")]
+        #expect(DashboardController.write(lines, dropped: 0, to: "~/" + name).text == "wrote 1 line to \(home)/\(name)")
+        #expect(FileManager.default.fileExists(atPath: home + "/" + name))
+    }
+
     @Test("w writes the selected job's output to the file named, byte for byte")
     func saveOutput() async throws {
         let harness = Harness(slots: 1)
