@@ -442,10 +442,10 @@ public final class SchedulerStore: Sendable {
         // attempt is held at its worker, why it was being stopped if it was, then the spec's.
         var jobs: [RestoredJob] = []
         if let count = try Int.fetchOne(db, sql: "SELECT count(*) FROM job") { jobs.reserveCapacity(count) }
-        // Each job's id and whether it succeeded (for the dependencies, below), and where the
+        // Each job's id (for the dependencies, below), and where the
         // jobs that were running are in `jobs` (their rows are written once the reading is done).
-        var outcomes: [(id: JobID, succeeded: Bool)] = []
-        outcomes.reserveCapacity(jobs.capacity)
+        var known: Set<JobID> = []
+        known.reserveCapacity(jobs.capacity)
         var withDependencies: [Int] = []
         var running: [Int] = []
         var held: [Int] = []
@@ -481,7 +481,7 @@ public final class SchedulerStore: Sendable {
             let state: String = row[1]
             let attempts: Int = row[2]
             let reason: String? = row[3]
-            outcomes.append((id, state == "succeeded"))
+            known.insert(id)
             if !spec.dependencies.isEmpty { withDependencies.append(jobs.count) }
             let lastFailure = reason.map { FailureReason.error($0) }
             switch state {
@@ -547,15 +547,14 @@ public final class SchedulerStore: Sendable {
 
         // A dependency the store no longer has was cleaned after it ended: it ended before
         // anything that waits for it could end, and a success is what let a job go on, so it
-        // counts as met; one that succeeded is met too.
+        // counts as met, and is left out (the scheduler would not know it). One the store still
+        // has is kept, a success too: the scheduler finds it met, and the job still names it
+        // (`status` listed only the unmet ones after a restart).
         if !withDependencies.isEmpty {
-            var unmet: Set<JobID> = []
-            unmet.reserveCapacity(outcomes.count)
-            for outcome in outcomes where !outcome.succeeded { unmet.insert(outcome.id) }
             for index in withDependencies {
                 jobs[index].spec.dependencies.removeAll { dependency in
                     guard case .job(let other) = dependency else { return true }
-                    return !unmet.contains(other)
+                    return !known.contains(other)
                 }
             }
         }

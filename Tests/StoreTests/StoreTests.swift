@@ -153,6 +153,33 @@ struct StoreTests {
         }
     }
 
+    @Test("A job still names, after a restart, the dependencies that had succeeded (they were left out of its list), and runs once the others have")
+    func succeededDependenciesAreStillNamed() async throws {
+        let scratch = try Scratch()
+        let directory = StateDirectory(path: scratch.file("state"))
+        let (first, later) = try await withDurable(directory) { durable in
+            guard case .submitted(let first) = try await durable.perform(.submit([JobSpec(name: "a", work: .shell("true"))], batch: nil)) else {
+                throw SpawnError(message: "no ids")
+            }
+            _ = await waitForEnds(first, on: durable)
+            _ = try await durable.perform(.pause)
+            var b = JobSpec(name: "b", work: .shell("true"))
+            b.dependencies = [.job(first[0]), .earlier(0)]
+            guard case .submitted(let later) = try await durable.perform(.submit([JobSpec(name: "x", work: .shell("true")), b], batch: nil)) else {
+                throw SpawnError(message: "no ids")
+            }
+            return (first[0], later)
+        }
+        try await withDurable(directory) { durable in
+            let b = try #require(await durable.currentSnapshot().jobs.first { $0.id == later[1] })
+            #expect(b.dependencies == [first, later[0]])
+            #expect(b.state == .blocked)
+            _ = try await durable.perform(.resume)
+            let ends = await waitForEnds(later, on: durable)
+            #expect(ends[later[1]] == .succeeded(attempts: 1))
+        }
+    }
+
     @Test("A job's whole environment and argv survive a restart (SQLite's text ended at the first NUL: three variables came back as one)")
     func environmentAndArgvSurviveARestart() async throws {
         let scratch = try Scratch()
@@ -173,6 +200,7 @@ struct StoreTests {
             _ = try await durable.perform(.resume)
             let ends = await waitForEnds(ids, on: durable)
             #expect(ends[ids[1]] == .succeeded(attempts: 1))
+            await durable.flush()
             let output = try String(contentsOf: try #require(durable.outputFile(of: ids[1])), encoding: .utf8)
             #expect(output == "a b||c|1|2|three = with spaces\nand a newline")
         }
