@@ -396,6 +396,9 @@ public final class SchedulerStore: Sendable {
         public var interrupted: [JobID]
         /// Jobs of those that had no attempt left and so failed.
         public var failedForGood: [JobID]
+        /// Jobs of those whose attempt was being stopped for its timeout: it counts as timed
+        /// out, not as stopped by jobtop.
+        public var timedOut: [JobID] = []
         /// Jobs whose cancel was asked for (and answered) while their attempt was being stopped
         /// when the previous serve stopped: they end cancelled, not run again.
         public var cancelled: [JobID] = []
@@ -560,6 +563,7 @@ public final class SchedulerStore: Sendable {
         }
 
         var interrupted: [JobID] = []
+        var timedOut: [JobID] = []
         var failedForGood: [JobID] = []
         var handedBack: [JobID] = []
         var placements: [JobID: String] = [:]
@@ -609,6 +613,7 @@ public final class SchedulerStore: Sendable {
             // A timeout that was being enforced is what ended the attempt ('timed out after
             // 5s'), not the stop of serve.
             let reason = timingOut.contains(index) ? jobs[index].spec.timeout.map { FailureReason.timeout($0).description } : nil
+            if reason != nil { timedOut.append(id) }
             let outcome = reason ?? Self.stoppedReason
             try endOpenAttempt(of: id, outcome: outcome)
             if attempts >= jobs[index].spec.retry.maxAttempts {
@@ -629,7 +634,7 @@ public final class SchedulerStore: Sendable {
         }
         return Recovery(
             jobs: jobs, groups: groups, isPaused: isPaused, interrupted: interrupted, failedForGood: failedForGood,
-            cancelled: cancelled, handedBack: handedBack, placements: placements)
+            timedOut: timedOut, cancelled: cancelled, handedBack: handedBack, placements: placements)
     }
 
     static func isFinished(_ state: String) -> Bool {

@@ -72,11 +72,13 @@ enum ANSIText {
             case 0, 39: role = base
             case 30...37, 90...97: role = color((code % 10))
             case 38:
-                // 38;5;N (256 colors: the first 16 are the basic ones) or 38;2;R;G;B.
+                // 38;5;N (256 colors: the first 16 are the basic ones) or 38;2;R;G;B: the basic
+                // color nearest (they were left plain).
                 if index + 2 < codes.count, codes[index + 1] == 5 {
-                    role = codes[index + 2] < 16 ? color(codes[index + 2] % 8) : base
+                    role = color(basicColor(of256: codes[index + 2]))
                     index += 2
                 } else if index + 4 < codes.count, codes[index + 1] == 2 {
+                    role = color(basicColor(red: codes[index + 2], green: codes[index + 3], blue: codes[index + 4]))
                     index += 4
                 }
             case 48:
@@ -87,6 +89,24 @@ enum ANSIText {
             index += 1
         }
         return role
+    }
+
+    /// The basic color (0 black ... 7 white) nearest 256-color `n`: the first 16 are the basic
+    /// ones, then a 6×6×6 cube, then 24 grays.
+    static func basicColor(of256 n: Int) -> Int {
+        switch n {
+        case ..<16: return n % 8
+        case 16..<232:
+            // Its levels are 0, 95, 135, 175, 215, 255: on from 135 (half), as a true color.
+            let cube = n - 16
+            return (cube / 36 >= 2 ? 1 : 0) + ((cube / 6) % 6 >= 2 ? 2 : 0) + (cube % 6 >= 2 ? 4 : 0)
+        default: return n < 244 ? 0 : 7
+        }
+    }
+
+    /// The basic color nearest a true color: each channel on or off at half.
+    static func basicColor(red: Int, green: Int, blue: Int) -> Int {
+        (red >= 128 ? 1 : 0) + (green >= 128 ? 2 : 0) + (blue >= 128 ? 4 : 0)
     }
 
     /// The dashboard's role closest to ANSI color `n` (0 black ... 7 white).

@@ -81,7 +81,9 @@ enum TextWidth {
         while let scalar = scalars.popFirst() {
             switch scalar.value {
             case 0x1B:
-                // CSI: ESC [ parameters final-byte; OSC: ESC ] ... BEL or ESC \; others: one byte.
+                // CSI: ESC [ parameters final-byte; OSC: ESC ] ... BEL or ESC \; others:
+                // intermediate bytes (0x20-0x2F), then one final byte (`ESC ( 0` picks a
+                // character set: its `0` was shown).
                 if let next = scalars.first, next == "[" {
                     scalars.removeFirst()
                     while let c = scalars.popFirst(), !(0x40...0x7E).contains(c.value) {}
@@ -92,6 +94,7 @@ enum TextWidth {
                         if c.value == 0x1B { _ = scalars.popFirst(); break }
                     }
                 } else {
+                    while let c = scalars.first, (0x20...0x2F).contains(c.value) { scalars.removeFirst() }
                     _ = scalars.popFirst()
                 }
             case 0x09:

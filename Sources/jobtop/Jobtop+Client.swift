@@ -1001,7 +1001,10 @@ extension Jobtop {
                     if snapshot.isPaused && snapshot.count(.queued) > 0 {
                         StandardError.write("jobtop: the serve is paused: the drain waits until 'jobtop resume' lets its queued jobs run\n")
                     } else if !pausedGroups.isEmpty {
-                        StandardError.write("jobtop: group \(pausedGroups.map { "'\($0)'" }.joined(separator: ", ")) is paused: the drain waits until 'jobtop resume --group' lets its queued jobs run\n")
+                        let names = pausedGroups.map { "'\($0)'" }
+                        // ("group 'a', 'b' is paused" of two.)
+                        let list = names.count == 1 ? "group \(names[0]) is" : "groups \(names.dropLast().joined(separator: ", ")) and \(names.last!) are"
+                        StandardError.write("jobtop: \(list) paused: the drain waits until 'jobtop resume --group' lets \(names.count == 1 ? "its" : "their") queued jobs run\n")
                     }
                     // Scheduled jobs run too, at their time: an hour's wait said nothing.
                     let scheduled = snapshot.jobs.compactMap { job -> SchedulerTime? in

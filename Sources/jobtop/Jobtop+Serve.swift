@@ -291,9 +291,14 @@ extension Jobtop {
             let recovery = backend.recovery
             if restoredCount > 0 {
                 var note = "restored \(restoredCount) job\(restoredCount == 1 ? "" : "s")"
-                if !recovery.interrupted.isEmpty {
-                    let count = recovery.interrupted.count
+                if recovery.interrupted.count > recovery.timedOut.count {
+                    let count = recovery.interrupted.count - recovery.timedOut.count
                     note += "; \(count) that \(count == 1 ? "was" : "were") running when the last serve stopped counted as failed ('jobtop stopped')"
+                }
+                if !recovery.timedOut.isEmpty {
+                    // (It said "counted as failed ('jobtop stopped')" of these too.)
+                    let count = recovery.timedOut.count
+                    note += "; \(count) that \(count == 1 ? "was" : "were") being stopped for \(count == 1 ? "its" : "their") timeout counted as timed out"
                 }
                 if !recovery.cancelled.isEmpty {
                     let count = recovery.cancelled.count

@@ -641,6 +641,8 @@ struct StoreTests {
         try await withDurable(directory) { durable in
             #expect(durable.recovery.cancelled == [stopped])
             #expect(durable.recovery.interrupted == [slow])
+            // (serve's note counts it as timed out, not as stopped by jobtop.)
+            #expect(durable.recovery.timedOut == [slow])
             let ends = await waitForEnds([stopped, kid, slow], on: durable)
             #expect(ends[stopped] == .cancelled)
             #expect(ends[kid] == .skipped(SkipReason(dependency: stopped, dependencyName: "stopped", outcome: .cancelled)))

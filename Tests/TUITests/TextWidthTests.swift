@@ -49,4 +49,23 @@ struct TextWidthTests {
         #expect(text("\u{1B}[31mred\u{07}\u{1B}]8;;http://x\u{07}link\u{1B}]8;;\u{07}") == "redlink")
         #expect(ANSIText.segments("\u{1B}]0;t\u{07}\u{1B}[31mred", base: .normal).last?.role == .failed)
     }
+
+    @Test("A character-set escape (ESC ( 0, ESC ) B, ESC # 8) goes whole: its last byte was shown")
+    func characterSetEscapes() {
+        func text(_ line: String) -> String { ANSIText.segments(line, base: .normal).map(\.text).joined() }
+        #expect(text("e\u{1B}(0qqqq\u{1B}(Bf") == "eqqqqf")
+        #expect(text("a\u{1B})Bb\u{1B}#8c\u{1B}7d\u{1B}=e") == "abcde")
+    }
+
+    @Test("A 256-color or true color shows as the basic color nearest it (it was left plain)")
+    func manyColors() {
+        func role(_ line: String) -> Role? { ANSIText.segments(line, base: .normal).last?.role }
+        #expect(role("\u{1B}[38;5;208mx") == .waiting)  // orange: red and green
+        #expect(role("\u{1B}[38;5;196mx") == .failed)  // red
+        #expect(role("\u{1B}[38;5;46mx") == .succeeded)  // green
+        #expect(role("\u{1B}[38;5;240mx") == .dim)  // a dark gray
+        #expect(role("\u{1B}[38;2;255;0;0mx") == .failed)
+        #expect(role("\u{1B}[38;2;10;200;30mx") == .succeeded)
+        #expect(role("\u{1B}[1;38;5;9mx") == .failed)
+    }
 }
