@@ -40,7 +40,7 @@ enum DashboardView {
             return tooSmall(size, mode: model.mode)
         }
         switch model.mode {
-        case .help: return help(size: size, top: model.helpTop)
+        case .help: return help(size: size, top: model.helpTop, attached: model.isAttached)
         case .events: return events(model, size: size)
         case .timeline: return timeline(model, size: size, now: now)
         case .output(let view): return output(view, model: model, size: size, now: now)
@@ -1129,12 +1129,15 @@ enum DashboardView {
         return Frame(lines: lines, cursor: nil)
     }
 
-    /// Help's body, one entry per line.
-    private static func helpBody() -> [[Segment]] {
+    /// Help's body, one entry per line; `attached`, `q` detaches (it said "quit (asks while
+    /// jobs are active)" there too).
+    private static func helpBody(attached: Bool = false) -> [[Segment]] {
         let entries = KeyBindings.helpLines
         let labelWidth = entries.reduce(0) { max($0, TextWidth.width($1.label)) }
+        let quitSummary = KeyBindings.helpPairs.first { $0.first == .quit }?.summary
         var body: [[Segment]] = entries.map { line in
-            [Segment("  "), Segment(TextWidth.fit(line.label, to: labelWidth), .footerKey), Segment("  " + line.summary)]
+            let summary = attached && line.summary == quitSummary ? "detach at once (the jobs go on in the serve) / the same" : line.summary
+            return [Segment("  "), Segment(TextWidth.fit(line.label, to: labelWidth), .footerKey), Segment("  " + summary)]
         }
         body.append([Segment("  n: @GROUP and after:NAME,NAME before the command: @gpu after:fetch train.sh", .dim)])
         body.append([Segment("  Mouse: a click selects a row or acts as a footer key; the wheel scrolls.", .dim)])
@@ -1145,10 +1148,10 @@ enum DashboardView {
     /// Lines of help, for scrolling it.
     static let helpLineCount = helpBody().count
 
-    private static func help(size: TerminalSize, top: Int) -> Frame {
+    private static func help(size: TerminalSize, top: Int, attached: Bool) -> Frame {
         let width = size.columns
         var lines: [ScreenLine] = [fitted([Segment(" jobtop keys", .title)], width: width, padRole: .title)]
-        let body = helpBody()
+        let body = helpBody(attached: attached)
         let rows = size.rows - 2
         let top = max(0, min(top, body.count - rows))
         for row in 0..<rows {

@@ -20,6 +20,16 @@ struct AttachedModelTests {
         #expect(model.mode == .table)
     }
 
+    @Test("Help says q detaches when attached (it said 'quit (asks while jobs are active)'), and quits otherwise")
+    @MainActor
+    func helpSaysDetach() {
+        var model = attachedModel()
+        _ = model.handle(.char("?"))
+        #expect(screen(model, rows: 40, columns: 120).lines.contains { $0.contains("detach at once (the jobs go on in the serve)") })
+        model.isAttached = false
+        #expect(screen(model, rows: 40, columns: 120).lines.contains { $0.contains("quit (asks while jobs are active)") })
+    }
+
     @Test("X asks first; y shuts the serve down, n stays")
     func shutdownAsks() {
         var model = attachedModel()
