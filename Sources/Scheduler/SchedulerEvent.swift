@@ -261,6 +261,16 @@ public enum ShutdownMode: String, Sendable, Codable {
     case graceful
     /// Cancel every running, queued and waiting job (process groups killed), then stop.
     case cancelRunning
+
+    /// What a person reads of it: "the queue runs first", "running jobs finish", "running jobs
+    /// are stopped" (the raw value, `cancelRunning`, showed on screens).
+    public var summary: String {
+        switch self {
+        case .drain: "the queue runs first"
+        case .graceful: "running jobs finish"
+        case .cancelRunning: "running jobs are stopped"
+        }
+    }
 }
 
 extension OutputLine {

@@ -210,6 +210,11 @@ struct DashboardModel: Sendable {
     /// property, changed in place, never copied).
     mutating func apply(_ event: SchedulerEvent) {
         let evicted = board.apply(event)
+        if isAttached, case .shuttingDown(.cancelRunning) = event.kind {
+            // A serve told to stop now (a second SIGTERM) cancels nothing on disk, though its
+            // jobs' rows turn `cancelled` here as it stops them.
+            message = Segment("jobtop serve is stopping now: nothing is cancelled on disk; the next serve runs its jobs again as their retries allow", .message)
+        }
         if case .snapshot(let snapshot) = event.kind {
             // In the snapshot's order (the scheduler's: running, queued in run order, waiting,
             // ... finished newest first), which is nearly the table's: the sort finds it in

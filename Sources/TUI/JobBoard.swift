@@ -366,7 +366,7 @@ struct JobBoard: Sendable {
         case .workerResized(let id, let slots):
             append(time, "worker \(workerName(id) ?? id.short) now takes \(slots) jobs at once", .dim)
         case .shuttingDown(let mode):
-            append(time, "shutting down (\(mode.rawValue))", .dim)
+            append(time, "shutting down: \(mode.summary)", .dim)
         case .batchHalted(_, let failed):
             append(time, "\(tag(failed)) failed: halting the run, cancelling the rest", .failed)
         case .blocked(let id, let waitingFor):

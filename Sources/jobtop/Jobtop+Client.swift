@@ -447,7 +447,7 @@ extension Jobtop {
                 }.joined(separator: ", ")
                 if header.isEmpty { header = "no jobs" }
                 if snapshot.isPaused { header += "; paused" }
-                if let shutdown = snapshot.shutdown { header += "; shutting down (\(shutdown.rawValue))" }
+                if let shutdown = snapshot.shutdown { header += "; shutting down: \(shutdown.summary)" }
                 print("\(header); \(slots) slot\(slots == 1 ? "" : "s")\(prefetch > 0 ? " (+\(prefetch) prefetched)" : "")")
                 let names = Dictionary(snapshot.jobs.map { ($0.id, printable($0.displayName)) }, uniquingKeysWith: { a, _ in a })
                 let busy = snapshot.workers.map { worker in
