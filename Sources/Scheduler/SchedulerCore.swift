@@ -1032,6 +1032,9 @@ public struct SchedulerCore: Sendable {
         }
         reopen(handle)
         jobs[handle].info.history.attempts = 0
+        // No attempt of the new round has started (cancelled before it ran, it showed the run
+        // time from its last start, long before).
+        jobs[handle].info.history.startedAt = nil
         jobs[handle].info.progress = nil
         jobs[handle].workerLosses = 0
         if next.kind.isHeld { jobLinks[Int(handle.index)].pending = Int32(pending) }

@@ -190,6 +190,7 @@ public struct SchedulerMirror: Sendable {
                     job.history.attempts = 0
                     job.progress = nil
                     job.history.finishedAt = nil
+                    job.history.startedAt = nil
                 case .workerLost:
                     job.history.attempts = max(0, job.attempts - 1)
                 case .withdrawn, .withdrawnForPause:

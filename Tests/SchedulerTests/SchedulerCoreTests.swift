@@ -582,6 +582,29 @@ import Testing
             == "is being stopped: it timed out (its process has not ended yet)")
     }
 
+    @Test("A job retried by hand and cancelled before it ran again has no start (its TIME counted from its last run, long before), in the core and in a mirror")
+    mutating func aRetriedJobCancelledBeforeItRanHasNoStart() throws {
+        _ = core.workerJoined(Self.w1, now: .zero)
+        var mirror = SchedulerMirror()
+        var seq: UInt64 = 1
+        _ = mirror.apply(SchedulerEvent(seq: 1, time: .zero, kind: .snapshot(core.snapshot(seq: 1, now: .zero, progress: { _ in nil }))))
+        func feed(_ actions: [SchedulerCore.Action], at time: Duration) {
+            for case .emit(let kind) in actions {
+                seq += 1
+                _ = mirror.apply(SchedulerEvent(seq: seq, time: time, kind: kind))
+            }
+        }
+        let (id, submitted) = submit()
+        feed(submitted, at: .zero)
+        feed(core.jobFinished(id, attempt: 1, worker: Self.w1.id, termination: .exit(1), now: .seconds(1)), at: .seconds(1))
+        feed(core.pause(now: .seconds(2)), at: .seconds(2))
+        feed(try core.retry(id, now: .seconds(2)), at: .seconds(2))
+        feed(try core.cancel(id, now: .seconds(30)), at: .seconds(30))
+        #expect(core.state(of: id) == .cancelled)
+        #expect(core.info(of: id)?.startedAt == nil)
+        #expect(mirror.jobs[id]?.startedAt == nil)
+    }
+
     @Test mutating func aUserRetryRequeuesAFailedJobWithAFreshBudget() throws {
         _ = core.workerJoined(Self.w1, now: .zero)
         let (id, _) = submit()
