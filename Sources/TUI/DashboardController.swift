@@ -375,8 +375,10 @@ final class DashboardController {
         var data = Data()
         for line in lines { data.append(contentsOf: line.rawBytes) }
         // Never over a file that is there (it truncated one to the tail, or to nothing).
-        if FileManager.default.fileExists(atPath: path) {
-            return Segment("nothing written: a file is there (give another name): \(path)", .error)
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
+            let what = isDirectory.boolValue ? "that is a directory (give a file's name)" : "a file is there (give another name)"
+            return Segment("nothing written: \(what): \(path)", .error)
         }
         do {
             try data.write(to: URL(fileURLWithPath: path), options: .withoutOverwriting)

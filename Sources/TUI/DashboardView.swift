@@ -66,10 +66,13 @@ enum DashboardView {
         var priorityWidth = 0
         var placementWidth = 0
         var reasonWidth = 0
+        var groupWidth = 0
         let hasPlacements = !model.board.mirror.placements.isEmpty
+        let hasGroups = model.board.hasGroups
         for id in shown {
             if let job = model.board.jobs[id] {
                 priorityWidth = max(priorityWidth, String(job.priority).count)
+                if hasGroups { groupWidth = max(groupWidth, TextWidth.width(TextWidth.sanitize(job.group))) }
                 // WHY widens for the longest reason on screen (`dependency 'fetch-a' failed`).
                 if let reason = reasonText(job) { reasonWidth = max(reasonWidth, TextWidth.width(TextWidth.sanitize(reason))) }
             }
@@ -83,7 +86,7 @@ enum DashboardView {
         let reasons = board.count(.failed) + board.count(.waiting) + board.count(.skipped) > 0
         let columns = tableColumns(
             width: width, groups: board.hasGroups, priorityWidth: priorityWidth, reasons: reasons, placementWidth: placementWidth,
-            reasonWidth: reasonWidth)
+            reasonWidth: reasonWidth, groupWidth: groupWidth)
         lines.append(tableHeader(columns, width: width))
         for row in 0..<layout.tableRows {
             let index = model.top + row
@@ -272,9 +275,11 @@ enum DashboardView {
     /// The table's columns for a screen `width` wide; GROUP only when `groups` are in use.
     /// WORKER is at least `placementWidth` wide on a wide screen (up to 28 cells), 10 on a
     /// narrow one, while the name keeps 16 cells or more; WHY grows to `reasonWidth` (up to 48
-    /// cells) while the name keeps 32.
+    /// cells) while the name keeps 32, and GROUP to `groupWidth` (up to 24) while the name keeps
+    /// 32.
     static func tableColumns(
-        width: Int, groups: Bool, priorityWidth: Int = 0, reasons: Bool = false, placementWidth: Int = 0, reasonWidth: Int = 0
+        width: Int, groups: Bool, priorityWidth: Int = 0, reasons: Bool = false, placementWidth: Int = 0, reasonWidth: Int = 0,
+        groupWidth: Int = 0
     ) -> [Column] {
         let wide = width >= 100
         let barWidth = wide ? 10 : 6
@@ -307,6 +312,11 @@ enum DashboardView {
         if let index = columns.firstIndex(where: { $0.field == .reason }), reasonWidth > columns[index].width {
             // It stayed 14 cells on a screen of 200 (`dependency 'f…`), the name's column wide and empty.
             let wanted = min(reasonWidth, 48)
+            columns[index].width = max(columns[index].width, min(wanted, columns[index].width + nameWidth() - 32))
+        }
+        if let index = columns.firstIndex(where: { $0.field == .group }), groupWidth > columns[index].width {
+            // It stayed 10 cells on a screen of 250 (`a-very-lo…`), the name's column wide and empty.
+            let wanted = min(groupWidth, 24)
             columns[index].width = max(columns[index].width, min(wanted, columns[index].width + nameWidth() - 32))
         }
         if let index = columns.firstIndex(where: { $0.field == .name }) { columns[index].width = max(4, nameWidth()) }

@@ -111,6 +111,18 @@ struct OutputViewTests {
 }
 
 extension OutputViewTests {
+    @Test("GROUP widens for a long group name on a wide screen (it stayed 10 cells on 250, 'a-very-lo…'), not on a narrow one")
+    func groupColumnWidens() {
+        var builder = ModelBuilder()
+        builder.submit(1, "make all", group: "a-very-long-group")
+        builder.submit(2, "make test", group: "日本語グループ")
+        let wide = screen(builder.prepared(), rows: 24, columns: 250).lines
+        #expect(wide.contains { $0.contains("a-very-long-group") }, "\(wide)")
+        #expect(wide.contains { $0.contains("日本語グループ") }, "\(wide)")
+        let narrow = screen(builder.prepared(), rows: 24, columns: 100).lines
+        #expect(narrow.contains { $0.contains("a-very-lo…") }, "\(narrow)")
+    }
+
     @Test("A wide table gets a WHY column with the short reason of failed jobs")
     func reasonColumn() {
         var builder = ModelBuilder()

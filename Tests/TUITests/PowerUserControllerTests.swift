@@ -65,6 +65,8 @@ struct PowerUserControllerTests {
         let lines = [OutputLine(stream: .stdout, text: "one")]
         #expect(DashboardController.write(lines, dropped: 0, to: "~/" + name).text == "wrote 1 line to \(home)/\(name)")
         #expect(FileManager.default.fileExists(atPath: home + "/" + name))
+        // A directory is said to be one (it said "a file is there").
+        #expect(DashboardController.write(lines, dropped: 0, to: NSTemporaryDirectory()).text.contains("that is a directory"))
     }
 
     @Test("w writes the selected job's output to the file named, byte for byte")
