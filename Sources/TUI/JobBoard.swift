@@ -345,7 +345,10 @@ struct JobBoard: Sendable {
             orderVersion &+= 1
             append(time, "\(tag(id)) priority \(from) → \(to)", .normal)
         case .edited(let id, let command):
-            append(time, "\(id.short) command now: \(TextWidth.truncate(TextWidth.sanitize(command), to: 60))", .normal)
+            // By its name, as other events say a job; an unnamed job's name is its command, the
+            // new one already: by its id then.
+            let who = mirror.jobs[id]?.name.map { TextWidth.truncate(TextWidth.sanitize($0), to: 24) } ?? id.short
+            append(time, "\(who) command now: \(TextWidth.truncate(TextWidth.sanitize(command), to: 60))", .normal)
         case .paused:
             append(time, "dispatch paused", .paused)
         case .resumed:

@@ -106,5 +106,9 @@ struct EditCommandTests {
         let model = builder.prepared()
         #expect(model.board.jobs[jobID(2)]?.command == "make test")
         #expect(model.board.log.last?.text == "00000002 command now: make test")
+        // A named job is said by its name, as in the other events.
+        builder.submit(7, "echo old", name: "named")
+        builder.apply(.edited(jobID(7), command: "echo new"), at: 3)
+        #expect(builder.prepared().board.log.last?.text == "named command now: echo new")
     }
 }
