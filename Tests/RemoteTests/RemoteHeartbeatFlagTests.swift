@@ -9,16 +9,27 @@ import Glibc
 /// `jobtop run --listen ... --heartbeat DURATION`: the interval both sides use, end to end.
 @Suite("jobtop run --heartbeat", .serialized, .timeLimit(.minutes(2)))
 struct RemoteHeartbeatFlagTests {
+    /// Whether the job's first output line reached the coordinator: the worker reads a job's
+    /// pipes only once its spawn has returned and recorded the job's process group for the
+    /// guard. A worker stopped before that (its job had already written its start mark, the
+    /// spawning thread not yet run again on a loaded machine) left the group unknown to the
+    /// guard, which then stopped nothing (a CI failure).
+    static func recorded(_ coordinator: CoordinatorProcess) async -> Bool {
+        await eventually(within: .seconds(60)) {
+            coordinator.process.outputLines.contains { $0.contains("\"event\":\"output\"") && $0.contains("\"text\":\"spawned\"") }
+        }
+    }
+
     @Test("--heartbeat 200ms with --grace 1s: a frozen worker is lost after 5 intervals plus the grace (2s), its guard has stopped its job by then, and the job runs again on another")
     func frozenWorkerIsLostOnTheGivenHeartbeat() async throws {
         // Given a headless coordinator with a short heartbeat, and a worker that takes its one job.
         let coordinator = try await CoordinatorProcess.start(
-            ["--log-format", "json", "--heartbeat", "200ms", "--grace", "1s"], localSlots: 0
+            ["--log-format", "json", "--log-output", "--heartbeat", "200ms", "--grace", "1s"], localSlots: 0
         ) { scratch in
             // Runs until the test says go: the first copy cannot end before the worker is frozen
-            // unless it is stopped, which it notes.
+            // unless it is stopped, which it notes. It prints `spawned` (see `recorded`).
             let marker = scratch.file("ran")
-            return "trap 'echo end >> \(marker); exit 1' TERM; echo start >> '\(marker)'; while [ ! -e '\(scratch.file("go"))' ]; do sleep 0.05; done"
+            return "trap 'echo end >> \(marker); exit 1' TERM; echo start >> '\(marker)'; echo spawned; while [ ! -e '\(scratch.file("go"))' ]; do sleep 0.05; done"
         }
         defer { coordinator.process.send(SIGKILL) }
         let marker = coordinator.scratch.file("ran")
@@ -27,6 +38,7 @@ struct RemoteHeartbeatFlagTests {
         defer { frozen.send(SIGKILL) }
         let started = await eventually(within: .seconds(60)) { FileManager.default.fileExists(atPath: marker) }
         try #require(started, "the job never started: \(coordinator.process.output)")
+        try #require(await Self.recorded(coordinator), "the job's output never came: \(coordinator.process.output)")
 
         // When the worker freezes (SIGSTOP: its connection stays open, it says nothing more), and
         // another joins.
@@ -67,10 +79,10 @@ struct RemoteHeartbeatFlagTests {
         // coordinator gives the worker up after 11 s of silence; the test resumes the worker in
         // between, as soon as the trap has run.
         let coordinator = try await CoordinatorProcess.start(
-            ["--log-format", "json", "--heartbeat", "2s", "--grace", "1s", "--retries", "0"], localSlots: 0
+            ["--log-format", "json", "--log-output", "--heartbeat", "2s", "--grace", "1s", "--retries", "0"], localSlots: 0
         ) { scratch in
             let marker = scratch.file("ran")
-            return "trap 'echo end >> \(marker); exit 1' TERM; echo start >> '\(marker)'; while [ ! -e '\(scratch.file("go"))' ]; do sleep 0.05; done"
+            return "trap 'echo end >> \(marker); exit 1' TERM; echo start >> '\(marker)'; echo spawned; while [ ! -e '\(scratch.file("go"))' ]; do sleep 0.05; done"
         }
         defer { coordinator.process.send(SIGKILL) }
         let marker = coordinator.scratch.file("ran")
@@ -82,6 +94,7 @@ struct RemoteHeartbeatFlagTests {
         }
         let started = await eventually(within: .seconds(60)) { marks().first == "start" }
         try #require(started, "the job never started: \(coordinator.process.output)")
+        try #require(await Self.recorded(coordinator), "the job's output never came: \(coordinator.process.output)")
 
         // When the worker is stopped until its guard has stopped the job, then resumed.
         kill(-worker.pid, SIGSTOP)

@@ -306,36 +306,13 @@ struct DashboardControllerTests {
         await harness.finish()
     }
 
-    /// A client that passes everything to a scheduler and notes the subscriptions asked for.
-    struct RecordingClient: SchedulerClient {
-        let scheduler: Scheduler
-        let subscriptions = Locked<[Bool]>([])
-
-        func perform(_ command: SchedulerCommand) async throws(SchedulerError) -> SchedulerReply {
-            try await scheduler.perform(command)
-        }
-
-        func subscribe(bufferLimit: Int?, includeOutput: Bool, delivery: EventDelivery) async -> EventStream {
-            subscriptions.withLock { $0.append(includeOutput) }
-            return await scheduler.subscribe(bufferLimit: bufferLimit, includeOutput: includeOutput, delivery: delivery)
-        }
-
-        func currentSnapshot() async -> SchedulerSnapshot { await scheduler.currentSnapshot() }
-
-        func outputTail(of id: JobID) async -> (lines: [OutputLine], dropped: Int) { await scheduler.outputTail(of: id) }
-
-        func waitForRoom(in batch: BatchID, below limit: Int) async -> Bool {
-            await scheduler.waitForRoom(in: batch, below: limit)
-        }
-    }
-
     @Test("The output view follows a running job without asking for every output line (a serve sent an attached dashboard each line of a flood, and stalled)")
     func outputFollowsWithoutTheLines() async throws {
         let scheduler = Scheduler(configuration: .init(localSlots: 1))
         let running = Task { await scheduler.run() }
         let terminal = FakeTerminal(rows: 24, columns: 100)
         let (signals, signal) = AsyncStream<Int32>.makeStream()
-        let client = RecordingClient(scheduler: scheduler)
+        let client = PassingClient(scheduler: scheduler)
         let controller = DashboardController(client: client, terminal: terminal, signals: signals, options: DashboardOptions(title: "test", frameStatsPath: ""))
         let exit = Task { await controller.run() }
         let (lines, printer) = AsyncStream<String>.makeStream()
@@ -354,18 +331,22 @@ struct DashboardControllerTests {
         await running.value
     }
 
-    /// A client that passes everything to a scheduler but refuses to pause, as a remote one
-    /// might (the dashboard cannot tell them apart).
-    struct RefusingClient: SchedulerClient {
+    /// A client that passes everything to a scheduler and notes the subscriptions asked for;
+    /// `refusesPause`, it refuses to pause, as a remote one might (the dashboard cannot tell
+    /// them apart).
+    struct PassingClient: SchedulerClient {
         let scheduler: Scheduler
+        var refusesPause = false
+        let subscriptions = Locked<[Bool]>([])
 
         func perform(_ command: SchedulerCommand) async throws(SchedulerError) -> SchedulerReply {
-            if case .pause = command { throw SchedulerError(.notAllowed, "pausing is not allowed here") }
+            if refusesPause, case .pause = command { throw SchedulerError(.notAllowed, "pausing is not allowed here") }
             return try await scheduler.perform(command)
         }
 
         func subscribe(bufferLimit: Int?, includeOutput: Bool, delivery: EventDelivery) async -> EventStream {
-            await scheduler.subscribe(bufferLimit: bufferLimit, includeOutput: includeOutput, delivery: delivery)
+            subscriptions.withLock { $0.append(includeOutput) }
+            return await scheduler.subscribe(bufferLimit: bufferLimit, includeOutput: includeOutput, delivery: delivery)
         }
 
         func currentSnapshot() async -> SchedulerSnapshot { await scheduler.currentSnapshot() }
@@ -385,7 +366,7 @@ struct DashboardControllerTests {
         let terminal = FakeTerminal(rows: 24, columns: 100)
         let (signals, signal) = AsyncStream<Int32>.makeStream()
         let controller = DashboardController(
-            client: RefusingClient(scheduler: scheduler), terminal: terminal, signals: signals,
+            client: PassingClient(scheduler: scheduler, refusesPause: true), terminal: terminal, signals: signals,
             options: DashboardOptions(title: "test", frameStatsPath: ""))
         let exit = Task { await controller.run() }
         await terminal.frame(showing: "test")
