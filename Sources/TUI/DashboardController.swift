@@ -191,7 +191,7 @@ final class DashboardController {
         }
         let commands: [DashboardCommand]
         let size = terminal.size
-        if size.rows < DashboardView.minimumSize.rows || size.columns < DashboardView.minimumSize.columns {
+        if !DashboardView.fits(size) {
             commands = model.handleOnTooSmallScreen(key)
         } else if case .mouse(let event) = key {
             commands = model.handleMouse(event, size: size)

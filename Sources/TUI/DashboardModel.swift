@@ -737,7 +737,7 @@ struct DashboardModel: Sendable {
         case .wheelUp: return (0..<3).flatMap { _ in handle(.up) }
         case .wheelDown: return (0..<3).flatMap { _ in handle(.down) }
         case .click:
-            guard mode == .table, size.rows >= DashboardView.minimumSize.rows, size.columns >= DashboardView.minimumSize.columns else {
+            guard mode == .table, DashboardView.fits(size) else {
                 return []
             }
             if event.row == size.rows - 1 {

@@ -5,6 +5,12 @@ enum DashboardView {
     /// The smallest terminal the dashboard draws in; below it a message says so.
     static let minimumSize = TerminalSize(rows: 12, columns: 50)
 
+    /// Whether a screen of `size` can draw the dashboard (else it shows only a message, and
+    /// keys act only as that message says).
+    static func fits(_ size: TerminalSize) -> Bool {
+        size.rows >= minimumSize.rows && size.columns >= minimumSize.columns
+    }
+
     /// Where things go on a screen of a given size.
     struct Layout: Equatable {
         var size: TerminalSize
@@ -36,7 +42,7 @@ enum DashboardView {
 
     /// The frame for `model` on a screen of `size` at scheduler time `now`.
     static func render(_ model: DashboardModel, size: TerminalSize, now: SchedulerTime) -> Frame {
-        guard size.rows >= minimumSize.rows, size.columns >= minimumSize.columns else {
+        guard fits(size) else {
             return tooSmall(size, mode: model.mode)
         }
         switch model.mode {

@@ -226,9 +226,7 @@ struct JobRecord: Encodable {
         default: nil
         }
         if let until {
-            let remaining = max(.zero, until - now)
-            let date = wallNow.addingTimeInterval(Double(remaining.components.seconds) + Double(remaining.components.attoseconds) * 1e-18)
-            due = date.formatted(.iso8601)
+            due = wallNow.addingTimeInterval(max(.zero, until - now).seconds).formatted(.iso8601)
         }
     }
 }
