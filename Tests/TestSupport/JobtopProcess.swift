@@ -38,6 +38,8 @@ public final class JobtopProcess: Sendable {
     private let reaped = Locked(false)
     /// Whether it leads a process group of its own.
     private let leadsGroup: Bool
+    /// Its arguments, for the hang guard's message (a hung client said only its pid).
+    private let arguments: [String]
 
     /// The path of the binary under test.
     public static let binary: String = {
@@ -115,6 +117,7 @@ public final class JobtopProcess: Sendable {
         }
         pid = child
         leadsGroup = newSession
+        self.arguments = arguments
         Self.read(out[0], into: [stdoutText, outputText], lines: continuation, group: readersDone)
         Self.read(err[0], into: [stderrText, outputText], lines: nil, group: readersDone)
     }
@@ -186,6 +189,7 @@ public final class JobtopProcess: Sendable {
         let group = readersDone
         let reaped = reaped
         let leadsGroup = leadsGroup
+        let command = arguments.joined(separator: " ").prefix(200)
         let status = await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in
             let thread = Thread {
                 var status: Int32 = 0
@@ -197,7 +201,7 @@ public final class JobtopProcess: Sendable {
                     repeat { ready = poll(&descriptor, 1, limit) } while ready < 0 && errno == EINTR
                     close(pidfd)
                     if ready == 0 {
-                        FileHandle.standardError.write(Data("JobtopProcess: pid \(pid) still running after \(Self.hangGuard); killing it\n".utf8))
+                        FileHandle.standardError.write(Data("JobtopProcess: pid \(pid) (jobtop \(command)) still running after \(Self.hangGuard); killing it\n".utf8))
                         kill(leadsGroup ? -pid : pid, SIGKILL)
                     }
                 }
