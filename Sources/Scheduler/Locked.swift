@@ -1,3 +1,4 @@
+import CProcess
 import Foundation
 
 /// The one lock type of jobtop: a value that is only reached while a lock is held, a pthread mutex.
@@ -44,6 +45,21 @@ public struct Locked<State: Sendable>: @unchecked Sendable {
     public func withLockIfFree<Result>(_ body: (inout State) -> Result) -> Result? {
         storage.withUnsafeMutablePointers { state, mutex -> Result? in
             guard pthread_mutex_trylock(mutex) == 0 else { return nil }
+            defer { pthread_mutex_unlock(mutex) }
+            return body(&state.pointee)
+        }
+    }
+
+    /// Runs `body` with the lock held, as ``withLockIfFree(_:)``, if the lock is free now or
+    /// becomes free within `attempts` tries, a short spin apart; else returns `nil`.
+    public func withLockIfFree<Result>(within attempts: Int, _ body: (inout State) -> Result) -> Result? {
+        storage.withUnsafeMutablePointers { state, mutex -> Result? in
+            var tries = 0
+            while pthread_mutex_trylock(mutex) != 0 {
+                tries += 1
+                guard tries < attempts else { return nil }
+                for _ in 0..<16 { jt_spin_pause() }
+            }
             defer { pthread_mutex_unlock(mutex) }
             return body(&state.pointee)
         }

@@ -16,4 +16,14 @@ static inline void jt_prefetch(const void *address, size_t bytes) {
     }
 }
 
+// Tells the CPU that the caller spins on a lock for a moment (a hint; no effect on what is
+// computed): it lets a sibling hyperthread run and saves power while the holder finishes.
+static inline void jt_spin_pause(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
 #endif
