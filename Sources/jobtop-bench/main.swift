@@ -1,6 +1,6 @@
 // Benchmarks of the Scheduler engine. Release build only:
 //
-//     swift run -c release jobtop-bench [closures|core|dag|queue|shell|slots|all]
+//     swift run -c release jobtop-bench [closures|core|dag|floor|queue|shell|slots|all]
 //
 // Every figure is a ratio against a baseline measured in the same run, so machines and loads
 // compare. Benchmarks are not tests: nothing here asserts a timing.
@@ -143,6 +143,31 @@ func benchClosures() async throws {
             print("ratio scheduler/raw: \(format(s / median(raw)))x wall (medians), \(format(s / raw.min()!))x against the fastest raw run, \(format(median(jobsCPU) / median(rawCPU)))x CPU   (target <= 3x, >= 300k jobs/s)")
         }
     }
+    print("load average at end: \(loadAverage())")
+    print()
+}
+
+/// The closure benchmark against its floor (Floor.swift): a raw task group, the floor and the
+/// scheduler, in turn, three times, on the same jobs and window.
+func benchFloor() async throws {
+    let count = countOverride ?? 1_000_000
+    let width = ProcessInfo.processInfo.environment["JOBTOP_BENCH_WIDTH"].flatMap { Int($0) } ?? ProcessInfo.processInfo.activeProcessorCount
+    let window = ProcessInfo.processInfo.environment["JOBTOP_BENCH_WINDOW"].flatMap { Int($0) }
+    let batchSize = ProcessInfo.processInfo.environment["JOBTOP_BENCH_BATCH"].flatMap { Int($0) } ?? 10_000
+    print("## \(count) no-op closure jobs, \(width) slots, one subscriber, window \(window.map(String.init) ?? "none"): raw, floor, scheduler (load average at start: \(loadAverage()))")
+    var raw: [Double] = []
+    var floor: [Double] = []
+    var jobs: [Double] = []
+    for _ in 0..<3 {
+        raw.append(await measure { await rawTaskGroup(count: count, width: width) })
+        floor.append(await measure { await floorClosures(count: count, width: width, window: window, batchSize: batchSize) })
+        jobs.append(try await measure { try await schedulerClosures(count: count, width: width) })
+    }
+    let (r, f, s) = (median(raw), median(floor), median(jobs))
+    print("raw TaskGroup: \(format(r)) s (runs \(runs(raw)))")
+    print("floor:         \(format(f)) s = \(Int(Double(count) / f)) jobs/s (runs \(runs(floor)))")
+    print("scheduler:     \(format(s)) s = \(Int(Double(count) / s)) jobs/s (runs \(runs(jobs)))")
+    print("floor/raw \(format(f / r))x   scheduler/raw \(format(s / r))x   scheduler/floor \(format(s / f))x   (medians; target scheduler/raw <= 3x)")
     print("load average at end: \(loadAverage())")
     print()
 }
@@ -490,6 +515,7 @@ let which = CommandLine.arguments.dropFirst().first ?? "all"
 switch which {
 case "closures": try await benchClosures()
 case "core": await benchCore()
+case "floor": try await benchFloor()
 case "dag": await benchDAG()
 case "queue": try await benchQueue()
 case "shell": try await benchShell()
@@ -502,6 +528,6 @@ case "all":
     try await benchShell()
     try await benchSlots()
 default:
-    FileHandle.standardError.write(Data("usage: jobtop-bench [closures|core|dag|queue|shell|slots|all]\n".utf8))
+    FileHandle.standardError.write(Data("usage: jobtop-bench [closures|core|dag|floor|queue|shell|slots|all]\n".utf8))
     exit(2)
 }
