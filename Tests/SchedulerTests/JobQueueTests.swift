@@ -80,6 +80,80 @@ import Testing
         #expect(queue.first == ids[1])
         #expect(queue.count == 99_998)
     }
+
+    /// Long in-order stretches of one priority (a list of commands) mixed with removals from
+    /// the middle, new priorities, and jobs out of order (requeued to their place), against a
+    /// model kept sorted.
+    @Test(arguments: 1...4)
+    func longInOrderStretchesWithRemovalsMatchASortedModel(seed: Int) {
+        var random = IdentifierGenerator(seed: UInt64(seed) &+ 1_000)
+        var queue = IndexedHeap<JobHandle>()
+        // (priority, order, handle index), in the order they run.
+        var model: [(priority: Int, order: UInt64, index: Int32)] = []
+        func runsBefore(_ a: (priority: Int, order: UInt64, index: Int32), _ b: (priority: Int, order: UInt64, index: Int32)) -> Bool {
+            a.priority != b.priority ? a.priority > b.priority : a.order < b.order
+        }
+        func modelInsert(_ entry: (priority: Int, order: UInt64, index: Int32)) {
+            let at = model.firstIndex { runsBefore(entry, $0) } ?? model.count
+            model.insert(entry, at: at)
+        }
+        var nextIndex: Int32 = 0
+        var nextOrder: UInt64 = 0
+        for round in 0..<6 {
+            // A stretch of one priority, in order.
+            let priority = Int(random.nextUInt64() % 3)
+            for _ in 0..<1_500 {
+                queue.insert(JobHandle(index: nextIndex), priority: priority, order: nextOrder)
+                modelInsert((priority, nextOrder, nextIndex))
+                nextIndex += 1
+                nextOrder += 1
+            }
+            // Some out of order (an earlier order: a job requeued to its place).
+            for _ in 0..<50 {
+                let order = random.nextUInt64() % max(1, nextOrder)
+                let entry = (priority: Int(random.nextUInt64() % 3), order: order, index: nextIndex)
+                if model.contains(where: { $0.order == order }) { continue }
+                queue.insert(JobHandle(index: nextIndex), priority: entry.priority, order: order)
+                modelInsert(entry)
+                nextIndex += 1
+            }
+            // Removals and new priorities from anywhere.
+            for _ in 0..<200 where !model.isEmpty {
+                let victim = model[Int(random.nextUInt64() % UInt64(model.count))]
+                if random.nextUInt64() % 2 == 0 {
+                    let removed = queue.remove(JobHandle(index: victim.index))
+                    #expect(removed)
+                    model.removeAll { $0.index == victim.index }
+                } else {
+                    let priority = Int(random.nextUInt64() % 3)
+                    let moved = queue.updatePriority(JobHandle(index: victim.index), to: priority)
+                    #expect(moved)
+                    model.removeAll { $0.index == victim.index }
+                    modelInsert((priority, victim.order, victim.index))
+                }
+                let strayRemoved = queue.remove(JobHandle(index: nextIndex + 1))
+                #expect(!strayRemoved, "a handle never queued is not found")
+            }
+            // Takes most of them.
+            for step in 0..<(model.count * 3 / 4) {
+                let expected = model.removeFirst()
+                #expect(queue.first?.index == expected.index, "seed \(seed) round \(round) step \(step): first")
+                let popped = queue.popFirst()
+                #expect(popped?.index == expected.index, "seed \(seed) round \(round) step \(step): pop")
+                #expect(!queue.contains(JobHandle(index: expected.index)))
+            }
+            #expect(queue.count == model.count)
+            #expect(queue.ordered().map(\.index) == model.map(\.index), "seed \(seed) round \(round): order")
+            for entry in model.prefix(20) { #expect(queue.priority(of: JobHandle(index: entry.index)) == entry.priority) }
+        }
+        while let expected = model.first {
+            model.removeFirst()
+            let popped = queue.popFirst()
+            #expect(popped?.index == expected.index)
+        }
+        let last = queue.popFirst()
+        #expect(queue.isEmpty && last == nil)
+    }
 }
 
 @Suite struct IdentifierTests {
