@@ -142,7 +142,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "jobtop-bench",
-            dependencies: ["Scheduler"]
+            dependencies: ["Scheduler", .product(name: "DequeModule", package: "swift-collections")]
         ),
         // Durable state benchmark (release): durable vs in-memory submit, restart, submit -> started.
         .executableTarget(

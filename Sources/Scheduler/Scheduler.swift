@@ -729,8 +729,9 @@ public actor Scheduler {
             // attempt added lines and progress after the job's end, or to its next attempt.
             assignment.reporter.end()
             let isCancelled = slot.end()
-            // Reported under the lock when it is free; else left for its holder to report (a
-            // slot never sleeps on the lock: its task waits, and its thread runs other tasks).
+            // Reported under the lock when it is free (or frees within a short spin); else left
+            // for its holder to report (a slot never sleeps on the lock: its task waits, and its
+            // thread runs other tasks).
             let spare = JobControl()
             if let reported = withEngineIfFree({ $0.finished(handle, termination, spare: spare, scheduler: self) }) {
                 next = reported.map(assignmentHandle(for:))

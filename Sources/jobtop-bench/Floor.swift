@@ -17,6 +17,7 @@
 // beyond local slots, output, progress, snapshots, a lagging subscriber, and the engine's
 // typed events and actions. jobtop's figure against this one is the price of those, and of how
 // they are built.
+import DequeModule
 import Foundation
 import Scheduler
 
@@ -31,28 +32,6 @@ enum FloorEvent: Sendable {
     }
 }
 
-/// A FIFO of values over an array, its front moving forward (compacted when half is read).
-struct FloorQueue<Element: Sendable>: Sendable {
-    private var items: [Element] = []
-    private var head = 0
-
-    var isEmpty: Bool { head == items.count }
-    var count: Int { items.count - head }
-
-    mutating func append(_ item: Element) { items.append(item) }
-
-    mutating func popFirst() -> Element? {
-        guard head < items.count else { return nil }
-        let item = items[head]
-        head += 1
-        if head >= 4_096 && head * 2 >= items.count {
-            items.removeFirst(head)
-            head = 0
-        }
-        return item
-    }
-}
-
 final class FloorScheduler: Sendable {
     typealias Work = @Sendable () async -> Void
 
@@ -64,8 +43,8 @@ final class FloorScheduler: Sendable {
     struct State: Sendable {
         // (`Work` is Sendable, and so are the continuations: the state is.)
         var records: [JobID: Record] = [:]
-        var queue = FloorQueue<JobID>()
-        var finished = FloorQueue<JobID>()
+        var queue = Deque<JobID>()
+        var finished = Deque<JobID>()
         var unfinished = 0
         var idleSlots: [CheckedContinuation<(JobID, Work)?, Never>] = []
         var events: [FloorEvent] = []

@@ -470,16 +470,7 @@ struct DAGBenchRun {
         count = specs.count
         let worker = WorkerDescriptor(id: WorkerID(), name: "w", kind: .local, slots: 8)
         var bytes = SystemRandomNumberGenerator()
-        let ids = (0..<specs.count).map { _ in
-            let (a, b) = (bytes.next(), bytes.next())
-            return JobID(uuid: UUID(uuid: (
-                UInt8(truncatingIfNeeded: a), UInt8(truncatingIfNeeded: a >> 8), UInt8(truncatingIfNeeded: a >> 16),
-                UInt8(truncatingIfNeeded: a >> 24), UInt8(truncatingIfNeeded: a >> 32), UInt8(truncatingIfNeeded: a >> 40),
-                UInt8(truncatingIfNeeded: a >> 48), UInt8(truncatingIfNeeded: a >> 56), UInt8(truncatingIfNeeded: b),
-                UInt8(truncatingIfNeeded: b >> 8), UInt8(truncatingIfNeeded: b >> 16), UInt8(truncatingIfNeeded: b >> 24),
-                UInt8(truncatingIfNeeded: b >> 32), UInt8(truncatingIfNeeded: b >> 40), UInt8(truncatingIfNeeded: b >> 48),
-                UInt8(truncatingIfNeeded: b >> 56))))
-        }
+        let ids = (0..<specs.count).map { _ in JobID(uuid: randomUUID(&bytes)) }
         let start = threadCPUSeconds()
         if let limits {
             for (index, limit) in limits.enumerated() {
