@@ -43,11 +43,7 @@ public struct Locked<State: Sendable>: @unchecked Sendable {
     /// Runs `body` with the lock held, as ``withLock(_:)``, if the lock is free now; else returns
     /// `nil` at once.
     public func withLockIfFree<Result>(_ body: (inout State) -> Result) -> Result? {
-        storage.withUnsafeMutablePointers { state, mutex -> Result? in
-            guard pthread_mutex_trylock(mutex) == 0 else { return nil }
-            defer { pthread_mutex_unlock(mutex) }
-            return body(&state.pointee)
-        }
+        withLockIfFree(within: 1, body)
     }
 
     /// Runs `body` with the lock held, as ``withLockIfFree(_:)``, if the lock is free now or

@@ -36,6 +36,8 @@ final class FloorScheduler: Sendable {
     typealias Work = @Sendable () async -> Void
 
     struct Record: Sendable {
+        /// Its state, which a job's end changes (one hashed look-up, as a real end's): what a
+        /// status command would read.
         var isFinished = false
         let work: Work
     }

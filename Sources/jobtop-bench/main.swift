@@ -81,12 +81,9 @@ func schedulerClosures(count: Int, width: Int) async throws {
     let events = await scheduler.events(includeOutput: false)
     async let consumed = countFinals(events, upTo: count)
     let spec = JobSpec(work: .closure { _ in })
-    // JOBTOP_BENCH_BATCH=N: specs per submission (`jobtop run` submits a list 1,024 at a time).
-    let batchSize = ProcessInfo.processInfo.environment["JOBTOP_BENCH_BATCH"].flatMap { Int($0) } ?? 10_000
+    let batchSize = benchBatchSize
     let batch = [JobSpec](repeating: spec, count: batchSize)
-    // JOBTOP_BENCH_WINDOW=N: at most N unfinished jobs submitted at a time, as `jobtop run`
-    // streams a long list (else all are queued as fast as they can be submitted).
-    let window = ProcessInfo.processInfo.environment["JOBTOP_BENCH_WINDOW"].flatMap { Int($0) }
+    let window = benchWindow
     let run = window == nil ? nil : await scheduler.openBatch()
     var submitted = 0
     while submitted < count {
@@ -103,10 +100,21 @@ func schedulerClosures(count: Int, width: Int) async throws {
 /// `JOBTOP_BENCH_COUNT` scales the job-count benchmarks down for quick runs.
 let countOverride = ProcessInfo.processInfo.environment["JOBTOP_BENCH_COUNT"].flatMap { Int($0) }
 
+/// `JOBTOP_BENCH_WIDTH`: another number of slots (and task group width) for the closure
+/// benchmarks, for experiments.
+let benchWidth = ProcessInfo.processInfo.environment["JOBTOP_BENCH_WIDTH"].flatMap { Int($0) } ?? ProcessInfo.processInfo.activeProcessorCount
+
+/// `JOBTOP_BENCH_WINDOW=N`: at most N unfinished closure jobs submitted at a time, as `jobtop
+/// run` streams a long list (else all are queued as fast as they can be submitted).
+let benchWindow = ProcessInfo.processInfo.environment["JOBTOP_BENCH_WINDOW"].flatMap { Int($0) }
+
+/// `JOBTOP_BENCH_BATCH=N`: closure specs per submission (`jobtop run` submits a list 1,024 at
+/// a time).
+let benchBatchSize = ProcessInfo.processInfo.environment["JOBTOP_BENCH_BATCH"].flatMap { Int($0) } ?? 10_000
+
 func benchClosures() async throws {
     let count = countOverride ?? 1_000_000
-    // JOBTOP_BENCH_WIDTH: another number of slots (and task group width), for experiments.
-    let width = ProcessInfo.processInfo.environment["JOBTOP_BENCH_WIDTH"].flatMap { Int($0) } ?? ProcessInfo.processInfo.activeProcessorCount
+    let width = benchWidth
     print("## \(count) no-op closure jobs, \(width) slots, one subscriber (load average at start: \(loadAverage()))")
     var raw: [Double] = []
     var jobs: [Double] = []
@@ -151,9 +159,7 @@ func benchClosures() async throws {
 /// scheduler, in turn, three times, on the same jobs and window.
 func benchFloor() async throws {
     let count = countOverride ?? 1_000_000
-    let width = ProcessInfo.processInfo.environment["JOBTOP_BENCH_WIDTH"].flatMap { Int($0) } ?? ProcessInfo.processInfo.activeProcessorCount
-    let window = ProcessInfo.processInfo.environment["JOBTOP_BENCH_WINDOW"].flatMap { Int($0) }
-    let batchSize = ProcessInfo.processInfo.environment["JOBTOP_BENCH_BATCH"].flatMap { Int($0) } ?? 10_000
+    let (width, window, batchSize) = (benchWidth, benchWindow, benchBatchSize)
     print("## \(count) no-op closure jobs, \(width) slots, one subscriber, window \(window.map(String.init) ?? "none"): raw, floor, scheduler (load average at start: \(loadAverage()))")
     var raw: [Double] = []
     var floor: [Double] = []
