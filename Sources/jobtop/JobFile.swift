@@ -15,6 +15,9 @@ enum JobFile {
         var jobs: [JobSpec]
         /// The groups of `[groups]`, by name, as the file sets them up.
         var groups: [JobGroup]
+        /// The groups whose table says `paused = false` in so many words: `submit` resumes them
+        /// in a serve that has them paused (a table that does not say leaves the pause as it is).
+        var unpausedGroups: Set<String> = []
         /// The `[slurm]` table and the jobs' own `slurm` tables; `nil` when the file has none.
         var slurm: SlurmFileSettings? = nil
     }
@@ -90,7 +93,7 @@ enum JobFile {
             }
             defaults = try reader.fields(of: table, allowed: JobFields.defaultKeys, place: "[defaults]")
         }
-        let groups = try reader.groups(root["groups"])
+        let (groups, unpausedGroups) = try reader.groups(root["groups"])
         try checkGroup(defaults.group, known: groups, place: "[defaults]", file: file)
         guard let jobsValue = root["job"] else {
             throw JobInputError(.noJobs, "\(file): no jobs (add a [[job]] table with a command)")
@@ -142,7 +145,7 @@ enum JobFile {
             assert(spec.dependencies.allSatisfy { if case .earlier(let other) = $0 { other < position } else { false } })
             specs.append(spec)
         }
-        return Contents(jobs: specs, groups: groups, slurm: slurm)
+        return Contents(jobs: specs, groups: groups, unpausedGroups: unpausedGroups, slurm: slurm)
     }
 
     /// Refuses a `group` that is neither `default` nor under `[groups]`.
@@ -261,13 +264,15 @@ enum JobFile {
         let now: Date
         let timeZone: TimeZone
 
-        /// The groups of a `[groups]` table (`nil`: none), sorted by name.
-        func groups(_ value: (any TOMLValueConvertible)?) throws(JobInputError) -> [JobGroup] {
-            guard let value else { return [] }
+        /// The groups of a `[groups]` table (`nil`: none), sorted by name, and those that say
+        /// `paused = false`.
+        func groups(_ value: (any TOMLValueConvertible)?) throws(JobInputError) -> (groups: [JobGroup], unpaused: Set<String>) {
+            guard let value else { return ([], []) }
             guard let table = value.table else {
                 throw JobInputError(.wrongType, "\(file): 'groups' must be a table of groups like [groups.download], not \(JobFile.describe(value.type))")
             }
             var groups: [JobGroup] = []
+            var unpaused: Set<String> = []
             for name in table.keys.sorted() {
                 guard let groupValue = table[name] else { continue }
                 let place = "[groups.\(name)]"
@@ -301,13 +306,14 @@ enum JobFile {
                             throw JobInputError(.wrongType, "\(at) must be true or false, not \(JobFile.describe(setting.type))")
                         }
                         group.isPaused = paused
+                        if !paused { unpaused.insert(name) }
                     default:
                         break
                     }
                 }
                 groups.append(group)
             }
-            return groups
+            return (groups, unpaused)
         }
 
         func fields(of table: TOMLTable, allowed: [String], place: String) throws(JobInputError) -> JobFields {

@@ -25,6 +25,8 @@ struct RunPlan: Sendable {
     /// The groups to set up before any job is submitted: the job file's, with `--group-limit`
     /// applied.
     var groups: [JobGroup] = []
+    /// The job file's groups whose table says `paused = false` (``JobFile/Contents/unpausedGroups``).
+    var unpausedGroups: Set<String> = []
     /// A plain list, if one is read.
     var list: List?
     /// The `-c` commands.
@@ -78,6 +80,7 @@ enum JobSources {
             plan.fileJobs = contents.jobs
             plan.slurm = contents.slurm
             plan.groups = try GroupLimit.apply(groupLimits, to: contents.groups)
+            plan.unpausedGroups = contents.unpausedGroups
         case let path?:
             plan.list = try checked(.init(fd: try CommandListReader.open(path: path), source: "'\(path)'", mustHaveCommands: true))
         case nil:

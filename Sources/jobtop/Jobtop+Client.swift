@@ -226,6 +226,15 @@ extension Jobtop {
                     if planned.isPaused { _ = try await send(client, .pauseGroup(planned.name)) }
                     if let limit = planned.limit { _ = try await send(client, .setGroupLimit(planned.name, limit)) }
                 }
+                // `paused = false` said in so many words resumes a group the serve has paused
+                // (after its new limit: no moment of the old one unpaused). It paused nothing,
+                // and said nothing, and the group's jobs stayed queued.
+                if !plan.unpausedGroups.isEmpty {
+                    let pausedThere = try await client.fetchSnapshot().groups.filter(\.group.isPaused).map(\.group.name)
+                    for name in pausedThere.sorted() where plan.unpausedGroups.contains(name) {
+                        _ = try await send(client, .resumeGroup(name))
+                    }
+                }
                 // `--group` naming a group the serve does not have yet makes it, with no limit: a
                 // misspelt `--group gpuu` would run its jobs unthrottled, so it is said (as
                 // `limit` and `pause --group` say it).

@@ -340,6 +340,45 @@ struct ServeTests {
         try await fixture.stop()
     }
 
+    @Test("a job file's [groups] table with paused = false resumes the group paused in the serve; one that does not say leaves it paused")
+    func fileGroupsResumeWhenTheySaySo() async throws {
+        let fixture = try await ServeFixture()
+        #expect(try await fixture.run(["pause", "--group", "pg"]).status == 0)
+        /// Whether the group is paused, as `status --json` says.
+        func isPaused() async throws -> Bool? {
+            let outcome = try await fixture.run(["status", "--json"])
+            let object = try JSONSerialization.jsonObject(with: Data(outcome.stdout.utf8)) as? [String: Any]
+            let groups = try #require(object?["groups"] as? [[String: Any]])
+            return groups.first { ($0["name"] as? String) == "pg" }?["paused"] as? Bool
+        }
+        let silent = try fixture.scratch.write("silent.toml", """
+            [groups.pg]
+            parallel = 2
+            [[job]]
+            group = "pg"
+            command = "true"
+            """)
+        #expect(try await fixture.run(["submit", silent]).status == 0)
+        #expect(try await isPaused() == true)
+        let resumes = try fixture.scratch.write("resumes.toml", """
+            [groups.pg]
+            paused = false
+            [[job]]
+            group = "pg"
+            command = "true"
+            """)
+        let submitted = try await fixture.run(["submit", resumes])
+        #expect(submitted.status == 0, "\(submitted.stderr)")
+        let isResumed = try await isPaused() == false
+        #expect(isResumed)
+        // And its jobs run (waited for only then: paused, `wait` would not return).
+        if isResumed {
+            let waited = try await fixture.run(["wait"])
+            #expect(waited.status == 0, "\(waited.stderr)")
+        }
+        try await fixture.stop()
+    }
+
     @Test("the queue survives a restart of serve: queued and paused jobs come back, ids unchanged")
     func restart() async throws {
         let fixture = try await ServeFixture()
