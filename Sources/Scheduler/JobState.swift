@@ -181,6 +181,9 @@ public enum StopReason: String, Sendable, Equatable, Codable {
     case cancel
     /// Its attempt ran past its timeout: the attempt failed.
     case timeout
+    /// The scheduler stops its running jobs and keeps its queue (``ShutdownMode/stopRunning``):
+    /// the job goes back to the queue, that attempt not counted.
+    case shutdown
 }
 
 /// How an attempt ended, as the worker saw it.

@@ -36,6 +36,8 @@ public struct SchedulerCore: Sendable {
         /// Its job was paused (its group or everything): held, it would start when its worker's
         /// slot frees.
         case forPause
+        /// The scheduler stops its running jobs and keeps its queue (``ShutdownMode/stopRunning``).
+        case forShutdown
     }
 
     /// Limits of the core.
@@ -1171,13 +1173,18 @@ public struct SchedulerCore: Sendable {
         return takeActions()
     }
 
-    /// Begins a shutdown.
+    /// Begins a shutdown. A shutdown under way only gives way to a stronger one: a drain to a
+    /// graceful one, either to one that stops the running jobs, and that to one that also
+    /// cancels the queue.
     public mutating func shutdown(_ mode: ShutdownMode, now: SchedulerTime) -> [Action] {
         if shutdownMode == .cancelRunning { return [] }
+        if shutdownMode == .stopRunning && mode != .cancelRunning { return [] }
         if shutdownMode == .graceful && mode == .drain { return [] }
         shutdownMode = mode
         actions.append(.emit(.shuttingDown(mode)))
-        if mode == .cancelRunning {
+        if mode == .stopRunning {
+            stopRunningAttempts(now: now)
+        } else if mode == .cancelRunning {
             for handle in queuedHandlesInOrder() {
                 let id = jobs[handle].info.id
                 dequeue(handle)
@@ -1306,7 +1313,7 @@ public struct SchedulerCore: Sendable {
             // Given back unbegun: back to the queue, or cancelled if a cancel came meanwhile.
             settle(
                 handle, attempt: attempt, stopping: stopping, termination: termination, began: false,
-                withdrawnForPause: withdrawal == .forPause, now: now)
+                withdrawal: withdrawal, now: now)
         } else if let stopping, !stopTookEffect {
             settleUnstopped(handle, attempt: attempt, requested: stopping, termination: termination, now: now)
         } else {
@@ -1341,6 +1348,8 @@ public struct SchedulerCore: Sendable {
         }
         actions.append(.emit(.began(id, attempt: attempt)))
         if lapsed { dispatch(now: now) }
+        // Asked back for a shutdown that stops what runs, too late: it is stopped as the others were.
+        if shutdownMode == .stopRunning { stopForShutdown(handle) }
         return takeActions()
     }
 
@@ -2093,6 +2102,42 @@ public struct SchedulerCore: Sendable {
         }
     }
 
+    /// Stops every running attempt for ``ShutdownMode/stopRunning``, in submission order: one
+    /// its worker holds and has not begun is asked back where the worker gives attempts back,
+    /// any other is stopped (``StopReason/shutdown``); each job returns to the queue as its
+    /// attempt ends. The queue and the jobs waiting for a retry, a dependency or a time stay as
+    /// they are.
+    private mutating func stopRunningAttempts(now: SchedulerTime) {
+        var running: [(handle: JobHandle, withdraws: Bool)] = []
+        pool.forEachMember { member in
+            for handle in member.running { running.append((handle, member.descriptor.withdrawsHeld && member.holdsAttempts)) }
+        }
+        running.sort { jobs[$0.handle].queueOrder < jobs[$1.handle].queueOrder }
+        for (handle, withdraws) in running {
+            guard case .running(let worker, let attempt, _, let stopping) = jobs[handle].info.state else { continue }
+            if withdraws && !jobs[handle].hasBegun && stopping == nil {
+                // One asked back already (for a free slot, a pause) comes back to the queue as well.
+                if jobs[handle].withdrawal == nil {
+                    jobs[handle].withdrawal = .forShutdown
+                    actions.append(.withdraw(jobs[handle].info.id, attempt: attempt, worker: worker))
+                }
+                continue
+            }
+            stopForShutdown(handle)
+        }
+    }
+
+    /// Stops the running attempt at `handle` for ``ShutdownMode/stopRunning``, unless it is being
+    /// stopped already (a cancel, a timeout: it ends as those do).
+    private mutating func stopForShutdown(_ handle: JobHandle) {
+        guard case .running(let worker, let attempt, let since, nil) = jobs[handle].info.state,
+              transition(handle, to: .running(worker: worker, attempt: attempt, since: since, stopping: .shutdown))
+        else { return }
+        let id = jobs[handle].info.id
+        actions.append(.emit(.stopping(id, .shutdown)))
+        actions.append(.stop(id, worker: worker, reason: .shutdown))
+    }
+
     /// Decides what an ended attempt means for the job at `handle` (in place).
     ///
     /// - Parameter began: Whether the attempt began: false for one its worker held and never
@@ -2100,7 +2145,7 @@ public struct SchedulerCore: Sendable {
     ///   does not), and `log` says it has not run.
     private mutating func settle(
         _ handle: JobHandle, attempt: Int, stopping: StopReason?, termination: Termination, countsAsLoss: Bool = true,
-        began: Bool = true, withdrawnForPause: Bool = false, now: SchedulerTime
+        began: Bool = true, withdrawal: Withdrawal? = nil, now: SchedulerTime
     ) {
         let id = jobs[handle].info.id
         func cancel() {
@@ -2115,6 +2160,15 @@ public struct SchedulerCore: Sendable {
         }
         if stopping == .cancel {
             cancel()
+            return
+        }
+        if stopping == .shutdown {
+            // Stopped for a shutdown that keeps the queue: back to it, the attempt not counted.
+            guard transition(handle, to: .queued) else { return }
+            jobs[handle].info.history.attempts = attempt - 1
+            if !began && attempt == 1 && jobs[handle].workerLosses == 0 { jobs[handle].info.history.startedAt = nil }
+            enqueue(handle)
+            actions.append(.emit(.requeued(id, reason: began ? .stoppedForShutdown : .withdrawnForShutdown)))
             return
         }
         let reason: FailureReason
@@ -2149,7 +2203,12 @@ public struct SchedulerCore: Sendable {
             jobs[handle].info.history.attempts = attempt - 1
             if attempt == 1 && jobs[handle].workerLosses == 0 { jobs[handle].info.history.startedAt = nil }
             enqueue(handle)
-            actions.append(.emit(.requeued(id, reason: withdrawnForPause ? .withdrawnForPause : .withdrawn)))
+            let reason: RequeueReason = switch withdrawal {
+            case .forPause: .withdrawnForPause
+            case .forShutdown: .withdrawnForShutdown
+            case .forFreeSlot, nil: .withdrawn
+            }
+            actions.append(.emit(.requeued(id, reason: reason)))
             return
         case (_, .exit(0)):
             jobs[handle].info.history.lastFailure = nil

@@ -182,6 +182,13 @@ public enum RequeueReason: Sendable, Equatable, Codable, CustomStringConvertible
     /// (its group, or everything): held there, it would have started when the slot freed. That
     /// attempt never ran and does not count (attempts one less).
     case withdrawnForPause
+    /// Its worker held it behind a busy slot and gave it back unbegun because the scheduler is
+    /// stopping its running jobs and keeping its queue (``ShutdownMode/stopRunning``). That
+    /// attempt never ran and does not count (attempts one less).
+    case withdrawnForShutdown
+    /// Its attempt was stopped by a shutdown that keeps the queue (``ShutdownMode/stopRunning``):
+    /// that attempt does not count (attempts one less), as one cut off by a lost worker.
+    case stoppedForShutdown
 
     public var description: String {
         switch self {
@@ -190,6 +197,8 @@ public enum RequeueReason: Sendable, Equatable, Codable, CustomStringConvertible
         case .workerLost(let why): "worker lost: \(why)"
         case .withdrawn: "withdrawn from a busy worker for a free slot"
         case .withdrawnForPause: "withdrawn unbegun from its worker: paused"
+        case .withdrawnForShutdown: "withdrawn unbegun from its worker: the scheduler is stopping"
+        case .stoppedForShutdown: "stopped: the scheduler is stopping (the queue is kept)"
         }
     }
 }
@@ -261,6 +270,12 @@ public enum ShutdownMode: String, Sendable, Codable {
     case graceful
     /// Cancel every running, queued and waiting job (process groups killed), then stop.
     case cancelRunning
+    /// Stop the running jobs now (process groups killed) and start nothing new: each goes back
+    /// to the queue, its attempt not counted (as when its worker is lost); what a worker holds
+    /// and has not begun is asked back. Queued, waiting, blocked and scheduled jobs stay as they
+    /// are (none is skipped for a dependency stopped so). How `jobtop serve` stops for a second
+    /// SIGTERM: its queue is the next serve's.
+    case stopRunning
 
     /// What a person reads of it: "the queue runs first", "running jobs finish", "running jobs
     /// are stopped" (the raw value, `cancelRunning`, showed on screens).
@@ -269,6 +284,7 @@ public enum ShutdownMode: String, Sendable, Codable {
         case .drain: "the queue runs first"
         case .graceful: "running jobs finish"
         case .cancelRunning: "running jobs are stopped"
+        case .stopRunning: "running jobs are stopped, the queue is kept"
         }
     }
 }
@@ -296,7 +312,7 @@ extension OutputLine {
         switch reason {
         case .retriedByUser: retrySeparator
         case .workerLost: workerLostSeparator
-        case .retryDue, .withdrawn, .withdrawnForPause: nil
+        case .retryDue, .withdrawn, .withdrawnForPause, .withdrawnForShutdown, .stoppedForShutdown: nil
         }
     }
 

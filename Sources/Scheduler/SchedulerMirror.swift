@@ -191,9 +191,9 @@ public struct SchedulerMirror: Sendable {
                     job.progress = nil
                     job.history.finishedAt = nil
                     job.history.startedAt = nil
-                case .workerLost:
+                case .workerLost, .stoppedForShutdown:
                     job.history.attempts = max(0, job.attempts - 1)
-                case .withdrawn, .withdrawnForPause:
+                case .withdrawn, .withdrawnForPause, .withdrawnForShutdown:
                     // Never began: as the core, no start to show if none of its attempts has.
                     job.history.attempts = max(0, job.attempts - 1)
                     if job.history.attempts == 0 && !hasRun { job.history.startedAt = nil }

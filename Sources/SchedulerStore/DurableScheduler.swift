@@ -216,11 +216,13 @@ public final class DurableScheduler: SchedulerClient {
         if case .submit(let specs, let batch) = command {
             return .submitted(try await submit(specs, batch: batch))
         }
-        if case .shutdown(.cancelRunning) = command {
+        if case .shutdown(let mode) = command, mode == .cancelRunning || mode == .stopRunning {
             // Stop now: the running jobs are stopped, but their ends are not written (their
             // output while they stop is), nor are the queued jobs cancelled on disk. The next
             // serve counts each cut-off attempt as failed ("jobtop stopped") and runs the queue:
-            // a stop is not a cancel of the queue.
+            // a stop is not a cancel of the queue. (A serve stops with `.stopRunning`, which
+            // leaves the queue alone here too; `.cancelRunning`, from a client, cancels it here
+            // but not on disk.)
             await journal.freeze(after: await scheduler.lastEventSeq)
         }
         let reply = try await scheduler.perform(command)

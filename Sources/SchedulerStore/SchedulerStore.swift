@@ -309,7 +309,14 @@ public final class SchedulerStore: Sendable {
                     sql: "UPDATE job SET state = 'queued', attempts = max(0, attempts - 1) WHERE id = ?",
                     arguments: [id.description])
                 try endAttempt(id, outcome: "worker lost: \(why)", db: db, now: now)
-            case .withdrawn, .withdrawnForPause:
+            case .stoppedForShutdown:
+                // (A serve freezes its journal first, so its restart counts the attempt as
+                // failed instead; a program that stops its durable scheduler so keeps it uncounted.)
+                try db.execute(
+                    sql: "UPDATE job SET state = 'queued', attempts = max(0, attempts - 1) WHERE id = ?",
+                    arguments: [id.description])
+                try endAttempt(id, outcome: reason.description, db: db, now: now)
+            case .withdrawn, .withdrawnForPause, .withdrawnForShutdown:
                 // Given back by the worker that held it, unbegun: that attempt never ran, so
                 // it leaves no row (as one never handed out).
                 try db.execute(

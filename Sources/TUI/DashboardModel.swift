@@ -210,9 +210,9 @@ struct DashboardModel: Sendable {
     /// property, changed in place, never copied).
     mutating func apply(_ event: SchedulerEvent) {
         let evicted = board.apply(event)
-        if isAttached, case .shuttingDown(.cancelRunning) = event.kind {
-            // A serve told to stop now (a second SIGTERM) cancels nothing on disk, though its
-            // jobs' rows turn `cancelled` here as it stops them.
+        if isAttached, case .shuttingDown(let mode) = event.kind, mode == .stopRunning || mode == .cancelRunning {
+            // A serve told to stop now (a second SIGTERM) cancels nothing on disk, though the
+            // rows of the jobs it stops turn `cancelled` here (its queue stays queued).
             message = Segment("jobtop serve is stopping now: nothing is cancelled on disk; the next serve runs its jobs again as their retries allow", .message)
         }
         if case .snapshot(let snapshot) = event.kind {

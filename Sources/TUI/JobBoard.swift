@@ -328,7 +328,7 @@ struct JobBoard: Sendable {
             let processes = count == 1 ? "1 process" : "\(count) processes"
             append(time, "\(tag(id)) left \(processes) in its group; \(stopped ? "stopped" : "kept") \(count == 1 ? "it" : "them")", .dim)
         case .stopping(let id, let reason):
-            append(time, "\(tag(id)) stopping (\(reason == .cancel ? "cancel" : "timeout"))", .waiting)
+            append(time, "\(tag(id)) stopping (\(reason.rawValue))", .waiting)
         case .retryScheduled(let id, let failedAttempt, let reason, let nextAttempt, let at):
             let delay = formatDuration(max(.zero, at - time))
             append(time, "\(tag(id)) attempt \(failedAttempt) failed (\(reason)); attempt \(nextAttempt) in \(delay)", .waiting)

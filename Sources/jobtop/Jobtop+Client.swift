@@ -291,13 +291,13 @@ extension Jobtop {
             var open = ids
             var failed = false
             var resyncing = false
-            // A serve stopping with its jobs cancelled (a second Ctrl-C, `shutdown` cancelling)
+            // A serve stopping its running jobs (a second SIGTERM; or cancelling everything)
             // does not end them on disk: its next start runs them on. Their `cancelled` is the
             // serve going away, not how they ended (`wait` said 1 for a job that then succeeded).
             var serveIsStopping = false
             for await event in events {
                 switch event.kind {
-                case .shuttingDown(.cancelRunning):
+                case .shuttingDown(.cancelRunning), .shuttingDown(.stopRunning):
                     serveIsStopping = true
                 case .cancelled where serveIsStopping:
                     continue
@@ -520,7 +520,12 @@ extension Jobtop {
                 if let stopping {
                     // As the dashboard says it: SIGTERM sent, SIGKILL after the grace period.
                     name = "stopping"
-                    notes.append(stopping == .cancel ? "cancelled" : "timed out")
+                    let why = switch stopping {
+                    case .cancel: "cancelled"
+                    case .timeout: "timed out"
+                    case .shutdown: "the serve is stopping"
+                    }
+                    notes.append(why)
                 } else if sent {
                     name = "sent"
                     if placement == nil { notes.append("waiting at its worker") }
@@ -985,23 +990,35 @@ extension Jobtop {
     struct Shutdown: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "shutdown",
-            abstract: "Stop jobtop serve: start nothing new, let running jobs finish (--drain: run the queue first).",
+            abstract: "Stop jobtop serve: start nothing new, let running jobs finish (--drain: run the queue first; --now: stop them).",
             discussion: """
                 Waits until the serve has stopped. During a drain, jobs submitted or retried are \
-                still taken and run before it stops; during a plain shutdown they are refused.
+                still taken and run before it stops; during a plain shutdown they are refused. \
+                With --now the running jobs are stopped at once (SIGTERM to each process group, \
+                SIGKILL after the grace period), as a second SIGTERM to the serve does: the queue \
+                stays on disk, and the next serve counts each cut-off attempt as failed ('jobtop \
+                stopped') and runs it again as its retries allow. A shutdown under way only gives \
+                way to a stronger one (--drain, plain, --now).
 
-                Exit status: 0 stopped; 3 no serve.
+                Exit status: 0 stopped; 2 --drain with --now; 3 no serve.
                 """)
         @Flag(help: "Run every queued job first.")
         var drain = false
+        @Flag(help: "Stop the running jobs now; the queue stays for the next serve.")
+        var now = false
         @OptionGroup var connection: ConnectOptions
 
         mutating func run() async throws {
             let drain = drain
+            if drain && now {
+                StandardError.write("jobtop: shutdown --drain runs the queue first and --now stops the running jobs: give one of them\n")
+                throw ExitCode(ExitStatus.usage)
+            }
+            let mode: ShutdownMode = drain ? .drain : now ? .stopRunning : .graceful
             try await withServe(connection) { client in
                 // Subscribed first: the end of the events is the serve's end.
                 let events = client.events(bufferLimit: nil, includeOutput: false, delivery: .latest)
-                _ = try await send(client, .shutdown(drain ? .drain : .graceful))
+                _ = try await send(client, .shutdown(mode))
                 if drain {
                     // A drain runs what is queued: while the serve (or a group with queued jobs)
                     // is paused it cannot end, and the wait would say nothing.

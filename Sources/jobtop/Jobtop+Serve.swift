@@ -284,7 +284,7 @@ extension Jobtop {
                     // Nothing is cancelled on disk: the next serve counts each cut-off attempt as
                     // stopped by jobtop and retries it as its budget allows.
                     StandardError.write("jobtop serve: \(signalName(number)) again: stopping the running jobs now (the next serve runs them again as their retries allow)\n")
-                    Task { _ = try? await backend.perform(.shutdown(.cancelRunning)) }
+                    Task { _ = try? await backend.perform(.shutdown(.stopRunning)) }
                 }
             }
             let restoredCount = await backend.restored()

@@ -857,6 +857,38 @@ struct ServeTests {
         _ = await fixture.serve.wait(atMost: .seconds(60))
     }
 
+    @Test("shutdown --now stops the running job's process group at once and keeps the queue: the next serve runs it (the stopped attempt counted as failed); --drain with --now is refused")
+    func shutdownNow() async throws {
+        let fixture = try await ServeFixture(["-j", "1"])
+        let both = try await fixture.run(["shutdown", "--drain", "--now"])
+        #expect(both.status == 2 && both.stderr.contains("give one of them"), "\(both.stderr)")
+        let pidFile = fixture.scratch.file("pid")
+        // The shell and its sleep write their pids; the second attempt succeeds at once.
+        let command = "[ -e '\(pidFile)' ] && exit 0; echo $$ > '\(pidFile)'; sleep 300 & echo $! >> '\(pidFile)'; wait"
+        let long = try await fixture.run(["submit", "--retries", "1", "-c", command]).lines[0]
+        let queued = try await fixture.run(["submit", "-c", "true"]).lines[0]
+        #expect(await eventually(within: .seconds(60)) { JobtopTestSupport.pids(in: pidFile).count == 2 })
+        let stopped = try await fixture.run(["shutdown", "--now"])
+        #expect(stopped.status == 0, "\(stopped.stderr)")
+        #expect(await fixture.serve.wait(atMost: .seconds(60))?.status == 0)
+        // Its whole process group is gone, the sleep with the shell.
+        let pids = JobtopTestSupport.pids(in: pidFile)
+        #expect(await eventually(within: .seconds(60)) { pids.allSatisfy { !isRunning($0) } })
+
+        let again = try JobtopProcess(["serve", "-j", "1"], directory: fixture.scratch.path, environment: fixture.environment, newSession: true)
+        defer { again.send(SIGKILL) }
+        #expect(await eventually(within: .seconds(60)) { again.output.contains("listening on") })
+        #expect(again.output.contains("restored 2 jobs"), "\(again.output)")
+        let waited = try await fixture.run(["wait", long, queued])
+        #expect(waited.status == 0, "\(waited.stderr)")
+        let report = try await fixture.report(["--all"])
+        let jobs = try #require(report["jobs"] as? [[String: Any]])
+        let record = try #require(jobs.first { ($0["short"] as? String) == long })
+        #expect(record["attempts"] as? Int == 2, "\(record)")
+        _ = try await fixture.run(["shutdown"])
+        #expect(await again.wait(atMost: .seconds(60))?.status == 0)
+    }
+
     @Test("What a job prints while a second SIGTERM stops the serve (its trap's last words) is in its output after the restart (it was lost)")
     func outputWhileStoppedTwiceIsKept() async throws {
         let fixture = try await ServeFixture()

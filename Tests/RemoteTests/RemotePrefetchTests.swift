@@ -169,8 +169,12 @@ struct RemotePrefetchTests {
         let events = await coordinator.scheduler.events(includeOutput: false, delivery: .lossless)
         let starts = Locked<[JobID]>([])
         let began = Locked<[JobID]>([])
+        // Every event, for the message of a failure (seen once in a full run: after the busy
+        // job, only the first held job began).
+        let seen = Locked<[String]>([])
         let watcher = Task {
             for await event in events {
+                seen.withLock { $0.append("\(event.seq) \(event.kind)") }
                 if case .started(let id, _, _, _) = event.kind { starts.withLock { $0.append(id) } }
                 if case .began(let id, _) = event.kind { began.withLock { $0.append(id) } }
             }
@@ -190,7 +194,8 @@ struct RemotePrefetchTests {
 
         // Then, once the slot frees, they begin highest priority first.
         try scratch.write("go", "")
-        #expect(await eventually(within: .seconds(60)) { began.withLock { $0.count } == 4 })
+        let allBegan = await eventually(within: .seconds(60)) { began.withLock { $0.count } == 4 }
+        #expect(allBegan, "events: \(seen.withLock { $0 }.joined(separator: "\n")) worker: \(worker.output)")
         #expect(began.withLock { Array($0.dropFirst()) } == held.reversed())
         worker.send(SIGTERM)
         _ = await worker.wait(atMost: .seconds(60))

@@ -175,6 +175,30 @@ import Testing
             }
             world.check("seed \(seed) step \(step) (\(label))")
         }
+        if seed % 2 == 0 {
+            // Half the runs first stop what runs and keep the queue: every attempt ends (asked
+            // back or stopped; some began meanwhile, some ended on their own), and its job is
+            // back in the queue as the mirror says.
+            world.take(world.core.shutdown(.stopRunning, now: world.now))
+            world.check("seed \(seed) after stopRunning")
+            var turn = 0
+            while !world.running.isEmpty {
+                turn += 1
+                world.now += .milliseconds(1 + random.below(50))
+                let (id, attempt, worker) = world.running.remove(at: random.below(world.running.count))
+                let isAskedBack = world.withdrawals.contains { $0.0 == id && $0.1 == attempt && $0.2 == worker }
+                if isAskedBack && random.chance(70) {
+                    world.take(world.core.jobFinished(id, attempt: attempt, worker: worker, termination: .withdrawn, stopTookEffect: true, now: world.now))
+                } else {
+                    if isAskedBack { world.take(world.core.attemptBegan(id, attempt: attempt, now: world.now)) }
+                    let termination: Termination = random.chance(20) ? .exit(0) : .signal(15)
+                    world.take(world.core.jobFinished(
+                        id, attempt: attempt, worker: worker, termination: termination, stopTookEffect: termination != .exit(0), now: world.now))
+                }
+                world.check("seed \(seed) stopRunning, end \(turn)")
+            }
+            #expect(world.core.isShutdownComplete, "seed \(seed)")
+        }
         world.take(world.core.shutdown(.cancelRunning, now: world.now))
         world.check("seed \(seed) after shutdown")
     }

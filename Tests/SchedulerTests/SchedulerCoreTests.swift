@@ -633,6 +633,52 @@ import Testing
         #expect(core.isShutdownComplete)
     }
 
+    @Test mutating func stopRunningStopsWhatRunsAndKeepsTheQueue() throws {
+        _ = core.workerJoined(Self.w1, now: .zero)
+        let (running, _) = submit()
+        let (queued, _) = submit()
+        // One that waits for the running job, and one that waits for its time.
+        var after = JobSpec.shell("true")
+        after.dependencies = [.job(running)]
+        let blocked = try core.submit(after, id: ids.nextJobID(), now: .zero).id
+        var later = JobSpec.shell("true")
+        later.notBefore = .delay(.seconds(3600))
+        let scheduled = try core.submit(later, id: ids.nextJobID(), now: .zero).id
+        let actions = core.shutdown(.stopRunning, now: .seconds(1))
+        #expect(Self.stops(actions).map(\.0) == [running])
+        #expect(actions.contains { if case .stop(running, _, .shutdown) = $0 { true } else { false } })
+        #expect(core.state(of: queued) == .queued && core.state(of: blocked) == .blocked)
+        #expect(core.state(of: scheduled)?.kind == .scheduled)
+        #expect(!core.isShutdownComplete)
+        // A weaker shutdown changes nothing now.
+        #expect(core.shutdown(.graceful, now: .seconds(1)).isEmpty && core.shutdownMode == .stopRunning)
+        let ended = core.jobFinished(running, attempt: 1, worker: Self.w1.id, termination: .signal(15), now: .seconds(2))
+        // Back in the queue, its attempt not counted; its dependent still waits for it; nothing starts.
+        #expect(core.state(of: running) == .queued && core.info(of: running)?.attempts == 0)
+        #expect(ended.contains { if case .emit(.requeued(running, .stoppedForShutdown)) = $0 { true } else { false } })
+        #expect(Self.starts(ended).isEmpty && core.state(of: blocked) == .blocked)
+        #expect(core.isShutdownComplete)
+        // A stronger one still may: it cancels what is left.
+        _ = core.shutdown(.cancelRunning, now: .seconds(3))
+        #expect(core.state(of: queued) == .cancelled && core.shutdownMode == .cancelRunning)
+    }
+
+    @Test mutating func stopRunningAsksBackWhatAWorkerHoldsUnbegun() {
+        let worker = WorkerDescriptor(id: WorkerID(), name: "r", kind: .remote, slots: 2, holdsAttempts: true, ownSlots: 1, withdrawsHeld: true)
+        _ = core.workerJoined(worker, now: .zero)
+        let (first, _) = submit()
+        let (held, _) = submit()
+        _ = core.attemptBegan(first, attempt: 1, now: .seconds(1))
+        let actions = core.shutdown(.stopRunning, now: .seconds(2))
+        #expect(Self.stops(actions).map(\.0) == [first])
+        #expect(actions.contains { if case .withdraw(held, 1, _) = $0 { true } else { false } })
+        let given = core.jobFinished(held, attempt: 1, worker: worker.id, termination: .withdrawn, now: .seconds(3))
+        #expect(given.contains { if case .emit(.requeued(held, .withdrawnForShutdown)) = $0 { true } else { false } })
+        #expect(core.state(of: held) == .queued && core.info(of: held)?.startedAt == nil)
+        _ = core.jobFinished(first, attempt: 1, worker: worker.id, termination: .signal(15), now: .seconds(4))
+        #expect(core.state(of: first) == .queued && core.isShutdownComplete)
+    }
+
     @Test mutating func gracefulShutdownLetsRunningJobsFinishAndStartsNothingNew() {
         _ = core.workerJoined(Self.w1, now: .zero)
         let (running, _) = submit()

@@ -540,6 +540,45 @@ struct StoreTests {
         }
     }
 
+    @Test("A shutdown that stops the running jobs (a serve's second SIGTERM, shutdown --now): subscribers see the stopped job go back to the queue and nothing cancelled or skipped; on disk the queue is kept and the cut-off attempt counts as failed")
+    func stopRunningKeepsTheQueue() async throws {
+        let scratch = try Scratch()
+        let directory = StateDirectory(path: scratch.file("state"))
+        let started = scratch.file("started")
+        var kinds: [SchedulerEvent.Kind] = []
+        let durable = try DurableScheduler.open(
+            directory: directory, configuration: .init(localSlots: 1, gracePeriod: .seconds(2)), storeConfiguration: .init())
+        async let running: Void = durable.scheduler.run()
+        await durable.restored()
+        let events = await durable.subscribe(bufferLimit: nil, includeOutput: false)
+        // The long one runs until stopped the first time, and succeeds the next.
+        var after = JobSpec(name: "after", work: .shell("true"))
+        after.dependencies = [.earlier(0)]
+        let reply = try await durable.perform(.submit([
+            JobSpec(name: "long", work: .shell("[ -e '\(started)' ] && exit 0; touch '\(started)'; sleep 300"), retry: RetryPolicy(maxAttempts: 2)),
+            JobSpec(name: "queued", work: .shell("true")),
+            after,
+        ], batch: nil))
+        guard case .submitted(let ids) = reply else { throw SpawnError(message: "no ids") }
+        #expect(await eventually(within: .seconds(60)) { FileManager.default.fileExists(atPath: started) })
+        _ = try await durable.perform(.shutdown(.stopRunning))
+        await running
+        for await event in events { kinds.append(event.kind) }
+        await durable.close()
+        #expect(!kinds.contains { if case .cancelled = $0 { true } else if case .skipped = $0 { true } else { false } }, "\(kinds)")
+        #expect(kinds.contains { if case .requeued(ids[0], .stoppedForShutdown) = $0 { true } else { false } }, "\(kinds)")
+
+        // On disk: the stopped attempt counts as failed ('jobtop stopped') and is retried; the
+        // others are as they were.
+        try await withDurable(directory) { durable in
+            #expect(durable.recovery.interrupted == [ids[0]])
+            let ends = await waitForEnds(ids, on: durable)
+            #expect(ends[ids[1]] == .succeeded(attempts: 1))
+            #expect(ends[ids[2]] == .succeeded(attempts: 1))
+            #expect(ends[ids[0]] == .succeeded(attempts: 2))
+        }
+    }
+
     @Test("a job that was running when serve died: its process group is stopped, the attempt counts as failed, and it runs again if it may")
     func interruptedJobs() async throws {
         let scratch = try Scratch()

@@ -30,19 +30,20 @@ struct AttachedModelTests {
         #expect(screen(model, rows: 40, columns: 120).lines.contains { $0.contains("quit (asks while jobs are active)") })
     }
 
-    @Test("A serve stopping now (a second SIGTERM) says nothing is cancelled on disk; the events say the shutdown in words, not its raw mode")
+    @Test("A serve stopping now (a second SIGTERM) says nothing is cancelled on disk; the events say the shutdown in words, not its raw mode",
+          arguments: [ShutdownMode.stopRunning, .cancelRunning])
     @MainActor
-    func serveStoppingNow() {
+    func serveStoppingNow(mode: ShutdownMode) {
         var builder = ModelBuilder()
         builder.submit(1, "sleep 300")
         builder.model.isAttached = true
-        builder.apply(.shuttingDown(.cancelRunning), at: 1)
+        builder.apply(.shuttingDown(mode), at: 1)
         #expect(builder.model.message?.text.contains("nothing is cancelled on disk") == true)
         var model = builder.prepared()
         _ = model.handle(.char("E"))
         let lines = screen(model, rows: 30, columns: 120).lines
         #expect(lines.contains { $0.contains("shutting down: running jobs are stopped") }, "\(lines)")
-        #expect(!lines.contains { $0.contains("cancelRunning") })
+        #expect(!lines.contains { $0.contains(mode.rawValue) })
     }
 
     @Test("X asks first; y shuts the serve down, n stays")
