@@ -38,9 +38,13 @@ public final class JobReporter: Sendable {
 
     /// For a worker that may hold an attempt before it starts it (``Worker/holdsAttempts``):
     /// the attempt has started now, and its timeout counts from here.
+    ///
+    /// The scheduler takes it before this returns, so an end reported after it comes after it:
+    /// in a task of its own it could come second, and a held job that began and ended at once
+    /// (a remote worker's `Started` and `Finished` in one read) then ended without its `began`
+    /// event, its start time the time it was sent and its timeout never counted.
     public func began() {
-        let (scheduler, id, attempt) = (self.scheduler, jobID, self.attempt)
-        Task { await scheduler.attemptBegan(id, attempt: attempt) }
+        scheduler.attemptBegan(jobID, attempt: attempt)
     }
 
     /// Whether its output may be read on: `false` while a lossless subscriber is behind. A reader

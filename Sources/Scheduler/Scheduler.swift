@@ -582,8 +582,9 @@ public actor Scheduler {
     }
 
     /// A worker that holds attempts (``Worker/holdsAttempts``) started one (``JobReporter/began()``):
-    /// its timeout counts from now.
-    func attemptBegan(_ id: JobID, attempt: Int) {
+    /// its timeout counts from now. Taken before it returns (not isolated to the actor: the
+    /// engine has its lock), so the attempt's end, reported after, is taken after.
+    nonisolated func attemptBegan(_ id: JobID, attempt: Int) {
         withEngine { engine in
             engine.step(self) { core, now in core.attemptBegan(id, attempt: attempt, now: now) }
             engine.rearmTimer()

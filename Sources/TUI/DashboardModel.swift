@@ -211,8 +211,9 @@ struct DashboardModel: Sendable {
     mutating func apply(_ event: SchedulerEvent) {
         let evicted = board.apply(event)
         if isAttached, case .shuttingDown(let mode) = event.kind, mode == .stopRunning || mode == .cancelRunning {
-            // A serve told to stop now (a second SIGTERM) cancels nothing on disk, though the
-            // rows of the jobs it stops turn `cancelled` here (its queue stays queued).
+            // A serve told to stop now (a second SIGTERM, `shutdown --now`) cancels nothing on
+            // disk: the jobs it stops go back to the queue here, and the rest stays as it is (a
+            // client's `.cancelRunning` turns the rows `cancelled` here, not on disk).
             message = Segment("jobtop serve is stopping now: nothing is cancelled on disk; the next serve runs its jobs again as their retries allow", .message)
         }
         if case .snapshot(let snapshot) = event.kind {

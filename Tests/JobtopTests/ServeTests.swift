@@ -50,6 +50,12 @@ final class ServeFixture: Sendable {
         return try #require(try JSONSerialization.jsonObject(with: Data(outcome.stdout.utf8)) as? [String: Any], "\(outcome.stdout)")
     }
 
+    /// Group `name` as `status --json` lists it, if it does.
+    func group(_ name: String) async throws -> [String: Any]? {
+        let groups = try #require(try await report()["groups"] as? [[String: Any]])
+        return groups.first { ($0["name"] as? String) == name }
+    }
+
     /// What `status` prints, or nothing when it fails (for a condition polled until it holds).
     func statusText() async -> String {
         (try? await run(["status"]))?.stdout ?? ""
@@ -320,12 +326,7 @@ struct ServeTests {
             """)
         #expect(try await fixture.run(["submit", plain]).status == 0)
         /// The group's limit as `status --json` says it.
-        func limit() async throws -> Int? {
-            let outcome = try await fixture.run(["status", "--json"])
-            let object = try JSONSerialization.jsonObject(with: Data(outcome.stdout.utf8)) as? [String: Any]
-            let groups = try #require(object?["groups"] as? [[String: Any]])
-            return groups.first { ($0["name"] as? String) == "lg" }?["limit"] as? Int
-        }
+        func limit() async throws -> Int? { try await fixture.group("lg")?["limit"] as? Int }
         // It lifted the limit.
         #expect(try await limit() == 1)
         let three = try fixture.scratch.write("three.toml", """
@@ -345,28 +346,14 @@ struct ServeTests {
         let fixture = try await ServeFixture()
         #expect(try await fixture.run(["pause", "--group", "pg"]).status == 0)
         /// Whether the group is paused, as `status --json` says.
-        func isPaused() async throws -> Bool? {
-            let outcome = try await fixture.run(["status", "--json"])
-            let object = try JSONSerialization.jsonObject(with: Data(outcome.stdout.utf8)) as? [String: Any]
-            let groups = try #require(object?["groups"] as? [[String: Any]])
-            return groups.first { ($0["name"] as? String) == "pg" }?["paused"] as? Bool
+        func isPaused() async throws -> Bool? { try await fixture.group("pg")?["paused"] as? Bool }
+        /// A job file with one job in group pg, whose table has `setting`.
+        func file(_ name: String, _ setting: String) throws -> String {
+            try fixture.scratch.write(name, "[groups.pg]\n\(setting)\n[[job]]\ngroup = \"pg\"\ncommand = \"true\"\n")
         }
-        let silent = try fixture.scratch.write("silent.toml", """
-            [groups.pg]
-            parallel = 2
-            [[job]]
-            group = "pg"
-            command = "true"
-            """)
-        #expect(try await fixture.run(["submit", silent]).status == 0)
+        #expect(try await fixture.run(["submit", try file("silent.toml", "parallel = 2")]).status == 0)
         #expect(try await isPaused() == true)
-        let resumes = try fixture.scratch.write("resumes.toml", """
-            [groups.pg]
-            paused = false
-            [[job]]
-            group = "pg"
-            command = "true"
-            """)
+        let resumes = try file("resumes.toml", "paused = false")
         let submitted = try await fixture.run(["submit", resumes])
         #expect(submitted.status == 0, "\(submitted.stderr)")
         let isResumed = try await isPaused() == false
@@ -1000,9 +987,13 @@ struct ServeTests {
         let worker = try fixture.start(["worker", "--connect", address, "--slots", "1", "--name", "w1"])
         #expect(await eventually { await fixture.statusText().contains("w1") })
         let go = fixture.scratch.file("go")
-        let submitted = try await fixture.run([
-            "submit", "--group", "g", "-c", "while [ ! -e '\(go)' ]; do sleep 0.05; done", "-c", "echo second",
-        ])
+        // The second is submitted once the first runs there, so that it is the one held: two
+        // attempts started in one step may reach the worker in either order (each Assign is sent
+        // from its own task), and the second then ran first.
+        let first = try await fixture.run(["submit", "--group", "g", "-c", "while [ ! -e '\(go)' ]; do sleep 0.05; done"])
+        try #require(first.status == 0, "\(first.stderr)")
+        #expect(await eventually { await fixture.statusText().contains("1 running") })
+        let submitted = try await fixture.run(["submit", "--group", "g", "-c", "echo second"])
         try #require(submitted.status == 0, "\(submitted.stderr)")
         #expect(await eventually { await fixture.statusText().contains("1 running, 1 sent") })
         let text = try await fixture.run(["status"])

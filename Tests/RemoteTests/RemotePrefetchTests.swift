@@ -196,7 +196,7 @@ struct RemotePrefetchTests {
         try scratch.write("go", "")
         let allBegan = await eventually(within: .seconds(60)) { began.withLock { $0.count } == 4 }
         #expect(allBegan, "events: \(seen.withLock { $0 }.joined(separator: "\n")) worker: \(worker.output)")
-        #expect(began.withLock { Array($0.dropFirst()) } == held.reversed())
+        #expect(began.withLock { Array($0.dropFirst()) } == held.reversed(), "events: \(seen.withLock { $0 }.joined(separator: "\n")) worker: \(worker.output)")
         worker.send(SIGTERM)
         _ = await worker.wait(atMost: .seconds(60))
         await coordinator.stop()
