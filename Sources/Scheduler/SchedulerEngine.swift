@@ -274,7 +274,9 @@ struct SchedulerEngine: Sendable {
                 let known = starts.flatMap { startIndex < $0.count ? $0[startIndex] : nil }
                 startIndex += 1
                 guard let worker = workers[workerID], let start = known ?? core.launch(of: id) else { continue }
-                let isInline = inline == nil && workerID == preferred
+                // Only a local slot takes its next attempt in its own task: the others are made
+                // here, so that each worker hears of them in the order they started (``Worker/assigned(_:)``).
+                let isInline = inline == nil && workerID == preferred && worker.descriptor.kind == .local
                 let control = isInline ? spare ?? JobControl() : JobControl()
                 let index = Int(start.handle.index)
                 if index >= controls.count { controls.append(contentsOf: repeatElement(nil, count: index - controls.count + 1)) }
@@ -284,7 +286,9 @@ struct SchedulerEngine: Sendable {
                 if isInline {
                     inline = next
                 } else {
-                    launches.append(next.handle(store: store, bus: bus, clock: clock, scheduler: scheduler))
+                    let handle = next.handle(store: store, bus: bus, clock: clock, scheduler: scheduler)
+                    if worker.descriptor.kind != .local { worker.assigned(handle.assignment) }
+                    launches.append(handle)
                 }
             case .stop(let id, _, let reason):
                 // A stop names a running job, whose control was set when it started.

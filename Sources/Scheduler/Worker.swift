@@ -11,6 +11,13 @@ public protocol Worker: AnyObject, Sendable {
     /// terminations.
     func execute(_ assignment: JobAssignment) async -> Termination
 
+    /// The scheduler has started `assignment` here; its ``execute(_:)`` follows, from a task of
+    /// its own. Called in the order the attempts were started, under the scheduler's lock, so
+    /// it must not wait: a worker that sends attempts elsewhere sends it now, and they leave in
+    /// that order (from their tasks they left in any order, and a worker with a free slot ran
+    /// a later or lower-priority job first). Nothing by default.
+    func assigned(_ assignment: JobAssignment)
+
     /// The worker has left the pool and will get no more work: release what it holds.
     func leave()
 
@@ -40,6 +47,7 @@ public protocol Worker: AnyObject, Sendable {
 }
 
 extension Worker {
+    public func assigned(_ assignment: JobAssignment) {}
     public var holdsAttempts: Bool { false }
     public func wasDelivered(_ job: JobID, attempt: Int) -> Bool { true }
     public func withdraw(_ job: JobID, attempt: Int) {}

@@ -20,7 +20,8 @@ public final class RemoteWorker: Worker {
     /// One attempt sent (or held back) and not yet finished.
     private struct Pending {
         var assignment: JobAssignment
-        var continuation: CheckedContinuation<Termination, Never>
+        /// Its `execute`'s; `nil` while that has not come (sent from ``assigned(_:)``).
+        var continuation: CheckedContinuation<Termination, Never>?
         /// Held back because the worker is draining: never sent, so never running there.
         var isParked: Bool
         var sentAt: ContinuousClock.Instant?
@@ -55,6 +56,19 @@ public final class RemoteWorker: Worker {
         /// one that asks for it back, both ran before the launch reached this worker): each ends
         /// ``Termination/withdrawn`` when it comes, never sent.
         var earlyWithdrawals: Set<AttemptKey> = []
+        /// Attempts sent from ``assigned(_:)`` that ended (finished, given back, lost) before
+        /// their `execute` came: it returns this at once.
+        var earlyEnds: [AttemptKey: Termination] = [:]
+
+        /// Takes `pending` (out of ``pending``) for ending as `termination`: its continuation if
+        /// its `execute` came, else the end is kept for when it comes.
+        mutating func ending(_ pending: Pending, key: AttemptKey, as termination: Termination) -> Pending? {
+            guard pending.continuation != nil else {
+                earlyEnds[key] = termination
+                return nil
+            }
+            return pending
+        }
     }
 
     private let state = Locked(State())
@@ -84,6 +98,41 @@ public final class RemoteWorker: Worker {
 
     // MARK: - Worker
 
+    /// Sends the attempt's `Assign` now, in the order the scheduler started its attempts (see
+    /// ``Worker/assigned(_:)``); its `execute` then waits for its end. One this worker cannot
+    /// take (a closure, `keep_background` for an older worker), or one that comes while it
+    /// drains or after it was lost, is left to `execute`.
+    public func assigned(_ assignment: JobAssignment) {
+        guard let spec = Jobtop_Remote_V1_JobSpec(assignment.spec),
+              !assignment.spec.keepBackground || features.contains(.keepBackground)
+        else { return }
+        let key = AttemptKey(assignment)
+        let now = clock.now
+        state.withLock { state in
+            guard case .active = state.phase, state.pending[key] == nil, !state.earlyWithdrawals.contains(key) else { return }
+            let priority = state.earlyPriorities.removeValue(forKey: key) ?? assignment.priority
+            state.pending[key] = Pending(assignment: assignment, continuation: nil, isParked: false, sentAt: now)
+            outbox.send(assign(key, spec: spec, priority: priority))
+        }
+    }
+
+    /// The `Assign` of attempt `key`.
+    private func assign(_ key: AttemptKey, spec: Jobtop_Remote_V1_JobSpec, priority: Int) -> WireCoordinatorMessage {
+        .with {
+            $0.assign = .with {
+                $0.jobID = key.jobID
+                $0.attempt = key.attempt
+                $0.spec = spec
+                // The real start: the attempt's run (and timeout) counts from it, and a held
+                // attempt that never began is given back uncounted after a crash.
+                $0.reportStart = holdsAttempts
+                // So that what it holds starts by priority, whatever order the assignments
+                // reach it in (an older coordinator sent each from its own task).
+                $0.priority = Int32(clamping: priority)
+            }
+        }
+    }
+
     public func execute(_ assignment: JobAssignment) async -> Termination {
         guard let spec = Jobtop_Remote_V1_JobSpec(assignment.spec) else {
             return .error("a Swift closure job cannot run on remote worker '\(descriptor.name)'")
@@ -93,12 +142,17 @@ public final class RemoteWorker: Worker {
             return .error("remote worker '\(descriptor.name)' runs an older jobtop that cannot keep background processes (keep_background); upgrade it")
         }
         let key = AttemptKey(assignment)
-        let reportsStart = holdsAttempts
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 enum Next { case send, park, resume(Termination), wait }
                 let now = clock.now
                 let next = state.withLock { state -> Next in
+                    // Sent already, from `assigned`: it waits here for its end, or has ended.
+                    if let end = state.earlyEnds.removeValue(forKey: key) { return .resume(end) }
+                    if state.pending[key]?.continuation == nil, state.pending[key] != nil {
+                        state.pending[key]!.continuation = continuation
+                        return .send
+                    }
                     let priority = state.earlyPriorities.removeValue(forKey: key) ?? assignment.priority
                     if state.earlyWithdrawals.remove(key) != nil { return .resume(.withdrawn) }
                     switch state.phase {
@@ -106,19 +160,7 @@ public final class RemoteWorker: Worker {
                         state.pending[key] = Pending(assignment: assignment, continuation: continuation, isParked: false, sentAt: now)
                         // Queued under the lock, so that a Reprioritize of it (sent under the
                         // lock too, once it is pending) follows it.
-                        outbox.send(.with {
-                            $0.assign = .with {
-                                $0.jobID = key.jobID
-                                $0.attempt = key.attempt
-                                $0.spec = spec
-                                // The real start: the attempt's run (and timeout) counts from it, and a held
-                                // attempt that never began is given back uncounted after a crash.
-                                $0.reportStart = reportsStart
-                                // So that what it holds starts by priority, whatever order the
-                                // assignments reach it in (each is sent from its own task).
-                                $0.priority = Int32(clamping: priority)
-                            }
-                        })
+                        outbox.send(assign(key, spec: spec, priority: priority))
                         return .send
                     case .draining:
                         state.pending[key] = Pending(assignment: assignment, continuation: continuation, isParked: true)
@@ -201,6 +243,7 @@ public final class RemoteWorker: Worker {
             state.hasLeft = true
             state.earlyPriorities = [:]
             state.earlyWithdrawals = []
+            state.earlyEnds = [:]
             return state.leaveWaiters.takeAll()
         }
         for waiter in waiters { waiter.resume() }
@@ -274,13 +317,13 @@ public final class RemoteWorker: Worker {
     /// started, or the worker did not say): its `execute` returns it.
     private func end(_ key: AttemptKey, _ termination: Termination, ranFor runMicros: UInt64 = 0) -> Handled {
         let (ended, handled) = state.withLock { state -> (Pending?, Handled) in
-            let ended = state.pending.removeValue(forKey: key)
+            let ended = state.pending.removeValue(forKey: key).flatMap { state.ending($0, key: key, as: termination) }
             let newDepth = runMicros > 0 ? state.depth?.ran(for: .microseconds(runMicros)) : nil
             return (ended, Handled(isIdleWhileDraining: Self.isIdleWhileDraining(state), newDepth: newDepth))
         }
         if let ended {
             ended.assignment.control.onStop(nil)
-            ended.continuation.resume(returning: termination)
+            ended.continuation?.resume(returning: termination)
         }
         return handled
     }
@@ -313,13 +356,14 @@ public final class RemoteWorker: Worker {
             guard case .draining = state.phase, !state.isReleased else { return nil }
             state.isReleased = true
             state.phase = .lost(.drained)
-            defer { state.pending = [:] }
-            return Array(state.pending.values)
+            let all = state.pending
+            state.pending = [:]
+            return all.compactMap { state.ending($0.value, key: $0.key, as: .workerLost(.drained)) }
         }
         guard let parked else { return false }
         for pending in parked {
             pending.assignment.control.onStop(nil)
-            pending.continuation.resume(returning: .workerLost(.drained))
+            pending.continuation?.resume(returning: .workerLost(.drained))
         }
         return true
     }
@@ -331,15 +375,14 @@ public final class RemoteWorker: Worker {
             state.isRemoved = true
             let why: WorkerLeaveReason
             if case .lost(let reason) = state.phase { why = reason } else { why = .removed("removed") }
-            defer {
-                state.pending = [:]
-                state.lateCalls = []
-            }
-            return (Array(state.pending.values), state.lateCalls, why)
+            let (all, late) = (state.pending, state.lateCalls)
+            state.pending = [:]
+            state.lateCalls = []
+            return (all.compactMap { state.ending($0.value, key: $0.key, as: .workerLost(why)) }, late, why)
         }
         for pending in ended {
             pending.assignment.control.onStop(nil)
-            pending.continuation.resume(returning: .workerLost(why))
+            pending.continuation?.resume(returning: .workerLost(why))
         }
         for continuation in late { continuation.resume(returning: .workerLost(why)) }
     }
@@ -399,13 +442,13 @@ public final class RemoteWorker: Worker {
                 outbox.send(message())
                 return nil
             }
-            guard parkedEnd != nil else { return nil }
+            guard let parkedEnd else { return nil }
             state.pending[key] = nil
-            return pending
+            return state.ending(pending, key: key, as: parkedEnd)
         }
         if let parked, let parkedEnd {
             parked.assignment.control.onStop(nil)
-            parked.continuation.resume(returning: parkedEnd)
+            parked.continuation?.resume(returning: parkedEnd)
         }
     }
 }

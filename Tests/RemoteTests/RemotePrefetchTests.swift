@@ -202,6 +202,37 @@ struct RemotePrefetchTests {
         await coordinator.stop()
     }
 
+    @Test("Assigns leave in the order the coordinator started the attempts: forty started in one step reach the worker in that order (each left from its own task, in any order, and a worker with a free slot ran a later or lower-priority job first)")
+    func assignsLeaveInStartOrder() async throws {
+        // Given a worker that holds all it is sent (one slot, prefetch 39) and never begins any.
+        let coordinator = try await Coordinator.start(clock: ManualClock(), prefetch: .fixed(39))
+        let events = await coordinator.scheduler.events(includeOutput: false, delivery: .lossless)
+        let startOrder = Task {
+            var started: [String] = []
+            for await event in events {
+                if case .started(let id, _, _, _) = event.kind { started.append(id.description) }
+                if started.count == 40 { break }
+            }
+            return started
+        }
+        let received = try await RawClient.asWorker(port: coordinator.address.port, token: coordinator.token, features: [.reportsStart]) { messages in
+            _ = await coordinator.joined(1)
+            var incoming = messages.makeAsyncIterator()
+            // When forty jobs of mixed priorities start in one step
+            _ = try await coordinator.scheduler.submit(contentsOf: (0..<40).map { JobSpec.shell("true", priority: $0 % 7) })
+            var assigns = 0
+            while assigns < 40, let message = await incoming.next() {
+                if case .assign = message.kind { assigns += 1 }
+            }
+        }
+        // Then their Assigns came in the order they started.
+        let assigned = received.compactMap { if case .assign(let assign) = $0.kind { assign.jobID } else { nil } }
+        let started = await startOrder.value
+        #expect(assigned.count == 40 && started.count == 40)
+        #expect(assigned == started, "assigned \(assigned.map { $0.prefix(8) }), started \(started.map { $0.prefix(8) })")
+        await coordinator.stop()
+    }
+
     @Test("A held job given a new priority: its worker is told (Reprioritize, after the job's Assign); one that holds nothing back (an older worker) is not")
     func newPriorityReachesTheHoldingWorker() async throws {
         // Given a worker that holds what it is sent and never begins it (no heartbeats: the
