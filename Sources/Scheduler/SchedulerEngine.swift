@@ -287,7 +287,7 @@ struct SchedulerEngine: Sendable {
                     inline = next
                 } else {
                     let handle = next.handle(store: store, bus: bus, clock: clock, scheduler: scheduler)
-                    if worker.descriptor.kind != .local { worker.assigned(handle.assignment) }
+                    worker.assigned(handle.assignment)
                     launches.append(handle)
                 }
             case .stop(let id, _, let reason):

@@ -277,6 +277,10 @@ public enum ShutdownMode: String, Sendable, Codable {
     /// SIGTERM: its queue is the next serve's.
     case stopRunning
 
+    /// Whether it stops the running jobs now (``stopRunning``, ``cancelRunning``): a serve told
+    /// so cancels nothing on disk, so a job's `cancelled` then is the serve going away.
+    public var stopsRunningJobs: Bool { self == .stopRunning || self == .cancelRunning }
+
     /// What a person reads of it: "the queue runs first", "running jobs finish", "running jobs
     /// are stopped" (the raw value, `cancelRunning`, showed on screens).
     public var summary: String {

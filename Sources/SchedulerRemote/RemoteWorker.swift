@@ -149,8 +149,8 @@ public final class RemoteWorker: Worker {
                 let next = state.withLock { state -> Next in
                     // Sent already, from `assigned`: it waits here for its end, or has ended.
                     if let end = state.earlyEnds.removeValue(forKey: key) { return .resume(end) }
-                    if state.pending[key]?.continuation == nil, state.pending[key] != nil {
-                        state.pending[key]!.continuation = continuation
+                    if let sent = state.pending[key], sent.continuation == nil {
+                        state.pending[key] = Pending(assignment: sent.assignment, continuation: continuation, isParked: false, sentAt: sent.sentAt)
                         return .send
                     }
                     let priority = state.earlyPriorities.removeValue(forKey: key) ?? assignment.priority

@@ -224,7 +224,7 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
         /// How `event` ends job `id`, if it does.
         mutating func end(of id: JobID, in event: SchedulerEvent) -> JobStateKind? {
             switch event.kind {
-            case .shuttingDown(.cancelRunning), .shuttingDown(.stopRunning):
+            case .shuttingDown(let mode) where mode.stopsRunningJobs:
                 serveIsStopping = true
                 return nil
             case .succeeded(id, _): return .succeeded

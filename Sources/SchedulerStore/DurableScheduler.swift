@@ -216,7 +216,7 @@ public final class DurableScheduler: SchedulerClient {
         if case .submit(let specs, let batch) = command {
             return .submitted(try await submit(specs, batch: batch))
         }
-        if case .shutdown(let mode) = command, mode == .cancelRunning || mode == .stopRunning {
+        if case .shutdown(let mode) = command, mode.stopsRunningJobs {
             // Stop now: the running jobs are stopped, but their ends are not written (their
             // output while they stop is), nor are the queued jobs cancelled on disk. The next
             // serve counts each cut-off attempt as failed ("jobtop stopped") and runs the queue:

@@ -304,14 +304,11 @@ public final class SchedulerStore: Sendable {
                 try db.execute(
                     sql: "UPDATE job SET state = 'queued', attempts = 0, reason = NULL, skip = NULL, finished_at = NULL WHERE id = ?",
                     arguments: [id.description])
-            case .workerLost(let why):
-                try db.execute(
-                    sql: "UPDATE job SET state = 'queued', attempts = max(0, attempts - 1) WHERE id = ?",
-                    arguments: [id.description])
-                try endAttempt(id, outcome: "worker lost: \(why)", db: db, now: now)
-            case .stoppedForShutdown:
-                // (A serve freezes its journal first, so its restart counts the attempt as
-                // failed instead; a program that stops its durable scheduler so keeps it uncounted.)
+            case .workerLost, .stoppedForShutdown:
+                // An attempt cut off that does not count; its row says why ("worker lost: …").
+                // (A serve freezes its journal before a stop, so its restart counts a stopped
+                // attempt as failed instead; a program that stops its durable scheduler so keeps
+                // it uncounted.)
                 try db.execute(
                     sql: "UPDATE job SET state = 'queued', attempts = max(0, attempts - 1) WHERE id = ?",
                     arguments: [id.description])

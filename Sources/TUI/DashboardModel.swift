@@ -210,7 +210,7 @@ struct DashboardModel: Sendable {
     /// property, changed in place, never copied).
     mutating func apply(_ event: SchedulerEvent) {
         let evicted = board.apply(event)
-        if isAttached, case .shuttingDown(let mode) = event.kind, mode == .stopRunning || mode == .cancelRunning {
+        if isAttached, case .shuttingDown(let mode) = event.kind, mode.stopsRunningJobs {
             // A serve told to stop now (a second SIGTERM, `shutdown --now`) cancels nothing on
             // disk: the jobs it stops go back to the queue here, and the rest stays as it is (a
             // client's `.cancelRunning` turns the rows `cancelled` here, not on disk).

@@ -297,7 +297,7 @@ extension Jobtop {
             var serveIsStopping = false
             for await event in events {
                 switch event.kind {
-                case .shuttingDown(.cancelRunning), .shuttingDown(.stopRunning):
+                case .shuttingDown(let mode) where mode.stopsRunningJobs:
                     serveIsStopping = true
                 case .cancelled where serveIsStopping:
                     continue
