@@ -157,18 +157,30 @@ enum JobFile {
             "\(file): \(place): 'group': no group '\(group)'\(hint(group, known)); add a [groups.\(group)] table, or use one of: \(known.joined(separator: ", "))")
     }
 
-    /// Refuses a `\u0000` (or `\U00000000`) escape anywhere in the file.
+    /// Refuses a NUL byte anywhere in the file, and a `\u0000` (or `\U00000000`) escape.
     ///
     /// TOML allows the escape, but the parser hands strings over as C strings, so everything
     /// after it would silently vanish (`"echo a\u0000b"` would run `echo a`). A false alarm is
     /// possible only inside a literal ('single-quoted') string or a comment, which is worth it.
+    /// A raw NUL byte is not TOML at all, and the parser reads the whole text as a C string: it
+    /// stopped there, and every job after it was dropped without a word (the run exited 0).
     private static func refuseNulEscapes(in text: String, file: String) throws(JobInputError) {
         var line = 1
+        var lineStart = 0
         let utf8 = Array(text.utf8)
         var index = 0
         while index < utf8.count {
             let byte = utf8[index]
-            if byte == 0x0A { line += 1 }
+            if byte == 0x0A {
+                line += 1
+                lineStart = index + 1
+            }
+            if byte == 0 {
+                let column = String(decoding: utf8[lineStart..<index], as: UTF8.self).count + 1
+                throw JobInputError(
+                    .syntax,
+                    "\(file):\(line):\(column): a NUL byte: a job file is text, and jobtop refuses NUL in it (the parser would stop there, dropping the rest)")
+            }
             if byte == UInt8(ascii: "\\"), index + 1 < utf8.count {
                 let next = utf8[index + 1]
                 let width = next == UInt8(ascii: "u") ? 4 : next == UInt8(ascii: "U") ? 8 : 0
