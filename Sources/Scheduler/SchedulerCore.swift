@@ -36,7 +36,8 @@ public struct SchedulerCore: Sendable {
         /// Its job was paused (its group or everything): held, it would start when its worker's
         /// slot frees.
         case forPause
-        /// The scheduler stops its running jobs and keeps its queue (``ShutdownMode/stopRunning``).
+        /// The scheduler shuts down and keeps its queue: it starts nothing new
+        /// (``ShutdownMode/graceful``), or stops its running jobs (``ShutdownMode/stopRunning``).
         case forShutdown
     }
 
@@ -1052,7 +1053,7 @@ public struct SchedulerCore: Sendable {
         guard !isPaused else { return [] }
         isPaused = true
         actions.append(.emit(.paused))
-        withdrawHeldForPause(group: nil)
+        withdrawHeld(for: .forPause, group: nil)
         return takeActions()
     }
 
@@ -1196,6 +1197,10 @@ public struct SchedulerCore: Sendable {
                 _ = try? cancelInPlace(job.handle, now: now)
             }
         } else {
+            // A graceful shutdown starts nothing new: what a worker holds and has not begun
+            // would start as soon as its slot freed (a serve's `shutdown` ran every job
+            // prefetched to a worker, one after another). It is asked back, to the queue.
+            if mode == .graceful { withdrawHeld(for: .forShutdown, group: nil) }
             dispatch(now: now)
         }
         return takeActions()
@@ -1230,7 +1235,7 @@ public struct SchedulerCore: Sendable {
         groups[Int(group)].info.isPaused = true
         refreshHead(group)
         actions.append(.emit(.groupChanged(groups[Int(group)].info)))
-        withdrawHeldForPause(group: group)
+        withdrawHeld(for: .forPause, group: group)
         return takeActions()
     }
 
@@ -2075,12 +2080,13 @@ public struct SchedulerCore: Sendable {
         }
     }
 
-    /// A pause (of everything, or of group `group`): asks workers for what they hold of the
-    /// paused jobs and have not begun. Held there, such a job would start as soon as its worker's
-    /// slot freed, paused or not; given back, it waits in the queue until it is resumed. What a
-    /// worker began runs on (a pause stops no running job), and so does what a worker that gives
-    /// nothing back holds.
-    private mutating func withdrawHeldForPause(group: Int32?) {
+    /// A pause (of everything, or of group `group`), or a graceful shutdown: asks workers for
+    /// what they hold of the jobs that must not start and have not begun. Held there, such a job
+    /// would start as soon as its worker's slot freed, paused or not; given back, it waits in
+    /// the queue (until it is resumed, or for the next start of a serve). What a worker began
+    /// runs on (neither stops a running job), and so does what a worker that gives nothing back
+    /// holds.
+    private mutating func withdrawHeld(for withdrawal: Withdrawal, group: Int32?) {
         guard pool.withdrawingMembers > 0 else { return }
         var candidates: [(handle: JobHandle, worker: WorkerID)] = []
         pool.forEachMember { member in
@@ -2097,7 +2103,7 @@ public struct SchedulerCore: Sendable {
         }
         for candidate in candidates {
             guard case .running(_, let attempt, _, nil) = jobs[candidate.handle].info.state else { continue }
-            jobs[candidate.handle].withdrawal = .forPause
+            jobs[candidate.handle].withdrawal = withdrawal
             actions.append(.withdraw(jobs[candidate.handle].info.id, attempt: attempt, worker: candidate.worker))
         }
     }

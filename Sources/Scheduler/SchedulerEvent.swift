@@ -183,8 +183,9 @@ public enum RequeueReason: Sendable, Equatable, Codable, CustomStringConvertible
     /// attempt never ran and does not count (attempts one less).
     case withdrawnForPause
     /// Its worker held it behind a busy slot and gave it back unbegun because the scheduler is
-    /// stopping its running jobs and keeping its queue (``ShutdownMode/stopRunning``). That
-    /// attempt never ran and does not count (attempts one less).
+    /// shutting down and keeping its queue (``ShutdownMode/graceful``,
+    /// ``ShutdownMode/stopRunning``). That attempt never ran and does not count (attempts one
+    /// less).
     case withdrawnForShutdown
     /// Its attempt was stopped by a shutdown that keeps the queue (``ShutdownMode/stopRunning``):
     /// that attempt does not count (attempts one less), as one cut off by a lost worker.
@@ -266,7 +267,9 @@ public enum ShutdownMode: String, Sendable, Codable {
     /// group (resume them, or shut down `.graceful` or `.cancelRunning` instead). Jobs may still
     /// be submitted until it has ended.
     case drain
-    /// Start nothing new; let running jobs finish; queued jobs stay queued.
+    /// Start nothing new; let running jobs finish; queued jobs stay queued. What a worker holds
+    /// and has not begun (a remote worker's prefetch) is asked back to the queue
+    /// (``RequeueReason/withdrawnForShutdown``).
     case graceful
     /// Cancel every running, queued and waiting job (process groups killed), then stop.
     case cancelRunning

@@ -679,6 +679,30 @@ import Testing
         #expect(core.state(of: first) == .queued && core.isShutdownComplete)
     }
 
+    @Test("A graceful shutdown asks back what a worker holds unbegun (held, it started when the slot freed), and leaves the running job to finish")
+    mutating func gracefulShutdownAsksBackWhatAWorkerHoldsUnbegun() {
+        let worker = WorkerDescriptor(id: WorkerID(), name: "r", kind: .remote, slots: 3, holdsAttempts: true, ownSlots: 2, withdrawsHeld: true)
+        _ = core.workerJoined(worker, now: .zero)
+        let (first, _) = submit()
+        let (begun, _) = submit()
+        let (held, _) = submit()
+        // The worker's two slots began theirs; the third attempt waits there.
+        _ = core.attemptBegan(first, attempt: 1, now: .seconds(1))
+        _ = core.attemptBegan(begun, attempt: 1, now: .seconds(1))
+        let actions = core.shutdown(.graceful, now: .seconds(2))
+        #expect(Self.stops(actions).isEmpty)
+        #expect(actions.compactMap { if case .withdraw(let id, 1, worker.id) = $0 { id } else { nil } } == [held])
+        let given = core.jobFinished(held, attempt: 1, worker: worker.id, termination: .withdrawn, now: .seconds(3))
+        #expect(given.contains { if case .emit(.requeued(held, .withdrawnForShutdown)) = $0 { true } else { false } })
+        #expect(Self.starts(given).isEmpty)
+        #expect(core.state(of: held) == .queued && core.info(of: held)?.attempts == 0 && core.info(of: held)?.startedAt == nil)
+        _ = core.jobFinished(begun, attempt: 1, worker: worker.id, termination: .exit(0), now: .seconds(4))
+        #expect(!core.isShutdownComplete)
+        let last = core.jobFinished(first, attempt: 1, worker: worker.id, termination: .exit(0), now: .seconds(5))
+        #expect(Self.starts(last).isEmpty)
+        #expect(core.state(of: first) == .succeeded(attempts: 1) && core.state(of: held) == .queued && core.isShutdownComplete)
+    }
+
     @Test mutating func gracefulShutdownLetsRunningJobsFinishAndStartsNothingNew() {
         _ = core.workerJoined(Self.w1, now: .zero)
         let (running, _) = submit()
