@@ -178,7 +178,14 @@ extension Jobtop {
     }
 
     private static func parseAndRun<Command: AsyncParsableCommand>(_: Command.Type, _ arguments: [String]) async throws -> Bool {
-        guard var command = (try? Command.parseAsRoot(arguments)) as? Command else { return false }
+        let (parsed, taken) = Command.self is any ListsJobs.Type ? LongJobList.split(arguments) : (arguments, [])
+        guard var command = (try? Command.parseAsRoot(parsed)) as? Command else { return false }
+        if !taken.isEmpty, var lists = command as? any ListsJobs {
+            lists.ids += taken
+            // (The same value, back as its own type.)
+            guard let whole = lists as? Command else { return false }
+            command = whole
+        }
         try await command.run()
         return true
     }
@@ -198,3 +205,42 @@ extension Jobtop {
         }
     }
 }
+
+/// A client command that names any number of jobs (`cancel`, `signal`, `retry`, `wait`).
+protocol ListsJobs {
+    var ids: [String] { get set }
+}
+
+extension Jobtop.Cancel: ListsJobs {}
+extension Jobtop.Signal: ListsJobs {}
+extension Jobtop.Retry: ListsJobs {}
+extension Jobtop.Wait: ListsJobs {}
+
+/// The long list of jobs a command line names, parsed apart.
+///
+/// ArgumentParser (1.8.2) takes time that grows with the square of an array argument's length
+/// (each value it adds unions the places of all before it): `jobtop cancel $(...)` of 10,000
+/// ids spent 6 s in the client before it sent anything, of 100,000 eight minutes. So the
+/// longest run of plain words (none starts with `-`) is parsed apart: its first three stay for
+/// ArgumentParser (an option's value, `signal`'s signal, one id: what it must see to parse the
+/// rest as before), and the others are added to the command's ids after it has parsed.
+enum LongJobList {
+    /// How long a run of words is parsed as usual.
+    static let parsedAsUsual = 64
+
+    /// `arguments` without the long run's tail, and the tail.
+    static func split(_ arguments: [String]) -> (arguments: [String], taken: [String]) {
+        var best = 0..<0
+        var start = 0
+        for index in 0...arguments.count {
+            let isWord = index < arguments.count && !arguments[index].hasPrefix("-")
+            if isWord { continue }
+            if index - start > best.count { best = start..<index }
+            start = index + 1
+        }
+        guard best.count > parsedAsUsual else { return (arguments, []) }
+        let kept = best.lowerBound + 3
+        return (Array(arguments[..<kept] + arguments[best.upperBound...]), Array(arguments[kept..<best.upperBound]))
+    }
+}
+

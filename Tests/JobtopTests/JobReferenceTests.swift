@@ -94,4 +94,18 @@ struct JobReferenceTests {
         let other = Self.job("AB200000-0000-4000-8000-000000000007", name: "ab")
         #expect(JobReference.resolve("ab", in: [prefixed, named, other]) == .ambiguous([named, other], count: 2), "two named ab that have not ended")
     }
+
+    @Test("a long run of ids is parsed apart: the first three words stay (an option's value, a signal, an id), the rest is taken in order")
+    func longListsParsedApart() {
+        let ids = (0..<100).map { "id\($0)" }
+        let (arguments, taken) = LongJobList.split(["--connect", "h:1"] + ids + ["--token-file", "t"])
+        #expect(arguments == ["--connect", "h:1", "id0", "id1", "--token-file", "t"])
+        #expect(taken == Array(ids[2...]))
+        // The longest run is taken, not the first.
+        let (others, rest) = LongJobList.split(["TERM", "a", "--connect", "h:1"] + ids)
+        #expect(others == ["TERM", "a", "--connect", "h:1", "id0", "id1"] && rest == Array(ids[2...]))
+        // A short list is parsed as usual.
+        let short = ["TERM"] + ids.prefix(LongJobList.parsedAsUsual - 1)
+        #expect(LongJobList.split(short) == (short, []))
+    }
 }

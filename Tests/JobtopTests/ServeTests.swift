@@ -454,6 +454,33 @@ struct ServeTests {
         try await fixture.stop()
     }
 
+    @Test("cancel, wait and retry of a long list of ids (parsed apart from the rest): every id counts, a bad one deep in the list is named")
+    func longListsOfIds() async throws {
+        let fixture = try await ServeFixture(["-j", "1"])
+        #expect(try await fixture.run(["pause"]).status == 0)
+        try fixture.scratch.write("list", (0..<300).map { "true #\($0)\n" }.joined())
+        let ids = try await fixture.run(["submit", "list"]).lines
+        try #require(ids.count == 300)
+        // One unknown id near the end: nothing is done, and it is named.
+        var wrong = ids
+        wrong[290] = "nosuchjob"
+        let refused = try await fixture.run(["cancel"] + wrong)
+        #expect(refused.status == 2 && refused.stderr.contains("no job 'nosuchjob'"), "\(refused.stderr)")
+        #expect(try await fixture.jobs().filter { ($0["state"] as? String) == "queued" }.count == 300)
+        // All of them, by their short forms.
+        let short = ids.map { String($0.prefix(8)) }
+        let cancel = try await fixture.run(["cancel"] + short)
+        #expect(cancel.status == 0, "\(cancel.stderr)")
+        let states = try await fixture.jobs().map { $0["state"] as? String }
+        #expect(states.count == 300 && states.allSatisfy { $0 == "cancelled" }, "\(states)")
+        // wait of all of them: cancelled, so 1; and it waited for no job it was not given.
+        let wait = try await fixture.run(["wait"] + short)
+        #expect(wait.status == 1, "\(wait.stderr)")
+        #expect(try await fixture.run(["retry"] + ids).status == 0)
+        #expect(try await fixture.jobs().filter { ($0["state"] as? String) == "queued" }.count == 300)
+        try await fixture.stop()
+    }
+
     @Test("log of a job retried by hand: a marker line where the new run begins (its attempts count from 1 again)")
     func retriedByHandInTheLog() async throws {
         let fixture = try await ServeFixture()
