@@ -262,18 +262,8 @@ extension Jobtop {
         struct SubmittedRecord: Encodable {
             var id: String
             var short: String
-            var name: String?
-
-            /// `name` as null for a job without one (the synthesized encoding left the key out,
-            /// where `status --json` and the README give it).
-            func encode(to encoder: any Encoder) throws {
-                var container = encoder.container(keyedBy: CodingKeys.self)
-                try container.encode(id, forKey: .id)
-                try container.encode(short, forKey: .short)
-                try container.encode(name, forKey: .name)
-            }
-
-            private enum CodingKeys: String, CodingKey { case id, short, name }
+            /// Null for a job without one, as `status --json` and the README give it.
+            @NullWhenAbsent var name: String?
         }
 
         /// Reads the whole list with the parser `jobtop run` uses, so the same lines are refused
@@ -352,36 +342,20 @@ extension Jobtop {
 
         struct Report: Encodable {
             var paused: Bool
-            var shuttingDown: String?
+            /// Null when no shutdown is under way.
+            @NullWhenAbsent var shuttingDown: String?
             var counts: [String: Int]
             var slots: Int
             var prefetch: Int
             var groups: [GroupRecord]
             var workers: [WorkerRecord]
             var jobs: [JobRecord]
-
-            private enum CodingKeys: String, CodingKey {
-                case paused, shuttingDown, counts, slots, prefetch, groups, workers, jobs
-            }
-
-            /// Every field, `shuttingDown` as null when no shutdown is under way (a script reads
-            /// the key the README lists; the synthesized encoding leaves a nil out).
-            func encode(to encoder: any Encoder) throws {
-                var container = encoder.container(keyedBy: CodingKeys.self)
-                try container.encode(paused, forKey: .paused)
-                try container.encode(shuttingDown, forKey: .shuttingDown)
-                try container.encode(counts, forKey: .counts)
-                try container.encode(slots, forKey: .slots)
-                try container.encode(prefetch, forKey: .prefetch)
-                try container.encode(groups, forKey: .groups)
-                try container.encode(workers, forKey: .workers)
-                try container.encode(jobs, forKey: .jobs)
-            }
         }
 
         struct GroupRecord: Encodable {
             var name: String
-            var limit: Int?
+            /// Null for a group with no limit of its own.
+            @NullWhenAbsent var limit: Int?
             var paused: Bool
             /// Its jobs running now, apart from those `sent`.
             var running: Int

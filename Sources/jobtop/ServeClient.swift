@@ -139,6 +139,23 @@ func resolve(_ references: [String], with client: ControlClient) async throws ->
     return try JobReference.jobs(references, try await client.resolve(references))
 }
 
+/// An optional field of a JSON report, written as null when it has no value: the synthesized
+/// encoding leaves a nil out, and a script that reads a key the README lists would find none
+/// (`status --json` had no `limit` for a group without one).
+@propertyWrapper
+struct NullWhenAbsent<Value: Encodable>: Encodable {
+    var wrappedValue: Value?
+
+    init(wrappedValue: Value?) {
+        self.wrappedValue = wrappedValue
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        if let wrappedValue { try container.encode(wrappedValue) } else { try container.encodeNil() }
+    }
+}
+
 /// Writes a value as one line of JSON on stdout.
 func printJSON(_ value: some Encodable) {
     let encoder = JSONEncoder()
@@ -149,9 +166,10 @@ func printJSON(_ value: some Encodable) {
 
 /// A job as `status --json` and `submit --json` print it: plain fields for scripts.
 struct JobRecord: Encodable {
+    // Every field the README lists is written, a missing one as null: a script finds every key.
     var id: String
     var short: String
-    var name: String?
+    @NullWhenAbsent var name: String?
     var command: String
     var state: String
     var priority: Int
@@ -159,42 +177,16 @@ struct JobRecord: Encodable {
     var attempts: Int
     var maxAttempts: Int
     var after: [String]
-    var failure: String?
-    var worker: String?
+    @NullWhenAbsent var failure: String?
+    @NullWhenAbsent var worker: String?
     /// Where the worker placed it (Slurm: the job id, and the reason while it waits).
-    var placement: String?
+    @NullWhenAbsent var placement: String?
     /// Running, but sent to a worker that holds it and has not begun it.
     var sent = false
     /// A running job being stopped: why (`cancel`, `timeout`).
-    var stopping: String?
+    @NullWhenAbsent var stopping: String?
     /// When a scheduled job starts, or a job waiting for its retry retries (RFC 3339, UTC).
-    var due: String?
-
-    private enum CodingKeys: String, CodingKey {
-        case id, short, name, command, state, priority, group, attempts, maxAttempts, after, failure, worker, placement, sent, stopping, due
-    }
-
-    /// Every field the README lists, a missing one as null (the synthesized encoding leaves a
-    /// nil out, and a script would find no key).
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(id, forKey: .id)
-        try container.encode(short, forKey: .short)
-        try container.encode(name, forKey: .name)
-        try container.encode(command, forKey: .command)
-        try container.encode(state, forKey: .state)
-        try container.encode(priority, forKey: .priority)
-        try container.encode(group, forKey: .group)
-        try container.encode(attempts, forKey: .attempts)
-        try container.encode(maxAttempts, forKey: .maxAttempts)
-        try container.encode(after, forKey: .after)
-        try container.encode(failure, forKey: .failure)
-        try container.encode(worker, forKey: .worker)
-        try container.encode(placement, forKey: .placement)
-        try container.encode(sent, forKey: .sent)
-        try container.encode(stopping, forKey: .stopping)
-        try container.encode(due, forKey: .due)
-    }
+    @NullWhenAbsent var due: String?
 
     /// `job` as of the snapshot's time `now`, which is the wall clock's `wallNow` (a due time
     /// is said as a date).

@@ -311,6 +311,10 @@ struct ServeTests {
         #expect(retry > 470 && retry < 660, "retries in \(retry) s")
         let groups = try #require(report["groups"] as? [[String: Any]])
         #expect(groups.first { ($0["name"] as? String) == "default" }?["held"] as? Int == 2, "\(groups)")
+        // Every key the README lists, a group's missing limit as null (it was left out).
+        #expect(groups.allSatisfy { $0.keys.sorted() == ["held", "limit", "name", "paused", "queued", "running", "sent"] }, "\(groups)")
+        #expect(groups.first { ($0["name"] as? String) == "default" }?["limit"] is NSNull, "\(groups)")
+        #expect(report["shuttingDown"] is NSNull && jobs.allSatisfy { $0["name"] != nil && $0["worker"] != nil }, "\(report)")
         try await fixture.stop()
     }
 
