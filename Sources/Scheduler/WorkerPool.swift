@@ -131,6 +131,13 @@ public struct WorkerPool: Sendable {
 
     /// The workers in the pool that give back held attempts (``WorkerDescriptor/withdrawsHeld``).
     private(set) var withdrawingMembers = 0
+    /// Local workers to leave once their job ends because the slots were lowered.
+    private var leavingLocalMembers = 0
+
+    /// Whether `member` is a local worker that leaves once its job ends, the slots lowered.
+    private static func isLeavingLocal(_ member: Member) -> Bool {
+        member.descriptor.kind == .local && member.retireReason == .slotsReduced
+    }
 
     /// Calls `body` with every worker in the pool, in join order.
     func forEachMember(_ body: (Member) -> Void) {
@@ -208,6 +215,23 @@ public struct WorkerPool: Sendable {
             }
             return nil
         }
+        if leavingLocalMembers > 0, members[index]!.descriptor.kind == .local, members[index]!.running.isEmpty,
+           let stays = order.first(where: { other in
+               members[Int(other.index)].map { Self.isLeavingLocal($0) && $0.descriptor.slots == members[index]!.descriptor.slots } ?? false
+           })
+        {
+            // The slots were lowered below what runs: a busy worker that was to leave stays in
+            // this one's place, and this one leaves now. No new job starts until fewer run than
+            // there are slots (the worker kept took the next job while the others still ran:
+            // three ran on one slot, for as long as they lasted).
+            let staying = members[Int(stays.index)]!
+            members[Int(stays.index)]!.retireReason = nil
+            leavingLocalMembers -= 1
+            count(staying.descriptor, 1)
+            addFree(stays, descriptor: staying.descriptor, running: staying.running.count)
+            remove(worker)
+            return .slotsReduced
+        }
         // A worker whose slots were reduced below what it runs gets no slot back until it is
         // under its new count. Below its running slots it has one free to run (what it held
         // behind the one that ended begins there); else room to hold one.
@@ -244,6 +268,7 @@ public struct WorkerPool: Sendable {
         members[index] = nil
         handles[member.descriptor.id] = nil
         if member.descriptor.withdrawsHeld { withdrawingMembers -= 1 }
+        if Self.isLeavingLocal(member) { leavingLocalMembers -= 1 }
         freeIndices.append(worker.index)
         if !member.isRetiring { count(member.descriptor, -1) }
         dropFree(worker)
@@ -260,6 +285,7 @@ public struct WorkerPool: Sendable {
             return true
         }
         members[Int(handle.index)]!.retireReason = reason
+        if Self.isLeavingLocal(members[Int(handle.index)]!) { leavingLocalMembers += 1 }
         count(member.descriptor, -1)
         dropFree(handle)
         return false
@@ -273,8 +299,9 @@ public struct WorkerPool: Sendable {
         var kept = 0
         for handle in order where localCapacity < slots {
             let index = Int(handle.index)
-            guard let member = members[index], member.descriptor.kind == .local, member.retireReason == .slotsReduced else { continue }
+            guard let member = members[index], Self.isLeavingLocal(member) else { continue }
             members[index]!.retireReason = nil
+            leavingLocalMembers -= 1
             count(member.descriptor, 1)
             addFree(handle, descriptor: member.descriptor, running: member.running.count)
             kept += member.descriptor.slots

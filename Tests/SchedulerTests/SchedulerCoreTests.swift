@@ -320,6 +320,41 @@ import Testing
         #expect(!ended.contains { if case .removeWorker = $0 { true } else { false } })
     }
 
+    @Test("Slots lowered below what runs: the kept worker's end starts nothing until fewer run than the slots (a busy one that was to leave stays in its place)")
+    mutating func slotsLoweredBelowWhatRunsStartNothingUntilUnder() {
+        // Given three local one-slot workers running jobs 0-2, jobs 3 and 4 queued
+        var core = SchedulerCore(configuration: .init(seed: 1))
+        var ids = IdentifierGenerator(seed: 3)
+        let jobs = (0..<5).map { _ in ids.nextJobID() }
+        let workers = (1...3).map { WorkerDescriptor(id: WorkerID(), name: "local-\($0)", kind: .local, slots: 1) }
+        for worker in workers { _ = core.workerJoined(worker, now: .zero) }
+        _ = try! core.submit(contentsOf: (0..<5).map { JobSpec.shell("job \($0)") }, ids: jobs, now: .zero)
+        let runsOn = Dictionary(uniqueKeysWithValues: jobs.prefix(3).compactMap { id -> (JobID, WorkerID)? in
+            guard case .running(let worker, _, _, _) = core.info(of: id)?.state else { return nil }
+            return (id, worker)
+        })
+        #expect(runsOn.count == 3)
+        // When the slots go to 1: local-1 is kept, 2 and 3 are to leave once their jobs end
+        _ = core.reduceLocalSlots(to: 1, now: .seconds(1))
+        #expect(core.localCapacity == 1)
+        let kept = workers[0].id
+        let onKept = runsOn.first { $0.value == kept }!.key
+        // Then the kept worker's end starts nothing: it leaves, a busy one stays in its place
+        let first = core.jobFinished(onKept, attempt: 1, worker: kept, termination: .exit(0), now: .seconds(2))
+        #expect(Self.starts(first).isEmpty)
+        #expect(first.contains { if case .removeWorker(kept) = $0 { true } else { false } })
+        #expect(first.contains { if case .emit(.workerLeft(kept, .slotsReduced)) = $0 { true } else { false } })
+        #expect(core.localCapacity == 1 && core.queuedInOrder == [jobs[3], jobs[4]])
+        // and so does the next end (one still runs, on one slot)
+        let others = runsOn.filter { $0.value != kept }.sorted { $0.key.description < $1.key.description }
+        let second = core.jobFinished(others[0].key, attempt: 1, worker: others[0].value, termination: .exit(0), now: .seconds(3))
+        #expect(Self.starts(second).isEmpty && core.localCapacity == 1)
+        // The last one's end starts the next job in its slot
+        let third = core.jobFinished(others[1].key, attempt: 1, worker: others[1].value, termination: .exit(0), now: .seconds(4))
+        #expect(Self.starts(third).map(\.0) == [jobs[3]])
+        #expect(core.localCapacity == 1 && core.queuedInOrder == [jobs[4]])
+    }
+
     @Test mutating func aLostWorkersJobsGoBackToTheirPlaceInTheQueue() {
         // Given jobs 1 and 2 running on a worker that is lost, 3 and 4 queued after them
         var core = SchedulerCore(configuration: .init(seed: 1))
