@@ -75,7 +75,12 @@ final class OutputDirectory {
             let name = fileNames[id] ?? id.description
             let file = URL(fileURLWithPath: path).appendingPathComponent("\(name).log").path
             // Readable too: a marker line looks at the file's last byte (LogWriter.writeStartingLine).
-            let fd = Glibc.open(file, O_RDWR | O_CREAT | O_CLOEXEC | (made.contains(id) ? O_APPEND : O_TRUNC), 0o644)
+            // Never through a symbolic link: one left in DIR under the job's file name had the
+            // job's output written over whatever it pointed at, outside DIR. The link is replaced
+            // by the job's own file, as a file of an earlier run is.
+            let flags = O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (made.contains(id) ? O_APPEND : O_TRUNC)
+            var fd = Glibc.open(file, flags, 0o644)
+            if fd < 0 && errno == ELOOP && unlink(file) == 0 { fd = Glibc.open(file, flags | O_EXCL, 0o644) }
             guard fd >= 0 else {
                 StandardError.write("jobtop: cannot write \(file): \(String(cString: strerror(errno)))\n")
                 return

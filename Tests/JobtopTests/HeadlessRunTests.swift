@@ -179,9 +179,16 @@ struct HeadlessRunTests {
             name = ".."
             command = "echo dots"
             """)
+        // A symbolic link under a job's file name, to a file outside the directory: replaced,
+        // and what it points at untouched.
+        try scratch.write("outside", "keep\n")
+        try FileManager.default.createDirectory(atPath: scratch.file("out"), withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: scratch.file("out/greet.log"), withDestinationPath: scratch.file("outside"))
         let run = try await JobtopProcess.run(
             [file, "-c", "seq 1 2000", "--output-dir", "out"], directory: scratch.path)
         #expect(run.status == 0, "\(run.stderr)")
+        #expect(scratch.read("outside") == "keep\n")
+        #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: scratch.file("out/greet.log"))) == nil)
         let greet = try #require(scratch.read("out/greet.log"))
         #expect(greet.split(separator: "\n").sorted() == ["bye", "hello", "oops"])
         #expect(greet.hasPrefix("hello\n") && greet.contains("bye\n"))
