@@ -214,14 +214,19 @@ struct HeadlessRunTests {
             name = "fine"
             command = "seq 1 20000"
             """)
-        // /dev/full fails every write with ENOSPC, as a full disk does
+        // /dev/full's device (1, 7: glibc's makedev) fails every write with ENOSPC, as a full disk does: made
+        // under the job's file name (a symbolic link to /dev/full is not followed). Making it
+        // needs root, which the tests have here and in CI; where they do not, this part is left.
         try FileManager.default.createDirectory(atPath: scratch.file("out"), withIntermediateDirectories: true)
-        try FileManager.default.createSymbolicLink(atPath: scratch.file("out/full.log"), withDestinationPath: "/dev/full")
-        let run = try await JobtopProcess.run([file, "--output-dir", "out", "--log-output"], directory: scratch.path)
-        #expect(run.status == 0, "\(run.stderr)")
-        let complaints = run.stderr.split(separator: "\n").filter { $0.contains("/dev/full") }
-        #expect(complaints == ["jobtop: cannot write /dev/full (No space left on device): the rest of this attempt's output there is lost"], "\(run.stderr)")
-        #expect(scratch.read("out/fine.log") == (1...20000).map(String.init).joined(separator: "\n") + "\n")
+        if mknod(scratch.file("out/full.log"), S_IFCHR | 0o666, dev_t(1 << 8 | 7)) == 0 {
+            let run = try await JobtopProcess.run([file, "--output-dir", "out", "--log-output"], directory: scratch.path)
+            #expect(run.status == 0, "\(run.stderr)")
+            let complaints = run.stderr.split(separator: "\n").filter { $0.contains("full.log") }
+            #expect(complaints.count == 1 && complaints[0].hasSuffix("full.log (No space left on device): the rest of this attempt's output there is lost"), "\(run.stderr)")
+            #expect(scratch.read("out/fine.log") == (1...20000).map(String.init).joined(separator: "\n") + "\n")
+        } else {
+            print("fullDisk: cannot make a device node (\(String(cString: strerror(errno)))): the --output-dir part is not run")
+        }
 
         let script = "\(JobtopProcess.binary) \(file) --log-output > /dev/full; echo \"status=$?\" >&2"
         let full = try await JobtopProcess(["-c", script], directory: scratch.path, executable: "/bin/bash").wait()
