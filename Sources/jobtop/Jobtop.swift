@@ -107,6 +107,12 @@ struct Jobtop: AsyncParsableCommand {
         EarlyConnection.begin(for: arguments)
         do {
             if try await runNamedSubcommand(arguments) { exit(withError: nil) }
+            // `jobtop -c ... -c ...` is a run too: thousands of -c parse apart as well.
+            if !arguments.contains(where: asksForHelpOrVersion), ManyValues.isMany(arguments, for: Run.self),
+               try await parseAndRun(Run.self, arguments)
+            {
+                exit(withError: nil)
+            }
             var command = try parseAsRoot(arguments)
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
@@ -178,13 +184,12 @@ extension Jobtop {
     }
 
     private static func parseAndRun<Command: AsyncParsableCommand>(_: Command.Type, _ arguments: [String]) async throws -> Bool {
-        let (parsed, taken) = Command.self is any ListsJobs.Type ? LongJobList.split(arguments) : (arguments, [])
+        let (parsed, taken) = ManyValues.split(arguments, for: Command.self)
         guard var command = (try? Command.parseAsRoot(parsed)) as? Command else { return false }
-        if !taken.isEmpty, var lists = command as? any ListsJobs {
-            lists.ids += taken
-            // (The same value, back as its own type.)
-            guard let whole = lists as? Command else { return false }
+        if !taken.isEmpty {
+            guard let whole = ManyValues.add(taken, to: command) else { return false }
             command = whole
+            try command.validate()
         }
         try await command.run()
         return true
@@ -206,30 +211,108 @@ extension Jobtop {
     }
 }
 
-/// A client command that names any number of jobs (`cancel`, `signal`, `retry`, `wait`).
-protocol ListsJobs {
-    var ids: [String] { get set }
+/// A command whose array arguments may be given thousands of values: the ids of `cancel`,
+/// `signal`, `retry` and `wait`, the `-c` of `run` and `submit`, `submit`'s `--after`.
+protocol TakesManyValues {
+    /// The ids it names (positional), if it names any.
+    static var idList: WritableKeyPath<Self, [String]>? { get }
+    /// Each repeatable option's names (`-c`, `--command`) and where its values go.
+    static var repeatedOptions: [(names: [String], values: WritableKeyPath<Self, [String]>)] { get }
 }
 
-extension Jobtop.Cancel: ListsJobs {}
-extension Jobtop.Signal: ListsJobs {}
-extension Jobtop.Retry: ListsJobs {}
-extension Jobtop.Wait: ListsJobs {}
+extension TakesManyValues {
+    static var idList: WritableKeyPath<Self, [String]>? { nil }
+    static var repeatedOptions: [(names: [String], values: WritableKeyPath<Self, [String]>)] { [] }
+}
 
-/// The long list of jobs a command line names, parsed apart.
+extension Jobtop.Cancel: TakesManyValues { static var idList: WritableKeyPath<Self, [String]>? { \.ids } }
+extension Jobtop.Signal: TakesManyValues { static var idList: WritableKeyPath<Self, [String]>? { \.ids } }
+extension Jobtop.Retry: TakesManyValues { static var idList: WritableKeyPath<Self, [String]>? { \.ids } }
+extension Jobtop.Wait: TakesManyValues { static var idList: WritableKeyPath<Self, [String]>? { \.ids } }
+extension Jobtop.Run: TakesManyValues {
+    static var repeatedOptions: [(names: [String], values: WritableKeyPath<Self, [String]>)] { [(["-c", "--command"], \.command)] }
+}
+extension Jobtop.Submit: TakesManyValues {
+    static var repeatedOptions: [(names: [String], values: WritableKeyPath<Self, [String]>)] {
+        [(["-c", "--command"], \.command), (["--after"], \.after)]
+    }
+}
+
+/// Array arguments with many values, parsed apart from ArgumentParser.
 ///
 /// ArgumentParser (1.8.2) takes time that grows with the square of an array argument's length
 /// (each value it adds unions the places of all before it): `jobtop cancel $(...)` of 10,000
-/// ids spent 6 s in the client before it sent anything, of 100,000 eight minutes. So the
-/// longest run of plain words (none starts with `-`) is parsed apart: its first three stay for
-/// ArgumentParser (an option's value, `signal`'s signal, one id: what it must see to parse the
-/// rest as before), and the others are added to the command's ids after it has parsed.
-enum LongJobList {
-    /// How long a run of words is parsed as usual.
+/// ids spent 4 s in the client before it sent anything, of 100,000 eight minutes, and 2,000
+/// `--after` took 9 s. So:
+/// - of a list of ids, the longest run of plain words (none starts with `-`) is taken apart but
+///   its first three (an option's value, `signal`'s signal, one id: what ArgumentParser must see
+///   to parse the rest as before);
+/// - of repeated options, every `-c VALUE`, `--command VALUE` and `--command=VALUE` but each
+///   option's first, once there are more than ``parsedAsUsual`` (their order kept; a value
+///   written onto its short option, `-cVALUE`, stays with ArgumentParser and comes first);
+/// and the values taken are added to the command once it has parsed, and it is validated again
+/// with them.
+enum ManyValues {
+    /// How many values are parsed as usual.
     static let parsedAsUsual = 64
 
-    /// `arguments` without the long run's tail, and the tail.
-    static func split(_ arguments: [String]) -> (arguments: [String], taken: [String]) {
+    /// What is taken apart: the ids, and each repeated option's values (by its place in
+    /// ``TakesManyValues/repeatedOptions``).
+    struct Taken {
+        var ids: [String] = []
+        var options: [Int: [String]] = [:]
+        var isEmpty: Bool { ids.isEmpty && options.isEmpty }
+    }
+
+    /// Whether `arguments` give `command` more values than are parsed as usual.
+    static func isMany(_ arguments: [String], for command: Any.Type) -> Bool {
+        !split(arguments, for: command).taken.isEmpty
+    }
+
+    /// `arguments` without the values taken apart, and those.
+    static func split(_ arguments: [String], for command: Any.Type) -> (arguments: [String], taken: Taken) {
+        guard let command = command as? any TakesManyValues.Type else { return (arguments, Taken()) }
+        return split(arguments, idList: command.hasIDList, options: command.optionNames)
+    }
+
+    static func split(_ arguments: [String], idList: Bool, options: [[String]]) -> (arguments: [String], taken: Taken) {
+        var arguments = arguments
+        var taken = Taken()
+        if idList {
+            let (rest, ids) = longestRun(arguments)
+            (arguments, taken.ids) = (rest, ids)
+        }
+        guard !options.isEmpty else { return (arguments, taken) }
+        // The options' occurrences (before a `--`): where, which, and the value.
+        var found: [(at: Int, width: Int, option: Int, value: String)] = []
+        var index = 0
+        while index < arguments.count, arguments[index] != "--" {
+            let argument = arguments[index]
+            if let option = options.firstIndex(where: { $0.contains(argument) }), index + 1 < arguments.count {
+                found.append((index, 2, option, arguments[index + 1]))
+                index += 2
+                continue
+            }
+            if argument.hasPrefix("--"), let equals = argument.firstIndex(of: "="),
+               let option = options.firstIndex(where: { $0.contains(String(argument[..<equals])) })
+            {
+                found.append((index, 1, option, String(argument[argument.index(after: equals)...])))
+            }
+            index += 1
+        }
+        guard found.count > parsedAsUsual else { return (arguments, taken) }
+        // Each option's first stays, so that the command parses as one that has it (`submit`
+        // with nothing to submit is refused as it parses); the rest is checked once added.
+        var seen: Set<Int> = []
+        let apart = found.filter { !seen.insert($0.option).inserted }
+        for occurrence in apart { taken.options[occurrence.option, default: []].append(occurrence.value) }
+        for occurrence in apart.reversed() { arguments.removeSubrange(occurrence.at..<occurrence.at + occurrence.width) }
+        return (arguments, taken)
+    }
+
+    /// `arguments` without the tail of their longest run of plain words (past its first three),
+    /// and that tail, when the run is longer than ``parsedAsUsual``.
+    static func longestRun(_ arguments: [String]) -> (arguments: [String], taken: [String]) {
         var best = 0..<0
         var start = 0
         for index in 0...arguments.count {
@@ -242,5 +325,22 @@ enum LongJobList {
         let kept = best.lowerBound + 3
         return (Array(arguments[..<kept] + arguments[best.upperBound...]), Array(arguments[kept..<best.upperBound]))
     }
+
+    /// `command` with the values taken apart added after those it parsed.
+    static func add<Command>(_ taken: Taken, to command: Command) -> Command? {
+        guard let many = command as? any TakesManyValues else { return nil }
+        return many.adding(taken) as? Command
+    }
 }
 
+extension TakesManyValues {
+    static var hasIDList: Bool { idList != nil }
+    static var optionNames: [[String]] { repeatedOptions.map(\.names) }
+
+    func adding(_ taken: ManyValues.Taken) -> Self {
+        var command = self
+        if let ids = Self.idList { command[keyPath: ids] += taken.ids }
+        for (option, values) in taken.options { command[keyPath: Self.repeatedOptions[option].values] += values }
+        return command
+    }
+}

@@ -160,6 +160,18 @@ struct HeadlessRunTests {
         #expect(Log.events("succeeded", in: fromFile.lines).count == 4)
     }
 
+    @Test("Thousands of -c options (parsed apart from the argument parser, whose time grew with their square): every one runs, in order; an empty one is still refused")
+    func manyCommandOptions() async throws {
+        let scratch = try Scratch()
+        let commands = (0..<2_000).flatMap { ["-c", "echo \($0) >> out"] }
+        let run = try await JobtopProcess.run(["-j", "1", "--headless"] + commands, directory: scratch.path)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(scratch.read("out") == (0..<2_000).map { "\($0)\n" }.joined())
+        let empty = try await JobtopProcess.run(["run", "--headless", "-c", "touch started"] + commands + ["-c", " "], directory: scratch.path)
+        #expect(empty.status == 2 && empty.stderr.contains("-c/--command must not be empty"), "\(empty.stderr)")
+        #expect(scratch.read("started") == nil)
+    }
+
     @Test("--output-dir holds each job's stdout and stderr, every attempt")
     func outputDirectory() async throws {
         let scratch = try Scratch()

@@ -98,14 +98,28 @@ struct JobReferenceTests {
     @Test("a long run of ids is parsed apart: the first three words stay (an option's value, a signal, an id), the rest is taken in order")
     func longListsParsedApart() {
         let ids = (0..<100).map { "id\($0)" }
-        let (arguments, taken) = LongJobList.split(["--connect", "h:1"] + ids + ["--token-file", "t"])
+        let (arguments, taken) = ManyValues.longestRun(["--connect", "h:1"] + ids + ["--token-file", "t"])
         #expect(arguments == ["--connect", "h:1", "id0", "id1", "--token-file", "t"])
         #expect(taken == Array(ids[2...]))
         // The longest run is taken, not the first.
-        let (others, rest) = LongJobList.split(["TERM", "a", "--connect", "h:1"] + ids)
+        let (others, rest) = ManyValues.longestRun(["TERM", "a", "--connect", "h:1"] + ids)
         #expect(others == ["TERM", "a", "--connect", "h:1", "id0", "id1"] && rest == Array(ids[2...]))
         // A short list is parsed as usual.
-        let short = ["TERM"] + ids.prefix(LongJobList.parsedAsUsual - 1)
-        #expect(LongJobList.split(short) == (short, []))
+        let short = ["TERM"] + ids.prefix(ManyValues.parsedAsUsual - 1)
+        #expect(ManyValues.longestRun(short) == (short, []))
+    }
+
+    @Test("many repeated options are parsed apart, each one's first left, in order, up to a '--'")
+    func repeatedOptionsParsedApart() {
+        let options = [["-c", "--command"], ["--after"]]
+        let commands = (0..<70).flatMap { ["-c", "echo \($0)"] }
+        let arguments = ["--after", "a"] + commands.prefix(10) + ["--command=x", "--after", "b"] + commands.dropFirst(10) + ["--", "-c", "z"]
+        let (rest, taken) = ManyValues.split(arguments, idList: false, options: options)
+        #expect(rest == ["--after", "a", "-c", "echo 0", "--", "-c", "z"])
+        #expect(taken.options[0] == (1..<5).map { "echo \($0)" } + ["x"] + (5..<70).map { "echo \($0)" })
+        #expect(taken.options[1] == ["b"])
+        // A few are parsed as usual.
+        let few = ["-c", "a", "--after", "b", "-c", "c"]
+        #expect(ManyValues.split(few, idList: false, options: options).arguments == few)
     }
 }
