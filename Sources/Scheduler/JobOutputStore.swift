@@ -42,38 +42,52 @@ final class JobOutputStore: Sendable {
         append(line, to: job, startsLine: false)
     }
 
+    /// ``append(_:to:)`` of each of `lines`, in order, in one step.
+    func append(contentsOf lines: [OutputLine], to job: JobID) {
+        state.withLock { state in
+            var tail = state.tails.removeValue(forKey: job) ?? Tail()
+            defer { state.tails[job] = tail }
+            for line in lines { append(line, to: &tail, startsLine: false) }
+        }
+    }
+
     /// - Parameter startsLine: A line of jobtop's own (a separator): after a newline of its own
     ///   when the job's output so far ends in the middle of a line, as the output files have it.
     private func append(_ line: OutputLine, to job: JobID, startsLine: Bool) {
         state.withLock { state in
             var tail = state.tails.removeValue(forKey: job) ?? Tail()
             defer { state.tails[job] = tail }
-            var isJoined = false
-            if let last = tail.lines.last, last.ending == .none {
-                if startsLine {
-                    tail.lines[tail.lines.count - 1].ending = .newline
-                } else if last.stream == line.stream, last.bytes == nil, line.bytes == nil,
-                          last.text.utf8.count + line.text.utf8.count <= LineSplitter.maxLineBytes {
-                    // The rest of a line whose first part was handed on when the job went quiet
-                    // in the middle of it: one line again, so that the tail counts lines, not
-                    // pieces (and a `\r` that ends it still marks it redrawn).
-                    tail.lines[tail.lines.count - 1].text += line.text
-                    tail.lines[tail.lines.count - 1].ending = line.ending
-                    tail.bytes += line.text.utf8.count
-                    isJoined = true
-                }
+            append(line, to: &tail, startsLine: startsLine)
+        }
+    }
+
+    /// Adds `line` to `tail` and drops what no longer fits.
+    private func append(_ line: OutputLine, to tail: inout Tail, startsLine: Bool) {
+        var isJoined = false
+        if let last = tail.lines.last, last.ending == .none {
+            if startsLine {
+                tail.lines[tail.lines.count - 1].ending = .newline
+            } else if last.stream == line.stream, last.bytes == nil, line.bytes == nil,
+                      last.text.utf8.count + line.text.utf8.count <= LineSplitter.maxLineBytes {
+                // The rest of a line whose first part was handed on when the job went quiet
+                // in the middle of it: one line again, so that the tail counts lines, not
+                // pieces (and a `\r` that ends it still marks it redrawn).
+                tail.lines[tail.lines.count - 1].text += line.text
+                tail.lines[tail.lines.count - 1].ending = line.ending
+                tail.bytes += line.text.utf8.count
+                isJoined = true
             }
-            if !isJoined {
-                // An empty line ended by a lone `\r` shows nothing (a progress counter redrawing
-                // from the start of its line); it would only push real lines out of the tail.
-                if line.ending == .carriageReturn && line.text.isEmpty { return }
-                tail.lines.append(line)
-                tail.bytes += line.text.utf8.count + 1
-            }
-            while tail.lines.count > limits.lines || tail.bytes > limits.bytes, let first = tail.lines.popFirst() {
-                tail.bytes -= first.text.utf8.count + 1
-                tail.dropped += 1
-            }
+        }
+        if !isJoined {
+            // An empty line ended by a lone `\r` shows nothing (a progress counter redrawing
+            // from the start of its line); it would only push real lines out of the tail.
+            if line.ending == .carriageReturn && line.text.isEmpty { return }
+            tail.lines.append(line)
+            tail.bytes += line.text.utf8.count + 1
+        }
+        while tail.lines.count > limits.lines || tail.bytes > limits.bytes, let first = tail.lines.popFirst() {
+            tail.bytes -= first.text.utf8.count + 1
+            tail.dropped += 1
         }
     }
 

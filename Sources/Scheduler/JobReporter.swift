@@ -100,6 +100,17 @@ public final class JobReporter: Sendable {
         }
     }
 
+    /// Records lines, or pieces of lines, the job printed, in order, as one publication: what
+    /// one read of its pipe holds (a line at a time, a job printing short lines was read at
+    /// about a million lines a second, and was slowed to that pace).
+    public func lines(_ lines: [OutputLine]) {
+        guard !lines.isEmpty else { return }
+        whileRunning {
+            store.append(contentsOf: lines, to: jobID)
+            bus.publish(lines.map { .output(jobID, $0) }, time: clock.now())
+        }
+    }
+
     /// Records that the job's main process ended and left `count` processes in its process
     /// group, which were stopped or (`stopped` false) left running.
     public func leftoverProcesses(count: Int, stopped: Bool) {

@@ -707,11 +707,12 @@ private final class ProcessLoopThread {
         buffer.withUnsafeBufferPointer { bytes in
             let chunk = UnsafeBufferPointer(rebasing: bytes[0..<count])
             if stream == .stdout {
-                process.outLines.feed(chunk, process.report)
+                process.outLines.feed(chunk, process.collect)
             } else {
-                process.errLines.feed(chunk, process.report)
+                process.errLines.feed(chunk, process.collect)
             }
         }
+        process.reportCollected()
         if process.outLines.hasPartialLine || process.errLines.hasPartialLine {
             partials[process.id] = .now + Self.partialLineWait
         } else if !partials.isEmpty {
@@ -890,8 +891,32 @@ final class RunningProcess {
     }
 
     func report(_ line: OutputLine) {
+        collect(line)
+        reportCollected()
+    }
+
+    /// The lines of one read, reported together by ``reportCollected()``.
+    private var collected: [OutputLine] = []
+    /// The progress the last of them said, if any did.
+    private var collectedProgress: Double?
+
+    func collect(_ line: OutputLine) {
+        collected.append(line)
+        if let fraction = parser.fraction(in: line.text) { collectedProgress = fraction }
+    }
+
+    /// Reports the lines collected since the last time, as one publication, then the progress
+    /// the last of them that said one said.
+    func reportCollected() {
         let reporter = start.assignment.reporter
-        reporter.line(line)
-        if let fraction = parser.fraction(in: line.text) { reporter.progress(fraction) }
+        if !collected.isEmpty {
+            reporter.lines(collected)
+            // (Not kept: a read of short lines holds thousands, and many jobs run.)
+            collected = []
+        }
+        if let progress = collectedProgress {
+            collectedProgress = nil
+            reporter.progress(progress)
+        }
     }
 }
