@@ -284,9 +284,8 @@ public final class RemoteWorker: Worker {
         case .output(let output):
             let key = AttemptKey(jobID: output.jobID, attempt: output.attempt)
             guard let reporter = state.withLock({ $0.pending[key]?.assignment.reporter }) else { break }
-            for line in output.lines {
-                for piece in line.engineLines { reporter.line(piece) }
-            }
+            // One publication for the message's lines (a worker may send many in one).
+            reporter.lines(output.lines.flatMap(\.engineLines))
         case .leftover(let leftover):
             // Before the attempt's Finished on the same stream, so before its final event.
             let key = AttemptKey(jobID: leftover.jobID, attempt: leftover.attempt)

@@ -516,20 +516,26 @@ private struct SlurmLoop {
         let reporter = job.assignment.reporter
         guard final || reporter.isFlowing else { return }
         let parser = job.parser
-        let report: (OutputLine) -> Void = { line in
-            reporter.line(line)
-            if let fraction = parser.fraction(in: line.text) { reporter.progress(fraction) }
+        // What a read gained is reported as one publication (as a local job's output is), then
+        // the progress the last line that said one said.
+        var lines: [OutputLine] = []
+        var progress: Double?
+        let collect: (OutputLine) -> Void = { line in
+            lines.append(line)
+            if let fraction = parser.fraction(in: line.text) { progress = fraction }
         }
         job.outOffset = Self.read(job.outPath, from: job.outOffset, limit: final ? Int.max : Self.readLimit) { bytes in
-            job.out.feed(bytes, report)
+            job.out.feed(bytes, collect)
         }
         job.errOffset = Self.read(job.errPath, from: job.errOffset, limit: final ? Int.max : Self.readLimit) { bytes in
-            job.err.feed(bytes, report)
+            job.err.feed(bytes, collect)
         }
         if final {
-            job.out.flush(report)
-            job.err.flush(report)
+            job.out.flush(collect)
+            job.err.flush(collect)
         }
+        reporter.lines(lines)
+        if let progress { reporter.progress(progress) }
     }
 
     private static func read(_ path: String, from offset: UInt64, limit: Int, _ body: (UnsafeBufferPointer<UInt8>) -> Void) -> UInt64 {
