@@ -250,7 +250,7 @@ extension Jobtop {
                 if json {
                     printJSON(zip(ids, specs).map { SubmittedRecord(id: $0.description, short: $0.short, name: $1.name) })
                 } else {
-                    for id in ids { print(id.short) }
+                    for text in JobID.distinctShortForms(of: ids) { print(text) }
                 }
                 fflush(nil)
                 guard let events else { return }

@@ -241,3 +241,27 @@ extension JobReference {
         return found
     }
 }
+
+extension JobID {
+    /// The short form of each of `ids` (its first 8 hex digits), made longer where two of them
+    /// share it, until each names one of them: `submit` of 100,000 jobs printed two alike, which
+    /// named nothing (`'b91caa5a' matches 2 jobs`). (A job submitted earlier may still share one:
+    /// `--json` gives the whole ids.)
+    static func distinctShortForms(of ids: [JobID]) -> [String] {
+        let texts = ids.map { Array($0.description.utf8) }
+        var length = Array(repeating: 8, count: ids.count)
+        let order = texts.indices.sorted { texts[$0].lexicographicallyPrecedes(texts[$1]) }
+        for (a, b) in zip(order, order.dropFirst()) {
+            var common = 0
+            while common < texts[a].count, common < texts[b].count, texts[a][common] == texts[b][common] { common += 1 }
+            guard common >= 8 else { continue }
+            // One past what they share, and not ending on a dash.
+            var needed = common + 1
+            if needed < texts[a].count, texts[a][needed - 1] == UInt8(ascii: "-") { needed += 1 }
+            length[a] = max(length[a], needed)
+            length[b] = max(length[b], needed)
+        }
+        return texts.indices.map { String(decoding: texts[$0].prefix(length[$0]), as: UTF8.self) }
+    }
+}
+

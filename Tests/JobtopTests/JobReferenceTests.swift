@@ -122,4 +122,20 @@ struct JobReferenceTests {
         let few = ["-c", "a", "--after", "b", "-c", "c"]
         #expect(ManyValues.split(few, idList: false, options: options).arguments == few)
     }
+
+    @Test("submit's short forms: 8 digits, longer where two of the submission share them (never ending on a dash), each naming one of them")
+    func distinctShortForms() {
+        let ids = [
+            "b91caa5a-1234-4000-8000-000000000001", "0123abcd-0000-4000-8000-000000000002",
+            "b91caa5a-1299-4000-8000-000000000003", "b91caa5b-0000-4000-8000-000000000004",
+        ].map { JobID(uuid: UUID(uuidString: $0)!) }
+        let forms = JobID.distinctShortForms(of: ids)
+        #expect(forms == ["b91caa5a-123", "0123abcd", "b91caa5a-129", "b91caa5b"])
+        let jobs = ids.map { JobInfo(id: $0, command: "true") }
+        for (form, job) in zip(forms, jobs) { #expect(JobReference.resolve(form, in: jobs) == .found(job)) }
+        // Alike up to the dash: one digit past it.
+        let pair = ["aaaaaaaa-1000-4000-8000-000000000000", "aaaaaaaa-2000-4000-8000-000000000000"].map { JobID(uuid: UUID(uuidString: $0)!) }
+        #expect(JobID.distinctShortForms(of: pair) == ["aaaaaaaa-1", "aaaaaaaa-2"])
+    }
 }
+
