@@ -111,6 +111,43 @@ public final class JobReporter: Sendable {
         }
     }
 
+    /// What a job printed and the progress its lines said, in order.
+    public enum Report: Sendable {
+        case line(OutputLine)
+        case progress(Double)
+    }
+
+    /// Records ``Report``s as one publication, in their order: ``lines(_:)`` with the progress
+    /// each line said after it (a repeat of the job's present progress left out, as
+    /// ``progress(_:)`` leaves it).
+    public func report(_ reports: [Report]) {
+        guard !reports.isEmpty else { return }
+        whileRunning {
+            var kinds: [SchedulerEvent.Kind] = []
+            kinds.reserveCapacity(reports.count)
+            var lines: [OutputLine] = []
+            lines.reserveCapacity(reports.count)
+            for report in reports {
+                switch report {
+                case .line(let line):
+                    lines.append(line)
+                    kinds.append(.output(jobID, line))
+                case .progress(let fraction):
+                    guard fraction.isFinite else { continue }
+                    let value = min(max(fraction, 0), 1)
+                    // The lines before it are in the store first, as they were published first.
+                    if !lines.isEmpty {
+                        store.append(contentsOf: lines, to: jobID)
+                        lines = []
+                    }
+                    if store.setProgressIfChanged(value, of: jobID) { kinds.append(.progress(jobID, value)) }
+                }
+            }
+            if !lines.isEmpty { store.append(contentsOf: lines, to: jobID) }
+            bus.publish(kinds, time: clock.now())
+        }
+    }
+
     /// Records that the job's main process ended and left `count` processes in its process
     /// group, which were stopped or (`stopped` false) left running.
     public func leftoverProcesses(count: Int, stopped: Bool) {

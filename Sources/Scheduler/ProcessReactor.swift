@@ -895,28 +895,20 @@ final class RunningProcess {
         reportCollected()
     }
 
-    /// The lines of one read, reported together by ``reportCollected()``.
-    private var collected: [OutputLine] = []
-    /// The progress the last of them said, if any did.
-    private var collectedProgress: Double?
+    /// The lines of one read and the progress they said, reported together by
+    /// ``reportCollected()``.
+    private var collected: [JobReporter.Report] = []
 
     func collect(_ line: OutputLine) {
-        collected.append(line)
-        if let fraction = parser.fraction(in: line.text) { collectedProgress = fraction }
+        collected.append(.line(line))
+        if let fraction = parser.fraction(in: line.text) { collected.append(.progress(fraction)) }
     }
 
-    /// Reports the lines collected since the last time, as one publication, then the progress
-    /// the last of them that said one said.
+    /// Reports what was collected since the last time, as one publication.
     func reportCollected() {
-        let reporter = start.assignment.reporter
-        if !collected.isEmpty {
-            reporter.lines(collected)
-            // (Not kept: a read of short lines holds thousands, and many jobs run.)
-            collected = []
-        }
-        if let progress = collectedProgress {
-            collectedProgress = nil
-            reporter.progress(progress)
-        }
+        guard !collected.isEmpty else { return }
+        start.assignment.reporter.report(collected)
+        // (Not kept: a read of short lines holds thousands, and many jobs run.)
+        collected = []
     }
 }

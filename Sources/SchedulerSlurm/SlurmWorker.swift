@@ -516,13 +516,11 @@ private struct SlurmLoop {
         let reporter = job.assignment.reporter
         guard final || reporter.isFlowing else { return }
         let parser = job.parser
-        // What a read gained is reported as one publication (as a local job's output is), then
-        // the progress the last line that said one said.
-        var lines: [OutputLine] = []
-        var progress: Double?
+        // What a read gained is reported as one publication (as a local job's output is).
+        var reports: [JobReporter.Report] = []
         let collect: (OutputLine) -> Void = { line in
-            lines.append(line)
-            if let fraction = parser.fraction(in: line.text) { progress = fraction }
+            reports.append(.line(line))
+            if let fraction = parser.fraction(in: line.text) { reports.append(.progress(fraction)) }
         }
         job.outOffset = Self.read(job.outPath, from: job.outOffset, limit: final ? Int.max : Self.readLimit) { bytes in
             job.out.feed(bytes, collect)
@@ -534,8 +532,7 @@ private struct SlurmLoop {
             job.out.flush(collect)
             job.err.flush(collect)
         }
-        reporter.lines(lines)
-        if let progress { reporter.progress(progress) }
+        reporter.report(reports)
     }
 
     private static func read(_ path: String, from offset: UInt64, limit: Int, _ body: (UnsafeBufferPointer<UInt8>) -> Void) -> UInt64 {
