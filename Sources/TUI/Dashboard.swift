@@ -16,17 +16,21 @@ public struct DashboardOptions: Sendable {
     /// What the caller has to tell the user while the dashboard runs (a line of the job list it
     /// refused, and so stopped the run): each shown in the status line and the events pane.
     public var notices: AsyncStream<String>?
+    /// How many jobs the run has in all, when known before they are all submitted (a list file
+    /// streamed a window at a time): the header's progress and ETA count the ones to come.
+    public var expectedJobs: Int?
 
     /// Creates options.
     public init(
         title: String = "jobtop", frameStatsPath: String? = nil, isAttached: Bool = false, workingDirectory: String? = nil,
-        notices: AsyncStream<String>? = nil
+        notices: AsyncStream<String>? = nil, expectedJobs: Int? = nil
     ) {
         self.title = title
         self.frameStatsPath = frameStatsPath
         self.isAttached = isAttached
         self.workingDirectory = workingDirectory
         self.notices = notices
+        self.expectedJobs = expectedJobs
     }
 }
 

@@ -70,6 +70,7 @@ final class DashboardController {
         self.options = options
         model = DashboardModel(title: options.title)
         model.isAttached = options.isAttached
+        model.expectedJobs = options.expectedJobs
         let now = clock.now
         lastFrame = now - .seconds(1)
         anchor = (.zero, now)

@@ -157,6 +157,9 @@ struct DashboardModel: Sendable {
     var title: String
     /// Attached to `jobtop serve`: `q` detaches without asking, `X` shuts the serve down.
     var isAttached = false
+    /// How many jobs the run has in all, when known before they are all submitted
+    /// (``DashboardOptions/expectedJobs``).
+    var expectedJobs: Int?
     private(set) var board = JobBoard()
     var mode: Mode = .table
     private(set) var sort: SortKey = .state

@@ -13,6 +13,8 @@ struct RunPlan: Sendable {
         /// Whether a list without a single command is an error (a named list is; a stdin that
         /// happens to be piped is not when `-c` gives jobs).
         var mustHaveCommands: Bool
+        /// How many commands it has, when it was read through before the run (a regular file).
+        var count: Int?
 
         /// The refusal of this list when it has not a single command.
         var hasNoCommands: JobInputError {
@@ -38,6 +40,13 @@ struct RunPlan: Sendable {
 
     /// Whether no job can come from anywhere.
     var isEmpty: Bool { fileJobs.isEmpty && list == nil && commandJobs.isEmpty }
+
+    /// How many jobs the run has in all, when that is known before it starts (not for a list
+    /// on a pipe): the dashboard's progress counts the ones not submitted yet.
+    var knownTotal: Int? {
+        guard let list else { return fileJobs.count + commandJobs.count }
+        return list.count.map { fileJobs.count + $0 + commandJobs.count }
+    }
 
     /// The spec of a command from the list.
     func spec(forListCommand command: String) -> JobSpec {
@@ -105,8 +114,10 @@ enum JobSources {
     private static func checked(_ list: RunPlan.List) throws(JobInputError) -> RunPlan.List {
         var info = stat()
         guard fstat(list.fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return list }
+        var list = list
         do throws(JobInputError) {
-            if try CommandListReader.check(fd: list.fd, source: list.source) == 0 && list.mustHaveCommands {
+            list.count = try CommandListReader.check(fd: list.fd, source: list.source)
+            if list.count == 0 && list.mustHaveCommands {
                 throw list.hasNoCommands
             }
         } catch {

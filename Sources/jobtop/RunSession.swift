@@ -156,7 +156,8 @@ struct RunSession {
         var dashboardSignal: Int32?
         if case .screen(let title) = presenter, let screenSignals {
             let exit = await Dashboard.run(
-                client: client, signals: screenSignals.stream, options: DashboardOptions(title: title, notices: notices))
+                client: client, signals: screenSignals.stream,
+                options: DashboardOptions(title: title, notices: notices, expectedJobs: plan.knownTotal))
             screenSignals.continuation.finish()
             if case .signal(let number) = exit { dashboardSignal = number }
             let running = await client.currentSnapshot().count(.running)

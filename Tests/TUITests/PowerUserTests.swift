@@ -347,6 +347,17 @@ extension PowerUserTests {
         // one bar per second: nothing 20 s ago, one finish a second for the last ten
         #expect(line.contains("▁▁▁▁▁▁▁▁▁▁████████"), "\(line)")
         #expect(line.contains("slots ██████ 2/2"), "\(line)")
+
+        // A list file of 40 jobs, submitted a window at a time: the 20 to come count too
+        var model = builder.prepared()
+        model.expectedJobs = 40
+        let withList = screen(model, rows: 24, columns: 120, now: 12.9).lines[1]
+        #expect(withList.contains("███░░░░░░░░░ 10/40 25%") && withList.contains("ETA 38s"), "\(withList)")
+        // until a shutdown says they will not come
+        builder.apply(.shuttingDown(.cancelRunning), at: 12.9)
+        var stopping = builder.prepared()
+        stopping.expectedJobs = 40
+        #expect(screen(stopping, rows: 24, columns: 120, now: 12.9).lines[1].contains("10/20"))
     }
 }
 
