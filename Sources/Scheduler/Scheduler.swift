@@ -20,7 +20,8 @@ public actor Scheduler {
     public struct Configuration: Sendable {
         /// Local slots: jobs that run at once on this machine. 0 (a coordinator of remote
         /// workers, as `jobtop run --listen -j 0`): jobs wait until a worker is added
-        /// (``addWorker(_:)``). Once running, ``setLocalSlots(_:)`` keeps at least one.
+        /// (``addWorker(_:)``). Once running, ``setLocalSlots(_:)`` keeps at least one, but
+        /// while another worker is in the pool.
         public var localSlots: Int
         /// Between SIGTERM and SIGKILL when a job is cancelled or times out.
         public var gracePeriod: Duration
@@ -561,10 +562,17 @@ public actor Scheduler {
     /// Sets the number of local slots. New slots take work at once; removed ones leave when idle,
     /// busy ones when their job ends.
     ///
-    /// - Throws: ``SchedulerError`` `.invalidArgument` for fewer than 1 slot.
+    /// - Throws: ``SchedulerError`` `.invalidArgument` for fewer than 0, or for 0 while no other
+    ///   worker is in the pool.
     public func setLocalSlots(_ slots: Int) throws(SchedulerError) {
-        guard slots >= 1 else { throw SchedulerError(.invalidArgument, "local slots must be at least 1, not \(slots)") }
-        withEngine { $0.setLocalSlots(slots, scheduler: self) }
+        guard slots >= 0 else { throw SchedulerError(.invalidArgument, "local slots must be 0 or more, not \(slots)") }
+        try withEngine { (engine) throws(SchedulerError) in
+            // None only while another worker is in the pool: with none at all nothing would run.
+            if slots == 0 && engine.core.capacity == engine.core.localCapacity {
+                throw SchedulerError(.invalidArgument, "local slots must be at least 1 while no other worker is in the pool (nothing would run)")
+            }
+            engine.setLocalSlots(slots, scheduler: self)
+        }
     }
 
     /// Adds a worker (a remote one, say) to the pool.

@@ -608,8 +608,12 @@ struct DashboardModel: Sendable {
             mode = .prompt(Prompt(kind: .groupLimit(job.group), command: LineEditor(limit, selected: true), priority: LineEditor()))
         case .fewerSlots:
             let current = pendingLocalSlots ?? board.localSlots
-            guard current > 1 else {
-                message = Segment("at least one local slot is needed", .error)
+            // Down to none while another worker runs jobs (a `serve -j 0` given a local slot
+            // could not go back to remote workers only); never to none with nothing else, where
+            // nothing would run.
+            let hasOtherWorkers = board.workers.contains { $0.kind != .local }
+            guard current > (hasOtherWorkers ? 0 : 1) else {
+                message = Segment(hasOtherWorkers ? "no local slot is left" : "at least one local slot is needed (no remote worker is connected)", .error)
                 return []
             }
             pendingLocalSlots = current - 1

@@ -145,7 +145,7 @@ struct SchedulerTests {
         }
     }
 
-    @Test func localSlotsChangeLiveAndAreAtLeastOne() async throws {
+    @Test func localSlotsChangeLiveAndAreAtLeastOneButWithOtherWorkers() async throws {
         let scheduler = Scheduler(configuration: .init(localSlots: 1, seed: 1))
         async let running: Void = scheduler.run()
         try await scheduler.setLocalSlots(3)
@@ -153,6 +153,13 @@ struct SchedulerTests {
         try await scheduler.setLocalSlots(1)
         #expect(await scheduler.snapshot().localSlots == 1)
         await #expect(throws: SchedulerError.self) { try await scheduler.setLocalSlots(0) }
+        // None while another worker is in the pool (a coordinator back to remote workers only).
+        await scheduler.addWorker(GatedWorker(name: "far", slots: 2, kind: .remote))
+        try await scheduler.setLocalSlots(0)
+        #expect(await scheduler.snapshot().localSlots == 0)
+        await #expect(throws: SchedulerError.self) { try await scheduler.setLocalSlots(-1) }
+        try await scheduler.setLocalSlots(1)
+        #expect(await scheduler.snapshot().localSlots == 1)
         await scheduler.shutdown(.graceful)
         await running
     }

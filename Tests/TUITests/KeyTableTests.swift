@@ -141,7 +141,7 @@ struct KeyTableTests {
         #expect(model.handle(.char("p")) == [.resume])
     }
 
-    @Test("< and > ask for one slot less or more, never fewer than one")
+    @Test("< and > ask for one slot less or more, never fewer than one, but for none while a remote worker is connected")
     func slots() {
         var model = board()
         #expect(model.handle(.char(">")) == [.setLocalSlots(3)])
@@ -151,6 +151,12 @@ struct KeyTableTests {
         var single = ModelBuilder(slots: 1).prepared()
         #expect(single.handle(.char("<")).isEmpty)
         #expect(single.message?.role == .error)
+        // With a remote worker the local slots may go to none (a serve -j 0 given one back).
+        var withRemote = ModelBuilder(slots: 1)
+        withRemote.apply(.workerJoined(WorkerDescriptor(id: WorkerID(), name: "far", kind: .remote, slots: 2)))
+        var remote = withRemote.prepared()
+        #expect(remote.handle(.char("<")) == [.setLocalSlots(0)])
+        #expect(remote.handle(.char("<")).isEmpty && remote.message?.role == .error)
     }
 
     @Test("n opens a prompt: the typed command (and a priority after Tab) is submitted on Enter")

@@ -15,8 +15,8 @@ final class GatedWorker: Worker {
 
     private let state = Locked(State())
 
-    init(name: String = "gated", slots: Int = 1) {
-        descriptor = WorkerDescriptor(id: WorkerID(), name: name, kind: .local, slots: slots)
+    init(name: String = "gated", slots: Int = 1, kind: WorkerKind = .local) {
+        descriptor = WorkerDescriptor(id: WorkerID(), name: name, kind: kind, slots: slots)
         (starts, startContinuation) = AsyncStream.makeStream()
     }
 
