@@ -160,9 +160,9 @@ struct RemotePrefetchTests {
 
     @Test("Jobs a worker holds behind a busy slot start there by priority, not in the order they reached it")
     func heldJobsStartByPriority() async throws {
-        // Given a coordinator with prefetch 3 and a one-slot worker busy with a job until its go-file.
+        // Given a coordinator with prefetch 4 and a one-slot worker busy with a job until its go-file.
         let scratch = try Scratch()
-        let coordinator = try await Coordinator.start(prefetch: .fixed(3))
+        let coordinator = try await Coordinator.start(prefetch: .fixed(4))
         let worker = try JobtopProcess.worker(for: coordinator, slots: 1, name: "one-slot")
         defer { worker.send(SIGKILL) }
         _ = await coordinator.joined(1)
@@ -191,6 +191,15 @@ struct RemotePrefetchTests {
             #expect(await eventually(within: .seconds(60)) { starts.withLock { $0.contains(id) } })
             held.append(id)
         }
+        // (And they have reached it: a fourth held job is cancelled, which the worker answers
+        // in the order of its messages, after the three Assigns. Under load one that arrived
+        // after the slot freed began first, as it should: it was not there to be passed over.)
+        let probe = try await coordinator.scheduler.submit(.shell("true", priority: 0))
+        #expect(await eventually(within: .seconds(60)) { starts.withLock { $0.contains(probe) } })
+        try await coordinator.scheduler.cancel(probe)
+        #expect(await eventually(within: .seconds(60)) {
+            seen.withLock { $0.contains { $0.hasSuffix("cancelled(\(probe))") } }
+        })
 
         // Then, once the slot frees, they begin highest priority first.
         try scratch.write("go", "")
