@@ -75,7 +75,9 @@ enum JobFile {
             root = try TOMLTable(string: text)
         } catch let error as TOMLParseError {
             let at = error.source.begin
-            throw JobInputError(.syntax, "\(file):\(at.line):\(at.column): TOML syntax error: \(error.description)")
+            // toml++ 3 checks a time's hour against 23 but says 59 (`at = 25:00`).
+            let description = error.description.replacingOccurrences(of: "hour between 0 to 59", with: "hour between 0 and 23")
+            throw JobInputError(.syntax, "\(file):\(at.line):\(at.column): TOML syntax error: \(description)")
         } catch {
             throw JobInputError(.syntax, "\(file): TOML syntax error: \(error)")
         }

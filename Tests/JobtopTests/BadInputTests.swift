@@ -26,6 +26,7 @@ struct BadInputTests {
             ("[[job]]\ncommand = \"true\"\npriority = -9223372036854775808\n",
              "jobs.toml: job 2: 'priority' must be from -1000000 to 1000000, not -9223372036854775808"),
             ("[[job]]\ncommand = \"echo a\\u0000b\"\n", "jobs.toml:5: a NUL character (\\u0000): jobtop refuses NUL"),
+            ("[[job]]\ncommand = \"true\"\nat = 25:00\n", "expected hour between 0 and 23 (inclusive), saw 25"),
             // A raw NUL byte: the parser stopped there, and the jobs after it vanished (exit 0).
             ("\u{0}\n[[job]]\ncommand = \"true\"\n", "jobs.toml:4:1: a NUL byte"),
             ("# a comment \u{0}\n[[job]]\ncommand = \"true\"\n", "jobs.toml:4:13: a NUL byte"),
