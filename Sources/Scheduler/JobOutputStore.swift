@@ -43,7 +43,7 @@ final class JobOutputStore: Sendable {
     }
 
     /// ``append(_:to:)`` of each of `lines`, in order, in one step.
-    func append(contentsOf lines: [OutputLine], to job: JobID) {
+    func append(contentsOf lines: some Collection<OutputLine>, to job: JobID) {
         state.withLock { state in
             var tail = state.tails.removeValue(forKey: job) ?? Tail()
             defer { state.tails[job] = tail }

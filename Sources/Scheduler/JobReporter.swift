@@ -102,48 +102,36 @@ public final class JobReporter: Sendable {
 
     /// Records lines, or pieces of lines, the job printed, in order, as one publication: what
     /// one read of its pipe holds (a line at a time, a job printing short lines was read at
-    /// about a million lines a second, and was slowed to that pace).
-    public func lines(_ lines: [OutputLine]) {
+    /// about a million lines a second, and was slowed to that pace). `progress`: what lines
+    /// said their progress was, each after the line at `afterLine` (its place in `lines`), in
+    /// order; a repeat of the job's present progress is left out, as ``progress(_:)`` leaves it.
+    public func lines(_ lines: [OutputLine], progress: [(afterLine: Int, fraction: Double)] = []) {
         guard !lines.isEmpty else { return }
         whileRunning {
-            store.append(contentsOf: lines, to: jobID)
-            bus.publish(lines.map { .output(jobID, $0) }, time: clock.now())
-        }
-    }
-
-    /// What a job printed and the progress its lines said, in order.
-    public enum Report: Sendable {
-        case line(OutputLine)
-        case progress(Double)
-    }
-
-    /// Records ``Report``s as one publication, in their order: ``lines(_:)`` with the progress
-    /// each line said after it (a repeat of the job's present progress left out, as
-    /// ``progress(_:)`` leaves it).
-    public func report(_ reports: [Report]) {
-        guard !reports.isEmpty else { return }
-        whileRunning {
-            var kinds: [SchedulerEvent.Kind] = []
-            kinds.reserveCapacity(reports.count)
-            var lines: [OutputLine] = []
-            lines.reserveCapacity(reports.count)
-            for report in reports {
-                switch report {
-                case .line(let line):
-                    lines.append(line)
-                    kinds.append(.output(jobID, line))
-                case .progress(let fraction):
-                    guard fraction.isFinite else { continue }
-                    let value = min(max(fraction, 0), 1)
-                    // The lines before it are in the store first, as they were published first.
-                    if !lines.isEmpty {
-                        store.append(contentsOf: lines, to: jobID)
-                        lines = []
-                    }
-                    if store.setProgressIfChanged(value, of: jobID) { kinds.append(.progress(jobID, value)) }
-                }
+            guard !progress.isEmpty else {
+                store.append(contentsOf: lines, to: jobID)
+                bus.publish(lines.map { .output(jobID, $0) }, time: clock.now())
+                return
             }
-            if !lines.isEmpty { store.append(contentsOf: lines, to: jobID) }
+            var kinds: [SchedulerEvent.Kind] = []
+            kinds.reserveCapacity(lines.count + progress.count)
+            var next = 0
+            for (afterLine, fraction) in progress {
+                // The lines before it are in the store first, as they are published first.
+                let end = min(lines.count, afterLine + 1)
+                if next < end {
+                    store.append(contentsOf: lines[next..<end], to: jobID)
+                    kinds.append(contentsOf: lines[next..<end].lazy.map { .output(self.jobID, $0) })
+                    next = end
+                }
+                guard fraction.isFinite else { continue }
+                let value = min(max(fraction, 0), 1)
+                if store.setProgressIfChanged(value, of: jobID) { kinds.append(.progress(jobID, value)) }
+            }
+            if next < lines.count {
+                store.append(contentsOf: lines[next...], to: jobID)
+                kinds.append(contentsOf: lines[next...].lazy.map { .output(self.jobID, $0) })
+            }
             bus.publish(kinds, time: clock.now())
         }
     }

@@ -897,18 +897,20 @@ final class RunningProcess {
 
     /// The lines of one read and the progress they said, reported together by
     /// ``reportCollected()``.
-    private var collected: [JobReporter.Report] = []
+    private var collected: [OutputLine] = []
+    private var collectedProgress: [(afterLine: Int, fraction: Double)] = []
 
     func collect(_ line: OutputLine) {
-        collected.append(.line(line))
-        if let fraction = parser.fraction(in: line.text) { collected.append(.progress(fraction)) }
+        collected.append(line)
+        if let fraction = parser.fraction(in: line.text) { collectedProgress.append((collected.count - 1, fraction)) }
     }
 
     /// Reports what was collected since the last time, as one publication.
     func reportCollected() {
         guard !collected.isEmpty else { return }
-        start.assignment.reporter.report(collected)
+        start.assignment.reporter.lines(collected, progress: collectedProgress)
         // (Not kept: a read of short lines holds thousands, and many jobs run.)
         collected = []
+        collectedProgress = []
     }
 }

@@ -517,10 +517,11 @@ private struct SlurmLoop {
         guard final || reporter.isFlowing else { return }
         let parser = job.parser
         // What a read gained is reported as one publication (as a local job's output is).
-        var reports: [JobReporter.Report] = []
+        var lines: [OutputLine] = []
+        var progress: [(afterLine: Int, fraction: Double)] = []
         let collect: (OutputLine) -> Void = { line in
-            reports.append(.line(line))
-            if let fraction = parser.fraction(in: line.text) { reports.append(.progress(fraction)) }
+            lines.append(line)
+            if let fraction = parser.fraction(in: line.text) { progress.append((lines.count - 1, fraction)) }
         }
         job.outOffset = Self.read(job.outPath, from: job.outOffset, limit: final ? Int.max : Self.readLimit) { bytes in
             job.out.feed(bytes, collect)
@@ -532,7 +533,7 @@ private struct SlurmLoop {
             job.out.flush(collect)
             job.err.flush(collect)
         }
-        reporter.report(reports)
+        reporter.lines(lines, progress: progress)
     }
 
     private static func read(_ path: String, from offset: UInt64, limit: Int, _ body: (UnsafeBufferPointer<UInt8>) -> Void) -> UInt64 {
