@@ -107,8 +107,10 @@ struct Jobtop: AsyncParsableCommand {
         EarlyConnection.begin(for: arguments)
         do {
             if try await runNamedSubcommand(arguments) { exit(withError: nil) }
-            // `jobtop -c ... -c ...` is a run too: thousands of -c parse apart as well.
-            if !arguments.contains(where: asksForHelpOrVersion), ManyValues.isMany(arguments, for: Run.self),
+            // `jobtop -c ... -c ...` is a run too: thousands of -c parse apart as well (not a
+            // named subcommand that did not parse: its arguments are not a run's).
+            if subcommand(named: arguments.first ?? "") == nil, !arguments.contains(where: asksForHelpOrVersion),
+               ManyValues.isMany(arguments, for: Run.self),
                try await parseAndRun(Run.self, arguments)
             {
                 exit(withError: nil)
