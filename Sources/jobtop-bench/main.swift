@@ -76,7 +76,7 @@ func countFinals(_ events: EventStream, upTo count: Int) async -> Int {
 /// Runs `count` no-op closure jobs through a scheduler with `width` slots and one subscriber
 /// that reads every event.
 func schedulerClosures(count: Int, width: Int) async throws {
-    let scheduler = Scheduler(configuration: .init(localSlots: width, subscriberBufferLimit: 1 << 20, finishedRetention: 1_000, finishedTails: 0))
+    let scheduler = Scheduler(configuration: .init(localSlots: width, subscriberBufferLimit: 1 << 20, finishedRetention: benchRetention, finishedTails: 0))
     async let running: Void = scheduler.run()
     let events = await scheduler.events(includeOutput: false)
     async let consumed = countFinals(events, upTo: count)
@@ -107,6 +107,10 @@ let benchWidth = ProcessInfo.processInfo.environment["JOBTOP_BENCH_WIDTH"].flatM
 /// `JOBTOP_BENCH_WINDOW=N`: at most N unfinished closure jobs submitted at a time, as `jobtop
 /// run` streams a long list (else all are queued as fast as they can be submitted).
 let benchWindow = ProcessInfo.processInfo.environment["JOBTOP_BENCH_WINDOW"].flatMap { Int($0) }
+
+/// `JOBTOP_BENCH_RETENTION=N`: finished jobs' records kept (1,000 unless told: the drop of the
+/// oldest is part of each end's cost).
+let benchRetention = ProcessInfo.processInfo.environment["JOBTOP_BENCH_RETENTION"].flatMap { Int($0) } ?? 1_000
 
 /// `JOBTOP_BENCH_BATCH=N`: closure specs per submission (`jobtop run` submits a list 1,024 at
 /// a time).
