@@ -124,8 +124,7 @@ public final class JobReporter: Sendable {
                     kinds.append(contentsOf: lines[next..<end].lazy.map { .output(self.jobID, $0) })
                     next = end
                 }
-                guard fraction.isFinite else { continue }
-                let value = min(max(fraction, 0), 1)
+                guard let value = Self.progressValue(fraction) else { continue }
                 if store.setProgressIfChanged(value, of: jobID) { kinds.append(.progress(jobID, value)) }
             }
             if next < lines.count {
@@ -153,14 +152,18 @@ public final class JobReporter: Sendable {
 
     /// Records progress (0...1). Repeats of the same value (to 0.1%) are not published.
     public func progress(_ fraction: Double) {
-        guard fraction.isFinite else { return }
-        let value = min(max(fraction, 0), 1)
+        guard let value = Self.progressValue(fraction) else { return }
         whileRunning {
             // The store keeps the job's progress (reset when an attempt starts): a repeat of it
             // is not published.
             guard store.setProgressIfChanged(value, of: jobID) else { return }
             bus.publish(.progress(jobID, value), time: clock.now())
         }
+    }
+
+    /// `fraction` as a progress: in 0...1; `nil` when it is not a number.
+    private static func progressValue(_ fraction: Double) -> Double? {
+        fraction.isFinite ? min(max(fraction, 0), 1) : nil
     }
 
     /// The attempt has ended (called before its end is published): what is reported from now on

@@ -110,8 +110,7 @@ struct Jobtop: AsyncParsableCommand {
             // `jobtop -c ... -c ...` is a run too: thousands of -c parse apart as well (not a
             // named subcommand that did not parse: its arguments are not a run's).
             if subcommand(named: arguments.first ?? "") == nil, !arguments.contains(where: asksForHelpOrVersion),
-               ManyValues.isMany(arguments, for: Run.self),
-               try await parseAndRun(Run.self, arguments)
+               try await parseAndRun(Run.self, arguments, onlyWithManyValues: true)
             {
                 exit(withError: nil)
             }
@@ -185,8 +184,13 @@ extension Jobtop {
         return try await parseAndRun(subcommand.type, Array(arguments.dropFirst()))
     }
 
-    private static func parseAndRun<Command: AsyncParsableCommand>(_: Command.Type, _ arguments: [String]) async throws -> Bool {
+    /// `onlyWithManyValues`: returns `false` at once unless the arguments have values to parse
+    /// apart (``ManyValues``).
+    private static func parseAndRun<Command: AsyncParsableCommand>(
+        _: Command.Type, _ arguments: [String], onlyWithManyValues: Bool = false
+    ) async throws -> Bool {
         let (parsed, taken) = ManyValues.split(arguments, for: Command.self)
+        if onlyWithManyValues && taken.isEmpty { return false }
         guard var command = (try? Command.parseAsRoot(parsed)) as? Command else { return false }
         if !taken.isEmpty {
             guard let whole = ManyValues.add(taken, to: command) else { return false }
@@ -264,11 +268,6 @@ enum ManyValues {
         var ids: [String] = []
         var options: [Int: [String]] = [:]
         var isEmpty: Bool { ids.isEmpty && options.isEmpty }
-    }
-
-    /// Whether `arguments` give `command` more values than are parsed as usual.
-    static func isMany(_ arguments: [String], for command: Any.Type) -> Bool {
-        !split(arguments, for: command).taken.isEmpty
     }
 
     /// `arguments` without the values taken apart, and those.
