@@ -372,14 +372,14 @@ extension EventBus.Subscriber {
             self.missed = missed + kinds.count
             return false
         }
-        var seq = first
-        for kind in kinds {
-            defer { seq += 1 }
-            if case .output(_, let line) = kind {
+        for index in kinds.indices {
+            // (Matched in place: binding the line, or looping over copies, retained and released
+            // every output line for a subscriber that takes none.)
+            if case .output = kinds[index] {
                 guard includeOutput else { continue }
-                outputBytes += line.text.utf8.count
+                if case .output(_, let line) = kinds[index] { outputBytes += line.text.utf8.count }
             }
-            buffer.append(SchedulerEvent(seq: seq, time: time, kind: kind))
+            buffer.append(SchedulerEvent(seq: first + UInt64(index), time: time, kind: kinds[index]))
         }
         var becameCongested = false
         if buffer.count > limit || outputBytes > EventBus.outputByteLimit {

@@ -43,12 +43,63 @@ final class JobOutputStore: Sendable {
     }
 
     /// ``append(_:to:)`` of each of `lines`, in order, in one step.
-    func append(contentsOf lines: some Collection<OutputLine>, to job: JobID) {
+    func append(contentsOf lines: some BidirectionalCollection<OutputLine>, to job: JobID) {
         state.withLock { state in
             var tail = state.tails.removeValue(forKey: job) ?? Tail()
             defer { state.tails[job] = tail }
-            for line in lines { append(line, to: &tail, startsLine: false) }
+            let kept = skipDropped(lines, from: &tail)
+            for line in lines[kept...] { append(line, to: &tail, startsLine: false) }
         }
+    }
+
+    /// Where the lines of `lines` that the tail would keep begin: those before it would be
+    /// appended only to be dropped again, as would the whole of `tail` (a read of a job that
+    /// prints short lines brings thousands, the tail keeps the last few hundred). They are
+    /// counted as dropped, as if appended, and `tail` is emptied; nothing else is done for them.
+    ///
+    /// A line becomes an entry of its own unless it continues an unended one before it (see
+    /// ``append(_:to:startsLine:)``): the lines from the returned index on hold at least
+    /// `limits.lines` entries counted without any line that might continue another, so every
+    /// entry before them would go, and the first of them follows a line that ends an entry, so
+    /// it continues none that was skipped.
+    private func skipDropped<Lines: BidirectionalCollection<OutputLine>>(_ lines: Lines, from tail: inout Tail) -> Lines.Index {
+        guard lines.count > limits.lines else { return lines.startIndex }
+        // Backwards, counting the lines sure to be entries of their own: not a lone `\r` of
+        // nothing (which adds nothing, unless it ends the line before it), and right after an
+        // ended line that is not one; until `limits.lines` of them follow such a line.
+        func isNothing(_ line: OutputLine) -> Bool { line.ending == .carriageReturn && line.text.isEmpty }
+        var index = lines.endIndex
+        var entries = 0
+        var found = false
+        while !found, index > lines.index(after: lines.startIndex) {
+            index = lines.index(before: index)
+            let before = lines[lines.index(before: index)]
+            guard before.ending != .none, !isNothing(before) else { continue }
+            if !isNothing(lines[index]) { entries += 1 }
+            found = entries >= limits.lines
+        }
+        guard found else { return lines.startIndex }
+        // Every line before `index` goes: count the entries they would have made, joins included.
+        var last = tail.lines.last.map { (stream: $0.stream, hasBytes: $0.bytes != nil, ending: $0.ending, count: $0.text.utf8.count) }
+        var made = 0
+        for line in lines[..<index] {
+            let count = line.text.utf8.count
+            if let joined = last, joined.ending == .none, joined.stream == line.stream, !joined.hasBytes, line.bytes == nil,
+               joined.count + count <= LineSplitter.maxLineBytes {
+                last = (joined.stream, false, line.ending, joined.count + count)
+            } else if isNothing(line) {
+                continue
+            } else {
+                made += 1
+                last = (line.stream, line.bytes != nil, line.ending, count)
+            }
+            // An entry bigger than the tail takes is dropped at once: nothing continues it.
+            if let entry = last, limits.lines == 0 || entry.count + 1 > limits.bytes { last = nil }
+        }
+        tail.dropped += tail.lines.count + made
+        tail.lines.removeAll()
+        tail.bytes = 0
+        return index
     }
 
     /// - Parameter startsLine: A line of jobtop's own (a separator): after a newline of its own

@@ -20,18 +20,23 @@ package struct ProgressParser {
 
     /// A trailing `NN%` or `NN.N%` (spaces allowed before the sign and at the end).
     static func trailingPercent(in line: String) -> Double? {
-        var bytes = line.utf8[...]
-        while let last = bytes.last, last == 0x20 || last == 0x09 || last == 0x0D { bytes = bytes.dropLast() }
-        guard bytes.last == UInt8(ascii: "%") else { return nil }
-        bytes = bytes.dropLast()
-        while let last = bytes.last, last == 0x20 { bytes = bytes.dropLast() }
-        var end = bytes.endIndex
+        // Read in place (a native string's bytes are contiguous): through the `UTF8View`'s
+        // indices this was a tenth of the time a job printing short lines cost.
+        if let found = line.utf8.withContiguousStorageIfAvailable({ trailingPercent(in: $0) }) { return found }
+        return Array(line.utf8).withUnsafeBufferPointer { trailingPercent(in: $0) }
+    }
+
+    private static func trailingPercent(in bytes: UnsafeBufferPointer<UInt8>) -> Double? {
+        var end = bytes.count
+        while end > 0, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 || bytes[end - 1] == 0x0D { end -= 1 }
+        guard end > 0, bytes[end - 1] == UInt8(ascii: "%") else { return nil }
+        end -= 1
+        while end > 0, bytes[end - 1] == 0x20 { end -= 1 }
         var start = end
         var sawDot = false
         var digits = 0
-        while start > bytes.startIndex {
-            let previous = bytes.index(before: start)
-            let byte = bytes[previous]
+        while start > 0 {
+            let byte = bytes[start - 1]
             if byte >= 0x30 && byte <= 0x39 {
                 digits += 1
             } else if byte == UInt8(ascii: ".") && !sawDot && digits > 0 {
@@ -39,18 +44,18 @@ package struct ProgressParser {
             } else {
                 break
             }
-            start = previous
+            start -= 1
         }
         // "…v1.5%" would read as 1.5; a number glued to a letter is not a percentage, nor a
         // negative one ("change: -5%" read as 5% done).
-        if start > bytes.startIndex {
-            let before = bytes[bytes.index(before: start)]
+        if start > 0 {
+            let before = bytes[start - 1]
             if (before >= 0x41 && before <= 0x5A) || (before >= 0x61 && before <= 0x7A) || before == UInt8(ascii: "-") { return nil }
         }
-        if start < end, bytes[start] == UInt8(ascii: ".") { start = bytes.index(after: start) }
+        if start < end, bytes[start] == UInt8(ascii: ".") { start += 1 }
         guard digits > 0, start < end else { return nil }
-        if bytes[bytes.index(before: end)] == UInt8(ascii: ".") { end = bytes.index(before: end) }
-        guard let text = String(bytes[start..<end]), let value = Double(text), value <= 100 else { return nil }
+        if bytes[end - 1] == UInt8(ascii: ".") { end -= 1 }
+        guard let value = Double(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)), value <= 100 else { return nil }
         return value / 100
     }
 

@@ -197,6 +197,10 @@ struct ShellJobTests {
         #expect(ProgressParser.trailingPercent(in: "150%") == nil)
         #expect(ProgressParser.trailingPercent(in: "50% done") == nil)
         #expect(ProgressParser.trailingPercent(in: "%") == nil)
+        #expect(ProgressParser.trailingPercent(in: "") == nil)
+        #expect(ProgressParser.trailingPercent(in: "   ") == nil)
+        #expect(ProgressParser.trailingPercent(in: "étape 7 %\t\r") == 0.07)
+        #expect(ProgressParser.trailingPercent(in: "→12.25%") == 0.1225)
         #expect(throws: ProgressPatternError.self) { try ProgressPattern("(") }
         #expect(throws: ProgressPatternError.self) { try ProgressPattern("no groups") }
         let pattern = try ProgressPattern(#"(\d+) of (\d+)"#)
