@@ -182,6 +182,8 @@ struct DashboardModel: Sendable {
     /// The next placing of the cursor follows the selected job once: the user moved it (a new
     /// priority, reported back; a new sort order).
     private var followsOnce = false
+    /// What was open when a `q` on a screen too small asked to quit: back if the answer is no.
+    private var modeBeforeQuit: Mode?
     /// Jobs tagged with Space: `c`, `+`, `-` and `r` act on all of them.
     private(set) var tagged: Set<JobID> = []
     /// Priorities asked for and not yet reported back: `++++` typed in one burst counts four
@@ -241,7 +243,8 @@ struct DashboardModel: Sendable {
             // The question counts the jobs as they are: none left, nothing to ask.
             let active = board.activeCount
             if active == 0 {
-                mode = .table
+                mode = modeBeforeQuit ?? .table
+                modeBeforeQuit = nil
                 message = Segment("every job has ended: q quits", .message)
             } else {
                 mode = .confirm(.quit(active: active))
@@ -368,6 +371,17 @@ struct DashboardModel: Sendable {
         top = max(0, min(top, max(0, table.count - pageSize)))
     }
 
+    /// Back from a view of one job (its output): the cursor is on that job again, wherever it
+    /// moved meanwhile (rows above it came or went while it was read; `c` right after `Esc`
+    /// asked to cancel the job that took its row). One that left the table leaves the cursor
+    /// on its row.
+    private mutating func reselect(_ id: JobID) {
+        guard let index = table.position(of: id) else { return }
+        selectedIndex = index
+        selectedID = id
+        clampSelection()
+    }
+
     private mutating func select(index: Int) {
         guard !table.isEmpty else { return }
         selectedIndex = max(0, min(index, table.count - 1))
@@ -453,16 +467,19 @@ struct DashboardModel: Sendable {
 
     /// Handles a key and returns what should be done.
     /// A key on a screen too small to draw the dashboard, which shows only what it says: `q`
-    /// (or F10, Ctrl-C) quits as in the table, whatever was open (a prompt's text is dropped),
-    /// and a question asked shows and takes its answer; Ctrl-Z suspends. Any other key does
-    /// nothing: it acted unseen (a `q` typed into a hidden prompt, then Enter, submitted
-    /// `echo abcq`; `p` paused the serve).
+    /// (or F10, Ctrl-C) quits as in the table, whatever was open, and a question asked shows
+    /// and takes its answer; Ctrl-Z suspends. Any other key does nothing: it acted unseen (a
+    /// `q` typed into a hidden prompt, then Enter, submitted `echo abcq`; `p` paused the serve).
+    /// A quit answered `n` gives back what was open (a prompt with its text: it was dropped).
     mutating func handleOnTooSmallScreen(_ key: Key) -> [DashboardCommand] {
         if case .confirm = mode { return handle(key) }
         switch key {
         case .char("q"), .function(10), .control("c"):
+            let open = mode
             mode = .table
-            return handle(key)
+            let commands = handle(key)
+            if case .confirm(.quit) = mode, open != .table { modeBeforeQuit = open }
+            return commands
         case .control("z"):
             return handle(key)
         default:
@@ -1068,6 +1085,8 @@ struct DashboardModel: Sendable {
             }
         case .char("n"), .char("N"), .escape, .char("q"):
             mode = .table
+            if case .quit = confirmation, let open = modeBeforeQuit { mode = open }
+            modeBeforeQuit = nil
         case .control("c"):
             return interrupt()
         default:
@@ -1141,9 +1160,11 @@ struct DashboardModel: Sendable {
         switch key {
         case .escape, .char("q"), .enter, .function(10):
             mode = .table
+            reselect(view.id)
             return []
         case .control("c"):
             mode = .table
+            reselect(view.id)
             return interrupt()
         case .up, .char("k"): view.top = max(0, current - 1)
         case .down, .char("j"): view.top = current + 1

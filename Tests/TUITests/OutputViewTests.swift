@@ -37,6 +37,31 @@ struct OutputViewTests {
         #expect(screen(model).lines[1].hasPrefix("line 13 "))
     }
 
+    @Test("Back from a job's output the cursor is on that job, though rows above it came and went meanwhile (c then asked to cancel the job that took its row)")
+    func backFromTheOutputOnTheSameJob() {
+        // Given three running jobs and a fourth queued, the third's output open
+        var builder = ModelBuilder(slots: 3)
+        for n in 1...4 { builder.submit(n, "sleep \(n)") }
+        for n in 1...3 { builder.start(n) }
+        var model = builder.prepared()
+        _ = model.handle(.down)
+        _ = model.handle(.down)
+        #expect(model.selectedID == jobID(3))
+        _ = model.handle(.enter)
+        #expect(model.outputJob == jobID(3))
+        // When the first ends and the fourth starts while it is read
+        var seq: UInt64 = 100
+        for kind: SchedulerEvent.Kind in [.succeeded(jobID(1), attempts: 1), .started(jobID(4), attempt: 1, maxAttempts: 1, worker: localOne.id)] {
+            seq += 1
+            model.apply(SchedulerEvent(seq: seq, time: .seconds(2), kind: kind))
+        }
+        // Then Esc comes back to the third, and c asks about it
+        _ = model.handle(.escape)
+        #expect(model.selectedID == jobID(3))
+        _ = model.handle(.char("c"))
+        #expect(model.mode == .confirm(.cancel(jobID(3), name: "sleep 3")))
+    }
+
     @Test("A line wider than the screen scrolls sideways with → and ←")
     func sideways() {
         var model = openView()

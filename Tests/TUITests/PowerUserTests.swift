@@ -311,19 +311,30 @@ extension PowerUserTests {
         #expect(screen(model, rows: 8, columns: 40).lines.contains { $0.contains("Quit, cancelling 17 jobs? y/n") })
     }
 
-    @Test("On a screen too small to draw, keys do not act unseen: a hidden prompt takes no text and sends nothing, p does not pause; q quits (its question shows)")
+    @Test("On a screen too small to draw, keys do not act unseen: a hidden prompt takes no text and sends nothing, p does not pause; q quits (its question shows), and answered no gives the prompt back with its text")
     func tooSmallKeysDoNotActUnseen() {
         var model = fullHeaderModel()
         _ = model.handle(.char("n"))
         for character in "echo abc" { _ = model.handle(.char(character)) }
+        let typed = model.mode
+        guard case .prompt(let prompt) = typed, prompt.command.text == "echo abc" else {
+            Issue.record("no prompt with the text typed: \(typed)")
+            return
+        }
         // The screen shrank: q, then Enter (it typed "q" into the prompt and submitted it).
         #expect(model.handleOnTooSmallScreen(.char("q")).isEmpty)
         #expect(model.mode == .confirm(.quit(active: 17)))
+        // No: the prompt is back as it was (it was dropped, its text lost).
         #expect(model.handleOnTooSmallScreen(.char("n")).isEmpty)
-        #expect(model.mode == .table)
+        #expect(model.mode == typed)
         #expect(model.handleOnTooSmallScreen(.enter).isEmpty)
         #expect(model.handleOnTooSmallScreen(.char("p")).isEmpty)
         #expect(model.handleOnTooSmallScreen(.char(">")).isEmpty)
+        #expect(model.mode == typed)
+        // Back from the table, a quit answered no leaves the table.
+        _ = model.handle(.escape)
+        _ = model.handle(.char("q"))
+        _ = model.handle(.char("n"))
         #expect(model.mode == .table)
         // Answered yes, it quits.
         _ = model.handleOnTooSmallScreen(.char("q"))
