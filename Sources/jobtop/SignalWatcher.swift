@@ -86,13 +86,18 @@ final class SignalWatcher {
     /// the run: SIGTERM to the process groups, SIGKILL after the grace period); a second kills
     /// every job's process group at once and calls `onAgain` (which ends what else is waited for).
     convenience init(onFirst: @escaping @Sendable (Int32) -> Void, onAgain: @escaping @Sendable () -> Void = {}) {
+        // The first signal's number, for the second's message (SIGINT after SIGTERM is no "again").
+        let first = Locked<Int32?>(nil)
         self.init(signals: [SIGINT, SIGTERM, SIGHUP]) { number, count in
             if count == 1 {
+                first.withLock { $0 = number }
                 StandardError.write(
-                    "jobtop: \(signalName(number)): cancelling running jobs (\(signalName(number)) again kills them at once)\n")
+                    "jobtop: \(signalName(number)): cancelling running jobs (another signal kills them at once)\n")
                 onFirst(number)
             } else {
-                StandardError.write("jobtop: \(signalName(number)) again: killing every running job now\n")
+                let earlier = first.withLock { $0 }
+                let which = earlier == number ? "\(signalName(number)) again" : "\(signalName(number)) after \(earlier.map(signalName) ?? "a signal")"
+                StandardError.write("jobtop: \(which): killing every running job now\n")
                 Scheduler.killAllJobProcessesNow()
                 onAgain()
             }

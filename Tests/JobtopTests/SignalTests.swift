@@ -106,4 +106,21 @@ struct SignalTests {
         #expect(run.lines.last?.contains("cancelled=1") == true, "\(run.stdout)")
         #expect(pids(in: scratch.file("pids")).allSatisfy { !isRunning($0) })
     }
+
+    @Test("SIGTERM then SIGINT: the second is named as what it is (it said 'SIGINT again'), kills at once, and the run exits with the first's status")
+    func interruptAfterTerminate() async throws {
+        let scratch = try Scratch()
+        let stubborn = "trap '' TERM; echo $$ >> pids; sleep 30 & echo $! >> pids; echo ready; wait"
+        let process = try JobtopProcess(["--grace", "10m", "--log-output", "-c", stubborn], directory: scratch.path)
+        var lines = process.stdoutLines.makeAsyncIterator()
+        while let line = await lines.next(), !line.hasSuffix("text=ready") {}
+        process.send(SIGTERM)
+        while let line = await lines.next(), !line.contains(" stopping ") {}
+        process.send(SIGINT)
+        let run = await process.wait()
+        #expect(run.status == 143)
+        #expect(run.stderr.contains("jobtop: SIGTERM: cancelling running jobs (another signal kills them at once)"), "\(run.stderr)")
+        #expect(run.stderr.contains("jobtop: SIGINT after SIGTERM: killing every running job now"), "\(run.stderr)")
+        #expect(pids(in: scratch.file("pids")).allSatisfy { !isRunning($0) })
+    }
 }

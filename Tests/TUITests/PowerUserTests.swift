@@ -369,6 +369,12 @@ extension PowerUserTests {
         var stopping = builder.prepared()
         stopping.expectedJobs = 40
         #expect(screen(stopping, rows: 24, columns: 120, now: 12.9).lines[1].contains("10/20"))
+
+        // Queued jobs cancelled in bulk ran nothing: the rate and the ETA stay as they were
+        // (they said 2000.0/s and ETA 0s after 10,000 queued jobs were cancelled at once)
+        for n in 13...20 { builder.apply(.cancelled(jobID(n)), at: 12.8) }
+        let cancelled = screen(builder.prepared(), rows: 24, columns: 120, now: 12.9).lines[1]
+        #expect(cancelled.contains("ETA 2s") && cancelled.contains(" 1.0/s"), "\(cancelled)")
     }
 }
 
