@@ -550,7 +550,7 @@ struct DashboardModel: Sendable {
         case .toggleFollow:
             isFollowing.toggle()
             if isFollowing, let job = selectedJob {
-                message = Segment("following \(TextWidth.truncate(TextWidth.sanitize(job.displayName), to: 40)) (F stops)", .message)
+                message = Segment("following \(TextWidth.truncate(TextWidth.visible(job.displayName), to: 40)) (F stops)", .message)
             } else {
                 message = Segment("the cursor keeps its row (F follows the selected job)", .message)
             }
@@ -1197,7 +1197,7 @@ struct DashboardModel: Sendable {
         let needle = view.query.lowercased()
         let matches = view.lines.indices.filter { view.lines[$0].text.lowercased().contains(needle) }
         guard !needle.isEmpty, !matches.isEmpty else {
-            message = Segment("'\(TextWidth.truncate(TextWidth.sanitize(view.query), to: 40))' is not in the kept output", .error)
+            message = Segment("'\(TextWidth.truncate(TextWidth.visible(view.query), to: 40))' is not in the kept output", .error)
             return view
         }
         let found = forward
@@ -1215,7 +1215,7 @@ struct DashboardModel: Sendable {
             }
         }
         let position = (matches.firstIndex(of: found) ?? 0) + 1
-        message = Segment("'\(TextWidth.truncate(TextWidth.sanitize(view.query), to: 40))': match \(position) of \(matches.count) (n next, N previous)", .message)
+        message = Segment("'\(TextWidth.truncate(TextWidth.visible(view.query), to: 40))': match \(position) of \(matches.count) (n next, N previous)", .message)
         return view
     }
 

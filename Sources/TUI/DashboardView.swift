@@ -78,12 +78,12 @@ enum DashboardView {
         for id in shown {
             if let job = model.board.jobs[id] {
                 priorityWidth = max(priorityWidth, String(job.priority).count)
-                if hasGroups { groupWidth = max(groupWidth, TextWidth.width(TextWidth.sanitize(job.group))) }
+                if hasGroups { groupWidth = max(groupWidth, TextWidth.width(TextWidth.visible(job.group))) }
                 // WHY widens for the longest reason on screen (`dependency 'fetch-a' failed`).
-                if let reason = reasonText(job) { reasonWidth = max(reasonWidth, TextWidth.width(TextWidth.sanitize(reason))) }
+                if let reason = reasonText(job) { reasonWidth = max(reasonWidth, TextWidth.width(TextWidth.visible(reason))) }
             }
             if hasPlacements, let placement = model.board.placement(id) {
-                placementWidth = max(placementWidth, TextWidth.width(TextWidth.sanitize(placement)))
+                placementWidth = max(placementWidth, TextWidth.width(TextWidth.visible(placement)))
             }
         }
         // Beyond JobSpec.priorityRange (which the scheduler never reports) it is cut.
@@ -258,7 +258,7 @@ enum DashboardView {
         ]
         if board.shutdown != nil { left.append(Segment(" · shutting down", .waiting)) }
         var right: [Segment] = []
-        if !model.filter.isEmpty { right.append(Segment("filter: \(TextWidth.sanitize(model.filter)) ", .message)) }
+        if !model.filter.isEmpty { right.append(Segment("filter: \(TextWidth.visible(model.filter)) ", .message)) }
         if model.sort != .state { right.append(Segment("sort: \(model.sort.rawValue) ", .message)) }
         if model.isFollowing { right.append(Segment("FOLLOW ", .message)) }
         if board.isPaused { right.append(Segment(" PAUSED ", .paused)) }
@@ -354,10 +354,10 @@ enum DashboardView {
             case .id:
                 segments.append(Segment(TextWidth.fit(job.id.short, to: w), .dim))
             case .name:
-                segments.append(Segment(TextWidth.fit(TextWidth.sanitize(job.displayName), to: w)))
+                segments.append(Segment(TextWidth.fit(TextWidth.visible(job.displayName), to: w)))
             case .group:
                 let paused = model.board.mirror.groups[job.group]?.isPaused == true
-                segments.append(Segment(TextWidth.fit(TextWidth.sanitize(job.group), to: w), paused ? .paused : .dim))
+                segments.append(Segment(TextWidth.fit(TextWidth.visible(job.group), to: w), paused ? .paused : .dim))
             case .state:
                 segments.append(Segment(TextWidth.fit(model.board.stateName(of: job), to: w), stateRole(job.state)))
             case .priority:
@@ -372,11 +372,11 @@ enum DashboardView {
                 if case .running(let worker, _, _, _) = job.state {
                     name = model.board.placement(job.id) ?? model.board.workerName(worker) ?? worker.short
                 }
-                segments.append(Segment(TextWidth.fit(TextWidth.sanitize(name), to: w), .dim))
+                segments.append(Segment(TextWidth.fit(TextWidth.visible(name), to: w), .dim))
             case .time:
                 segments.append(Segment(TextWidth.fit(timeCell(job, now: now), to: w)))
             case .reason:
-                segments.append(Segment(TextWidth.fit(TextWidth.sanitize(reasonText(job) ?? ""), to: w), stateRole(job.state)))
+                segments.append(Segment(TextWidth.fit(TextWidth.visible(reasonText(job) ?? ""), to: w), stateRole(job.state)))
             }
         }
         var line = fitted(segments, width: width)
@@ -470,7 +470,7 @@ enum DashboardView {
         // beside the load bar.
         var workerNameWidth = 10
         for worker in board.workers.prefix(shownWorkers) where worker.name.utf8.count > workerNameWidth {
-            workerNameWidth = max(workerNameWidth, TextWidth.width(TextWidth.sanitize(worker.name)))
+            workerNameWidth = max(workerNameWidth, TextWidth.width(TextWidth.visible(worker.name)))
         }
         workerNameWidth = min(workerNameWidth, max(10, workerWidth - 22))
         for worker in board.workers.prefix(shownWorkers) {
@@ -479,7 +479,7 @@ enum DashboardView {
             let jobs = (jobsByWorker[worker.id] ?? []).sorted {
                 (board.isSent($0.id) ? 1 : 0, $0.startedAt ?? .zero) < (board.isSent($1.id) ? 1 : 0, $1.startedAt ?? .zero)
             }
-            let name = TextWidth.fit(TextWidth.sanitize(worker.name), to: workerNameWidth)
+            let name = TextWidth.fit(TextWidth.visible(worker.name), to: workerNameWidth)
             let retiring = board.retiring.contains(worker.id) ? " (leaving)" : ""
             if let job = jobs.first {
                 // Its own slots, and apart from them what it holds behind them (a 1-slot worker
@@ -495,7 +495,7 @@ enum DashboardView {
                 }
                 if sent > 0 { load.append(Segment(" +\(sent) sent", .dim)) }
                 workerLines.append([Segment(" \(name) ")] + load + [
-                    Segment(retiring, .dim), Segment(" " + TextWidth.sanitize(job.displayName)),
+                    Segment(retiring, .dim), Segment(" " + TextWidth.visible(job.displayName)),
                 ])
             } else {
                 workerLines.append([Segment(" \(name) "), Segment("idle", .dim), Segment(retiring, .dim)])
@@ -513,7 +513,7 @@ enum DashboardView {
                 let prefix = showsTimes ? " \(Formatting.clock(entry.time)) " : " "
                 let indent = String(repeating: " ", count: TextWidth.width(prefix))
                 let room = max(1, eventWidth - TextWidth.width(prefix))
-                let chunks = wrap(TextWidth.sanitize(entry.text), width: room, rows: 2)
+                let chunks = wrap(TextWidth.visible(entry.text), width: room, rows: 2)
                 let entryLines = chunks.enumerated().map { index, chunk in
                     [Segment(index == 0 ? prefix : indent, .dim), Segment(chunk, entry.role)]
                 }
@@ -621,7 +621,7 @@ enum DashboardView {
         for status in groups[start...].prefix(shown) {
             let group = status.group
             var line = [Segment(group.name == selected ? ">" : " ", .message)]
-            let name = TextWidth.sanitize(group.name)
+            let name = TextWidth.visible(group.name)
             if group.isPaused {
                 let mark = "PAUSED"
                 let shortName = TextWidth.truncate(name, to: max(1, nameWidth - mark.count - 1))
@@ -669,7 +669,7 @@ enum DashboardView {
                 cursor = ScreenPosition(row: 0, column: TextWidth.width(label) + field.cursorColumn)
                 return fitted([Segment(label, .prompt), Segment(TextWidth.fit(field.text, to: fieldWidth), prompt.command.isSelected ? .selected : .normal)], width: width)
             case .groupLimit(let group):
-                let label = " Limit of group \(TextWidth.truncate(TextWidth.sanitize(group), to: 24)): "
+                let label = " Limit of group \(TextWidth.truncate(TextWidth.visible(group), to: 24)): "
                 let hint = "  1 or more · empty or - for none"
                 let fieldWidth = 12
                 let field = prompt.command.visible(width: fieldWidth)
@@ -716,12 +716,12 @@ enum DashboardView {
             case .cancel(let id, let name):
                 // The name is cut short so that the y/n choice always shows at 80 columns, and
                 // shorter still (down to nothing) on a narrow screen.
-                let shown = TextWidth.truncate(TextWidth.sanitize(name), to: 24)
+                let shown = TextWidth.truncate(TextWidth.visible(name), to: 24)
                 text = " Cancel job \(id.short) (\(shown))? y = cancel it, n = keep it "
                 if TextWidth.width(text) > width {
                     let room = width - TextWidth.width(" Cancel \(id.short) ()? y/n ")
                     text = room >= 4
-                        ? " Cancel \(id.short) (\(TextWidth.truncate(TextWidth.sanitize(name), to: room)))? y/n "
+                        ? " Cancel \(id.short) (\(TextWidth.truncate(TextWidth.visible(name), to: room)))? y/n "
                         : " Cancel \(id.short)? y/n "
                 }
             case .quit(let active):
@@ -739,7 +739,7 @@ enum DashboardView {
             return fitted([Segment(" ↑↓ or 1-9 choose · Enter sends to the job's process group · Esc cancels ", .prompt)], width: width)
         default:
             if let message = model.message {
-                return fitted([Segment(" "), Segment(TextWidth.sanitize(message.text), message.role)], width: width)
+                return fitted([Segment(" "), Segment(TextWidth.visible(message.text), message.role)], width: width)
             }
             if model.mode == .table, let job = model.selectedJob {
                 return fitted(detail(of: job, board: model.board, now: now), width: width)
@@ -754,7 +754,7 @@ enum DashboardView {
     static func signalMenu(_ menu: DashboardModel.SignalMenu, model: DashboardModel, width: Int, rows: Int = .max) -> [ScreenLine] {
         let jobs = menu.targets.count == 1
             // Its name, else its command (a job with neither showed its id twice).
-            ? "\(menu.targets[0].short) (\(TextWidth.truncate(TextWidth.sanitize(model.board.tag(menu.targets[0])), to: 24)))"
+            ? "\(menu.targets[0].short) (\(TextWidth.truncate(TextWidth.visible(model.board.tag(menu.targets[0])), to: 24)))"
             : "\(menu.targets.count) tagged jobs"
         var lines = [fitted([Segment(" Send a signal to \(jobs)", .panelTitle)], width: width)]
         let signals = SignalName.common
@@ -796,7 +796,7 @@ enum DashboardView {
             for (index, id) in waiting.enumerated() {
                 guard let other = board.jobs[id] else { continue }
                 if index > 0 { segments.append(Segment(", ")) }
-                segments.append(Segment(TextWidth.truncate(TextWidth.sanitize(board.label(of: id)), to: 24)))
+                segments.append(Segment(TextWidth.truncate(TextWidth.visible(board.label(of: id)), to: 24)))
                 segments.append(Segment(" ("))
                 segments.append(Segment(board.stateName(of: other), stateRole(other.state)))
                 segments.append(Segment(")"))
@@ -816,13 +816,13 @@ enum DashboardView {
         case .skipped(let reason):
             // Retrying the dependency brings it back (a retry of this one is refused while the
             // dependency stays failed).
-            let dependency = TextWidth.truncate(TextWidth.sanitize(reason.dependencyName), to: 24)
-            return head + [Segment(TextWidth.sanitize(reason.description)), Segment(" (r on \(dependency) brings it back)", .dim)]
+            let dependency = TextWidth.truncate(TextWidth.visible(reason.dependencyName), to: 24)
+            return head + [Segment(TextWidth.visible(reason.description)), Segment(" (r on \(dependency) brings it back)", .dim)]
         case .queued:
             // Everything paused (`p`): that is what it waits for, whatever its group says.
             if board.isPaused { return head + [Segment("all starts are paused "), Segment("(p resumes)", .dim)] }
             guard let group = board.mirror.groups[job.group] else { return [] }
-            let name = TextWidth.truncate(TextWidth.sanitize(group.name), to: 24)
+            let name = TextWidth.truncate(TextWidth.visible(group.name), to: 24)
             if group.isPaused {
                 return head + [Segment("group \(name) is paused "), Segment("(P resumes it)", .dim)]
             }
@@ -840,7 +840,7 @@ enum DashboardView {
     /// itself), or the prompt's keys.
     private static func promptFooter(_ prompt: DashboardModel.Prompt, message: Segment?, width: Int) -> ScreenLine {
         if let message {
-            return fitted([Segment(" "), Segment(TextWidth.sanitize(message.text), message.role)], width: width)
+            return fitted([Segment(" "), Segment(TextWidth.visible(message.text), message.role)], width: width)
         }
         switch prompt.kind {
         case .filter:
@@ -888,7 +888,7 @@ enum DashboardView {
         var title = " Output of \(view.id.short)"
         var reason = ""
         if let job {
-            title += " · \(TextWidth.sanitize(job.displayName)) · \(model.board.stateName(of: job))"
+            title += " · \(TextWidth.visible(job.displayName)) · \(model.board.stateName(of: job))"
             // Why it failed, said where its output is read.
             switch job.state {
             case .failed(let why, _): reason = ": \(why)"
@@ -896,7 +896,7 @@ enum DashboardView {
             case .skipped(let why): reason = ": \(why)"
             default: break
             }
-            title += TextWidth.sanitize(reason)
+            title += TextWidth.visible(reason)
         }
         var detail = " · \(view.lines.count) \(view.lines.count == 1 ? "line" : "lines")"
         if view.dropped > 0 { detail += " (\(view.dropped) earlier dropped)" }
@@ -944,7 +944,7 @@ enum DashboardView {
             return Frame(lines: lines, cursor: ScreenPosition(row: size.rows - 1, column: TextWidth.width(label) + field.cursorColumn))
         }
         if let message = model.message {
-            lines.append(fitted([Segment(" "), Segment(TextWidth.sanitize(message.text), message.role)], width: width))
+            lines.append(fitted([Segment(" "), Segment(TextWidth.visible(message.text), message.role)], width: width))
             return Frame(lines: lines, cursor: nil)
         }
         lines.append(fitted([
@@ -964,23 +964,23 @@ enum DashboardView {
             fitted([Segment(" " + TextWidth.fit(label, to: 9), .dim)] + value, width: width)
         }
         var lines: [ScreenLine] = []
-        lines.append(line("command", [Segment(TextWidth.sanitize(job.command))]))
-        if let directory = job.workingDirectory { lines.append(line("cwd", [Segment(TextWidth.sanitize(directory))])) }
+        lines.append(line("command", [Segment(TextWidth.visible(job.command))]))
+        if let directory = job.workingDirectory { lines.append(line("cwd", [Segment(TextWidth.visible(directory))])) }
         if let environment = job.environment, !environment.isEmpty {
             let text = environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-            lines.append(line("env", [Segment(TextWidth.sanitize(text))]))
+            lines.append(line("env", [Segment(TextWidth.visible(text))]))
         }
         var about = [Segment("\(job.id.short)")]
-        if let name = job.name { about.append(Segment(" · name \(TextWidth.sanitize(name))")) }
-        about.append(Segment(" · group \(TextWidth.sanitize(job.group)) · priority \(job.priority)"))
-        if let key = job.key { about.append(Segment(" · key \(TextWidth.sanitize(key))")) }
+        if let name = job.name { about.append(Segment(" · name \(TextWidth.visible(name))")) }
+        about.append(Segment(" · group \(TextWidth.visible(job.group)) · priority \(job.priority)"))
+        if let key = job.key { about.append(Segment(" · key \(TextWidth.visible(key))")) }
         about.append(Segment(" · submitted \(Formatting.clock(job.submittedAt))", .dim))
         lines.append(line("job", about))
         if !job.dependencies.isEmpty {
             var after: [Segment] = []
             for (index, id) in job.dependencies.enumerated() {
                 if index > 0 { after.append(Segment(", ")) }
-                after.append(Segment(TextWidth.sanitize(board.label(of: id))))
+                after.append(Segment(TextWidth.visible(board.label(of: id))))
                 if let other = board.jobs[id] {
                     after += [Segment(" ("), Segment(board.stateName(of: other), stateRole(other.state)), Segment(")")]
                 }
@@ -989,7 +989,7 @@ enum DashboardView {
         }
         var state: [Segment] = [Segment(job.state.name, stateRole(job.state))]
         if board.isSent(job.id) { state = [Segment("sent", stateRole(job.state)), Segment(": waiting at its worker for a free slot", .dim)] }
-        if let reason = reasonText(job) { state.append(Segment(": " + TextWidth.sanitize(reason), stateRole(job.state))) }
+        if let reason = reasonText(job) { state.append(Segment(": " + TextWidth.visible(reason), stateRole(job.state))) }
         state.append(Segment(" · attempts \(job.attempts)/\(job.maxAttempts)", .dim))
         lines.append(line("state", state))
         var attempts = board.attempts[job.id] ?? []
@@ -1011,13 +1011,13 @@ enum DashboardView {
             let duration = Formatting.compact(max(.zero, (attempt.end ?? now) - attempt.start))
             var text = "\(attempt.number)"
             // One its worker held and never began did not run: when it was sent, no run time.
-            if !attempt.worker.isEmpty { text += " \(attempt.began ? "on" : "sent to") \(TextWidth.sanitize(attempt.worker))" }
+            if !attempt.worker.isEmpty { text += " \(attempt.began ? "on" : "sent to") \(TextWidth.visible(attempt.worker))" }
             text += " at \(Formatting.clock(attempt.start))" + (attempt.began ? ", \(duration)" : "")
             let outcome = attempt.began
                 ? attempt.outcome ?? "running"
                 : attempt.outcome.map { "\($0) before it began" } ?? "waiting at its worker for a free slot"
             let role: Role = attempt.outcome == nil ? .running : (outcome == "succeeded" ? .succeeded : .failed)
-            lines.append(line("attempt", [Segment(text + ": "), Segment(TextWidth.sanitize(outcome), role)]))
+            lines.append(line("attempt", [Segment(text + ": "), Segment(TextWidth.visible(outcome), role)]))
         }
         return Array(lines.prefix(rows))
     }
@@ -1049,7 +1049,7 @@ enum DashboardView {
         var lanes: [(label: String, cells: [(Character, Role)])] = []
         var lanesOf: [String: [Int]] = [:]
         func addLane(_ label: String) -> Int {
-            lanes.append((TextWidth.fit(TextWidth.sanitize(label), to: labelWidth), Array(repeating: ("·", .dim), count: cells)))
+            lanes.append((TextWidth.fit(TextWidth.visible(label), to: labelWidth), Array(repeating: ("·", .dim), count: cells)))
             return lanes.count - 1
         }
         for worker in board.workers {
@@ -1135,7 +1135,7 @@ enum DashboardView {
             let index = top + row
             if index < log.count {
                 let entry = log[index]
-                lines.append(fitted([Segment(" \(Formatting.clock(entry.time)) ", .dim), Segment(TextWidth.sanitize(entry.text), entry.role)], width: width))
+                lines.append(fitted([Segment(" \(Formatting.clock(entry.time)) ", .dim), Segment(TextWidth.visible(entry.text), entry.role)], width: width))
             } else if row == 0 {
                 lines.append(fitted([Segment(" (no events yet)", .dim)], width: width))
             } else {

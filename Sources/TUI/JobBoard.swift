@@ -105,7 +105,7 @@ struct JobBoard: Sendable {
     /// longer kept) its short id.
     func tag(_ id: JobID) -> String {
         guard let job = mirror.jobs[id] else { return id.short }
-        return TextWidth.truncate(TextWidth.sanitize(job.displayName), to: 24)
+        return TextWidth.truncate(TextWidth.visible(job.displayName), to: 24)
     }
 
     /// The name of worker `id`, if it is known.
@@ -349,8 +349,8 @@ struct JobBoard: Sendable {
         case .edited(let id, let command):
             // By its name, as other events say a job; an unnamed job's name is its command, the
             // new one already: by its id then.
-            let who = mirror.jobs[id]?.name.map { TextWidth.truncate(TextWidth.sanitize($0), to: 24) } ?? id.short
-            append(time, "\(who) command now: \(TextWidth.truncate(TextWidth.sanitize(command), to: 60))", .normal)
+            let who = mirror.jobs[id]?.name.map { TextWidth.truncate(TextWidth.visible($0), to: 24) } ?? id.short
+            append(time, "\(who) command now: \(TextWidth.truncate(TextWidth.visible(command), to: 60))", .normal)
         case .paused:
             append(time, "dispatch paused", .paused)
         case .resumed:

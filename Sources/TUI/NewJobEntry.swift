@@ -83,6 +83,6 @@ struct NewJobEntry: Equatable, Sendable {
     }
 
     private static func quote(_ text: String) -> String {
-        TextWidth.truncate(TextWidth.sanitize(text), to: quoted)
+        TextWidth.truncate(TextWidth.visible(text), to: quoted)
     }
 }

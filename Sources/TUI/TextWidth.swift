@@ -65,10 +65,39 @@ enum TextWidth {
     }
 
     /// `text` made safe to draw: escape sequences removed, tabs expanded to spaces, other
-    /// control characters shown as `�` so they can never move the cursor.
+    /// control characters shown as `�` so they can never move the cursor. For a job's output,
+    /// whose colors ``ANSIText`` has taken out: what is left of its escapes moved its cursor.
     static func sanitize(_ text: some StringProtocol) -> String {
+        safe(text, showingControls: false)
+    }
+
+    /// `text` made safe to draw and shown as it is: a control character as a visible escape
+    /// (`\u{1B}`, as `jobtop status` prints it), and so a bidirectional control or a line
+    /// separator (which would reorder or break what is shown); a line break as a space, a tab
+    /// as spaces. For what a user gave — a command, a name, a group — which runs or matches as
+    /// it is: `printf '\e[31mred\e[0m'` showed as `printf 'red'`, not the command that runs.
+    static func visible(_ text: some StringProtocol) -> String {
+        safe(text, showingControls: true)
+    }
+
+    /// Whether `scalar` is shown as an escape by ``visible(_:)``.
+    private static func isShownEscaped(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x09, 0x0A, 0x0D: false
+        case 0..<0x20, 0x7F..<0xA0: true
+        case 0..<0x200E: false
+        default:
+            switch scalar.properties.generalCategory {
+            case .lineSeparator, .paragraphSeparator: true
+            default: scalar.properties.isBidiControl
+            }
+        }
+    }
+
+    private static func safe(_ text: some StringProtocol, showingControls: Bool) -> String {
         var needsWork = false
-        for scalar in text.unicodeScalars where scalar.value < 0x20 || (scalar.value >= 0x7F && scalar.value < 0xA0) {
+        for scalar in text.unicodeScalars
+        where scalar.value < 0x20 || (scalar.value >= 0x7F && scalar.value < 0xA0) || (showingControls && isShownEscaped(scalar)) {
             needsWork = true
             break
         }
@@ -79,6 +108,12 @@ enum TextWidth {
         var column = 0
         var scalars = Array(text.unicodeScalars)[...]
         while let scalar = scalars.popFirst() {
+            if showingControls && isShownEscaped(scalar) {
+                let escape = "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+                output.append(contentsOf: escape.unicodeScalars)
+                column += escape.unicodeScalars.count
+                continue
+            }
             switch scalar.value {
             case 0x1B:
                 // CSI: ESC [ parameters final-byte; OSC: ESC ] ... BEL or ESC \; others:

@@ -37,6 +37,14 @@ struct TextWidthTests {
         #expect(TextWidth.sanitize("a\tb") == "a       b")
         #expect(TextWidth.sanitize("bell\u{07}") == "bell\u{FFFD}")
         #expect(TextWidth.sanitize("plain 日本") == "plain 日本")
+        // What a user gave shows its controls as escapes (as `jobtop status` prints them), and
+        // its bidirectional overrides; line breaks and tabs as spaces
+        #expect(TextWidth.visible("echo \u{1B}[31mred\u{1B}[0m") == #"echo \u{1B}[31mred\u{1B}[0m"#)
+        #expect(TextWidth.visible("a\u{07}b\u{7F}c\u{9B}") == #"a\u{7}b\u{7F}c\u{9B}"#)
+        #expect(TextWidth.visible("abc\u{202E}def\u{2028}") == #"abc\u{202E}def\u{2028}"#)
+        #expect(TextWidth.visible("one\ntwo\tx") == "one two x")
+        #expect(TextWidth.visible("plain 日本 👩‍💻") == "plain 日本 👩‍💻")
+        #expect(TextWidth.width(TextWidth.visible("\u{1B}x")) == 7)
         // Tab stops count the cells before them, wide ones and escapes left out included.
         #expect(TextWidth.sanitize("日本\tx\u{1B}[1m\ty") == "日本    x       y")
     }
