@@ -216,13 +216,16 @@ public final class DurableScheduler: SchedulerClient {
         if case .submit(let specs, let batch) = command {
             return .submitted(try await submit(specs, batch: batch))
         }
-        if case .shutdown(let mode) = command, mode.stopsRunningJobs {
-            // Stop now: the running jobs are stopped, but their ends are not written (their
-            // output while they stop is), nor are the queued jobs cancelled on disk. The next
-            // serve counts each cut-off attempt as failed ("jobtop stopped") and runs the queue:
-            // a stop is not a cancel of the queue. (A serve stops with `.stopRunning`, which
-            // leaves the queue alone here too; `.cancelRunning`, from a client, cancels it here
-            // but not on disk.)
+        if case .shutdown(.cancelRunning) = command {
+            // Stop now and cancel: the running jobs are stopped and the queue cancelled here,
+            // but neither is written (their output while they stop is): a stop is not a cancel
+            // of the queue on disk. The next serve counts each cut-off attempt as failed
+            // ("jobtop stopped") and runs the queue.
+            //
+            // (`.stopRunning` — a serve's second SIGTERM, `shutdown --now` — is written as it
+            // is: each stopped attempt back in the queue, uncounted, as its `requeued` event
+            // says, so the next serve runs it again. Frozen too, it failed every stopped job
+            // with no retries left and skipped its dependents: a clean stop lost work.)
             await journal.freeze(after: await scheduler.lastEventSeq)
         }
         let reply = try await scheduler.perform(command)
