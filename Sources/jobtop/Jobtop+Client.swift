@@ -993,10 +993,20 @@ extension Jobtop {
                 // Subscribed first: the end of the events is the serve's end.
                 let events = client.events(bufferLimit: nil, includeOutput: false, delivery: .latest)
                 _ = try await send(client, .shutdown(mode))
+                // A shutdown under way gives way only to a stronger one: a weaker one asked
+                // now is not what happens (a --drain during a plain shutdown promised to run
+                // the scheduled jobs, and the serve stopped without them).
+                let underWay = try await client.fetchSnapshot()
+                if let current = underWay.shutdown, current != mode {
+                    StandardError.write("jobtop: a shutdown is under way already (\(current.summary)), and it goes on as it is: this one would not be stronger\n")
+                    for await _ in events {}
+                    StandardError.write("jobtop: jobtop serve stopped\n")
+                    throw ExitCode(ExitStatus.someFailed)
+                }
                 if drain {
                     // A drain runs what is queued: while the serve (or a group with queued jobs)
                     // is paused it cannot end, and the wait would say nothing.
-                    let snapshot = try await client.fetchSnapshot()
+                    let snapshot = underWay
                     let pausedGroups = snapshot.groups.filter { $0.group.isPaused && $0.queued > 0 }.map(\.group.name)
                     if snapshot.isPaused && snapshot.count(.queued) > 0 {
                         StandardError.write("jobtop: the serve is paused: the drain waits until 'jobtop resume' lets its queued jobs run\n")

@@ -908,6 +908,27 @@ struct ServeTests {
         #expect(await again.wait(atMost: .seconds(60))?.status == 0)
     }
 
+    @Test("shutdown --drain while a plain shutdown is under way says it changes nothing and exits 1 once the serve stops (it promised to run the scheduled job, which never ran)")
+    func weakerShutdownSaysSo() async throws {
+        let fixture = try await ServeFixture(["-j", "1"])
+        let go = fixture.scratch.file("go")
+        let running = try await fixture.run(["submit", "-c", "while [ ! -e '\(go)' ]; do sleep 0.05; done"]).lines[0]
+        _ = try await fixture.run(["submit", "--delay", "1h", "-c", "echo later"])
+        try await fixture.waitFor(running, "running")
+        // A plain shutdown, as SIGTERM asks it.
+        fixture.serve.send(SIGTERM)
+        #expect(await eventually(within: .seconds(60)) { fixture.serve.output.contains("starting nothing new") }, "\(fixture.serve.output)")
+        // The drain waits for the serve's end, the running job's, which may end once it is told.
+        let drain = try JobtopProcess(["shutdown", "--drain"], directory: fixture.scratch.path, environment: fixture.environment)
+        #expect(await eventually(within: .seconds(60)) { drain.output.contains("under way") }, "\(drain.output)")
+        _ = FileManager.default.createFile(atPath: go, contents: nil)
+        let second = await drain.wait()
+        #expect(second.status == 1, "\(second.stderr)")
+        #expect(second.stderr.contains("a shutdown is under way already (running jobs finish), and it goes on as it is"), "\(second.stderr)")
+        #expect(!second.stderr.contains("the drain also runs"), "\(second.stderr)")
+        _ = await fixture.serve.wait(atMost: .seconds(60))
+    }
+
     @Test("What a job prints while a second SIGTERM stops the serve (its trap's last words) is in its output after the restart (it was lost)")
     func outputWhileStoppedTwiceIsKept() async throws {
         let fixture = try await ServeFixture()
