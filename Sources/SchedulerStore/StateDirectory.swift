@@ -101,50 +101,71 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     public var description: String { message }
 }
 
-/// An exclusive `flock` on the state directory's lock file, held for the life of the process
-/// (the kernel lets go of it when the process ends, however it ends: a `kill -9` leaves no stale
-/// lock). The file holds the holder's pid, for the message a second serve prints.
+/// An exclusive `flock` on the state directory itself and on its lock file, held for the life
+/// of the process (the kernel lets go of them when the process ends, however it ends: a `kill -9`
+/// leaves no stale lock). The directory's lock is the one that counts: a lock file can be removed
+/// (`rm lock`) while a serve holds it, and a second serve then locked a new one and took over the
+/// directory — killing the first one's running jobs as leftovers. The file holds the holder's pid,
+/// for the message a second serve prints (and is locked too, for a serve of an older version).
 final class StateLock: Sendable {
-    /// The lock file's descriptor while the lock is held; -1 once released.
-    private let descriptor: Mutex<Int32>
+    /// The descriptors of the directory and of the lock file while the lock is held; -1 once
+    /// released.
+    private let descriptors: Mutex<(directory: Int32, file: Int32)>
 
     init(_ file: URL) throws(StoreError) {
+        let directoryPath = file.deletingLastPathComponent().path
+        let directory = open(directoryPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard directory >= 0 else {
+            throw StoreError("cannot open the state directory \(directoryPath): \(String(cString: strerror(errno)))")
+        }
         let fd = open(file.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            throw StoreError("cannot open the lock file \(file.path): \(String(cString: strerror(errno)))")
-        }
-        // A process this one is spawning holds a copy of every descriptor from its fork to its
-        // exec (close-on-exec): a lock just released may look held for that long. Try for a
-        // second before saying another serve holds it.
-        var tries = 0
-        while flock(fd, LOCK_EX | LOCK_NB) != 0, errno == EWOULDBLOCK, tries < 50 {
-            tries += 1
-            usleep(20_000)
-        }
-        if tries == 50 || flock(fd, LOCK_EX | LOCK_NB) != 0 {
             let code = errno
+            close(directory)
+            throw StoreError("cannot open the lock file \(file.path): \(String(cString: strerror(code)))")
+        }
+        for (descriptor, path) in [(directory, directoryPath), (fd, file.path)] {
+            guard let code = Self.lock(descriptor) else { continue }
             var holder = ""
             if let text = try? String(contentsOf: file, encoding: .utf8) {
                 let pid = text.trimmingCharacters(in: .whitespacesAndNewlines)
                 if !pid.isEmpty { holder = " (pid \(pid))" }
             }
             close(fd)
+            close(directory)
             if code == EWOULDBLOCK {
-                throw StoreError("another jobtop serve\(holder) uses the state directory \(file.deletingLastPathComponent().path)")
+                throw StoreError("another jobtop serve\(holder) uses the state directory \(directoryPath)")
             }
-            throw StoreError("cannot lock \(file.path): \(String(cString: strerror(code)))")
+            throw StoreError("cannot lock \(path): \(String(cString: strerror(code)))")
         }
         let pid = "\(getpid())\n"
         _ = ftruncate(fd, 0)
         _ = pid.withCString { pwrite(fd, $0, strlen($0), 0) }
-        descriptor = Mutex(fd)
+        descriptors = Mutex((directory, fd))
     }
 
-    /// Lets go of the lock (closing the file lets go of the flock).
+    /// Takes the exclusive lock on `descriptor`; returns `nil`, or the error if it cannot.
+    ///
+    /// A process this one is spawning holds a copy of every descriptor from its fork to its
+    /// exec (close-on-exec): a lock just released may look held for that long. Tries for a
+    /// second before saying another serve holds it.
+    private static func lock(_ descriptor: Int32) -> Int32? {
+        var tries = 0
+        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+            let code = errno
+            guard code == EWOULDBLOCK, tries < 50 else { return code }
+            tries += 1
+            usleep(20_000)
+        }
+        return nil
+    }
+
+    /// Lets go of the lock (closing the descriptors lets go of the flocks).
     func release() {
-        descriptor.withLock { fd in
-            if fd >= 0 { close(fd) }
-            fd = -1
+        descriptors.withLock { held in
+            if held.file >= 0 { close(held.file) }
+            if held.directory >= 0 { close(held.directory) }
+            held = (-1, -1)
         }
     }
 

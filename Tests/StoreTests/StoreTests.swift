@@ -419,6 +419,21 @@ struct StoreTests {
         _ = first
     }
 
+    @Test("a second store is refused even once the lock file was removed (rm lock): the directory itself is locked (a second serve took the directory over and killed the first one's running jobs)")
+    func removedLockFileStillRefuses() async throws {
+        let scratch = try Scratch()
+        let directory = StateDirectory(path: scratch.file("state"))
+        let first = try SchedulerStore(directory: directory)
+        try FileManager.default.removeItem(at: directory.lockFile)
+        do {
+            _ = try SchedulerStore(directory: directory)
+            Issue.record("a second store opened the directory")
+        } catch {
+            #expect(error.message.contains("another jobtop serve uses the state directory"), "\(error.message)")
+        }
+        _ = first
+    }
+
     @Test("the lock goes with its holder")
     func lockIsReleased() async throws {
         let scratch = try Scratch()
