@@ -20,8 +20,9 @@ public enum JobReference {
     /// git prefers a branch to an abbreviated commit); then a prefix of ids (case-insensitive).
     ///
     /// A name several jobs share (`jobtop submit --name build` every night) names the one of them
-    /// that has not ended, when exactly one has not: the ended ones are its history. Anything
-    /// else with several candidates is ambiguous.
+    /// that has not ended, when exactly one has not: the ended ones are its history; when all
+    /// have ended, the newest of them (it was ambiguous: `--after build` once tonight's build had
+    /// ended exited 2). Anything else with several candidates is ambiguous.
     public static func resolve(_ text: String, in jobs: [JobInfo]) -> Resolution {
         resolve([text], in: jobs)[0]
     }
@@ -69,6 +70,10 @@ public enum JobReference {
                 if places.count == 1 { return .found(jobs[places[0]]) }
                 let active = places.lazy.filter { !jobs[$0].state.isFinished }.prefix(2)
                 if active.count == 1 { return .found(jobs[active.first!]) }
+                if active.isEmpty, let newest = places.max(by: { (jobs[$0].submittedAt, $0) < (jobs[$1].submittedAt, $1) }) {
+                    // All ended: the newest is the name's present (tonight's build, ended too).
+                    return .found(jobs[newest])
+                }
                 return .ambiguous(places.prefix(shownCandidates).map { jobs[$0] }, count: places.count)
             }
             var places: [Int] = []

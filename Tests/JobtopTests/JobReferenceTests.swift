@@ -6,8 +6,8 @@ import Testing
 
 @Suite("Job references: ids, prefixes, names")
 struct JobReferenceTests {
-    static func job(_ uuid: String, name: String? = nil, state: JobState = .queued) -> JobInfo {
-        JobInfo(id: JobID(uuid: UUID(uuidString: uuid)!), name: name, command: "true", state: state)
+    static func job(_ uuid: String, name: String? = nil, state: JobState = .queued, submittedAt: SchedulerTime = .zero) -> JobInfo {
+        JobInfo(id: JobID(uuid: UUID(uuidString: uuid)!), name: name, command: "true", state: state, submittedAt: submittedAt)
     }
 
     let jobs = [
@@ -68,6 +68,7 @@ struct JobReferenceTests {
             if named.count == 1 { return .found(named[0]) }
             if !named.isEmpty {
                 let active = named.filter { !$0.state.isFinished }
+                if active.isEmpty { return .found(named.last { $0.submittedAt == named.map(\.submittedAt).max()! }!) }
                 return active.count == 1 ? .found(active[0]) : .ambiguous(Array(named.prefix(10)), count: named.count)
             }
             let prefixed = many.filter { $0.id.description.hasPrefix(wanted) }
@@ -77,16 +78,18 @@ struct JobReferenceTests {
         #expect(each == plain)
     }
 
-    @Test("a name several jobs share names the one that has not ended, if only one has not")
+    @Test("a name several jobs share names the one that has not ended, if only one has not; when all have ended, the newest (it was ambiguous: --after build exited 2 once tonight's build had ended)")
     func reusedName() {
-        let earlier = Self.job("EF000000-0000-4000-8000-000000000001", name: "nightly", state: .succeeded(attempts: 1))
-        let failed = Self.job("EF000000-0000-4000-8000-000000000002", name: "nightly", state: .failed(reason: .exitStatus(1), attempts: 1))
+        let earlier = Self.job("EF000000-0000-4000-8000-000000000001", name: "nightly", state: .succeeded(attempts: 1), submittedAt: .seconds(1))
+        let failed = Self.job("EF000000-0000-4000-8000-000000000002", name: "nightly", state: .failed(reason: .exitStatus(1), attempts: 1), submittedAt: .seconds(2))
         let running = Self.job("EF000000-0000-4000-8000-000000000003", name: "nightly", state: .running(worker: WorkerID(), attempt: 1, since: .zero, stopping: nil))
         let queued = Self.job("EF000000-0000-4000-8000-000000000004", name: "nightly")
         #expect(JobReference.resolve("nightly", in: [earlier, failed, running]) == .found(running))
-        // Two that have not ended, or none: which one is meant cannot be told.
+        // Two that have not ended: which one is meant cannot be told.
         #expect(JobReference.resolve("nightly", in: [earlier, running, queued]) == .ambiguous([earlier, running, queued], count: 3))
-        #expect(JobReference.resolve("nightly", in: [earlier, failed]) == .ambiguous([earlier, failed], count: 2))
+        // None: the newest, wherever it is in the list.
+        #expect(JobReference.resolve("nightly", in: [earlier, failed]) == .found(failed))
+        #expect(JobReference.resolve("nightly", in: [failed, earlier]) == .found(failed))
         // Ids that start with the name do not make it ambiguous: the name is meant.
         let named = Self.job("AB000000-0000-4000-8000-000000000005", name: "ab", state: .running(worker: WorkerID(), attempt: 1, since: .zero, stopping: nil))
         let prefixed = Self.job("AB100000-0000-4000-8000-000000000006", state: .succeeded(attempts: 1))
