@@ -284,6 +284,17 @@ public enum ShutdownMode: String, Sendable, Codable {
     /// so cancels nothing on disk, so a job's `cancelled` then is the serve going away.
     public var stopsRunningJobs: Bool { self == .stopRunning || self == .cancelRunning }
 
+    /// How strong it is: a shutdown under way gives way only to a stronger one (drain, graceful,
+    /// stop running, cancel running).
+    public var strength: Int {
+        switch self {
+        case .drain: 0
+        case .graceful: 1
+        case .stopRunning: 2
+        case .cancelRunning: 3
+        }
+    }
+
     /// What a person reads of it: "the queue runs first", "running jobs finish", "running jobs
     /// are stopped" (the raw value, `cancelRunning`, showed on screens).
     public var summary: String {

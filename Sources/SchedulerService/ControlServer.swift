@@ -31,6 +31,8 @@ public final class ControlServer<Backend: SchedulerClient>: Sendable {
     ///   - backend: The scheduler to serve.
     ///   - outputFile: Where a job's whole output is kept, if the backend keeps it (`jobtop log`);
     ///     without it, `log` gets the tail the scheduler holds.
+    ///   - history: The finished jobs a reference names that the backend no longer keeps, from
+    ///     its history (`wait`, `log` of a job beyond the scheduler's retention).
     ///   - listen: Also serve on this TCP address.
     ///   - token: The token TCP clients must show (required for a non-loopback address).
     ///   - tls: The certificate TCP is served with (`nil`: plaintext); clients then send the
@@ -42,6 +44,7 @@ public final class ControlServer<Backend: SchedulerClient>: Sendable {
     /// - Throws: ``ControlError`` for a non-loopback address without a token.
     public init(
         backend: Backend, outputFile: (@Sendable (JobID) async -> String?)? = nil,
+        history: (@Sendable (String) async -> (jobs: [JobInfo], count: Int))? = nil,
         listen: RemoteAddress? = nil, token: String? = nil, tls: RemoteTLS.Server? = nil,
         clock: SchedulerClock = SchedulerClock(ContinuousClock()),
         connections: (deadline: Duration, maxPending: Int) = (.seconds(5), 32),
@@ -51,12 +54,12 @@ public final class ControlServer<Backend: SchedulerClient>: Sendable {
             throw ControlError(.cannotListen,
                 "refusing to listen on \(listen) without a token: anyone who can reach it could run commands here; pass --token-file PATH or set JOBTOP_TOKEN (or listen on 127.0.0.1)")
         }
-        service = ControlService(backend: backend, outputFile: outputFile, token: nil)
+        service = ControlService(backend: backend, outputFile: outputFile, history: history, token: nil)
         tcp = listen.map { address in
             let gate = ConnectionGate(
                 clock: clock, limits: .init(helloDeadline: connections.deadline, maxPending: connections.maxPending),
                 wording: .control, log: log)
-            return (address, ControlService(backend: backend, outputFile: outputFile, token: token, gate: gate), gate)
+            return (address, ControlService(backend: backend, outputFile: outputFile, history: history, token: token, gate: gate), gate)
         }
         self.tls = tls
     }

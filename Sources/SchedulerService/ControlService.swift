@@ -20,6 +20,11 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
     let backend: Backend
     /// The file that holds a job's whole output, if the backend keeps one.
     let outputFile: (@Sendable (JobID) async -> String?)?
+    /// The finished jobs a reference names that the backend no longer keeps but its history
+    /// does (a durable scheduler's database): the matches, at most ``JobReference/shownCandidates``
+    /// of them, and how many there are; asked only for a reference the backend's own jobs do
+    /// not resolve.
+    var history: (@Sendable (String) async -> (jobs: [JobInfo], count: Int))? = nil
     /// The token every call must carry (TCP); `nil` on the Unix socket, whose permissions and
     /// peer check do the job.
     let token: String?
@@ -86,9 +91,23 @@ struct ControlService<Backend: SchedulerClient>: RegistrableRPCService {
         }
 
         Self.unary(&router, ControlWire.ping, admission: admission) { (_: Empty) in Empty() }
+        let history = history
         Self.unary(&router, ControlWire.resolve, admission: admission) { (references: [String]) in
             let jobs = await backend.currentSnapshot().jobs
-            return JobReference.resolve(references, in: jobs)
+            var resolutions = JobReference.resolve(references, in: jobs)
+            // Unknown here: perhaps beyond what the backend keeps of finished jobs, and still in
+            // its history.
+            if let history {
+                for index in resolutions.indices where resolutions[index] == .unknown {
+                    let (found, count) = await history(references[index])
+                    if count == 1, let job = found.first {
+                        resolutions[index] = .found(job)
+                    } else if count > 1 {
+                        resolutions[index] = .ambiguous(found, count: count)
+                    }
+                }
+            }
+            return resolutions
         }
         router.registerHandler(
             forMethod: ControlWire.snapshot,

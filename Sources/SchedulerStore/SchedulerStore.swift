@@ -687,6 +687,63 @@ public final class SchedulerStore: Sendable {
 
     // MARK: - Reading
 
+    /// The finished jobs the database keeps that `text` names, for a reference the scheduler
+    /// no longer knows (its record dropped beyond its retention, its row and output file still
+    /// here): the job whose id it is; else the newest job named so; else the jobs whose ids
+    /// start with it (at most `limit` of them, with how many there are). `[]` when none.
+    ///
+    /// `wait ID` and `log ID` of a job 10,000 jobs old said there was no such job (exit 2) while
+    /// `status` counted it and its output was on disk.
+    public func finishedJobs(matching text: String, limit: Int) async throws(StoreError) -> (jobs: [JobInfo], count: Int) {
+        let wanted = text.lowercased()
+        guard !wanted.isEmpty else { return ([], 0) }
+        let columns = "id, state, attempts, reason, skip, name, command, priority, grp, retry_max"
+        let finished = "finished_at IS NOT NULL"
+        do {
+            return try await database.read { db in
+                let decoder = JSONDecoder()
+                func info(_ row: Row) -> JobInfo? {
+                    guard let id = JobID(parsing: row[0] as String) else { return nil }
+                    let attempts: Int = row[2]
+                    let reason: String? = row[3]
+                    let state: JobState
+                    switch row[1] as String {
+                    case "succeeded": state = .succeeded(attempts: attempts)
+                    case "failed": state = .failed(reason: .error(reason ?? "failed"), attempts: attempts)
+                    case "cancelled": state = .cancelled
+                    case "skipped":
+                        guard let data = row[4] as Data?, let skip = try? decoder.decode(SkipReason.self, from: data) else { return nil }
+                        state = .skipped(skip)
+                    default: return nil
+                    }
+                    return JobInfo(
+                        id: id, name: row[5], command: row[6], priority: row[7], state: state, attempts: attempts,
+                        maxAttempts: row[9], lastFailure: reason.map { FailureReason.error($0) },
+                        group: row[8] ?? JobSpec.defaultGroup)
+                }
+                if let row = try Row.fetchOne(db, sql: "SELECT \(columns) FROM job WHERE id = ? AND \(finished)", arguments: [wanted]) {
+                    return (info(row).map { [$0] } ?? [], 1)
+                }
+                if let row = try Row.fetchOne(
+                    db, sql: "SELECT \(columns) FROM job WHERE name = ? AND \(finished) ORDER BY submitted_at DESC, seq DESC LIMIT 1",
+                    arguments: [text]) {
+                    return (info(row).map { [$0] } ?? [], 1)
+                }
+                // An id's characters only (a `%` or `_` would be a pattern).
+                guard wanted.allSatisfy({ $0.isHexDigit || $0 == "-" }) else { return ([], 0) }
+                let count = try Int.fetchOne(
+                    db, sql: "SELECT count(*) FROM job WHERE substr(id, 1, ?) = ? AND \(finished)",
+                    arguments: [wanted.count, wanted]) ?? 0
+                let rows = try Row.fetchAll(
+                    db, sql: "SELECT \(columns) FROM job WHERE substr(id, 1, ?) = ? AND \(finished) ORDER BY seq LIMIT ?",
+                    arguments: [wanted.count, wanted, limit])
+                return (rows.compactMap(info), count)
+            }
+        } catch {
+            throw StoreError("the state database: \(error)")
+        }
+    }
+
     /// A job's output file, if it printed anything.
     public func outputFile(of id: JobID) -> URL? {
         let url = directory.outputFile(of: id.description)

@@ -805,20 +805,25 @@ extension Jobtop {
                 // Named jobs that had ended when looked up: settled at once by the snapshot, not
                 // waited for (nor counted as such).
                 var ended = 0
+                // Named jobs that had ended and did not succeed (settled at once, as the ones the
+                // serve no longer keeps are not in its snapshot: the wait for them never ended).
+                var endedBadly = false
                 if references.isEmpty {
                     jobs = Set(try await client.fetchSnapshot().jobs.lazy.filter { !$0.state.isFinished }.map(\.id))
                 } else {
                     let named = try await resolve(references, with: client)
-                    jobs = Set(named.map(\.id))
-                    ended = Set(named.lazy.filter(\.state.isFinished).map(\.id)).count
+                    let finished = named.filter(\.state.isFinished)
+                    ended = Set(finished.map(\.id)).count
+                    endedBadly = finished.contains { $0.state.kind != .succeeded }
+                    jobs = Set(named.lazy.filter { !$0.state.isFinished }.map(\.id))
                 }
-                guard !jobs.isEmpty else { return }
-                if jobs.count > ended {
-                    let waiting = jobs.count - ended
+                if !jobs.isEmpty {
+                    let waiting = jobs.count
                     print("waiting for \(waiting) job\(waiting == 1 ? "" : "s")\(ended > 0 ? " (\(ended) already ended)" : "")")
                 }
                 fflush(nil)
-                let status = await Submit.waitForEnd(of: jobs, events: events)
+                let status = jobs.isEmpty ? ExitStatus.success : await Submit.waitForEnd(of: jobs, events: events)
+                if status == ExitStatus.success && endedBadly { throw ExitCode(ExitStatus.someFailed) }
                 if status != ExitStatus.success { throw ExitCode(status) }
             }
         }
@@ -992,12 +997,13 @@ extension Jobtop {
             try await withServe(connection) { client in
                 // Subscribed first: the end of the events is the serve's end.
                 let events = client.events(bufferLimit: nil, includeOutput: false, delivery: .latest)
+                // Looked at first (a serve with nothing to wait for is gone once it is told).
+                let underWay = try await client.fetchSnapshot()
                 _ = try await send(client, .shutdown(mode))
                 // A shutdown under way gives way only to a stronger one: a weaker one asked
                 // now is not what happens (a --drain during a plain shutdown promised to run
                 // the scheduled jobs, and the serve stopped without them).
-                let underWay = try await client.fetchSnapshot()
-                if let current = underWay.shutdown, current != mode {
+                if let current = underWay.shutdown, current.strength > mode.strength {
                     StandardError.write("jobtop: a shutdown is under way already (\(current.summary)), and it goes on as it is: this one would not be stronger\n")
                     for await _ in events {}
                     StandardError.write("jobtop: jobtop serve stopped\n")

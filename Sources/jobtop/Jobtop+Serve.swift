@@ -244,6 +244,11 @@ extension Jobtop {
                         await backend.flush()
                         return backend.outputFile(of: id)?.path
                     },
+                    history: { reference in
+                        // Jobs beyond the scheduler's retention, still in the database.
+                        await backend.flush()
+                        return (try? await backend.store.finishedJobs(matching: reference, limit: JobReference.shownCandidates)) ?? ([], 0)
+                    },
                     listen: address, token: token, tls: security, clock: scheduler.clock,
                     log: { line in StandardError.write((line.hasPrefix("jobtop: ") ? "jobtop serve: \(line.dropFirst(8))" : line) + "\n") })
                 tcp = try await server.start(socketPath: socketPath)

@@ -198,6 +198,34 @@ struct ControlServiceTests {
     }
 
     /// A scheduler running and served on a Unix socket in a scratch directory.
+    @Test("a reference the scheduler does not resolve is looked up in the backend's history (a job beyond the retention); one it resolves is not")
+    func resolveFallsBackToHistory() async throws {
+        let old = JobInfo(id: JobID(uuid: UUID()), name: "old", command: "true", state: .succeeded(attempts: 1))
+        let asked = Locked<[String]>([])
+        let served = try await Served(localSlots: 1) { reference in
+            asked.withLock { $0.append(reference) }
+            return reference == "old" ? ([old], 1) : reference == "many" ? ([old, old], 12) : ([], 0)
+        }
+        let client = try ControlClient(endpoint: .unixSocket(served.path))
+        guard case .submitted(let ids) = try await client.perform(.submit([JobSpec(name: "here", work: .shell("true"))], batch: nil)) else {
+            Issue.record("not submitted")
+            return
+        }
+        let resolved = try await client.resolve(["old", "here", "many", "ghost"])
+        #expect(resolved[0] == .found(old))
+        guard case .found(let here) = resolved[1] else {
+            Issue.record("the scheduler's own job was not found: \(resolved[1])")
+            return
+        }
+        #expect(here.id == ids[0])
+        #expect(resolved[2] == .ambiguous([old, old], count: 12))
+        #expect(resolved[3] == .unknown)
+        #expect(asked.withLock { $0 } == ["old", "many", "ghost"], "the history is asked only for what the scheduler does not know")
+        await served.scheduler.shutdown(.graceful)
+        await served.running.value
+        await served.server.stop()
+    }
+
     struct Served {
         let scratch: Scratch
         let scheduler: Scheduler
@@ -205,12 +233,12 @@ struct ControlServiceTests {
         let server: ControlServer<Scheduler>
         let path: String
 
-        init(localSlots: Int) async throws {
+        init(localSlots: Int, history: (@Sendable (String) async -> (jobs: [JobInfo], count: Int))? = nil) async throws {
             scratch = try Scratch()
             scheduler = Scheduler(configuration: .init(localSlots: localSlots))
             let scheduler = scheduler
             running = Task { await scheduler.run() }
-            server = try ControlServer(backend: scheduler)
+            server = try ControlServer(backend: scheduler, history: history)
             path = scratch.file("run/jobtop/serve.sock")
             try await server.start(socketPath: path)
         }

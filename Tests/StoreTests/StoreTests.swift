@@ -1050,3 +1050,45 @@ struct StoreTests {
         }
     }
 }
+
+@Suite("Finished jobs beyond the retention", .timeLimit(.minutes(2)))
+struct HistoryLookupTests {
+    @Test("a finished job the scheduler no longer keeps is still found in the database by its id, a prefix of it or its name (wait and log of it said there was no such job)")
+    func finishedJobsBeyondTheRetention() async throws {
+        let scratch = try Scratch()
+        let directory = StateDirectory(path: scratch.file("state"))
+        let durable = try DurableScheduler.open(
+            directory: directory, configuration: .init(localSlots: 1, finishedRetention: 2), storeConfiguration: .init())
+        async let running: Void = durable.scheduler.run()
+        await durable.restored()
+        let events = await durable.subscribe(bufferLimit: nil, includeOutput: false)
+        let specs = [
+            JobSpec(name: "nightly", work: .shell("exit 3")), JobSpec(name: "nightly", work: .shell("true")),
+            JobSpec(work: .shell("true")), JobSpec(work: .shell("true")), JobSpec(work: .shell("true")),
+        ]
+        guard case .submitted(let ids) = try await durable.perform(.submit(specs, batch: nil)) else { throw SpawnError(message: "no ids") }
+        var ended = 0
+        for await event in events where event.kind.isFinal {
+            ended += 1
+            if ended == ids.count { break }
+        }
+        await durable.flush()
+        let kept = Set(await durable.currentSnapshot().jobs.map(\.id))
+        #expect(!kept.contains(ids[0]) && !kept.contains(ids[1]), "the retention dropped the first two")
+
+        let byID = try await durable.store.finishedJobs(matching: ids[0].description, limit: 10)
+        #expect(byID.count == 1 && byID.jobs.first?.id == ids[0])
+        #expect(byID.jobs.first?.state.kind == .failed && byID.jobs.first?.name == "nightly" && byID.jobs.first?.command == "exit 3")
+        let byPrefix = try await durable.store.finishedJobs(matching: ids[0].short.uppercased(), limit: 10)
+        #expect(byPrefix.count == 1 && byPrefix.jobs.first?.id == ids[0])
+        // The name: the newest of the jobs so named.
+        let byName = try await durable.store.finishedJobs(matching: "nightly", limit: 10)
+        #expect(byName.count == 1 && byName.jobs.first?.id == ids[1] && byName.jobs.first?.state.kind == .succeeded)
+        #expect(try await durable.store.finishedJobs(matching: "nope", limit: 10).count == 0)
+        #expect(try await durable.store.finishedJobs(matching: "%", limit: 10).count == 0)
+
+        await durable.scheduler.shutdown(.graceful)
+        await running
+        await durable.close()
+    }
+}
