@@ -45,6 +45,8 @@ public final class DurableScheduler: SchedulerClient {
     /// How often ``aliveTask`` notes it: a cut-off attempt's end is at most this early.
     static let aliveInterval = Duration.seconds(5)
     private let restoreTask: Task<Int, Never>
+    /// A `clean` the database refused (a full disk), tried again until it goes (see ``clean()``).
+    private let cleanRetry = Locked<Task<Void, Never>?>(nil)
 
     /// Opens the state in `directory` (taking its lock), stops what a previous serve left
     /// running, restores its jobs into a new scheduler and starts the journal. The scheduler is
@@ -198,6 +200,10 @@ public final class DurableScheduler: SchedulerClient {
         // the task, closes its database while the next serve (a test's restart) opens it.
         aliveTask.cancel()
         await aliveTask.value
+        if let retry = cleanRetry.withLock({ $0 }) {
+            retry.cancel()
+            await retry.value
+        }
         await journal.close()
         await journalTask.value
         store.close()
@@ -228,20 +234,61 @@ public final class DurableScheduler: SchedulerClient {
             // with no retries left and skipped its dependents: a clean stop lost work.)
             await journal.freeze(after: await scheduler.lastEventSeq)
         }
+        if case .forgetFinished = command { return try await clean() }
         let reply = try await scheduler.perform(command)
         if let error = await journal.wait(through: await scheduler.lastEventSeq) {
             throw SchedulerError(.notAllowed, "done, but the state could not be saved: \(error)")
         }
-        if case .forgetFinished = command {
-            // Every finished job the journal wrote is forgotten on disk too (the scheduler
-            // forgot all it still listed; the journal is written up to that point).
-            do {
-                try await store.forgetAllFinished()
-            } catch {
-                throw SchedulerError(.notAllowed, "forgotten here, but not on disk: \(error)")
+        return reply
+    }
+
+    /// `jobtop clean`: the scheduler forgets its finished jobs, their output files are removed
+    /// at once, and the database forgets every job that had ended by then — once the journal has
+    /// written their ends, and again and again, up to a second apart, while the database refuses
+    /// it. A full disk is a likely reason to clean: the files go first, which makes the room the
+    /// journal and the clean need (the clean was forgotten on disk, the jobs came back at the
+    /// next start, and the files that filled the disk stayed).
+    private func clean() async throws(SchedulerError) -> SchedulerReply {
+        let finished = await scheduler.currentSnapshot().jobs.filter(\.state.isFinished).map(\.id)
+        let reply = try await scheduler.perform(.forgetFinished)
+        let seq = await scheduler.lastEventSeq
+        let clock = scheduler.clock
+        let endedBy = clock.wallClockEpoch.addingTimeInterval(clock.now().seconds)
+        store.removeOutputFiles(of: finished)
+        // (Those beyond what the scheduler kept, from the database: reading needs no room.)
+        if let older = try? await store.finishedJobIDs(endedBy: endedBy) { store.removeOutputFiles(of: older) }
+        let (journal, store) = (journal, store)
+        @Sendable func save() async -> StoreError? {
+            if let error = await journal.wait(through: seq) { return error }
+            do { try await store.forgetAllFinished(endedBy: endedBy) } catch { return error }
+            return nil
+        }
+        // The journal tries its refused batch again within a second: given that long here, a
+        // clean that made the room it needs is saved before it answers.
+        var pause = Duration.milliseconds(50)
+        var waited = Duration.zero
+        var refusal = await save()
+        while refusal != nil, waited < .seconds(2) {
+            try? await clock.sleep(clock.now() + pause)
+            waited += pause
+            pause = min(pause * 2, .seconds(1))
+            refusal = await save()
+        }
+        guard let refusal else { return reply }
+        cleanRetry.withLock { retry in
+            retry?.cancel()
+            retry = Task {
+                while !Task.isCancelled {
+                    try? await clock.sleep(clock.now() + .seconds(1))
+                    if Task.isCancelled { return }
+                    if await save() == nil {
+                        FileHandle.standardError.write(Data("jobtop: the clean is saved\n".utf8))
+                        return
+                    }
+                }
             }
         }
-        return reply
+        throw SchedulerError(.notAllowed, "forgotten here, not yet on disk (\(refusal)); saved as soon as the disk takes it, while this serve runs")
     }
 
     private func submit(_ specs: [JobSpec], batch: BatchID?) async throws(SchedulerError) -> [JobID] {

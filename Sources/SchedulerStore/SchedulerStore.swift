@@ -668,17 +668,39 @@ public final class SchedulerStore: Sendable {
         }
     }
 
-    /// Forgets every finished job, with its attempts and output file (`jobtop clean`), and
-    /// the groups left with no job, no limit and no pause (as the scheduler forgets them).
-    public func forgetAllFinished() async throws(StoreError) {
+    /// Forgets every finished job (that had ended by `endedBy`, if given), with its attempts
+    /// and output file (`jobtop clean`), and the groups left with no job, no limit and no pause
+    /// (as the scheduler forgets them).
+    public func forgetAllFinished(endedBy: Date? = nil) async throws(StoreError) {
         do {
             try await database.write { db in
-                let ids = try String.fetchAll(db, sql: "SELECT id FROM job WHERE finished_at IS NOT NULL")
+                let ids = try String.fetchAll(
+                    db, sql: "SELECT id FROM job WHERE finished_at IS NOT NULL AND finished_at <= ?",
+                    arguments: [endedBy?.timeIntervalSince1970 ?? .infinity])
                 try self.forget(ids, db: db)
                 try db.execute(sql: """
                     DELETE FROM grp WHERE max_running IS NULL AND paused = 0
                         AND name NOT IN (SELECT grp FROM job WHERE grp IS NOT NULL)
                     """)
+            }
+        } catch {
+            throw StoreError("the state database: \(error)")
+        }
+    }
+
+    /// Removes the output files of `ids` (those there are): what `clean` frees first.
+    public func removeOutputFiles(of ids: [JobID]) {
+        for id in ids { try? FileManager.default.removeItem(at: directory.outputFile(of: id.description)) }
+    }
+
+    /// The jobs that had ended by `endedBy`.
+    public func finishedJobIDs(endedBy: Date) async throws(StoreError) -> [JobID] {
+        do {
+            return try await database.read { db in
+                try String.fetchAll(
+                    db, sql: "SELECT id FROM job WHERE finished_at IS NOT NULL AND finished_at <= ?",
+                    arguments: [endedBy.timeIntervalSince1970]
+                ).compactMap { JobID(parsing: $0) }
             }
         } catch {
             throw StoreError("the state database: \(error)")
