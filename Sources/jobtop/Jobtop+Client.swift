@@ -242,11 +242,21 @@ extension Jobtop {
                 if let group, !plan.groups.contains(where: { $0.name == group }) {
                     isNewGroup = try await !client.fetchSnapshot().groups.contains { $0.group.name == group }
                 }
+                // Jobs with a key may join a job of the serve with the same key, not ended: which
+                // jobs had one before, to say so (a joined job's id was printed as if new, and
+                // `wait` by its name found nothing).
+                var keyed: [String: JobInfo] = [:]
+                if specs.contains(where: { $0.coalescingKey != nil }) {
+                    for job in try await client.fetchSnapshot().jobs where !job.state.isFinished {
+                        if let key = job.key { keyed[key] = job }
+                    }
+                }
                 guard case .submitted(let ids) = try await send(client, .submit(specs, batch: nil)) else {
                     StandardError.write("jobtop: the serve did not say which jobs it made\n")
                     throw ExitCode(ExitStatus.someFailed)
                 }
                 if isNewGroup, let group { sayGroupIsNew(group, "no limit or pause of its own ('jobtop limit', 'jobtop pause --group')") }
+                Self.sayJoined(specs, ids: ids, existing: keyed)
                 if json {
                     printJSON(zip(ids, specs).map { SubmittedRecord(id: $0.description, short: $0.short, name: $1.name) })
                 } else {
@@ -256,6 +266,23 @@ extension Jobtop {
                 guard let events else { return }
                 let status = await Self.waitForEnd(of: Set(ids), events: events)
                 if status != ExitStatus.success { throw ExitCode(status) }
+            }
+        }
+
+        /// Says which of `specs` joined a job with the same key instead of being made (the
+        /// serve's `existing` jobs with a key, not ended, or one earlier in the submission): the
+        /// id printed for it is that job's.
+        static func sayJoined(_ specs: [JobSpec], ids: [JobID], existing: [String: JobInfo]) {
+            var firstOfKey: [String: Int] = [:]
+            for (index, (spec, id)) in zip(specs, ids).enumerated() {
+                guard let key = spec.coalescingKey else { continue }
+                let what = "job \(index + 1)\(spec.name.map { " (\(printable($0)))" } ?? "")"
+                if let earlier = firstOfKey[key], ids[earlier] == id {
+                    StandardError.write("jobtop: \(what) has the key '\(printable(key))' of job \(earlier + 1) of this submission: it joined it (\(id.short))\n")
+                } else if let job = existing[key], job.id == id {
+                    StandardError.write("jobtop: \(what) has the key '\(printable(key))' of \(id.short) (\(printable(job.displayName))), \(job.state.name): it joined that job, whose id is printed\n")
+                }
+                if firstOfKey[key] == nil { firstOfKey[key] = index }
             }
         }
 

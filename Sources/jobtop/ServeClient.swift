@@ -247,11 +247,13 @@ extension JobID {
     /// share it, until each names one of them: `submit` of 100,000 jobs printed two alike, which
     /// named nothing (`'b91caa5a' matches 2 jobs`). (A job submitted earlier may still share one:
     /// `--json` gives the whole ids.)
+    ///
+    /// An id given twice (a job that joined another with its key) is one job: its short form
+    /// stays short (it was printed whole, as if it clashed with itself).
     static func distinctShortForms(of ids: [JobID]) -> [String] {
-        let texts = ids.map { Array($0.description.utf8) }
-        var length = Array(repeating: 8, count: ids.count)
-        let order = texts.indices.sorted { texts[$0].lexicographicallyPrecedes(texts[$1]) }
-        for (a, b) in zip(order, order.dropFirst()) {
+        let texts = Array(Set(ids)).map { Array($0.description.utf8) }.sorted { $0.lexicographicallyPrecedes($1) }
+        var length = Array(repeating: 8, count: texts.count)
+        for (a, b) in zip(texts.indices, texts.indices.dropFirst()) {
             var common = 0
             while common < texts[a].count, common < texts[b].count, texts[a][common] == texts[b][common] { common += 1 }
             guard common >= 8 else { continue }
@@ -261,7 +263,12 @@ extension JobID {
             length[a] = max(length[a], needed)
             length[b] = max(length[b], needed)
         }
-        return texts.indices.map { String(decoding: texts[$0].prefix(length[$0]), as: UTF8.self) }
+        var shortForms: [String: String] = [:]
+        for (text, count) in zip(texts, length) {
+            let whole = String(decoding: text, as: UTF8.self)
+            shortForms[whole] = String(decoding: text.prefix(count), as: UTF8.self)
+        }
+        return ids.map { shortForms[$0.description]! }
     }
 }
 

@@ -139,6 +139,10 @@ struct JobReferenceTests {
         // Alike up to the dash: one digit past it.
         let pair = ["aaaaaaaa-1000-4000-8000-000000000000", "aaaaaaaa-2000-4000-8000-000000000000"].map { JobID(uuid: UUID(uuidString: $0)!) }
         #expect(JobID.distinctShortForms(of: pair) == ["aaaaaaaa-1", "aaaaaaaa-2"])
+        // One id twice (a job that joined another with its key) is one job: short, both times,
+        // and as long as its clash with another needs (it was printed whole).
+        #expect(JobID.distinctShortForms(of: [ids[1], ids[1]]) == ["0123abcd", "0123abcd"])
+        #expect(JobID.distinctShortForms(of: [ids[0], ids[2], ids[0]]) == ["b91caa5a-123", "b91caa5a-129", "b91caa5a-123"])
     }
 }
 

@@ -908,6 +908,39 @@ struct ServeTests {
         #expect(await again.wait(atMost: .seconds(60))?.status == 0)
     }
 
+    @Test("submit says which jobs joined a job with the same key instead of being made (the joined job's id was printed as if new, without a word)")
+    func submitSaysWhatJoined() async throws {
+        let fixture = try await ServeFixture(["-j", "1"])
+        try fixture.scratch.write("first.toml", "[[job]]\nname = \"k1\"\nkey = \"x\"\ncommand = \"sleep 300\"\n")
+        try fixture.scratch.write("second.toml", """
+            [[job]]
+            name = "k2"
+            key = "x"
+            command = "true"
+
+            [[job]]
+            name = "k3"
+            key = "y"
+            command = "true"
+
+            [[job]]
+            name = "k4"
+            key = "y"
+            command = "true"
+            """)
+        let first = try await fixture.run(["submit", "first.toml"])
+        try await fixture.waitFor(first.lines[0], "running")
+        let second = try await fixture.run(["submit", "second.toml"])
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(second.lines.count == 3 && second.lines[0] == first.lines[0] && second.lines[1] == second.lines[2], "\(second.stdout)")
+        #expect(second.stderr.contains("jobtop: job 1 (k2) has the key 'x' of \(first.lines[0]) (k1), running: it joined that job, whose id is printed"), "\(second.stderr)")
+        #expect(second.stderr.contains("jobtop: job 3 (k4) has the key 'y' of job 2 of this submission: it joined it (\(second.lines[1]))"), "\(second.stderr)")
+        #expect(second.lines[1].count == 8, "one job given twice is printed short (it was printed whole): \(second.stdout)")
+        #expect(!second.stderr.contains("job 2 (k3)"), "\(second.stderr)")
+        _ = try await fixture.run(["shutdown", "--now"])
+        _ = await fixture.serve.wait(atMost: .seconds(60))
+    }
+
     @Test("shutdown --drain while a plain shutdown is under way says it changes nothing and exits 1 once the serve stops (it promised to run the scheduled job, which never ran)")
     func weakerShutdownSaysSo() async throws {
         let fixture = try await ServeFixture(["-j", "1"])
