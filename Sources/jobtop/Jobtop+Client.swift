@@ -286,6 +286,23 @@ extension Jobtop {
             }
         }
 
+        /// How a job that did not succeed ended, in a few words.
+        static func outcome(of job: JobInfo) -> String {
+            switch job.state {
+            case .failed(let reason, _): "failed: \(reason)"
+            case .skipped(let reason): "skipped: \(reason)"
+            default: job.state.name
+            }
+        }
+
+        /// One line naming the jobs that did not succeed (the first five).
+        static func sayNotSucceeded(_ jobs: [(JobID, String)]) {
+            guard !jobs.isEmpty else { return }
+            let named = jobs.prefix(5).map { "\($0.0.short) (\(printable($0.1)))" }.joined(separator: ", ")
+            let more = jobs.count > 5 ? ", and \(jobs.count - 5) more" : ""
+            StandardError.write("jobtop: \(jobs.count) job\(jobs.count == 1 ? "" : "s") did not succeed: \(named)\(more)\n")
+        }
+
         struct SubmittedRecord: Encodable {
             var id: String
             var short: String
@@ -304,7 +321,14 @@ extension Jobtop {
 
         /// Waits until every job of `ids` has ended: 0 when all succeeded, 1 otherwise, 3 when the
         /// serve went away first.
-        static func waitForEnd(of ids: Set<JobID>, events: ControlEvents) async -> Int32 {
+        ///
+        /// Says on stderr which jobs did not succeed, and how (`submit --wait` exited 1 without
+        /// a word of which one); `endedBefore`: jobs named that had ended before the wait began,
+        /// and did not succeed (`wait` settles them at once), said among them.
+        static func waitForEnd(of ids: Set<JobID>, events: ControlEvents, endedBefore: [JobInfo] = []) async -> Int32 {
+            var notSucceeded = endedBefore.map { ($0.id, Self.outcome(of: $0)) }
+            defer { Self.sayNotSucceeded(notSucceeded) }
+            guard !ids.isEmpty else { return notSucceeded.isEmpty ? ExitStatus.success : ExitStatus.someFailed }
             var open = ids
             var failed = false
             var resyncing = false
@@ -325,7 +349,10 @@ extension Jobtop {
                 case .snapshot(let snapshot):
                     for job in snapshot.jobs where open.contains(job.id) && job.state.isFinished {
                         open.remove(job.id)
-                        if job.state.kind != .succeeded { failed = true }
+                        if job.state.kind != .succeeded {
+                            failed = true
+                            notSucceeded.append((job.id, Self.outcome(of: job)))
+                        }
                     }
                     if resyncing {
                         // Not in it at all: ended meanwhile, and beyond what the serve keeps of
@@ -342,6 +369,12 @@ extension Jobtop {
                 case let kind where kind.isFinal:
                     if let id = kind.jobID, open.remove(id) != nil, case .succeeded = kind {} else if let id = kind.jobID, ids.contains(id) {
                         failed = true
+                        let how = switch kind {
+                        case .failed(_, let reason, _): "failed: \(reason)"
+                        case .skipped(_, let reason): "skipped: \(reason)"
+                        default: kind.name
+                        }
+                        notSucceeded.append((id, how))
                     }
                 default: break
                 }
@@ -834,14 +867,15 @@ extension Jobtop {
                 var ended = 0
                 // Named jobs that had ended and did not succeed (settled at once, as the ones the
                 // serve no longer keeps are not in its snapshot: the wait for them never ended).
-                var endedBadly = false
+                var endedBadly: [JobInfo] = []
                 if references.isEmpty {
                     jobs = Set(try await client.fetchSnapshot().jobs.lazy.filter { !$0.state.isFinished }.map(\.id))
                 } else {
                     let named = try await resolve(references, with: client)
-                    let finished = named.filter(\.state.isFinished)
-                    ended = Set(finished.map(\.id)).count
-                    endedBadly = finished.contains { $0.state.kind != .succeeded }
+                    var finished: [JobID: JobInfo] = [:]
+                    for job in named where job.state.isFinished { finished[job.id] = job }
+                    ended = finished.count
+                    endedBadly = finished.values.filter { $0.state.kind != .succeeded }.sorted { $0.id.description < $1.id.description }
                     jobs = Set(named.lazy.filter { !$0.state.isFinished }.map(\.id))
                 }
                 if !jobs.isEmpty {
@@ -849,8 +883,8 @@ extension Jobtop {
                     print("waiting for \(waiting) job\(waiting == 1 ? "" : "s")\(ended > 0 ? " (\(ended) already ended)" : "")")
                 }
                 fflush(nil)
-                let status = jobs.isEmpty ? ExitStatus.success : await Submit.waitForEnd(of: jobs, events: events)
-                if status == ExitStatus.success && endedBadly { throw ExitCode(ExitStatus.someFailed) }
+                let status = await Submit.waitForEnd(of: jobs, events: events, endedBefore: endedBadly)
+                if status == ExitStatus.success && !endedBadly.isEmpty { throw ExitCode(ExitStatus.someFailed) }
                 if status != ExitStatus.success { throw ExitCode(status) }
             }
         }

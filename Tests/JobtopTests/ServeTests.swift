@@ -736,6 +736,11 @@ struct ServeTests {
         #expect(waited.status == 0, "\(waited.stderr)")
         let failed = try await fixture.run(["submit", "--wait", "-c", "exit 5"])
         #expect(failed.status == 1)
+        // Which one, and how (it exited 1 without a word).
+        #expect(failed.stderr.contains("jobtop: 1 job did not succeed: \(failed.lines[0]) (failed: exit 5)"), "\(failed.stderr)")
+        // wait names it too, ended before it began.
+        let waitedFailed = try await fixture.run(["wait", failed.lines[0]])
+        #expect(waitedFailed.status == 1 && waitedFailed.stderr.contains("did not succeed: \(failed.lines[0]) (failed: exit 5)"), "\(waitedFailed.stderr)")
 
         // 20 jobs: two of them share a first hex digit.
         let many = try await fixture.run(["submit"] + (0..<20).flatMap { ["-c", "true # \($0)"] })
