@@ -59,6 +59,19 @@ public final class SchedulerStore: Sendable {
         }
         do {
             database = try DatabaseQueue(path: directory.database.path, configuration: config)
+            // Another program's database under jobtop's name is not taken over: its tables were
+            // kept beside jobtop's (or one named `job` failed the migration, whose message was
+            // its whole schema).
+            let foreign = try database.read { db -> [String] in
+                let tables = try String.fetchAll(
+                    db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+                return tables.contains("grdb_migrations") ? [] : tables
+            }
+            if !foreign.isEmpty {
+                let shown = foreign.prefix(5).joined(separator: ", ") + (foreign.count > 5 ? ", …" : "")
+                throw StoreError(
+                    "\(directory.database.path) is not jobtop's state database (it has tables of its own: \(shown)); move it away, or give jobtop serve another --state-dir")
+            }
             try Self.migrator.migrate(database)
             instanceID = try database.write { db in
                 if let id = try String.fetchOne(db, sql: "SELECT value FROM setting WHERE key = 'instance'") {
@@ -68,6 +81,8 @@ public final class SchedulerStore: Sendable {
                 try db.execute(sql: "INSERT INTO setting(key, value) VALUES ('instance', ?)", arguments: [id])
                 return id
             }
+        } catch let error as StoreError {
+            throw error
         } catch {
             throw StoreError("cannot open the state database \(directory.database.path): \(error)")
         }

@@ -251,7 +251,15 @@ extension Jobtop {
                         if let key = job.key { keyed[key] = job }
                     }
                 }
-                guard case .submitted(let ids) = try await send(client, .submit(specs, batch: nil)) else {
+                let reply: SchedulerReply
+                do {
+                    reply = try await send(client, .submit(specs, batch: nil))
+                } catch let error as ControlError where error.code == .connectionLost || error.message.hasPrefix("lost jobtop serve") {
+                    // Lost while it answered: the submission may have been made (it is all or
+                    // nothing), and running submit again would make it twice.
+                    throw ControlError(error.code, "\(error.message); the jobs may have been submitted all the same (a submission is made whole or not at all): 'jobtop status' says, before submitting them again")
+                }
+                guard case .submitted(let ids) = reply else {
                     StandardError.write("jobtop: the serve did not say which jobs it made\n")
                     throw ExitCode(ExitStatus.someFailed)
                 }

@@ -434,6 +434,29 @@ struct StoreTests {
         _ = first
     }
 
+    @Test("another program's SQLite file under jobtop's name is refused, named, and left as it was (its tables were kept beside jobtop's; one named job failed with its whole schema as the message)")
+    func foreignDatabaseIsRefused() async throws {
+        let scratch = try Scratch()
+        let directory = StateDirectory(path: scratch.file("state"))
+        try FileManager.default.createDirectory(atPath: directory.url.path, withIntermediateDirectories: true)
+        for table in ["foo", "job"] {
+            try? FileManager.default.removeItem(at: directory.database)
+            let other = try DatabaseQueue(path: directory.database.path)
+            try await other.write { try $0.execute(sql: "CREATE TABLE \(table) (x INTEGER)") }
+            try other.close()
+            do {
+                _ = try SchedulerStore(directory: directory)
+                Issue.record("a database with a table \(table) was taken")
+            } catch {
+                #expect(error.message.contains("is not jobtop's state database (it has tables of its own: \(table))"), "\(error.message)")
+                #expect(!error.message.contains("CREATE"), "\(error.message)")
+            }
+            let kept = try DatabaseQueue(path: directory.database.path)
+            #expect(try await kept.read { try String.fetchAll($0, sql: "SELECT name FROM sqlite_master WHERE type = 'table'") } == [table])
+            try kept.close()
+        }
+    }
+
     @Test("the lock goes with its holder")
     func lockIsReleased() async throws {
         let scratch = try Scratch()
