@@ -90,37 +90,23 @@ struct SignalTests {
         #expect(pids(in: scratch.file("pids")).allSatisfy { !isRunning($0) })
     }
 
-    @Test("A second SIGINT kills at once a job that ignores SIGTERM, without waiting for the grace period")
-    func secondInterruptKills() async throws {
+    @Test(
+        "A second signal kills at once a job that ignores SIGTERM, without waiting for the grace period; it is named as what it is (SIGINT after SIGTERM said 'SIGINT again') and the run exits with the first's status",
+        arguments: [(SIGINT, "SIGINT", "SIGINT again"), (SIGTERM, "SIGTERM", "SIGINT after SIGTERM")])
+    func secondSignalKills(first: Int32, firstName: String, named: String) async throws {
         let scratch = try Scratch()
         let stubborn = "trap '' TERM; echo $$ >> pids; sleep 30 & echo $! >> pids; echo ready; wait"
         let process = try JobtopProcess(["--grace", "10m", "--log-output", "-c", stubborn], directory: scratch.path)
         var lines = process.stdoutLines.makeAsyncIterator()
         while let line = await lines.next(), !line.hasSuffix("text=ready") {}
-        process.send(SIGINT)
+        process.send(first)
         while let line = await lines.next(), !line.contains(" stopping ") {}
         process.send(SIGINT)
         let run = await process.wait()
-        #expect(run.status == 130)
-        #expect(run.stderr.contains("SIGINT again: killing every running job now"))
+        #expect(run.status == 128 + first)
+        #expect(run.stderr.contains("jobtop: \(firstName): cancelling running jobs (another signal kills them at once)"), "\(run.stderr)")
+        #expect(run.stderr.contains("jobtop: \(named): killing every running job now"), "\(run.stderr)")
         #expect(run.lines.last?.contains("cancelled=1") == true, "\(run.stdout)")
-        #expect(pids(in: scratch.file("pids")).allSatisfy { !isRunning($0) })
-    }
-
-    @Test("SIGTERM then SIGINT: the second is named as what it is (it said 'SIGINT again'), kills at once, and the run exits with the first's status")
-    func interruptAfterTerminate() async throws {
-        let scratch = try Scratch()
-        let stubborn = "trap '' TERM; echo $$ >> pids; sleep 30 & echo $! >> pids; echo ready; wait"
-        let process = try JobtopProcess(["--grace", "10m", "--log-output", "-c", stubborn], directory: scratch.path)
-        var lines = process.stdoutLines.makeAsyncIterator()
-        while let line = await lines.next(), !line.hasSuffix("text=ready") {}
-        process.send(SIGTERM)
-        while let line = await lines.next(), !line.contains(" stopping ") {}
-        process.send(SIGINT)
-        let run = await process.wait()
-        #expect(run.status == 143)
-        #expect(run.stderr.contains("jobtop: SIGTERM: cancelling running jobs (another signal kills them at once)"), "\(run.stderr)")
-        #expect(run.stderr.contains("jobtop: SIGINT after SIGTERM: killing every running job now"), "\(run.stderr)")
         #expect(pids(in: scratch.file("pids")).allSatisfy { !isRunning($0) })
     }
 }
