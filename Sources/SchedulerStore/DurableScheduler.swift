@@ -254,7 +254,9 @@ public final class DurableScheduler: SchedulerClient {
         let seq = await scheduler.lastEventSeq
         let clock = scheduler.clock
         let endedBy = clock.wallClockEpoch.addingTimeInterval(clock.now().seconds)
-        store.removeOutputFiles(of: finished)
+        // (Those it forgot: one retried in between is listed still, and keeps its file.)
+        let listed = Set(await scheduler.currentSnapshot().jobs.lazy.map(\.id))
+        store.removeOutputFiles(of: finished.filter { !listed.contains($0) })
         // (Those beyond what the scheduler kept, from the database: reading needs no room.)
         if let older = try? await store.finishedJobIDs(endedBy: endedBy) { store.removeOutputFiles(of: older) }
         let (journal, store) = (journal, store)
