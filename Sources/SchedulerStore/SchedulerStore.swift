@@ -683,15 +683,15 @@ public final class SchedulerStore: Sendable {
         }
     }
 
-    /// Forgets every finished job (that had ended by `endedBy`, if given), with its attempts
-    /// and output file (`jobtop clean`), and the groups left with no job, no limit and no pause
-    /// (as the scheduler forgets them).
-    public func forgetAllFinished(endedBy: Date? = nil) async throws(StoreError) {
+    /// Forgets every job that had ended by `endedBy`, with its attempts and output file
+    /// (`jobtop clean`), and the groups left with no job, no limit and no pause (as the
+    /// scheduler forgets them).
+    public func forgetAllFinished(endedBy: Date) async throws(StoreError) {
         do {
             try await database.write { db in
                 let ids = try String.fetchAll(
                     db, sql: "SELECT id FROM job WHERE finished_at IS NOT NULL AND finished_at <= ?",
-                    arguments: [endedBy?.timeIntervalSince1970 ?? .infinity])
+                    arguments: [endedBy.timeIntervalSince1970])
                 try self.forget(ids, db: db)
                 try db.execute(sql: """
                     DELETE FROM grp WHERE max_running IS NULL AND paused = 0
