@@ -990,6 +990,17 @@ extension Jobtop {
             let reference = id
             let status: Int32 = try await withServe(connection) { client in
                 let job = try await resolve([reference], with: client)[0]
+                // A job that has not begun prints nothing for as long as it waits: why is said.
+                if !job.state.isFinished {
+                    let snapshot = try await client.fetchSnapshot()
+                    let now = snapshot.jobs.first { $0.id == job.id } ?? job
+                    if case .running(let worker, _, _, _) = now.state, snapshot.heldAttempts.contains(job.id) {
+                        let name = snapshot.workers.first { $0.descriptor.id == worker }?.descriptor.name ?? worker.short
+                        StandardError.write("jobtop: \(job.id.short) is sent to worker \(printable(name)), waiting for a slot there; its output follows once it begins\n")
+                    } else if now.state.kind != .running {
+                        StandardError.write("jobtop: \(job.id.short) is \(now.state.name); its output follows once it runs\n")
+                    }
+                }
                 let end = Locked<FollowPart?>(nil)
                 try await client.follow(job.id) { part in
                     switch part {

@@ -708,6 +708,15 @@ struct ServeTests {
         #expect(skipped.stderr == "jobtop: \(dependent) was skipped ('jobtop log \(dependent)' says why)\n", "\(skipped.stderr)")
         let unknown = try await fixture.run(["follow", "zzzz"])
         #expect(unknown.status == 2)
+        // A job that has not begun: why nothing comes is said (it printed nothing for as long
+        // as it waited).
+        _ = try await fixture.run(["pause"])
+        let waiting = try await fixture.run(["submit", "-c", "echo at-last"]).lines[0]
+        let patient = try fixture.start(["follow", waiting])
+        #expect(await eventually(within: .seconds(60)) { patient.output.contains("jobtop: \(waiting) is queued; its output follows once it runs") }, "\(patient.output)")
+        _ = try await fixture.run(["resume"])
+        let followed = try #require(await patient.wait(atMost: .seconds(60)))
+        #expect(followed.status == 0 && followed.stdout == "at-last\n", "\(followed.stdout)")
         // An id with an escape sequence and a newline is echoed as one line, escaped (it was
         // written raw: the terminal acted on it).
         for command in ["log", "cancel"] {
