@@ -1002,12 +1002,18 @@ extension Jobtop {
                     }
                 }
                 let end = Locked<FollowPart?>(nil)
-                try await client.follow(job.id) { part in
-                    switch part {
-                    case .bytes(let data): writeOut(Array(data))
-                    case .lagged(let missed): StandardError.write("jobtop: fell behind the job's output; \(missed) events missed\n")
-                    case .ended, .unknownJob: end.withLock { $0 = part }
+                do {
+                    try await client.follow(job.id) { part in
+                        switch part {
+                        case .bytes(let data): writeOut(Array(data))
+                        case .lagged(let missed): StandardError.write("jobtop: fell behind the job's output; \(missed) events missed\n")
+                        case .ended, .unknownJob: end.withLock { $0 = part }
+                        }
                     }
+                } catch let error as ControlError where error.code == .connectionLost || error.code == .notRunning {
+                    // The serve went away while it streamed (a stopping serve may cancel the
+                    // call rather than end it: "the call was cancelled" was said instead): said
+                    // below, as when the stream ends without the job's end.
                 }
                 switch end.withLock({ $0 }) {
                 case .ended(.succeeded): return ExitStatus.success
