@@ -1089,13 +1089,10 @@ extension Jobtop {
                 // A shutdown under way gives way only to a stronger one: a weaker one asked
                 // now is not what happens (a --drain during a plain shutdown promised to run
                 // the scheduled jobs, and the serve stopped without them).
-                if let current = underWay.shutdown, current.strength > mode.strength {
+                let isWeaker = underWay.shutdown.map { $0.strength > mode.strength } ?? false
+                if isWeaker, let current = underWay.shutdown {
                     StandardError.write("jobtop: a shutdown is under way already (\(current.summary)), and it goes on as it is: this one would not be stronger\n")
-                    for await _ in events {}
-                    StandardError.write("jobtop: jobtop serve stopped\n")
-                    throw ExitCode(ExitStatus.someFailed)
-                }
-                if drain {
+                } else if drain {
                     // A drain runs what is queued: while the serve (or a group with queued jobs)
                     // is paused it cannot end, and the wait would say nothing.
                     let snapshot = underWay
@@ -1120,6 +1117,7 @@ extension Jobtop {
                 }
                 for await _ in events {}
                 StandardError.write("jobtop: jobtop serve stopped\n")
+                if isWeaker { throw ExitCode(ExitStatus.someFailed) }
             }
         }
     }
