@@ -78,6 +78,9 @@ struct IndexedHeap<Handle: DenseHandle>: Sendable {
     /// The entries in the order they would run. O(n log n).
     func orderedEntries() -> [Entry] { heap.orderedEntries() }
 
+    /// Calls `body` with each handle queued above `priority` (as ``SharedPositionHeap/forEach(above:_:)``).
+    func forEach(above priority: Int, _ body: (Handle) -> Bool) { heap.forEach(above: priority, body) }
+
     /// Whether `a` comes before `b`.
     static func runsBefore(_ a: Entry, _ b: Entry) -> Bool { SharedPositionHeap.runsBefore(a, b) }
 }
@@ -195,6 +198,21 @@ struct SharedPositionHeap<Handle: DenseHandle>: Sendable {
     /// Whether `a` comes before `b`.
     static func runsBefore(_ a: Entry, _ b: Entry) -> Bool {
         a.priority != b.priority ? a.priority > b.priority : a.order < b.order
+    }
+
+    /// Calls `body` with each handle whose priority is above `priority`, in no particular order,
+    /// until it returns `false`. A walk down from the top that goes no further below an entry not
+    /// above it (none under it is): O(what it visits), not O(n).
+    func forEach(above priority: Int, _ body: (Handle) -> Bool) {
+        guard let top = heap.first, Int(top.priority) > priority else { return }
+        var stack = [0]
+        while let index = stack.popLast() {
+            guard Int(heap[index].priority) > priority else { continue }
+            guard body(heap[index].handle) else { return }
+            let first = Self.arity * index + 1
+            guard first < heap.count else { continue }
+            for child in first..<min(first + Self.arity, heap.count) { stack.append(child) }
+        }
     }
 
     /// `handle`'s place in this heap: its shared position, checked against this heap (another

@@ -39,6 +39,9 @@ public struct SchedulerCore: Sendable {
         /// The scheduler shuts down and keeps its queue: it starts nothing new
         /// (``ShutdownMode/graceful``), or stops its running jobs (``ShutdownMode/stopRunning``).
         case forShutdown
+        /// A queued job outranks it: held, it would start before that job when its worker's
+        /// slot frees; given back, the better job takes its place there.
+        case forPriority
     }
 
     /// Limits of the core.
@@ -991,6 +994,8 @@ public struct SchedulerCore: Sendable {
         if case .running(let worker, let attempt, _, _) = job.info.state, isHeldAtWorker(job.handle), job.withdrawal == nil {
             actions.append(.reprioritizeHeld(id, attempt: attempt, worker: worker, priority: priority))
         }
+        // A queued job raised (or a held one lowered) may outrank what a worker holds now.
+        if pool.withdrawingMembers > 0 { withdrawOutranked() }
         return takeActions()
     }
 
@@ -1342,8 +1347,9 @@ public struct SchedulerCore: Sendable {
               !jobs[handle].hasBegun
         else { return [] }
         jobs[handle].hasBegun = true
-        // Asked back too late: another that its worker still holds may take the free slot.
-        let lapsed = jobs[handle].withdrawal == .forFreeSlot
+        // Asked back too late: another that its worker still holds may take the free slot (or
+        // make way for the queued job that outranked this one).
+        let lapsed = jobs[handle].withdrawal == .forFreeSlot || jobs[handle].withdrawal == .forPriority
         jobs[handle].withdrawal = nil
         // The same state with its real start: a running job stays running (no transition).
         jobs[handle].info.state = .running(worker: workerID, attempt: attempt, since: now, stopping: nil)
@@ -2030,9 +2036,77 @@ public struct SchedulerCore: Sendable {
         // DAG start out of submission order (no hardware prefetch), so ask for it in advance.
         if let group = heads.first, let next = groups[Int(group.index)].queue.first {
             jobs.prefetch(next)
+            // Nothing more may start: a queued job may outrank one a worker holds.
+            if pool.withdrawingMembers > 0 { withdrawOutranked() }
         } else if pool.withdrawingMembers > 0 {
             withdrawHeldAttempts()
         }
+    }
+
+    /// Nothing more may start, and queued jobs outrank attempts that workers hold unbegun
+    /// behind busy slots: held, such an attempt starts when its worker's slot frees, before any
+    /// job still queued. Asks for the lowest of them back, one for each queued job of a higher
+    /// priority (less those asked for already); given back, it is queued again and the best
+    /// queued job takes its place at that worker. Only queued jobs whose group may start one
+    /// now are counted (a job of a group at its limit waits for its group, wherever it is held).
+    private mutating func withdrawOutranked() {
+        guard !isPaused, !isDispatchHeld, shutdownMode == nil || shutdownMode == .drain, pool.freeCount == 0,
+              let best = heads.firstEntry.map({ Int($0.priority) })
+        else { return }
+        var asked = 0
+        var candidates: [(handle: JobHandle, worker: WorkerID)] = []
+        pool.forEachMember { member in
+            guard member.descriptor.withdrawsHeld, member.holdsAttempts,
+                  member.running.count > member.descriptor.runningSlots
+            else { return }
+            let withdrawing = member.running.count { jobs[$0].withdrawal != nil }
+            asked += member.running.count { jobs[$0].withdrawal == .forPriority }
+            // Beyond its running slots: those of its attempts that wait there.
+            let held = member.running.count - member.descriptor.runningSlots - withdrawing
+            guard held > 0 else { return }
+            var outranked = member.running.filter {
+                !jobs[$0].hasBegun && jobs[$0].withdrawal == nil && jobs[$0].info.priority < best
+                    && !groups[Int(jobs[$0].group)].info.isPaused
+            }
+            guard !outranked.isEmpty else { return }
+            // Those it would start last are the likeliest still held there.
+            outranked.sort(by: startsLater)
+            for job in outranked.prefix(held) { candidates.append((job, member.descriptor.id)) }
+        }
+        guard !candidates.isEmpty else { return }
+        // The lowest first: each takes one queued job above it, after those the ones asked
+        // back already took.
+        candidates.sort { startsLater($0.handle, $1.handle) }
+        for candidate in candidates {
+            let needed = asked + 1
+            guard queuedCount(above: jobs[candidate.handle].info.priority, upTo: needed) >= needed else { break }
+            guard case .running(_, let attempt, _, nil) = jobs[candidate.handle].info.state else { continue }
+            jobs[candidate.handle].withdrawal = .forPriority
+            actions.append(.withdraw(jobs[candidate.handle].info.id, attempt: attempt, worker: candidate.worker))
+            asked += 1
+        }
+    }
+
+    /// Whether the job at `a` would start after the one at `b` (a lower priority, or the same
+    /// and queued later).
+    private func startsLater(_ a: JobHandle, _ b: JobHandle) -> Bool {
+        let (first, second) = (jobs[a], jobs[b])
+        return first.info.priority != second.info.priority
+            ? first.info.priority < second.info.priority : first.queueOrder > second.queueOrder
+    }
+
+    /// How many queued jobs of a priority above `priority` may start now (their group may
+    /// start one), counting at most `cap`.
+    private func queuedCount(above priority: Int, upTo cap: Int) -> Int {
+        var count = 0
+        heads.forEach(above: priority) { group in
+            groups[Int(group.index)].queue.forEach(above: priority) { _ in
+                count += 1
+                return count < cap
+            }
+            return count < cap
+        }
+        return count
     }
 
     /// A slot is free to run a job, and nothing queued may start: asks workers that hold
@@ -2212,6 +2286,7 @@ public struct SchedulerCore: Sendable {
             let reason: RequeueReason = switch withdrawal {
             case .forPause: .withdrawnForPause
             case .forShutdown: .withdrawnForShutdown
+            case .forPriority: .withdrawnForPriority
             case .forFreeSlot, nil: .withdrawn
             }
             actions.append(.emit(.requeued(id, reason: reason)))

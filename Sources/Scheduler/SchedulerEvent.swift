@@ -187,6 +187,10 @@ public enum RequeueReason: Sendable, Equatable, Codable, CustomStringConvertible
     /// ``ShutdownMode/stopRunning``). That attempt never ran and does not count (attempts one
     /// less).
     case withdrawnForShutdown
+    /// Its worker held it behind a busy slot and gave it back unbegun for a queued job of a
+    /// higher priority, which takes its place there: held, it would have started first. That
+    /// attempt never ran and does not count (attempts one less).
+    case withdrawnForPriority
     /// Its attempt was stopped by a shutdown that keeps the queue (``ShutdownMode/stopRunning``):
     /// that attempt does not count (attempts one less), as one cut off by a lost worker.
     case stoppedForShutdown
@@ -199,6 +203,7 @@ public enum RequeueReason: Sendable, Equatable, Codable, CustomStringConvertible
         case .withdrawn: "withdrawn from a busy worker for a free slot"
         case .withdrawnForPause: "withdrawn unbegun from its worker: paused"
         case .withdrawnForShutdown: "withdrawn unbegun from its worker: the scheduler is stopping"
+        case .withdrawnForPriority: "withdrawn unbegun from its worker for a job of higher priority"
         case .stoppedForShutdown: "stopped: the scheduler is stopping (the queue is kept)"
         }
     }
@@ -330,7 +335,7 @@ extension OutputLine {
         switch reason {
         case .retriedByUser: retrySeparator
         case .workerLost: workerLostSeparator
-        case .retryDue, .withdrawn, .withdrawnForPause, .withdrawnForShutdown, .stoppedForShutdown: nil
+        case .retryDue, .withdrawn, .withdrawnForPause, .withdrawnForShutdown, .withdrawnForPriority, .stoppedForShutdown: nil
         }
     }
 

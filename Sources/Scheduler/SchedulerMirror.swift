@@ -193,7 +193,7 @@ public struct SchedulerMirror: Sendable {
                     job.history.startedAt = nil
                 case .workerLost, .stoppedForShutdown:
                     job.history.attempts = max(0, job.attempts - 1)
-                case .withdrawn, .withdrawnForPause, .withdrawnForShutdown:
+                case .withdrawn, .withdrawnForPause, .withdrawnForShutdown, .withdrawnForPriority:
                     // Never began: as the core, no start to show if none of its attempts has.
                     job.history.attempts = max(0, job.attempts - 1)
                     if job.history.attempts == 0 && !hasRun { job.history.startedAt = nil }

@@ -328,7 +328,7 @@ public final class SchedulerStore: Sendable {
                     sql: "UPDATE job SET state = 'queued', attempts = max(0, attempts - 1) WHERE id = ?",
                     arguments: [id.description])
                 try endAttempt(id, outcome: reason.description, db: db, now: now)
-            case .withdrawn, .withdrawnForPause, .withdrawnForShutdown:
+            case .withdrawn, .withdrawnForPause, .withdrawnForShutdown, .withdrawnForPriority:
                 // Given back by the worker that held it, unbegun: that attempt never ran, so
                 // it leaves no row (as one never handed out).
                 try db.execute(

@@ -211,6 +211,50 @@ struct RemotePrefetchTests {
         await coordinator.stop()
     }
 
+    @Test("A job of a higher priority submitted while a worker holds a lower one behind its busy slot runs first there: the held one is given back and runs after it, its attempt not counted")
+    func higherPriorityTakesTheHeldPlace() async throws {
+        // Given a coordinator with prefetch 1 and a one-slot worker busy with a job until its go-file
+        let scratch = try Scratch()
+        let coordinator = try await Coordinator.start(prefetch: .fixed(1))
+        let worker = try JobtopProcess.worker(for: coordinator, slots: 1, name: "one-slot")
+        defer { worker.send(SIGKILL) }
+        _ = await coordinator.joined(1)
+        let events = await coordinator.scheduler.events(includeOutput: false, delivery: .lossless)
+        let seen = Locked<[SchedulerEvent.Kind]>([])
+        let watcher = Task {
+            for await event in events { seen.withLock { $0.append(event.kind) } }
+        }
+        defer { watcher.cancel() }
+        func began() -> [JobID] { seen.withLock { $0.compactMap { if case .began(let id, _) = $0 { id } else { nil } } } }
+        let go = scratch.file("go")
+        let busy = try await coordinator.scheduler.submit(.shell("while [ ! -e '\(go)' ]; do sleep 0.02; done"))
+        #expect(await eventually(within: .seconds(60)) { began().contains(busy) })
+        // and a job of priority 0 held behind it
+        let low = try await coordinator.scheduler.submit(.shell("true"))
+        #expect(await eventually(within: .seconds(60)) {
+            seen.withLock { $0.contains { if case .started(low, 1, _, _) = $0 { true } else { false } } }
+        })
+
+        // When a job of priority 5 is submitted
+        let high = try await coordinator.scheduler.submit(.shell("true", priority: 5))
+
+        // Then the low one is given back and the high one is sent in its place
+        #expect(await eventually(within: .seconds(60)) {
+            seen.withLock { $0.contains { if case .started(high, 1, _, _) = $0 { true } else { false } } }
+        })
+        let lowEvents = seen.withLock { $0.filter { $0.jobID == low } }
+        #expect(lowEvents.contains { if case .requeued(low, .withdrawnForPriority) = $0 { true } else { false } }, "\(lowEvents)")
+        // And once the slot frees, the high one begins first, then the low one, which succeeds as its first attempt
+        try scratch.write("go", "")
+        #expect(await eventually(within: .seconds(60)) {
+            seen.withLock { $0.contains { if case .succeeded(low, attempts: 1) = $0 { true } else { false } } }
+        })
+        #expect(began() == [busy, high, low], "\(seen.withLock { $0 })")
+        worker.send(SIGTERM)
+        _ = await worker.wait(atMost: .seconds(60))
+        await coordinator.stop()
+    }
+
     @Test("Assigns leave in the order the coordinator started the attempts: forty started in one step reach the worker in that order (each left from its own task, in any order, and a worker with a free slot ran a later or lower-priority job first)")
     func assignsLeaveInStartOrder() async throws {
         // Given a worker that holds all it is sent (one slot, prefetch 39) and never begins any.

@@ -156,6 +156,52 @@ import Testing
     }
 }
 
+@Suite struct HeapWalkTests {
+    @Test("A walk over the entries above a priority visits each of them once and no other, and stops when told", arguments: 1...20)
+    func walkAbovePriorityMatchesAFilter(seed: Int) {
+        var random = SplitMix(seed: UInt64(seed))
+        var heap = IndexedHeap<JobHandle>()
+        var priorities: [Int32: Int] = [:]
+        for index in 0..<Int32(random.next() % 300) {
+            let priority = Int(random.next() % 11) - 5
+            heap.insert(JobHandle(index: index), priority: priority)
+            priorities[index] = priority
+        }
+        // Some removed and some moved, so the heap is not in insertion shape
+        for index in priorities.keys.sorted() where random.next() % 4 == 0 {
+            if random.next() % 2 == 0 {
+                heap.remove(JobHandle(index: index))
+                priorities[index] = nil
+            } else {
+                let priority = Int(random.next() % 11) - 5
+                heap.updatePriority(JobHandle(index: index), to: priority)
+                priorities[index] = priority
+            }
+        }
+        for threshold in -6...6 {
+            var seen: [Int32] = []
+            heap.forEach(above: threshold) { seen.append($0.index); return true }
+            #expect(seen.sorted() == priorities.filter { $0.value > threshold }.keys.sorted())
+            var stopped = 0
+            heap.forEach(above: threshold) { _ in stopped += 1; return stopped < 3 }
+            #expect(stopped == min(3, seen.count))
+        }
+    }
+
+    /// A small seeded generator (the walk's test must repeat).
+    struct SplitMix {
+        var state: UInt64
+        init(seed: UInt64) { state = seed }
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+}
+
 @Suite struct IdentifierTests {
     @Test("Ids compare and hash as their two words, through the witnesses dictionaries use")
     func idsHashAsTwoWords() {
