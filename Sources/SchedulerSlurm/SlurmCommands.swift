@@ -34,11 +34,18 @@ public protocol SlurmCommands: Sendable {
 /// The real commands, found on `PATH` (or in `directory`).
 public struct SystemSlurmCommands: SlurmCommands {
     private let directory: String?
+    private let timeLimits: [String: Duration]
+
+    /// How long a command may take before it is killed, by command: `scancel` retries on its own
+    /// while Slurm answers "try again later" (a suspended job asked for SIGTERM: minutes).
+    public static let defaultTimeLimits: [String: Duration] = ["scancel": .seconds(20)]
 
     /// Runs commands from `directory` when given (a wrapper that counts calls, a test's fakes),
-    /// otherwise from `PATH`.
-    public init(directory: String? = nil) {
+    /// otherwise from `PATH`; a command named in `timeLimits` is killed once it has run that long
+    /// (its result: status 124 and why).
+    public init(directory: String? = nil, timeLimits: [String: Duration] = Self.defaultTimeLimits) {
         self.directory = directory
+        self.timeLimits = timeLimits
     }
 
     /// Where `command` is, or `nil` when it is not installed.
@@ -74,6 +81,18 @@ public struct SystemSlurmCommands: SlurmCommands {
         } catch {
             return SlurmCommandResult(status: 127, output: "", error: "\(command): \(error.localizedDescription)")
         }
+        // Killed (SIGKILL) if it outlives its time limit; the timer is cancelled once it has
+        // been waited for, before its pid could be reused.
+        let timedOut = Locked(false)
+        let pid = process.processIdentifier
+        let timer = timeLimits[command].map { limit in
+            let item = DispatchWorkItem {
+                timedOut.withLock { $0 = true }
+                kill(pid, SIGKILL)
+            }
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(limit / .milliseconds(1))), execute: item)
+            return item
+        }
         // Both pipes are drained at once (stderr on a dispatch thread), so a command that fills
         // one while jobtop reads the other cannot block.
         let errorData = Locked<Data>(Data())
@@ -85,6 +104,12 @@ public struct SystemSlurmCommands: SlurmCommands {
         let outputData = out.fileHandleForReading.readDataToEndOfFile()
         group.wait()
         process.waitUntilExit()
+        timer?.cancel()
+        if timedOut.withLock({ $0 }), let limit = timeLimits[command] {
+            return SlurmCommandResult(
+                status: 124, output: String(decoding: outputData, as: UTF8.self),
+                error: "\(command) \(arguments.joined(separator: " ")): no answer within \(limit) (killed)")
+        }
         let status = process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
         return SlurmCommandResult(
             status: status, output: String(decoding: outputData, as: UTF8.self),

@@ -138,7 +138,9 @@ public enum SlurmText {
             return .exit(record.exitCode)
         case "FAILED":
             // A launch that failed (its output file could not be opened, ...) reads as signal 53
-            // (`ExitCode=0:53`), which no job sent.
+            // (`ExitCode=0:53`), which no job sent. A job killed by a signal once it ran (`kill
+            // -9 $$`) has the same reason with its signal: that one ran.
+            if record.exitCode == 0 && record.signal != 0 && record.signal != 53 { return .signal(record.signal) }
             if record.reason.hasPrefix("JobLaunchFailure") || record.reason.hasPrefix("launch_failed") {
                 return .error("Slurm job \(record.id) failed to start (\(record.reason); slurmd's log on the node says why)")
             }

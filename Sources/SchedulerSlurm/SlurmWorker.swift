@@ -18,7 +18,14 @@ import Scheduler
 ///   their lines and progress go to the job's reporter, as a local job's do.
 /// - A stop (cancel, jobtop's timeout) is `scancel --full --signal=TERM`, then `scancel --full
 ///   --signal=KILL` and `scancel` after the grace period, or at once when a stop with no grace
-///   (a second Ctrl-C) follows (a pending job is cancelled at once). Slurm's own outcomes map to failures
+///   (a second Ctrl-C) follows (a pending or suspended job is cancelled at once: a suspended
+///   job takes no signal, and `scancel --signal=TERM` retries it for minutes). Every `scancel`
+///   runs on a thread of its own, bounded in time, so a stop that Slurm holds up never stalls
+///   the polls, the submissions or the output of the other jobs.
+/// - A job still pending in Slurm's queue is given back when the engine asks
+///   (``withdraw(_:attempt:)``: a pause, a shutdown that keeps the queue) with `scancel
+///   --state=PENDING`, which Slurm refuses for a job that started meanwhile (that one runs on).
+///   Slurm's own outcomes map to failures
 ///   (``SlurmText/termination(_:wasStopped:)``); `NODE_FAIL` and `PREEMPTED` come back as a lost
 ///   worker, so the engine requeues the attempt.
 ///
@@ -35,6 +42,7 @@ public final class SlurmWorker: Worker {
     fileprivate struct Inbox {
         var submissions: [Submission] = []
         var stops: [(key: Key, request: StopRequest)] = []
+        var withdrawals: [Key] = []
         var isThreadRunning = false
         var placements: [JobID: SlurmPlacement] = [:]
         var calls: [String: Int] = [:]
@@ -59,7 +67,8 @@ public final class SlurmWorker: Worker {
     ///   be made.
     public init(configuration: SlurmConfiguration, commands: any SlurmCommands = SystemSlurmCommands()) throws {
         let name = configuration.options.partition.map { "slurm:\($0)" } ?? "slurm"
-        descriptor = WorkerDescriptor(id: WorkerID(), name: name, kind: .remote, slots: configuration.submitted)
+        descriptor = WorkerDescriptor(
+            id: WorkerID(), name: name, kind: .remote, slots: configuration.submitted, holdsAttempts: true, withdrawsHeld: true)
         self.configuration = configuration
         self.commands = commands
         try Self.writeScripts(in: configuration.directory)
@@ -106,6 +115,13 @@ public final class SlurmWorker: Worker {
         // Nothing to release: the worker's thread ends by itself once no attempt is left.
     }
 
+    /// Gives back the attempt if it is still pending in Slurm's queue (or not yet submitted):
+    /// its `execute` returns ``Termination/withdrawn``. One that started runs on.
+    public func withdraw(_ job: JobID, attempt: Int) {
+        inbox.withLock { $0.withdrawals.append(Key(jobID: job, attempt: attempt)) }
+        wakeup.signal()
+    }
+
     /// Ends the run on Slurm: cancels, in one `scancel` call, every Slurm job this worker
     /// submitted that has not been seen to end (a run that did not wait for its jobs, after a
     /// second signal, must leave nothing running on the cluster), then removes the run's scripts
@@ -143,20 +159,21 @@ public final class SlurmWorker: Worker {
         thread.start()
     }
 
-    fileprivate func take() -> (submissions: [Submission], stops: [(key: Key, request: StopRequest)]) {
+    fileprivate func take() -> (submissions: [Submission], stops: [(key: Key, request: StopRequest)], withdrawals: [Key]) {
         inbox.withLock { inbox in
             defer {
                 inbox.submissions = []
                 inbox.stops = []
+                inbox.withdrawals = []
             }
-            return (inbox.submissions, inbox.stops)
+            return (inbox.submissions, inbox.stops, inbox.withdrawals)
         }
     }
 
     /// Ends the thread if nothing came in meanwhile; returns whether it may end.
     fileprivate func mayEndThread() -> Bool {
         inbox.withLock { inbox in
-            guard inbox.submissions.isEmpty, inbox.stops.isEmpty else { return false }
+            guard inbox.submissions.isEmpty, inbox.stops.isEmpty, inbox.withdrawals.isEmpty else { return false }
             inbox.isThreadRunning = false
             return true
         }
@@ -165,6 +182,20 @@ public final class SlurmWorker: Worker {
     fileprivate func run(_ command: String, _ arguments: [String]) -> SlurmCommandResult {
         inbox.withLock { $0.calls[command, default: 0] += 1 }
         return commands.run(command, arguments)
+    }
+
+    /// Runs `calls` one after another on a thread of their own, each given the result of the
+    /// one before (`nil` for the first) and returning its command and arguments, or `nil` to
+    /// stop there: for `scancel`, which Slurm may hold up ("try again later") while the loop
+    /// goes on.
+    fileprivate func runDetached(_ calls: [@Sendable (SlurmCommandResult?) -> (String, [String])?]) {
+        Thread { [self] in
+            var last: SlurmCommandResult?
+            for call in calls {
+                guard let (command, arguments) = call(last) else { return }
+                last = run(command, arguments)
+            }
+        }.start()
     }
 
     fileprivate func place(_ assignment: JobAssignment, _ placement: SlurmPlacement?) {
@@ -261,6 +292,9 @@ private final class TrackedJob {
     var state = SlurmJobState.pending
     var reason = ""
     var stop: StopRequest?
+    /// Asked back while pending (``SlurmWorker/withdraw(_:attempt:)``): a `CANCELLED` end that
+    /// never began is the withdrawal's.
+    var isWithdrawn = false
     var killAt: ContinuousClock.Instant?
     var failedLookups = 0
 
@@ -278,6 +312,8 @@ private final class TrackedJob {
 private struct SlurmLoop {
     let worker: SlurmWorker
     var jobs: [SlurmWorker.Key: TrackedJob] = [:]
+    /// Withdrawals that came before their attempt's submission.
+    var earlyWithdrawals: Set<SlurmWorker.Key> = []
     var nextPoll = ContinuousClock.now
     /// A squeue or scontrol lookup that fails this many polls in a row fails the attempt: five
     /// minutes of a controller that does not answer (a restart, a failover), and at least 30 polls.
@@ -292,14 +328,20 @@ private struct SlurmLoop {
 
     mutating func run() {
         while true {
-            let (submissions, stops) = worker.take()
+            let (submissions, stops, withdrawals) = worker.take()
             var stopped: [SlurmWorker.Key: StopRequest] = [:]
             for stop in stops where stopped[stop.key].map({ stop.request.grace < $0.grace }) ?? true {
                 // The most urgent of them (a second Ctrl-C asks again, with no grace).
                 stopped[stop.key] = stop.request
             }
+            earlyWithdrawals.formUnion(withdrawals.filter { jobs[$0] == nil })
             for submission in submissions {
                 let key = SlurmWorker.Key(jobID: submission.assignment.jobID, attempt: submission.assignment.attempt)
+                if earlyWithdrawals.remove(key) != nil && stopped[key] == nil {
+                    // Asked back before it was submitted: given back as it is.
+                    finish(submission, .withdrawn)
+                    continue
+                }
                 if stopped[key] != nil || submission.assignment.control.stopRequest != nil {
                     // Stopped before it was submitted: nothing runs anywhere.
                     stopped[key] = nil
@@ -309,8 +351,20 @@ private struct SlurmLoop {
                 }
                 submit(submission)
             }
-            // Pending jobs are cancelled outright, all in one scancel call (a cancel of a whole
-            // run may stop a thousand at once); running ones get SIGTERM first.
+            // Pending jobs asked back: cancelled only while still pending (Slurm refuses the
+            // others, which run on), in one call.
+            var giveBack: [TrackedJob] = []
+            for key in withdrawals {
+                guard let job = jobs[key], job.state == .pending, !job.hasBegun, job.stop == nil, !job.isWithdrawn else { continue }
+                job.isWithdrawn = true
+                giveBack.append(job)
+            }
+            if !giveBack.isEmpty {
+                let ids = giveBack.map(\.slurmID)
+                worker.runDetached([{ _ in ("scancel", ["--state=PENDING"] + ids) }])
+            }
+            // Pending (and suspended) jobs are cancelled outright, all in one scancel call (a
+            // cancel of a whole run may stop a thousand at once); running ones get SIGTERM first.
             var cancelNow: [TrackedJob] = []
             for (key, request) in stopped {
                 guard let job = jobs[key] else { continue }
@@ -322,9 +376,12 @@ private struct SlurmLoop {
                     continue
                 }
                 job.stop = request
-                if job.state == .pending { cancelNow.append(job) } else { signal(job, request) }
+                if job.state == .pending || job.state == .active("SUSPENDED") { cancelNow.append(job) } else { signal(job, request) }
             }
-            if !cancelNow.isEmpty { _ = worker.run("scancel", cancelNow.map(\.slurmID)) }
+            if !cancelNow.isEmpty {
+                let ids = cancelNow.map(\.slurmID)
+                worker.runDetached([{ _ in ("scancel", ids) }])
+            }
             let now = ContinuousClock.now
             for job in jobs.values {
                 if let killAt = job.killAt, killAt <= now {
@@ -332,8 +389,8 @@ private struct SlurmLoop {
                     // SIGKILL to every step, the batch script's included, at once; then a plain
                     // cancel, so that Slurm ends the job (alone, it sends SIGTERM and waits
                     // KillWait again before its SIGKILL).
-                    _ = worker.run("scancel", ["--full", "--signal=KILL", job.slurmID])
-                    _ = worker.run("scancel", [job.slurmID])
+                    let id = job.slurmID
+                    worker.runDetached([{ _ in ("scancel", ["--full", "--signal=KILL", id]) }, { _ in ("scancel", [id]) }])
                 }
             }
             if !jobs.isEmpty && now >= nextPoll {
@@ -360,7 +417,11 @@ private struct SlurmLoop {
         let base = "\(settings.directory)/\(assignment.jobID.short)-\(assignment.attempt)"
         let outPath = base + ".out"
         let errPath = base + ".err"
-        var arguments = ["--parsable", "-J", Self.jobName(spec.displayName), "--output", outPath, "--error", errPath, "--no-requeue"]
+        // (sbatch reads `%` in these as its patterns, `%j` and the like: `%%` is a `%`.)
+        var arguments = [
+            "--parsable", "-J", Self.jobName(spec.displayName), "--output", Self.literalPattern(outPath),
+            "--error", Self.literalPattern(errPath), "--no-requeue",
+        ]
         if let timeout = spec.timeout {
             arguments += ["--time", SlurmText.timeLimit(for: timeout, grace: settings.gracePeriod)]
         }
@@ -403,6 +464,12 @@ private struct SlurmLoop {
         submission.continuation.resume(returning: termination)
     }
 
+    /// `path` as sbatch's `--output`/`--error` take it literally: each `%` doubled (`%j` in a
+    /// directory's name was the job id, and every job failed to start).
+    static func literalPattern(_ path: String) -> String {
+        path.replacingOccurrences(of: "%", with: "%%")
+    }
+
     /// A Slurm job name: printable, one line, at most 100 characters.
     static func jobName(_ name: String) -> String {
         let cleaned = String(name.map { $0.isNewline || ($0.asciiValue.map { $0 < 0x20 || $0 == 0x7F } ?? false) ? " " : $0 })
@@ -425,13 +492,17 @@ private struct SlurmLoop {
     // MARK: Stopping
 
     private func signal(_ job: TrackedJob, _ request: StopRequest) {
-        let result = worker.run("scancel", ["--full", "--signal=\(request.grace == .zero ? "KILL" : "TERM")", job.slurmID])
-        if result.status != 0 || request.grace == .zero {
-            // Pending after all, or between states (or killed already): cancel it outright.
-            _ = worker.run("scancel", [job.slurmID])
-        } else {
-            job.killAt = ContinuousClock.now + request.grace
-        }
+        let id = job.slurmID
+        let now = request.grace == .zero
+        // The kill is due after the grace period whatever the signal's call says (it is not
+        // waited for).
+        if !now { job.killAt = ContinuousClock.now + request.grace }
+        worker.runDetached([
+            { _ in ("scancel", ["--full", "--signal=\(now ? "KILL" : "TERM")", id]) },
+            // Pending after all, or between states (or killed already, or held up past its
+            // time limit): cancel it outright.
+            { result in result.map { $0.status != 0 || now } == true ? ("scancel", [id]) : nil },
+        ])
     }
 
     // MARK: Polling
@@ -478,7 +549,11 @@ private struct SlurmLoop {
                     read(job, final: false)
                     continue
                 }
-                end(job, SlurmText.termination(record, wasStopped: job.stop != nil))
+                if job.isWithdrawn, !job.hasBegun, job.stop == nil, record.state == .ended("CANCELLED") {
+                    end(job, .withdrawn)
+                } else {
+                    end(job, SlurmText.termination(record, wasStopped: job.stop != nil))
+                }
             } else if lookup.error.contains("Invalid job id") {
                 end(job, .error("Slurm has no record of job \(job.slurmID) any more (purged before jobtop saw it end)"))
             } else {

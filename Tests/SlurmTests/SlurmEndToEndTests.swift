@@ -178,7 +178,7 @@ struct SlurmEndToEndTests {
     /// Starts jobtop on one job whose command ends in a comment with a marker of its own (in a
     /// job file, so that only the job's processes have it in their command line); returns it
     /// once the job runs in Slurm, with the marker.
-    private static func runningMarkedJob(
+    static func runningMarkedJob(
         _ command: String, grace: String, scratch: Scratch, logsOutput: Bool = false, ready: String? = nil
     ) async throws -> (jobtop: JobtopProcess, marker: String) {
         let marker = "jobtop-slurm-\(UUID().uuidString.prefix(8))"
@@ -229,6 +229,43 @@ struct SlurmEndToEndTests {
         #expect(JSONLog(outcome.lines).events("cancelled").count == 1, "\(outcome.stdout)\n\(outcome.stderr)")
         let gone = await eventually(within: .seconds(30)) { await offThePool { !SlurmCluster.hasProcess(marker) } }
         #expect(gone, "a process of the killed job is still running")
+    }
+
+    @Test("A suspended Slurm job is cancelled at once (it takes no SIGTERM, and scancel's SIGTERM retried it for minutes while every other job waited)")
+    func suspendedJobIsCancelled() async throws {
+        try SlurmCluster.require()
+        let scratch = try Scratch()
+        let (jobtop, marker) = try await Self.runningMarkedJob(
+            "echo ready; sleep 300", grace: "1s", scratch: scratch, logsOutput: true, ready: "ready")
+        let id = try SlurmCluster.run("/bin/sh", ["-c", "squeue -h -n marked -o %i"]).trimmingCharacters(in: .whitespacesAndNewlines)
+        try #require(!id.isEmpty)
+        _ = try SlurmCluster.run("/bin/sh", ["-c", "scontrol suspend \(id)"])
+        #expect(await eventually(within: .seconds(30)) { await offThePool { Self.slurmState(id) == "SUSPENDED" } })
+        jobtop.send(SIGINT)
+        let outcome = await jobtop.wait(atMost: .seconds(20))
+        if outcome == nil { _ = try? SlurmCluster.run("/bin/sh", ["-c", "scontrol resume \(id); scancel \(id)"]) }
+        let ended = try #require(outcome, "jobtop did not end within 20 s of SIGINT with its job suspended: \(jobtop.output)")
+        #expect(JSONLog(ended.lines).events("cancelled").count == 1, "\(ended.stdout)\n\(ended.stderr)")
+        let gone = await eventually(within: .seconds(30)) { await offThePool { !SlurmCluster.hasProcess(marker) } }
+        #expect(gone, "a process of the cancelled job is still running")
+    }
+
+    @Test("A job killed by a signal on Slurm says so (Slurm records it as JobLaunchFailure), and a % in the Slurm directory is taken literally (sbatch read it as a pattern)")
+    func signalsAndPercent() async throws {
+        try SlurmCluster.require()
+        let scratch = try Scratch()
+        let file = try scratch.write("jobs.toml", """
+            [[job]]
+            name = "killed"
+            command = "echo bye; kill -9 $$"
+            """)
+        let run = try await JobtopProcess.run(
+            [file, "--slurm", "--slurm-poll", "300ms", "--log-format", "json", "--log-output", "--slurm-dir", scratch.file("pct%jdir")],
+            directory: scratch.path)
+        let log = JSONLog(run.lines)
+        #expect(log.outputTexts(of: "killed") == ["bye"], "\(run.stdout)\n\(run.stderr)")
+        let failed = try #require(log.events("failed", job: "killed").first, "\(run.stdout)\n\(run.stderr)")
+        #expect(failed["reason"] as? String == "killed by SIGKILL", "\(failed)")
     }
 
     @Test("An unknown partition or arguments Slurm refuses: exit 2 before anything is submitted")

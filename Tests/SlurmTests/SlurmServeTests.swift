@@ -26,9 +26,9 @@ extension SlurmEndToEndTests {
         var stateDirectory: StateDirectory { StateDirectory(path: scratch.file("state") + "/jobtop") }
 
         /// Starts `serve --slurm` and waits until it answers.
-        func start() async throws -> JobtopProcess {
+        func start(_ extra: [String] = []) async throws -> JobtopProcess {
             let serve = try JobtopProcess(
-                ["serve", "--slurm", "-j", "2", "--slurm-poll", "300ms"], environment: environment, newSession: true)
+                ["serve", "--slurm", "-j", "2", "--slurm-poll", "300ms"] + extra, environment: environment, newSession: true)
             let answered = await until(within: .seconds(60)) { try await client(["status"]).status == 0 }
             if !answered {
                 serve.send(SIGKILL)
@@ -157,6 +157,48 @@ extension SlurmEndToEndTests {
         #expect(emptied, "\(left)")
         let gone = await eventually(within: .seconds(30)) { await offThePool { !SlurmCluster.hasProcess(marker) } }
         #expect(gone)
+    }
+
+    @Test("serve --slurm: a shutdown gives a job still pending in Slurm's queue back (cancelled there, not run), and the next serve runs it as its first attempt")
+    func shutdownGivesPendingJobsBack() async throws {
+        try SlurmCluster.require()
+        let scratch = try Scratch()
+        let daemon = SlurmServe(scratch)
+        let marker = "jobtop-slurm-pending-\(UUID().uuidString.prefix(8))"
+        let ran = scratch.file("ran")
+        // Given a serve whose Slurm jobs wait an hour in Slurm's queue (--begin)
+        var serve = try await daemon.start(["--slurm-arg=--begin=now+3600"])
+        let submitted = try await daemon.client(["submit", "--name", marker, "-c", "touch \(ran) # \(marker)"])
+        try #require(submitted.status == 0, "\(submitted.stderr)")
+        var slurmID = ""
+        let pending = await Self.until(within: .seconds(90)) {
+            guard let job = try await daemon.jobs().first, let placement = job["placement"] as? String,
+                  let id = SlurmLeftovers.slurmID(inPlacement: placement) else { return false }
+            slurmID = id
+            return await offThePool { Self.slurmState(id) == "PENDING" }
+        }
+        try #require(pending, "the job never waited in Slurm's queue: \(serve.output)")
+
+        // When the serve is shut down (running jobs would finish; nothing new starts)
+        let shutdown = try await daemon.client(["shutdown"])
+        #expect(shutdown.status == 0, "\(shutdown.stderr)")
+        #expect(await serve.wait(atMost: .seconds(60)) != nil, "serve did not stop: \(serve.output)")
+
+        // Then its Slurm job was cancelled while pending, and never ran
+        let id = slurmID
+        #expect(await eventually(within: .seconds(30)) { await offThePool { ["CANCELLED", ""].contains(Self.slurmState(id)) } })
+        #expect(!FileManager.default.fileExists(atPath: ran))
+
+        // And the next serve (no --begin) runs it, as its first attempt
+        serve = try await daemon.start()
+        let succeeded = await Self.until(within: .seconds(120)) {
+            guard let job = try await daemon.jobs().first else { return false }
+            return job["state"] as? String == "succeeded" && job["attempts"] as? Int == 1
+        }
+        #expect(succeeded, "\(serve.output)")
+        #expect(FileManager.default.fileExists(atPath: ran))
+        _ = try await daemon.client(["shutdown"])
+        #expect(await serve.wait(atMost: .seconds(60)) != nil, "serve did not stop: \(serve.output)")
     }
 
     @Test("serve --slurm with an unknown partition: exit 2 before it listens")

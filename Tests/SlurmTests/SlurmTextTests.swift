@@ -78,6 +78,11 @@ struct SlurmTextTests {
         let record = try #require(SlurmText.jobRecord("JobId=7 JobName=j JobState=FAILED Reason=JobLaunchFailure ExitCode=0:53", id: "7"))
         #expect(SlurmText.termination(record, wasStopped: false)
             == .error("Slurm job 7 failed to start (JobLaunchFailure; slurmd's log on the node says why)"))
+        // A job that ran and was killed by a signal gets the same reason from Slurm, with its signal
+        for signal: Int32 in [9, 11, 15] {
+            let killed = try #require(SlurmText.jobRecord("JobId=7 JobName=j JobState=FAILED Reason=JobLaunchFailure ExitCode=0:\(signal)", id: "7"))
+            #expect(SlurmText.termination(killed, wasStopped: false) == .signal(signal))
+        }
     }
 
     @Test("NODE_FAIL and PREEMPTED are worker losses (the engine requeues them); TIMEOUT and OOM are failures")

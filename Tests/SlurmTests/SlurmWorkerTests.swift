@@ -17,12 +17,25 @@ final class FakeSlurm: SlurmCommands {
         var jobs: [String: Job] = [:]
         var calls: [(command: String, arguments: [String])] = []
         var squeueFails = false
+        /// While set, `scancel --full --signal=TERM` does not return until it is signalled (as
+        /// scancel retries a suspended job's SIGTERM); counted in `heldSignals`.
+        var holdsSignals: DispatchSemaphore?
+        var heldSignals = 0
     }
 
     let state = Locked(State())
 
     func run(_ command: String, _ arguments: [String]) -> SlurmCommandResult {
-        state.withLock { state in
+        if command == "scancel", arguments.contains("--signal=TERM"), let hold = state.withLock({ state -> DispatchSemaphore? in
+            guard let hold = state.holdsSignals else { return nil }
+            state.heldSignals += 1
+            return hold
+        }) {
+            hold.wait()
+            hold.signal()
+            return SlurmCommandResult(status: 1, output: "", error: "scancel: error: Job can not be altered now, try again later")
+        }
+        return state.withLock { state in
             state.calls.append((command, arguments))
             switch command {
             case "sbatch":
@@ -48,7 +61,11 @@ final class FakeSlurm: SlurmCommands {
                 return SlurmCommandResult(
                     status: 0, output: "JobId=\(id) JobName=x JobState=\(job.state) Reason=None ExitCode=\(job.exit)\n", error: "")
             case "scancel":
-                for id in arguments where state.jobs[id] != nil { state.jobs[id]?.state = "CANCELLED" }
+                // (`--state=PENDING`: only those still pending.)
+                let onlyPending = arguments.contains("--state=PENDING")
+                for id in arguments where state.jobs[id] != nil && (!onlyPending || state.jobs[id]?.state == "PENDING") {
+                    state.jobs[id]?.state = "CANCELLED"
+                }
                 return SlurmCommandResult(status: 0, output: "", error: "")
             default:
                 return SlurmCommandResult(status: 127, output: "", error: "\(command): not faked")
@@ -213,5 +230,83 @@ struct SlurmWorkerTests {
             let cancels = slurm.calls("scancel")
             #expect(cancels == [slurm.submitted.prefix(1).map { $0 }], "\(cancels)")
         }
+    }
+
+    @Test("A pause gives back what waits in Slurm's queue (scancel --state=PENDING), not what runs; given back, a job waits uncounted, and resumed it is submitted again")
+    func pauseGivesPendingJobsBack() async throws {
+        let slurm = FakeSlurm()
+        try await withWorker(slurm, submitted: 2) { scheduler, events in
+            let seen = Self.collect(events)
+            defer { seen.task.cancel() }
+            // Given two jobs in Slurm, one running (begun) and one pending
+            let ids = try await scheduler.submit(contentsOf: [.shell("first"), .shell("second")])
+            #expect(await eventually(within: .seconds(120)) { slurm.submitted.count == 2 })
+            let (running, pending) = (slurm.submitted[0], slurm.submitted[1])
+            slurm.set(running, state: "RUNNING")
+            #expect(await eventually(within: .seconds(120)) { seen.has { if case .began(ids[0], _) = $0 { true } else { false } } })
+            // When everything is paused
+            await scheduler.pause()
+            // Then only the pending one is asked back from Slurm, and it waits in the queue, its attempt not counted
+            #expect(await eventually(within: .seconds(120)) {
+                seen.has { if case .requeued(ids[1], .withdrawnForPause) = $0 { true } else { false } }
+            })
+            #expect(slurm.calls("scancel") == [["--state=PENDING", pending]], "\(slurm.calls("scancel"))")
+            let given = await scheduler.snapshot().jobs.first { $0.id == ids[1] }
+            #expect(given?.attempts == 0 && given?.state.kind == .queued)
+            #expect(await scheduler.snapshot().jobs.first { $0.id == ids[0] }?.state.kind == .running)
+            // When resumed, then it is submitted again and runs
+            await scheduler.resume()
+            #expect(await eventually(within: .seconds(120)) { slurm.submitted.count == 3 })
+            slurm.set(running, state: "COMPLETED")
+            slurm.set(slurm.submitted[2], state: "COMPLETED")
+            #expect(await eventually(within: .seconds(120)) {
+                ids.allSatisfy { id in seen.has { if case .succeeded(id, attempts: 1) = $0 { true } else { false } } }
+            })
+        }
+    }
+
+    @Test("A stop Slurm holds up (scancel retrying 'try again later') stalls nothing else: other jobs are still submitted and polled, and the kill after the grace period ends it")
+    func heldUpStopStallsNothing() async throws {
+        let slurm = FakeSlurm()
+        let release = DispatchSemaphore(value: 0)
+        slurm.state.withLock { $0.holdsSignals = release }
+        let scratch = try Scratch()
+        let worker = try SlurmWorker(
+            configuration: SlurmConfiguration(
+                submitted: 2, pollInterval: .milliseconds(20), gracePeriod: .milliseconds(200), directory: scratch.file("slurm")),
+            commands: slurm)
+        let scheduler = Scheduler(configuration: .init(localSlots: 0, gracePeriod: .milliseconds(200), seed: 3))
+        let seen = Self.collect(await scheduler.events())
+        defer { seen.task.cancel() }
+        async let running: Void = scheduler.run()
+        await scheduler.addWorker(worker)
+        // Given a job running in Slurm
+        let first = try await scheduler.submit(.shell("first"))
+        #expect(await eventually(within: .seconds(120)) { slurm.submitted.count == 1 })
+        slurm.set(slurm.submitted[0], state: "RUNNING")
+        #expect(await eventually(within: .seconds(120)) { seen.has { if case .began(first, _) = $0 { true } else { false } } })
+        // When it is cancelled and its SIGTERM's scancel does not return
+        try await scheduler.cancel(first)
+        #expect(await eventually(within: .seconds(120)) { slurm.state.withLock { $0.heldSignals } == 1 })
+        // Then another job is still submitted and ends as Slurm says
+        let second = try await scheduler.submit(.shell("second"))
+        #expect(await eventually(within: .seconds(120)) { slurm.submitted.count == 2 })
+        slurm.set(slurm.submitted[1], state: "COMPLETED")
+        #expect(await eventually(within: .seconds(120)) { seen.has { if case .succeeded(second, attempts: 1) = $0 { true } else { false } } })
+        // And the kill after the grace period (SIGKILL, then a plain scancel) ends the first
+        #expect(await eventually(within: .seconds(120)) { seen.has { if case .cancelled(first) = $0 { true } else { false } } })
+        #expect(slurm.calls("scancel").contains([slurm.submitted[0]]), "\(slurm.calls("scancel"))")
+        release.signal()
+        await scheduler.shutdown(.cancelRunning)
+        await running
+    }
+
+    /// Every event of `events`, as they come (collected by a task the caller cancels).
+    static func collect(_ events: EventStream) -> (task: Task<Void, Never>, has: @Sendable ((SchedulerEvent.Kind) -> Bool) -> Bool) {
+        let seen = Locked<[SchedulerEvent.Kind]>([])
+        let task = Task {
+            for await event in events { seen.withLock { $0.append(event.kind) } }
+        }
+        return (task, { condition in seen.withLock { $0.contains(where: condition) } })
     }
 }
