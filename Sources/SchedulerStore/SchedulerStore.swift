@@ -154,6 +154,9 @@ public final class SchedulerStore: Sendable {
     /// Lets go of the state directory's lock: another serve may open it. Call it once nothing
     /// more will be written (the store must not be used after).
     public func close() {
+        // The database first: a serve that starts once the lock is free opens it, and found it
+        // still open here (its last checkpoint under way: "database is locked").
+        try? database.close()
         lock.release()
     }
 

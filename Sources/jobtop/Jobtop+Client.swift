@@ -1116,6 +1116,13 @@ extension Jobtop {
                     }
                 }
                 for await _ in events {}
+                // Its jobs have ended; it still closes its state and its socket. Stopped is
+                // when it no longer answers: a serve started at once after this returned found
+                // the state directory still in use ("database is locked").
+                let deadline = ContinuousClock.now + .seconds(60)
+                while ContinuousClock.now < deadline, (try? await client.ping()) != nil {
+                    try? await Task.sleep(for: .milliseconds(20))
+                }
                 StandardError.write("jobtop: jobtop serve stopped\n")
                 if isWeaker { throw ExitCode(ExitStatus.someFailed) }
             }

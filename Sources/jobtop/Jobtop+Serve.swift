@@ -340,6 +340,11 @@ extension Jobtop {
             if let slurmWorker { capacity = "\(slurmWorker.descriptor.name): \(slurmWorker.descriptor.slots) kept submitted" }
             StandardError.write("jobtop serve: listening on \(where_) (\(capacity)); pid \(getpid())\n")
             await running.value
+            // For tests only: a serve that takes its time to close (its clients' shutdown must
+            // wait for it, not only for the end of its jobs).
+            if let pause = ProcessInfo.processInfo.environment["JOBTOP_TEST_CLOSE_PAUSE_MS"].flatMap({ Int($0) }) {
+                try? await Task.sleep(for: .milliseconds(pause))
+            }
             // Every job has ended: the workers are told goodbye (and given up to 2 s to close).
             await workerListener?.stop()
             signals.stop()

@@ -16,11 +16,12 @@ final class ServeFixture: Sendable {
     var runtimeDirectory: String { environment["XDG_RUNTIME_DIR"]! }
     var socketPath: String { runtimeDirectory + "/jobtop/serve.sock" }
 
-    init(_ arguments: [String] = ["-j", "2"], files: [String: String] = [:]) async throws {
+    init(_ arguments: [String] = ["-j", "2"], files: [String: String] = [:], extraEnvironment: [String: String] = [:]) async throws {
         scratch = try Scratch()
         for (name, text) in files { try scratch.write(name, text) }
         environment = ["XDG_RUNTIME_DIR": scratch.file("run"), "XDG_STATE_HOME": scratch.file("state")]
-        serve = try JobtopProcess(["serve"] + arguments, directory: scratch.path, environment: environment, newSession: true)
+        serve = try JobtopProcess(
+            ["serve"] + arguments, directory: scratch.path, environment: environment.merging(extraEnvironment) { $1 }, newSession: true)
         let serve = serve
         let ready = await eventually(within: .seconds(60)) { serve.output.contains("listening on") }
         try #require(ready, "serve did not start: \(serve.output)")
@@ -1166,5 +1167,48 @@ struct ServeTests {
         #expect(listening && again.output.contains("listening on"), "\(again.output)")
         _ = try await fixture.run(["shutdown"])
         #expect(await again.wait(atMost: .seconds(60))?.status == 0)
+    }
+}
+
+@Suite("jobtop shutdown, then a serve at once", .timeLimit(.minutes(5)))
+struct ShutdownRestartTests {
+    @Test("Once `jobtop shutdown` returns, the state directory is free: a serve started at once opens it and has every job (three rounds, 3,000 queued jobs; a trial's release build failed 'database is locked' in 2 of 5)")
+    func restartAtOnce() async throws {
+        // (Each serve takes half a second more to close after its jobs have ended.)
+        let fixture = try await ServeFixture(["-j", "2"], extraEnvironment: ["JOBTOP_TEST_CLOSE_PAUSE_MS": "500"])
+        #expect(try await fixture.run(["pause"]).status == 0)
+        let list = String(repeating: "true\n", count: 3_000)
+        let submitted = try await fixture.run(["submit", "-"], stdin: list)
+        try #require(submitted.status == 0, "\(submitted.stderr)")
+        var serve = fixture.serve
+        for round in 1...3 {
+            let shutdown = try await fixture.run(["shutdown"])
+            #expect(shutdown.status == 0, "round \(round): \(shutdown.stderr)")
+            // The serve has let go of its state directory (it held it for a moment more: it
+            // said stopped once its jobs had ended, before it closed its database)
+            #expect(Self.isFree(fixture.scratch.file("state") + "/jobtop/lock"), "round \(round): the state directory is still locked")
+            let next = try JobtopProcess(
+                ["serve", "-j", "2"], directory: fixture.scratch.path,
+                environment: fixture.environment.merging(["JOBTOP_TEST_CLOSE_PAUSE_MS": "500"]) { $1 }, newSession: true)
+            let ready = await eventually(within: .seconds(60)) { next.output.contains("listening on") || next.output.contains("jobtop serve: cannot") }
+            #expect(ready && next.output.contains("listening on"), "round \(round): \(next.output)")
+            #expect(await serve.wait(atMost: .seconds(60)) != nil)
+            serve = next
+            let status = try await fixture.report()
+            let counts = status["counts"] as? [String: Any]
+            #expect(counts?["queued"] as? Int == 3_000, "round \(round): \(counts ?? [:])")
+        }
+        _ = try await fixture.run(["shutdown"])
+        #expect(await serve.wait(atMost: .seconds(60)) != nil)
+    }
+
+    /// Whether the lock file at `path` can be locked now (no serve holds it).
+    static func isFree(_ path: String) -> Bool {
+        let fd = open(path, O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return false }
+        flock(fd, LOCK_UN)
+        return true
     }
 }
