@@ -910,7 +910,8 @@ extension Jobtop {
                 A job that never ran has no output: a note on stderr says why (blocked, \
                 scheduled, skipped, cancelled).
 
-                Exit status: 0 printed; 2 unknown or ambiguous id; 3 no serve.
+                Exit status: 0 printed; 2 unknown or ambiguous id; 3 no serve; 141 stdout was closed \
+                (`| head`).
                 """)
         @Argument(help: ArgumentHelp("The job: id, unique prefix or name.", valueName: "id"))
         var id: String
@@ -923,17 +924,29 @@ extension Jobtop {
                 let job = try await resolve([reference], with: client)[0]
                 let dropped = Locked(0)
                 let printed = Locked(false)
-                try await client.fetchLog(of: job.id) { part in
-                    switch part {
-                    case .bytes(let data):
-                        if !data.isEmpty { printed.withLock { $0 = true } }
-                        writeOut(Array(data))
-                    case .tail(let lines, let count):
-                        dropped.withLock { $0 = count }
-                        if !lines.isEmpty { printed.withLock { $0 = true } }
-                        writeOut(lines.flatMap(\.rawBytes))
-                    case .unknownJob: break
+                // (The body's error reaches here as the call's: the flag says it was this.)
+                let closed = Locked(false)
+                do {
+                    try await client.fetchLog(of: job.id) { part in
+                        do throws(OutputClosed) {
+                            switch part {
+                            case .bytes(let data):
+                                if !data.isEmpty { printed.withLock { $0 = true } }
+                                try writeOut(Array(data))
+                            case .tail(let lines, let count):
+                                dropped.withLock { $0 = count }
+                                if !lines.isEmpty { printed.withLock { $0 = true } }
+                                try writeOut(lines.flatMap(\.rawBytes))
+                            case .unknownJob: break
+                            }
+                        } catch {
+                            closed.withLock { $0 = true }
+                            throw error
+                        }
                     }
+                } catch {
+                    if closed.withLock({ $0 }) { throw ExitCode(ExitStatus.logLost) }
+                    throw error
                 }
                 let count = dropped.withLock { $0 }
                 if count > 0 {
@@ -979,7 +992,7 @@ extension Jobtop {
                 and exits at once.
 
                 Exit status: 0 the job succeeded; 1 it failed, was cancelled or skipped; 2 unknown \
-                or ambiguous id; 3 no serve, or it went away.
+                or ambiguous id; 3 no serve, or it went away; 141 stdout was closed (`| head`).
                 """)
         @Argument(help: ArgumentHelp("The job: id, unique prefix or name.", valueName: "id"))
         var id: String
@@ -1002,19 +1015,28 @@ extension Jobtop {
                     }
                 }
                 let end = Locked<FollowPart?>(nil)
+                // (The body's error reaches here as the call's: the flag says it was this.)
+                let closed = Locked(false)
                 do {
                     try await client.follow(job.id) { part in
                         switch part {
-                        case .bytes(let data): writeOut(Array(data))
+                        case .bytes(let data):
+                            do throws(OutputClosed) {
+                                try writeOut(Array(data))
+                            } catch {
+                                closed.withLock { $0 = true }
+                                throw error
+                            }
                         case .lagged(let missed): StandardError.write("jobtop: fell behind the job's output; \(missed) events missed\n")
                         case .ended, .unknownJob: end.withLock { $0 = part }
                         }
                     }
-                } catch let error as ControlError where error.code == .connectionLost || error.code == .notRunning {
+                } catch let error as ControlError where error.code == .connectionLost || error.code == .notRunning || closed.withLock({ $0 }) {
                     // The serve went away while it streamed (a stopping serve may cancel the
                     // call rather than end it: "the call was cancelled" was said instead): said
                     // below, as when the stream ends without the job's end.
                 }
+                if closed.withLock({ $0 }) { return ExitStatus.logLost }
                 switch end.withLock({ $0 }) {
                 case .ended(.succeeded): return ExitStatus.success
                 case .ended(let kind):
@@ -1201,17 +1223,22 @@ private func perJob(_ references: [String], _ connection: ConnectOptions, _ comm
 }
 
 /// Writes bytes to stdout, unbuffered.
-private func writeOut(_ bytes: [UInt8]) {
+private func writeOut(_ bytes: [UInt8]) throws(OutputClosed) {
     var offset = 0
     while offset < bytes.count {
         let written = bytes.withUnsafeBytes { write(1, $0.baseAddress! + offset, $0.count - offset) }
         if written < 0 {
             if errno == EINTR { continue }
-            return
+            throw OutputClosed()
         }
         offset += written
     }
 }
+
+/// Stdout took no more (its reader closed it: `jobtop follow ID | head`): the command stops and
+/// exits 141, as a pipeline's writer that SIGPIPE ended (it kept following, blocked, until the
+/// job ended).
+private struct OutputClosed: Error {}
 
 /// The directory this process runs in as the user's shell names it: `$PWD` when it is that
 /// directory (a path through a symbolic link stays one), else the physical path. A job submitted

@@ -1170,6 +1170,28 @@ struct ServeTests {
     }
 }
 
+@Suite("jobtop follow and log into a closed pipe", .timeLimit(.minutes(3)))
+struct ClosedPipeClientTests {
+    @Test("`follow ID | head -2` of a job that keeps writing ends once head has its lines (status 141), as `tail -f | head` does; so does `log ID | head -1` of a long output")
+    func followIntoHead() async throws {
+        let fixture = try await ServeFixture()
+        let submitted = try await fixture.run(["submit", "-c", "while :; do echo tick; sleep 0.05; done", "-c", "seq 1 200000"])
+        try #require(submitted.status == 0, "\(submitted.stderr)")
+        let (ticking, long) = (submitted.lines[0], submitted.lines[1])
+        try await fixture.waitFor(long, "succeeded")
+        for (command, lines) in [("follow \(ticking)", 2), ("log \(long)", 1)] {
+            let script = "\(JobtopProcess.binary) \(command) | head -\(lines); echo \"status=${PIPESTATUS[0]}\" >&2"
+            let client = try JobtopProcess(["-c", script], directory: fixture.scratch.path, environment: fixture.environment, executable: "/bin/bash")
+            // (Before: follow went on, blocked, until the job ended: never, for this one.)
+            let outcome = try #require(await client.wait(atMost: .seconds(60)), "\(command) | head did not end")
+            #expect(outcome.stderr.contains("status=141"), "\(command): \(outcome.stderr)")
+            #expect(outcome.lines.count == lines, "\(command): \(outcome.stdout)")
+        }
+        #expect(try await fixture.run(["cancel", ticking]).status == 0)
+        try await fixture.stop()
+    }
+}
+
 @Suite("jobtop shutdown, then a serve at once", .timeLimit(.minutes(5)))
 struct ShutdownRestartTests {
     @Test("Once `jobtop shutdown` returns, the state directory is free: a serve started at once opens it and has every job (three rounds, 3,000 queued jobs; a trial's release build failed 'database is locked' in 2 of 5)")
