@@ -246,6 +246,7 @@ final class EventLogFormatter {
         line.int("cancelled", summary.cancelled)
         line.int("skipped", summary.skipped)
         if summary.unfinished > 0 { line.int("unfinished", summary.unfinished) }
+        if summary.notRun > 0 { line.int("not_run", summary.notRun) }
         line.seconds("wall", summary.wall)
         line.rate("jobs_per_s", summary.jobsPerSecond)
         line.int("exit_status", Int(summary.exitStatus))

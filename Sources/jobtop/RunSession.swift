@@ -190,6 +190,9 @@ struct RunSession {
         if case .refused = fed { isRefused = true }
         // The summary line says the status the run exits with.
         summary.inputRefused = isRefused
+        // The jobs of the run never handed over (a list file's lines past the read-ahead when it
+        // was cut short): a total of 10,240 was said of a 30,000-line list.
+        if case .stopped(let notRun?) = fed { summary.notRun = notRun }
         // Bad input before any job: stdout stays empty, as for every other input error.
         if let format, !(isRefused && summary.total == 0) {
             let formatter = EventLogFormatter(format: format, logsOutput: false, epoch: epoch)
@@ -234,8 +237,10 @@ struct RunSession {
         case complete
         /// A source turned out bad (a list line, an empty list): the run must end with status 2.
         case refused(JobInputError)
-        /// The scheduler stopped taking jobs (a signal, a halt, the dashboard quit).
-        case stopped
+        /// The scheduler stopped taking jobs (a signal, a halt, the dashboard quit); `notRun`:
+        /// how many of the run's jobs were never handed over (the rest of a list file, and the
+        /// `-c` commands after it), when the run's size was known.
+        case stopped(notRun: Int?)
     }
 
     /// Hands the plan's jobs to the scheduler as batch `batch`: first the groups are set up (so
@@ -281,7 +286,7 @@ struct RunSession {
                             while index < commands.count {
                                 guard await client.waitForRoom(in: batch, below: readAhead) else {
                                     reader.stop()
-                                    return .stopped
+                                    return .stopped(notRun: plan.knownTotal.map { max(0, $0 - submitted) })
                                 }
                                 let end = min(commands.count, index + 1_024)
                                 _ = try await client.perform(.submit(commands[index..<end].map(plan.spec(forListCommand:)), batch: batch))
@@ -291,7 +296,7 @@ struct RunSession {
                         }
                     }
                 }
-                if reader.wasStopped { return .stopped }
+                if reader.wasStopped { return .stopped(notRun: plan.knownTotal.map { max(0, $0 - submitted) }) }
                 if list.mustHaveCommands && reader.commandCount == 0 {
                     return .refused(list.hasNoCommands)
                 }
@@ -307,7 +312,7 @@ struct RunSession {
             return .refused(JobInputError(.invalidValue, error.message))
         } catch {
             reader?.stop()
-            return .stopped
+            return .stopped(notRun: plan.knownTotal.map { max(0, $0 - submitted) })
         }
         if requiresJobs && submitted == 0 {
             // A list piped in with only comments is that list's problem, said as for `-` (it was

@@ -16,6 +16,9 @@ struct RunSummary: Sendable, Equatable {
     var wall: Duration
     /// The signal that interrupted the run, if one did.
     var signal: Int32?
+    /// Jobs of the run that were never handed to the scheduler (a list file's lines not read
+    /// yet when the run was cut short): not in `total`.
+    var notRun = 0
     /// A source of jobs turned out bad during the run (a list line on a pipe): the rest was
     /// cancelled, and the run ends with status 2 unless a signal came first.
     var inputRefused = false
@@ -59,6 +62,8 @@ struct RunSummary: Sendable, Equatable {
         if skipped > 0 { parts.append("\(skipped) skipped") }
         if unfinished > 0 { parts.append("\(unfinished) unfinished") }
         let rate = (jobsPerSecond * 10).rounded() / 10
-        return "\(total) job\(total == 1 ? "" : "s"): \(parts.joined(separator: ", ")) in \(formatDuration(wall)) (\(rate) jobs/s)"
+        var sentence = "\(total) job\(total == 1 ? "" : "s"): \(parts.joined(separator: ", ")) in \(formatDuration(wall)) (\(rate) jobs/s)"
+        if notRun > 0 { sentence += "; \(notRun) more of the run never started (cut short before they were read)" }
+        return sentence
     }
 }

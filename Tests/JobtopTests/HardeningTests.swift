@@ -130,6 +130,20 @@ struct HardeningTests {
         }
     }
 
+    @Test("A list file cut short counts the lines it never read: total + not_run is the whole list (the summary said 10,240 jobs of 30,001)")
+    func cutShortListCountsTheRest() async throws {
+        let scratch = try Scratch()
+        let list = try scratch.write("l.txt", "exit 1\n" + String(repeating: "sleep 5\n", count: 30_000))
+        let run = try await JobtopProcess.run([list, "-j", "2", "--halt-on-failure", "--log-format", "json"], directory: scratch.path)
+        #expect(run.status == 1, "\(run.stderr)")
+        let summary = try #require(run.lines.last.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] })
+        let total = try #require(summary["total"] as? Int)
+        let notRun = try #require(summary["not_run"] as? Int, "\(summary)")
+        #expect(total + notRun == 30_001, "\(summary)")
+        #expect(total < 30_001)
+        #expect(run.stderr.contains("; \(notRun) more of the run never started (cut short before they were read)"), "\(run.stderr)")
+    }
+
     @Test("When stdout's reader goes away the jobs still run; one line on stderr says so and the status is 141")
     func brokenStdout() async throws {
         let scratch = try Scratch()
