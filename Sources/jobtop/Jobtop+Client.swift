@@ -960,6 +960,10 @@ extension Jobtop {
                         StandardError.write("jobtop: job \(job.id.short) has no output: it has not run (it \(Self.notRun(job.state)))\n")
                     } else if case .running = job.state, try await client.fetchSnapshot().heldAttempts.contains(job.id) {
                         StandardError.write("jobtop: job \(job.id.short) has no output: it has not begun (it was sent to its worker and waits there for a free slot)\n")
+                    } else if case .failed(let reason, _) = job.state {
+                        // One that failed before its command could run (refused by its worker:
+                        // keep_background on Slurm) printed nothing, and nothing said why.
+                        StandardError.write("jobtop: job \(job.id.short) printed nothing; it failed: \(printable(reason.description))\n")
                     }
                 }
             }

@@ -108,6 +108,10 @@ struct ServeTests {
         #expect(hello.count == 8)
         try await fixture.waitFor(hello, "succeeded")
         try await fixture.waitFor(failing, "failed")
+        // It printed nothing: its log says how it failed (a Slurm job refused before it ran said nothing at all)
+        let silentLog = try await fixture.run(["log", failing])
+        #expect(silentLog.status == 0 && silentLog.stdout.isEmpty)
+        #expect(silentLog.stderr.contains("job \(failing) printed nothing; it failed: exit"), "\(silentLog.stderr)")
 
         let status = try await fixture.run(["status", "--all"])
         #expect(status.status == 0)
