@@ -11,6 +11,30 @@ public struct SlurmOptions: Sendable, Hashable {
         self.extraArguments = extraArguments
     }
 
+    /// The first of `arguments` that would undo what jobtop sets itself, with why (`nil`: none):
+    /// `--output`/`--error` (jobtop reads each job's output from its own files: the job ran and
+    /// logged nothing), `--array` (several tasks into one file, one of them reported), `--wrap`
+    /// (the command is jobtop's script), `--wait` (sbatch would block until the job ended) and
+    /// `--test-only` (nothing submitted).
+    public static func reservedArgument(in arguments: [String]) -> (argument: String, why: String)? {
+        let reserved: [(long: String, short: String?, why: String)] = [
+            ("--output", "-o", "jobtop reads each job's output from a file of its own"),
+            ("--error", "-e", "jobtop reads each job's output from a file of its own"),
+            ("--array", "-a", "jobtop submits one Slurm job per attempt (an array ran several tasks into one output file, one reported)"),
+            ("--wrap", nil, "the command sbatch runs is jobtop's script"),
+            ("--wait", "-W", "sbatch would not return until the job ended"),
+            ("--test-only", nil, "nothing would be submitted"),
+        ]
+        for argument in arguments {
+            for option in reserved {
+                let long = argument == option.long || argument.hasPrefix(option.long + "=")
+                let short = option.short.map { argument == $0 || (argument.hasPrefix($0) && !argument.hasPrefix("--")) } ?? false
+                if long || short { return (argument, "\(option.why)") }
+            }
+        }
+        return nil
+    }
+
     /// These options with `override`'s on top: its partition replaces this one, its arguments
     /// follow these (so a later `--mem` wins, as on sbatch's command line).
     public func merged(with override: SlurmOptions?) -> SlurmOptions {

@@ -62,6 +62,14 @@ struct SlurmRunOptions: ParsableArguments {
         var options = file?.options ?? SlurmOptions()
         if let partition { options.partition = partition }
         options.extraArguments += slurmArguments
+        // An argument that undoes what jobtop sets itself is refused before anything runs (an
+        // --output of its own ran every job and logged nothing of it).
+        for (place, arguments) in [("--slurm-arg", slurmArguments), ("the job file's [slurm] args", file?.options?.extraArguments ?? [])]
+            + (file?.overrides ?? [:]).sorted(by: { $0.key < $1.key }).map({ ("job '\($0.key)''s slurm args", $0.value.extraArguments) }) {
+            if let (argument, why) = SlurmOptions.reservedArgument(in: arguments) {
+                throw JobInputError(.invalidValue, "\(place) \(argument): jobtop sets that itself (\(why)); leave it out")
+            }
+        }
         var base = directory ?? defaultBase ?? FileManager.default.currentDirectoryPath + "/.jobtop-slurm"
         // Absolute: sbatch's --output and --error are taken from a job's --chdir (its `cwd`), so a
         // relative directory sent a job with a cwd to write where nothing was (Slurm failed it

@@ -1,6 +1,7 @@
 import CProcess
 import Foundation
 import JobtopTestSupport
+import SchedulerSlurm
 import Testing
 
 /// Whether a Slurm cluster answers here (Scripts/start-slurm.sh starts a one-node one).
@@ -326,5 +327,26 @@ struct SlurmInputTests {
         ).wait()
         #expect(run.status == 2)
         #expect(run.stderr.contains("sbatch not found on PATH"), "\(run.stderr)")
+    }
+
+    @Test("sbatch arguments that undo what jobtop sets (--output, -e, --array, --wait, ...) are refused before anything runs, from the flag, the [slurm] table or a job's own table", arguments: [
+        (["--slurm-arg=--output=/tmp/x.out"], "", "--slurm-arg --output=/tmp/x.out: jobtop sets that itself (jobtop reads each job's output from a file of its own)"),
+        (["--slurm-arg=-e", "--slurm-arg=x"], "", "--slurm-arg -e: jobtop sets that itself"),
+        (["--slurm-arg=--array=1-3"], "", "--slurm-arg --array=1-3: jobtop sets that itself"),
+        ([], "[slurm]\nargs = [\"--wait\"]\n", "the job file's [slurm] args --wait: jobtop sets that itself"),
+        ([], "[[job]]\nname = \"j\"\ncommand = \"true\"\nslurm = { args = [\"-oout.txt\"] }\n", "job 'j''s slurm args -oout.txt: jobtop sets that itself"),
+    ])
+    func reservedArguments(flags: [String], file: String, message: String) async throws {
+        let scratch = try Scratch()
+        var arguments = ["--slurm", "--slurm-dir", scratch.file("slurm")] + flags
+        if file.isEmpty {
+            arguments += ["-c", "true"]
+        } else {
+            arguments = [try scratch.write("jobs.toml", file.contains("[[job]]") ? file : file + "[[job]]\ncommand = \"true\"\n")] + arguments
+        }
+        let run = try await JobtopProcess(arguments, directory: scratch.path, environment: ["PATH": scratch.path]).wait()
+        #expect(run.status == 2)
+        #expect(run.stderr.contains(message), "\(run.stderr)")
+        #expect(SlurmOptions.reservedArgument(in: ["--account=foo", "--time=10", "--mem=2G", "-p", "debug", "--error-x"]) == nil)
     }
 }
