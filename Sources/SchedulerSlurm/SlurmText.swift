@@ -123,6 +123,14 @@ public enum SlurmText {
         Set(output.split(whereSeparator: \.isNewline).map { $0.trimmingSpaces }.filter { !$0.isEmpty })
     }
 
+    /// Whether a Slurm command's stderr says it could not reach the controller (down,
+    /// restarting, failing over, overloaded): a passing state, not a verdict on the job.
+    public static func isUnreachable(_ error: String) -> Bool {
+        ["Unable to contact slurm controller", "Socket timed out", "Connection refused", "Connection timed out",
+         "Transport endpoint is not connected", "Slurm backup controller in standby mode", "Zero Bytes were transmitted or received"]
+            .contains { error.contains($0) }
+    }
+
     /// How an attempt ended, from Slurm's record of it.
     ///
     /// - Parameters:

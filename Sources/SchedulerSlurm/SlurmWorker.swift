@@ -314,6 +314,9 @@ private struct SlurmLoop {
     var jobs: [SlurmWorker.Key: TrackedJob] = [:]
     /// Withdrawals that came before their attempt's submission.
     var earlyWithdrawals: Set<SlurmWorker.Key> = []
+    /// Submissions sbatch could not get to Slurm's controller (down, restarting): tried again
+    /// at `next`, for as long as a lookup may fail, not failed at once.
+    var unsent: [SlurmWorker.Key: (submission: SlurmWorker.Submission, tries: Int, since: ContinuousClock.Instant, next: ContinuousClock.Instant)] = [:]
     var nextPoll = ContinuousClock.now
     /// A squeue or scontrol lookup that fails this many polls in a row fails the attempt: five
     /// minutes of a controller that does not answer (a restart, a failover), and at least 30 polls.
@@ -334,7 +337,10 @@ private struct SlurmLoop {
                 // The most urgent of them (a second Ctrl-C asks again, with no grace).
                 stopped[stop.key] = stop.request
             }
-            earlyWithdrawals.formUnion(withdrawals.filter { jobs[$0] == nil })
+            earlyWithdrawals.formUnion(withdrawals.filter { jobs[$0] == nil && unsent[$0] == nil })
+            // Not sent yet: a stop ends it here, a withdrawal gives it back as it is.
+            for key in withdrawals { if let waiting = unsent.removeValue(forKey: key) { finish(waiting.submission, .withdrawn) } }
+            for stop in stops { if let waiting = unsent.removeValue(forKey: stop.key) { finish(waiting.submission, .signal(15)) } }
             for submission in submissions {
                 let key = SlurmWorker.Key(jobID: submission.assignment.jobID, attempt: submission.assignment.attempt)
                 if earlyWithdrawals.remove(key) != nil && stopped[key] == nil {
@@ -393,16 +399,21 @@ private struct SlurmLoop {
                     worker.runDetached([{ _ in ("scancel", ["--full", "--signal=KILL", id]) }, { _ in ("scancel", [id]) }])
                 }
             }
+            for (key, waiting) in unsent where waiting.next <= now {
+                unsent[key] = nil
+                submit(waiting.submission, tries: waiting.tries, since: waiting.since)
+            }
             if !jobs.isEmpty && now >= nextPoll {
                 poll()
                 nextPoll = ContinuousClock.now + worker.settings.pollInterval
             }
-            if jobs.isEmpty {
+            if jobs.isEmpty && unsent.isEmpty {
                 // Idle: the thread ends (unless something just came in); the next execute starts another.
                 if worker.mayEndThread() { return }
                 continue
             }
-            var deadline = nextPoll
+            var deadline = jobs.isEmpty ? ContinuousClock.now + .seconds(3600) : nextPoll
+            for waiting in unsent.values where waiting.next < deadline { deadline = waiting.next }
             for job in jobs.values { if let killAt = job.killAt, killAt < deadline { deadline = killAt } }
             worker.wait(until: deadline)
         }
@@ -410,7 +421,7 @@ private struct SlurmLoop {
 
     // MARK: Submitting
 
-    private mutating func submit(_ submission: SlurmWorker.Submission) {
+    private mutating func submit(_ submission: SlurmWorker.Submission, tries: Int = 0, since: ContinuousClock.Instant? = nil) {
         let assignment = submission.assignment
         let spec = assignment.spec
         let settings = worker.settings
@@ -449,6 +460,21 @@ private struct SlurmLoop {
             return
         }
         let result = worker.run("sbatch", arguments)
+        if result.status != 0, SlurmText.isUnreachable(result.error) {
+            // Slurm's controller is down or restarting: not the job's fault. Tried again with
+            // backoff (1 s, doubling, at most 30 s) for as long as a lookup may fail; the job
+            // shows why it waits. (It failed at once: "sbatch refused the job: ... Unable to
+            // contact slurm controller".)
+            let started = since ?? .now
+            if ContinuousClock.now - started < worker.settings.pollInterval * lookupFailureLimit {
+                let delay = min(Duration.seconds(30), .seconds(1) * (1 << min(tries, 5)))
+                unsent[SlurmWorker.Key(jobID: assignment.jobID, attempt: assignment.attempt)] = (submission, tries + 1, started, .now + delay)
+                if tries == 0 { assignment.reporter.placed("not submitted: Slurm's controller does not answer; trying again") }
+                return
+            }
+            finish(submission, .error("sbatch could not reach Slurm's controller for \(formatDuration(ContinuousClock.now - started)): \(result.errorLine)"))
+            return
+        }
         guard result.status == 0, let id = SlurmText.submittedID(result.output) else {
             let why = result.status == 0 ? "no job id in its output '\(result.output.prefix(200))'" : result.errorLine
             finish(submission, .error("sbatch refused the job: \(why)"))

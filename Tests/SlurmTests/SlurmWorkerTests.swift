@@ -21,6 +21,8 @@ final class FakeSlurm: SlurmCommands {
         /// scancel retries a suspended job's SIGTERM); counted in `heldSignals`.
         var holdsSignals: DispatchSemaphore?
         var heldSignals = 0
+        /// While set, sbatch cannot reach the controller.
+        var controllerDown = false
     }
 
     let state = Locked(State())
@@ -39,6 +41,11 @@ final class FakeSlurm: SlurmCommands {
             state.calls.append((command, arguments))
             switch command {
             case "sbatch":
+                if state.controllerDown {
+                    return SlurmCommandResult(
+                        status: 1, output: "",
+                        error: "sbatch: error: Batch job submission failed: Unable to contact slurm controller (connect failure)\n")
+                }
                 let id = String(state.nextID)
                 state.nextID += 1
                 state.jobs[id] = Job()
@@ -241,7 +248,10 @@ struct SlurmWorkerTests {
             // Given two jobs in Slurm, one running (begun) and one pending
             let ids = try await scheduler.submit(contentsOf: [.shell("first"), .shell("second")])
             #expect(await eventually(within: .seconds(120)) { slurm.submitted.count == 2 })
-            let (running, pending) = (slurm.submitted[0], slurm.submitted[1])
+            // (Which Slurm job is whose: their sbatch calls may come in either order.)
+            #expect(await eventually(within: .seconds(120)) { seen.placement(of: ids[0]) != nil })
+            let running = try #require(seen.placement(of: ids[0]))
+            let pending = try #require(slurm.submitted.first { $0 != running })
             slurm.set(running, state: "RUNNING")
             #expect(await eventually(within: .seconds(120)) { seen.has { if case .began(ids[0], _) = $0 { true } else { false } } })
             // When everything is paused
@@ -301,12 +311,46 @@ struct SlurmWorkerTests {
         await running
     }
 
+    @Test("A controller that does not answer (down, restarting) does not fail the job: sbatch is tried again with backoff, and once Slurm answers the job runs as its first attempt")
+    func unreachableControllerIsWaitedFor() async throws {
+        let slurm = FakeSlurm()
+        slurm.state.withLock { $0.controllerDown = true }
+        try await withWorker(slurm, submitted: 1) { scheduler, events in
+            let seen = Self.collect(events)
+            defer { seen.task.cancel() }
+            let id = try await scheduler.submit(.shell("true"))
+            // Tried, refused, tried again
+            #expect(await eventually(within: .seconds(120)) { slurm.calls("sbatch").count >= 2 })
+            #expect(await scheduler.snapshot().jobs.first { $0.id == id }?.state.kind == .running)
+            #expect(seen.has { if case .placed(id, let text) = $0 { text.contains("Slurm's controller does not answer") } else { false } })
+            // When Slurm answers again
+            slurm.state.withLock { $0.controllerDown = false }
+            #expect(await eventually(within: .seconds(120)) { slurm.submitted.count == 1 })
+            slurm.set(slurm.submitted[0], state: "COMPLETED")
+            #expect(await eventually(within: .seconds(120)) { seen.has { if case .succeeded(id, attempts: 1) = $0 { true } else { false } } })
+        }
+    }
+
     /// Every event of `events`, as they come (collected by a task the caller cancels).
-    static func collect(_ events: EventStream) -> (task: Task<Void, Never>, has: @Sendable ((SchedulerEvent.Kind) -> Bool) -> Bool) {
+    static func collect(_ events: EventStream) -> Seen {
         let seen = Locked<[SchedulerEvent.Kind]>([])
         let task = Task {
             for await event in events { seen.withLock { $0.append(event.kind) } }
         }
-        return (task, { condition in seen.withLock { $0.contains(where: condition) } })
+        return Seen(task: task, events: seen)
+    }
+
+    struct Seen: Sendable {
+        let task: Task<Void, Never>
+        let events: Locked<[SchedulerEvent.Kind]>
+
+        func has(_ condition: (SchedulerEvent.Kind) -> Bool) -> Bool { events.withLock { $0.contains(where: condition) } }
+
+        /// The Slurm job id `id` was placed as, the first time.
+        func placement(of id: JobID) -> String? {
+            events.withLock { events in
+                events.lazy.compactMap { if case .placed(id, let text) = $0 { text.split(separator: " ").first.map(String.init) } else { nil } }.first
+            }
+        }
     }
 }
