@@ -24,9 +24,21 @@ enum TextFile {
             throw JobInputError(.unreadableFile, "cannot read '\(path)': permission denied or I/O error")
         }
         guard let text = String(data: data, encoding: .utf8) else {
-            throw JobInputError(.unreadableFile, "cannot read '\(path)': it is not UTF-8 text")
+            throw JobInputError(.unreadableFile, "'\(path)':\(firstBadLine(data)): not UTF-8 text")
         }
         return text
+    }
+
+    /// The line (from 1) of the first byte sequence in `data` that is not UTF-8.
+    static func firstBadLine(_ data: Data) -> Int {
+        var line = 1
+        var start = data.startIndex
+        for index in data.indices where data[index] == UInt8(ascii: "\n") {
+            if String(data: data[start..<index], encoding: .utf8) == nil { return line }
+            line += 1
+            start = index + 1
+        }
+        return line
     }
 
     /// Reads standard input to its end.
@@ -35,7 +47,7 @@ enum TextFile {
     static func readStandardInput() throws(JobInputError) -> String {
         let data = FileHandle.standardInput.readDataToEndOfFile()
         guard let text = String(data: data, encoding: .utf8) else {
-            throw JobInputError(.unreadableFile, "cannot read standard input: it is not UTF-8 text")
+            throw JobInputError(.unreadableFile, "standard input:\(firstBadLine(data)): not UTF-8 text")
         }
         return text
     }

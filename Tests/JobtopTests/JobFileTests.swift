@@ -213,6 +213,16 @@ struct JobFileTests {
         }
     }
 
+    @Test("A job file with bytes that are not UTF-8 is refused with the line they are on (it named no line)")
+    func badBytesInAJobFile() throws {
+        let scratch = try Scratch()
+        let path = scratch.file("raw.toml")
+        let bytes = Array("[[job]]\ncommand = \"true\"\n".utf8) + Array("name = \"a".utf8) + [0xFF] + Array("\"\n".utf8)
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
+        #expect(throws: JobInputError(.unreadableFile, "'\(path)':3: not UTF-8 text")) { try TextFile.read(path) }
+        #expect(TextFile.firstBadLine(Data([0x61, 0x0A, 0x0A, 0xC3])) == 3)
+    }
+
     @Test("A line longer than the limit is refused without being read to its end")
     func anEndlessLineIsRefusedEarly() throws {
         var parser = CommandListParser(source: "standard input")
