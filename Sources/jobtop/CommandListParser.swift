@@ -79,8 +79,29 @@ struct CommandListParser {
         if let problem = CommandLimits.problem(with: command) {
             throw JobInputError(.invalidValue, "\(source):\(lineNumber): the command \(problem)")
         }
+        if commandCount == 0, Self.isTableHeader(command) {
+            // A job file given as a list (`jobtop < jobs.toml`, a file not named .toml): each of
+            // its lines ran as a command and failed (exit 127).
+            throw JobInputError(
+                .invalidValue,
+                "\(source):\(lineNumber): '\(command)' is a job file's table, not a command: a list runs each line as a shell command; give the job file by a path that ends in .toml")
+        }
         commandCount += 1
         emit(command)
+    }
+
+    /// Whether `line` is a TOML table header (`[[job]]`, `[slurm]`, `[groups.build]`): no
+    /// command looks like that (a shell test is `[[ -f x ]]`, with spaces).
+    static func isTableHeader(_ line: String) -> Bool {
+        let inner: Substring
+        if line.hasPrefix("[["), line.hasSuffix("]]"), line.count > 4 {
+            inner = line.dropFirst(2).dropLast(2)
+        } else if line.hasPrefix("["), line.hasSuffix("]"), line.count > 2 {
+            inner = line.dropFirst().dropLast()
+        } else {
+            return false
+        }
+        return inner.allSatisfy { $0.isLetter || $0.isNumber || "_-.\"".contains($0) } && inner.first?.isLetter == true
     }
 
     private static func isBlank(_ byte: UInt8) -> Bool {

@@ -223,6 +223,17 @@ struct JobFileTests {
         #expect(TextFile.firstBadLine(Data([0x61, 0x0A, 0x0A, 0xC3])) == 3)
     }
 
+    @Test("A job file given as a list (on stdin, or a file not named .toml) is refused at its first table, not run line by line")
+    func jobFileAsAList() {
+        #expect(throws: JobInputError(.invalidValue, "standard input:2: '[[job]]' is a job file's table, not a command: a list runs each line as a shell command; give the job file by a path that ends in .toml")) {
+            try CommandListParser.commands(in: "# jobs\n[[job]]\ncommand = \"echo low\"\n", source: "standard input")
+        }
+        for header in ["[slurm]", "[groups.build]", "[defaults]"] { #expect(CommandListParser.isTableHeader(header)) }
+        for command in ["[[ -f x ]] && echo y", "[ -f x ]", "[", "echo [x]", "[[]]", "[1]"] { #expect(!CommandListParser.isTableHeader(command), "\(command)") }
+        // Later in a list it is a command like any (the first command decides)
+        #expect((try? CommandListParser.commands(in: "true\n[x]\n", source: "l")) == ["true", "[x]"])
+    }
+
     @Test("A line longer than the limit is refused without being read to its end")
     func anEndlessLineIsRefusedEarly() throws {
         var parser = CommandListParser(source: "standard input")
