@@ -164,8 +164,11 @@ extension Jobtop {
                 throw JobInputError(.noJobs, "no jobs: give a job file, a list on stdin or -c COMMAND (see 'jobtop --help')")
             }
             if let outputDir { try OutputDirectory.prepare(outputDir) }
-            let epoch = Date().timeIntervalSince1970
             let scheduler = Scheduler(configuration: configuration)
+            // The log's times are the scheduler's clock from the wall time it took as its zero:
+            // a `Date()` of its own, taken a moment before, logged `at = 2027-01-01T00:00:00Z`
+            // as 2026-12-31T23:59:59.983Z.
+            let epoch = scheduler.clock.wallClockEpoch.timeIntervalSince1970
             if let slurmWorker { await scheduler.addWorker(slurmWorker) }
             let listener = try await remote.startListener(scheduler: scheduler, logs: headless)
 

@@ -157,6 +157,21 @@ struct WorkflowRunTests {
         #expect((seq("succeeded", of: "gate", objects) ?? .max) < order[1])
     }
 
+    @Test("A start time is logged exactly as the file gives it (it was logged up to 17 ms early, the log's clock zero taken apart from the scheduler's)")
+    func startTimeLoggedExactly() async throws {
+        let scratch = try Scratch()
+        try scratch.write("w.toml", "[[job]]\nname = \"new-year\"\nat = \"2099-01-01T00:00:00Z\"\ncommand = \"true\"\n")
+        for _ in 0..<3 {
+            let process = try JobtopProcess(["w.toml", "--log-format", "json"], directory: scratch.path)
+            let submitted = await process.firstLine { $0.contains("\"event\":\"submitted\"") }
+            process.send(SIGINT)
+            _ = await process.wait()
+            let line = try #require(submitted)
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            #expect(object["at"] as? String == "2099-01-01T00:00:00.000Z", "\(line)")
+        }
+    }
+
     @Test("A delayed job with nothing to wait for is scheduled, then released, then started")
     func delayOnly() async throws {
         let scratch = try Scratch()
