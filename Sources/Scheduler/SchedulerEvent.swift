@@ -329,13 +329,19 @@ extension OutputLine {
     /// number and gets no ``attemptSeparator(_:of:)`` of its own.
     public static let workerLostSeparator = "--- jobtop: worker lost; the attempt runs again ---"
 
+    /// The line jobtop puts after a job's output when a shutdown that keeps the queue stopped it
+    /// (`jobtop shutdown --now`): that attempt does not count, and the next serve runs it again
+    /// with the same number (its output followed the stopped run's with no mark between).
+    public static let shutdownStopSeparator = "--- jobtop: stopped by a shutdown; the attempt runs again ---"
+
     /// The line that marks where a requeued job's next run begins, if its reason needs one (a
     /// retry that came due gets the next attempt's separator instead).
     public static func requeueSeparator(_ reason: RequeueReason) -> String? {
         switch reason {
         case .retriedByUser: retrySeparator
         case .workerLost: workerLostSeparator
-        case .retryDue, .withdrawn, .withdrawnForPause, .withdrawnForShutdown, .withdrawnForPriority, .stoppedForShutdown: nil
+        case .stoppedForShutdown: shutdownStopSeparator
+        case .retryDue, .withdrawn, .withdrawnForPause, .withdrawnForShutdown, .withdrawnForPriority: nil
         }
     }
 

@@ -243,8 +243,9 @@ public final class SchedulerStore: Sendable {
                     if holding.contains(worker) { heldStarts.insert(event.seq) }
                     // Later attempts get a separator line in the output file.
                     if attempt > 1 { hasOutput = true }
-                case .requeued(_, .retriedByUser), .requeued(_, .workerLost):
-                    // So does a retry by hand or a lost worker's attempt (and the job's row changes).
+                case .requeued(_, let reason) where OutputLine.requeueSeparator(reason) != nil:
+                    // So does a retry by hand, a lost worker's attempt or one a shutdown stopped
+                    // (and the job's row changes).
                     hasRows = true
                     hasOutput = true
                 case .snapshot(let snapshot):

@@ -1,5 +1,6 @@
 import Foundation
 import JobtopTestSupport
+import Scheduler
 import Testing
 
 #if canImport(Glibc)
@@ -901,7 +902,7 @@ struct ServeTests {
         #expect(both.status == 2 && both.stderr.contains("give one of them"), "\(both.stderr)")
         let pidFile = fixture.scratch.file("pid")
         // The shell and its sleep write their pids; the second attempt succeeds at once.
-        let command = "[ -e '\(pidFile)' ] && exit 0; echo $$ > '\(pidFile)'; sleep 300 & echo $! >> '\(pidFile)'; wait"
+        let command = "[ -e '\(pidFile)' ] && { echo again; exit 0; }; echo first; echo $$ > '\(pidFile)'; sleep 300 & echo $! >> '\(pidFile)'; wait"
         let long = try await fixture.run(["submit", "-c", command]).lines[0]
         let queued = try await fixture.run(["submit", "-c", "true"]).lines[0]
         #expect(await eventually(within: .seconds(60)) { JobtopTestSupport.pids(in: pidFile).count == 2 })
@@ -923,6 +924,9 @@ struct ServeTests {
         let record = try #require(jobs.first { ($0["short"] as? String) == long })
         #expect(record["attempts"] as? Int == 1, "\(record)")
         #expect(record["state"] as? String == "succeeded", "\(record)")
+        // Its output file marks where the run after the stop begins (it had no mark between the two)
+        let log = try await fixture.run(["log", long])
+        #expect(log.lines == ["first", OutputLine.shutdownStopSeparator, "again"], "\(log.stdout)")
         _ = try await fixture.run(["shutdown"])
         #expect(await again.wait(atMost: .seconds(60))?.status == 0)
     }
