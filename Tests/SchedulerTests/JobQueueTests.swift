@@ -159,21 +159,21 @@ import Testing
 @Suite struct HeapWalkTests {
     @Test("A walk over the entries above a priority visits each of them once and no other, and stops when told", arguments: 1...20)
     func walkAbovePriorityMatchesAFilter(seed: Int) {
-        var random = SplitMix(seed: UInt64(seed))
+        var random = IdentifierGenerator(seed: UInt64(seed) &+ 500)
         var heap = IndexedHeap<JobHandle>()
         var priorities: [Int32: Int] = [:]
-        for index in 0..<Int32(random.next() % 300) {
-            let priority = Int(random.next() % 11) - 5
+        for index in 0..<Int32(random.nextUInt64() % 300) {
+            let priority = Int(random.nextUInt64() % 11) - 5
             heap.insert(JobHandle(index: index), priority: priority)
             priorities[index] = priority
         }
         // Some removed and some moved, so the heap is not in insertion shape
-        for index in priorities.keys.sorted() where random.next() % 4 == 0 {
-            if random.next() % 2 == 0 {
+        for index in priorities.keys.sorted() where random.nextUInt64() % 4 == 0 {
+            if random.nextUInt64() % 2 == 0 {
                 heap.remove(JobHandle(index: index))
                 priorities[index] = nil
             } else {
-                let priority = Int(random.next() % 11) - 5
+                let priority = Int(random.nextUInt64() % 11) - 5
                 heap.updatePriority(JobHandle(index: index), to: priority)
                 priorities[index] = priority
             }
@@ -185,19 +185,6 @@ import Testing
             var stopped = 0
             heap.forEach(above: threshold) { _ in stopped += 1; return stopped < 3 }
             #expect(stopped == min(3, seen.count))
-        }
-    }
-
-    /// A small seeded generator (the walk's test must repeat).
-    struct SplitMix {
-        var state: UInt64
-        init(seed: UInt64) { state = seed }
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
         }
     }
 }
