@@ -2053,38 +2053,54 @@ public struct SchedulerCore: Sendable {
         guard !isPaused, !isDispatchHeld, shutdownMode == nil || shutdownMode == .drain, pool.freeCount == 0,
               let best = heads.firstEntry.map({ Int($0.priority) })
         else { return }
-        var asked = 0
+        let candidates = heldCandidates { jobs[$0].info.priority < best }
+        guard !candidates.isEmpty else { return }
+        var count = askedBack(for: .forPriority)
+        // The lowest first: each takes one queued job above it, after those the ones asked
+        // back already took.
+        for candidate in candidates.sorted(by: { startsLater($0.handle, $1.handle) }) {
+            let needed = count + 1
+            guard queuedCount(above: jobs[candidate.handle].info.priority, upTo: needed) >= needed else { break }
+            guard case .running(_, let attempt, _, nil) = jobs[candidate.handle].info.state else { continue }
+            jobs[candidate.handle].withdrawal = .forPriority
+            actions.append(.withdraw(jobs[candidate.handle].info.id, attempt: attempt, worker: candidate.worker))
+            count += 1
+        }
+    }
+
+    /// What workers that give attempts back hold behind their busy slots and might give back
+    /// now: per worker, of its unbegun attempts not asked back yet (their group not paused: back
+    /// in the queue such a job could not start) for which `include` holds, those it would start
+    /// last (the likeliest still held there: one it is about to start may have begun), at most as
+    /// many as it holds beyond its running slots. Nothing is read of a worker that holds nothing
+    /// beyond its slots (the common case, on every step with remote workers).
+    private func heldCandidates(_ include: (JobHandle) -> Bool = { _ in true }) -> [(handle: JobHandle, worker: WorkerID)] {
         var candidates: [(handle: JobHandle, worker: WorkerID)] = []
         pool.forEachMember { member in
             guard member.descriptor.withdrawsHeld, member.holdsAttempts,
                   member.running.count > member.descriptor.runningSlots
             else { return }
-            let withdrawing = member.running.count { jobs[$0].withdrawal != nil }
-            asked += member.running.count { jobs[$0].withdrawal == .forPriority }
-            // Beyond its running slots: those of its attempts that wait there.
-            let held = member.running.count - member.descriptor.runningSlots - withdrawing
-            guard held > 0 else { return }
-            var outranked = member.running.filter {
-                !jobs[$0].hasBegun && jobs[$0].withdrawal == nil && jobs[$0].info.priority < best
-                    && !groups[Int(jobs[$0].group)].info.isPaused
+            var unbegun = member.running.filter {
+                !jobs[$0].hasBegun && jobs[$0].withdrawal == nil && !groups[Int(jobs[$0].group)].info.isPaused && include($0)
             }
-            guard !outranked.isEmpty else { return }
-            // Those it would start last are the likeliest still held there.
-            outranked.sort(by: startsLater)
-            for job in outranked.prefix(held) { candidates.append((job, member.descriptor.id)) }
+            guard !unbegun.isEmpty else { return }
+            // Beyond its running slots: those of its attempts that wait there.
+            let held = member.running.count - member.descriptor.runningSlots - member.running.count { jobs[$0].withdrawal != nil }
+            guard held > 0 else { return }
+            unbegun.sort(by: startsLater)
+            for job in unbegun.prefix(held) { candidates.append((job, member.descriptor.id)) }
         }
-        guard !candidates.isEmpty else { return }
-        // The lowest first: each takes one queued job above it, after those the ones asked
-        // back already took.
-        candidates.sort { startsLater($0.handle, $1.handle) }
-        for candidate in candidates {
-            let needed = asked + 1
-            guard queuedCount(above: jobs[candidate.handle].info.priority, upTo: needed) >= needed else { break }
-            guard case .running(_, let attempt, _, nil) = jobs[candidate.handle].info.state else { continue }
-            jobs[candidate.handle].withdrawal = .forPriority
-            actions.append(.withdraw(jobs[candidate.handle].info.id, attempt: attempt, worker: candidate.worker))
-            asked += 1
+        return candidates
+    }
+
+    /// How many attempts workers were asked to give back for `reason` and have not answered.
+    private func askedBack(for reason: Withdrawal) -> Int {
+        var asked = 0
+        pool.forEachMember { member in
+            guard member.descriptor.withdrawsHeld, member.holdsAttempts else { return }
+            asked += member.running.count { jobs[$0].withdrawal == reason }
         }
+        return asked
     }
 
     /// Whether the job at `a` would start after the one at `b` (a lower priority, or the same
@@ -2116,38 +2132,14 @@ public struct SchedulerCore: Sendable {
     /// it is if its worker started it meanwhile.
     private mutating func withdrawHeldAttempts() {
         guard pool.freeRunningCount > 0 else { return }
-        var asked = 0
-        var candidates: [(handle: JobHandle, worker: WorkerID)] = []
-        pool.forEachMember { member in
-            guard member.descriptor.withdrawsHeld, member.holdsAttempts else { return }
-            let withdrawing = member.running.count { jobs[$0].withdrawal != nil }
-            // (Those asked back for a pause go back paused: they take no free slot.)
-            asked += member.running.count { jobs[$0].withdrawal == .forFreeSlot }
-            // Beyond its running slots: those of its attempts that wait there.
-            let held = member.running.count - member.descriptor.runningSlots - withdrawing
-            guard held > 0 else { return }
-            // Not one whose group is paused: back in the queue it could not take the free slot
-            // (held, it runs where it is once its worker has a slot).
-            var unbegun = member.running.filter {
-                !jobs[$0].hasBegun && jobs[$0].withdrawal == nil && !groups[Int(jobs[$0].group)].info.isPaused
-            }
-            // Of what it holds, those it would start last are the likeliest still held there (one
-            // it is about to start may have begun already): lowest priority, then latest first.
-            unbegun.sort {
-                let (a, b) = (jobs[$0], jobs[$1])
-                return a.info.priority != b.info.priority ? a.info.priority < b.info.priority : a.queueOrder > b.queueOrder
-            }
-            for job in unbegun.prefix(held) { candidates.append((job, member.descriptor.id)) }
-        }
-        // Free slots less those that attempts asked back already will take.
-        let free = pool.freeRunningCount - asked
-        guard free > 0, !candidates.isEmpty else { return }
+        let candidates = heldCandidates()
+        guard !candidates.isEmpty else { return }
+        // Free slots less those that attempts asked back already will take. (Those asked back
+        // for a pause go back paused: they take no free slot.)
+        let free = pool.freeRunningCount - askedBack(for: .forFreeSlot)
+        guard free > 0 else { return }
         // The job that would start first from the queue, first.
-        candidates.sort {
-            let (a, b) = (jobs[$0.handle], jobs[$1.handle])
-            return a.info.priority != b.info.priority ? a.info.priority > b.info.priority : a.queueOrder < b.queueOrder
-        }
-        for candidate in candidates.prefix(free) {
+        for candidate in candidates.sorted(by: { startsLater($1.handle, $0.handle) }).prefix(free) {
             guard case .running(_, let attempt, _, nil) = jobs[candidate.handle].info.state else { continue }
             jobs[candidate.handle].withdrawal = .forFreeSlot
             actions.append(.withdraw(jobs[candidate.handle].info.id, attempt: attempt, worker: candidate.worker))
@@ -2171,10 +2163,7 @@ public struct SchedulerCore: Sendable {
             }
         }
         // In queue order, as they would have started.
-        candidates.sort {
-            let (a, b) = (jobs[$0.handle], jobs[$1.handle])
-            return a.info.priority != b.info.priority ? a.info.priority > b.info.priority : a.queueOrder < b.queueOrder
-        }
+        candidates.sort { startsLater($1.handle, $0.handle) }
         for candidate in candidates {
             guard case .running(_, let attempt, _, nil) = jobs[candidate.handle].info.state else { continue }
             jobs[candidate.handle].withdrawal = withdrawal

@@ -184,18 +184,10 @@ public final class SlurmWorker: Worker {
         return commands.run(command, arguments)
     }
 
-    /// Runs `calls` one after another on a thread of their own, each given the result of the
-    /// one before (`nil` for the first) and returning its command and arguments, or `nil` to
-    /// stop there: for `scancel`, which Slurm may hold up ("try again later") while the loop
-    /// goes on.
-    fileprivate func runDetached(_ calls: [@Sendable (SlurmCommandResult?) -> (String, [String])?]) {
-        Thread { [self] in
-            var last: SlurmCommandResult?
-            for call in calls {
-                guard let (command, arguments) = call(last) else { return }
-                last = run(command, arguments)
-            }
-        }.start()
+    /// Runs `body` on a thread of its own, with this worker to run commands: for `scancel`,
+    /// which Slurm may hold up ("try again later") while the loop goes on.
+    fileprivate func detached(_ body: @escaping @Sendable (SlurmWorker) -> Void) {
+        Thread { [self] in body(self) }.start()
     }
 
     fileprivate func place(_ assignment: JobAssignment, _ placement: SlurmPlacement?) {
@@ -367,7 +359,7 @@ private struct SlurmLoop {
             }
             if !giveBack.isEmpty {
                 let ids = giveBack.map(\.slurmID)
-                worker.runDetached([{ _ in ("scancel", ["--state=PENDING"] + ids) }])
+                worker.detached { _ = $0.run("scancel", ["--state=PENDING"] + ids) }
             }
             // Pending (and suspended) jobs are cancelled outright, all in one scancel call (a
             // cancel of a whole run may stop a thousand at once); running ones get SIGTERM first.
@@ -386,7 +378,7 @@ private struct SlurmLoop {
             }
             if !cancelNow.isEmpty {
                 let ids = cancelNow.map(\.slurmID)
-                worker.runDetached([{ _ in ("scancel", ids) }])
+                worker.detached { _ = $0.run("scancel", ids) }
             }
             let now = ContinuousClock.now
             for job in jobs.values {
@@ -396,7 +388,10 @@ private struct SlurmLoop {
                     // cancel, so that Slurm ends the job (alone, it sends SIGTERM and waits
                     // KillWait again before its SIGKILL).
                     let id = job.slurmID
-                    worker.runDetached([{ _ in ("scancel", ["--full", "--signal=KILL", id]) }, { _ in ("scancel", [id]) }])
+                    worker.detached { worker in
+                        _ = worker.run("scancel", ["--full", "--signal=KILL", id])
+                        _ = worker.run("scancel", [id])
+                    }
                 }
             }
             for (key, waiting) in unsent where waiting.next <= now {
@@ -412,7 +407,8 @@ private struct SlurmLoop {
                 if worker.mayEndThread() { return }
                 continue
             }
-            var deadline = jobs.isEmpty ? ContinuousClock.now + .seconds(3600) : nextPoll
+            // (With no job in Slurm, something waits to be sent: the first of those is due first.)
+            var deadline = jobs.isEmpty ? unsent.values.map(\.next).min()! : nextPoll
             for waiting in unsent.values where waiting.next < deadline { deadline = waiting.next }
             for job in jobs.values { if let killAt = job.killAt, killAt < deadline { deadline = killAt } }
             worker.wait(until: deadline)
@@ -523,12 +519,12 @@ private struct SlurmLoop {
         // The kill is due after the grace period whatever the signal's call says (it is not
         // waited for).
         if !now { job.killAt = ContinuousClock.now + request.grace }
-        worker.runDetached([
-            { _ in ("scancel", ["--full", "--signal=\(now ? "KILL" : "TERM")", id]) },
+        worker.detached { worker in
+            let signalled = worker.run("scancel", ["--full", "--signal=\(now ? "KILL" : "TERM")", id])
             // Pending after all, or between states (or killed already, or held up past its
             // time limit): cancel it outright.
-            { result in result.map { $0.status != 0 || now } == true ? ("scancel", [id]) : nil },
-        ])
+            if signalled.status != 0 || now { _ = worker.run("scancel", [id]) }
+        }
     }
 
     // MARK: Polling

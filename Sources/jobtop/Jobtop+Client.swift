@@ -924,28 +924,22 @@ extension Jobtop {
                 let job = try await resolve([reference], with: client)[0]
                 let dropped = Locked(0)
                 let printed = Locked(false)
-                // (The body's error reaches here as the call's: the flag says it was this.)
-                let closed = Locked(false)
+                let out = Stdout()
                 do {
                     try await client.fetchLog(of: job.id) { part in
-                        do throws(OutputClosed) {
-                            switch part {
-                            case .bytes(let data):
-                                if !data.isEmpty { printed.withLock { $0 = true } }
-                                try writeOut(Array(data))
-                            case .tail(let lines, let count):
-                                dropped.withLock { $0 = count }
-                                if !lines.isEmpty { printed.withLock { $0 = true } }
-                                try writeOut(lines.flatMap(\.rawBytes))
-                            case .unknownJob: break
-                            }
-                        } catch {
-                            closed.withLock { $0 = true }
-                            throw error
+                        switch part {
+                        case .bytes(let data):
+                            if !data.isEmpty { printed.withLock { $0 = true } }
+                            try out.write(Array(data))
+                        case .tail(let lines, let count):
+                            dropped.withLock { $0 = count }
+                            if !lines.isEmpty { printed.withLock { $0 = true } }
+                            try out.write(lines.flatMap(\.rawBytes))
+                        case .unknownJob: break
                         }
                     }
                 } catch {
-                    if closed.withLock({ $0 }) { throw ExitCode(ExitStatus.logLost) }
+                    if out.isClosed { throw ExitCode(ExitStatus.logLost) }
                     throw error
                 }
                 let count = dropped.withLock { $0 }
@@ -1019,28 +1013,21 @@ extension Jobtop {
                     }
                 }
                 let end = Locked<FollowPart?>(nil)
-                // (The body's error reaches here as the call's: the flag says it was this.)
-                let closed = Locked(false)
+                let out = Stdout()
                 do {
                     try await client.follow(job.id) { part in
                         switch part {
-                        case .bytes(let data):
-                            do throws(OutputClosed) {
-                                try writeOut(Array(data))
-                            } catch {
-                                closed.withLock { $0 = true }
-                                throw error
-                            }
+                        case .bytes(let data): try out.write(Array(data))
                         case .lagged(let missed): StandardError.write("jobtop: fell behind the job's output; \(missed) events missed\n")
                         case .ended, .unknownJob: end.withLock { $0 = part }
                         }
                     }
-                } catch let error as ControlError where error.code == .connectionLost || error.code == .notRunning || closed.withLock({ $0 }) {
+                } catch let error as ControlError where error.code == .connectionLost || error.code == .notRunning || out.isClosed {
                     // The serve went away while it streamed (a stopping serve may cancel the
                     // call rather than end it: "the call was cancelled" was said instead): said
                     // below, as when the stream ends without the job's end.
                 }
-                if closed.withLock({ $0 }) { return ExitStatus.logLost }
+                if out.isClosed { return ExitStatus.logLost }
                 switch end.withLock({ $0 }) {
                 case .ended(.succeeded): return ExitStatus.success
                 case .ended(let kind):
@@ -1227,22 +1214,30 @@ private func perJob(_ references: [String], _ connection: ConnectOptions, _ comm
 }
 
 /// Writes bytes to stdout, unbuffered.
-private func writeOut(_ bytes: [UInt8]) throws(OutputClosed) {
-    var offset = 0
-    while offset < bytes.count {
-        let written = bytes.withUnsafeBytes { write(1, $0.baseAddress! + offset, $0.count - offset) }
-        if written < 0 {
-            if errno == EINTR { continue }
-            throw OutputClosed()
+/// A client's stdout for a job's output. Once a write fails (its reader closed it: `jobtop follow
+/// ID | head`) it throws, so the stream stops, and says so: the command exits 141, as a
+/// pipeline's writer that SIGPIPE ended (`follow` kept following, blocked, until the job ended).
+/// The stream's call hands back its body's error as one of its own: `isClosed` says it was this.
+private final class Stdout: Sendable {
+    struct Closed: Error {}
+
+    private let closed = Locked(false)
+
+    var isClosed: Bool { closed.withLock { $0 } }
+
+    func write(_ bytes: [UInt8]) throws(Closed) {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes { Glibc.write(1, $0.baseAddress! + offset, $0.count - offset) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                closed.withLock { $0 = true }
+                throw Closed()
+            }
+            offset += written
         }
-        offset += written
     }
 }
-
-/// Stdout took no more (its reader closed it: `jobtop follow ID | head`): the command stops and
-/// exits 141, as a pipeline's writer that SIGPIPE ended (it kept following, blocked, until the
-/// job ended).
-private struct OutputClosed: Error {}
 
 /// The directory this process runs in as the user's shell names it: `$PWD` when it is that
 /// directory (a path through a symbolic link stays one), else the physical path. A job submitted

@@ -165,10 +165,6 @@ extension Jobtop {
             }
             if let outputDir { try OutputDirectory.prepare(outputDir) }
             let scheduler = Scheduler(configuration: configuration)
-            // The log's times are the scheduler's clock from the wall time it took as its zero:
-            // a `Date()` of its own, taken a moment before, logged `at = 2027-01-01T00:00:00Z`
-            // as 2026-12-31T23:59:59.983Z.
-            let epoch = scheduler.clock.wallClockEpoch.timeIntervalSince1970
             if let slurmWorker { await scheduler.addWorker(slurmWorker) }
             let listener = try await remote.startListener(scheduler: scheduler, logs: headless)
 
@@ -177,7 +173,7 @@ extension Jobtop {
                 presenter: headless
                     ? .log(format: logFormat, logsOutput: logOutput)
                     : .screen(title: file.map { "jobtop: \($0)" } ?? "jobtop"),
-                outputDirectory: outputDir, haltsOnFailure: haltOnFailure, epoch: epoch, listener: listener)
+                outputDirectory: outputDir, haltsOnFailure: haltOnFailure, listener: listener)
             let status = await session.run(plan)
             // Jobs still in Slurm when the run ends (it was killed, not drained) are cancelled
             // there, and the run's scripts and output files go.

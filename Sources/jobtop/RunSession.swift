@@ -25,8 +25,10 @@ struct RunSession {
     let presenter: Presenter
     let outputDirectory: String?
     let haltsOnFailure: Bool
-    /// Wall-clock seconds since 1970 at which the scheduler's clock read zero.
-    let epoch: Double
+    /// Wall-clock seconds since 1970 at which the scheduler's clock read zero: the log's times
+    /// are that clock's (a `Date()` of the caller's own, taken a moment apart, logged a file's `at
+    /// = 2027-01-01T00:00:00Z` as 2026-12-31T23:59:59.983Z).
+    var epoch: Double { scheduler.clock.wallClockEpoch.timeIntervalSince1970 }
     /// The remote workers' listener (`--listen`), stopped when the run is over.
     var listener: WorkerListener?
 
